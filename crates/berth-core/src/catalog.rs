@@ -1,0 +1,393 @@
+//! The inventory catalog: every provider with its inventories, usages, traits, aggregates and
+//! attributes, plus the custom resource classes and traits, held in memory and indexed.
+//!
+//! The catalog is rebuilt from storage at start-up and changed only by [`Catalog::apply`], with
+//! the same [`Change`]s the store has just committed. It owns no I/O.
+
+use crate::change::Change;
+use crate::inventory::Inventory;
+use crate::name::{self, ResourceClass, TraitName};
+use crate::provider::{AttrValue, HostRecord, Provider, ProviderRow};
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use uuid::Uuid;
+
+/// Everything storage holds about the catalog, as flat rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CatalogRows {
+    /// The change sequence number the rows were read at.
+    pub seq: u64,
+    /// Providers, in any order.
+    pub providers: Vec<ProviderRow>,
+    /// `(provider, class, record)`.
+    pub inventories: Vec<(Uuid, ResourceClass, Inventory)>,
+    /// `(provider, class, used)`.
+    pub usages: Vec<(Uuid, ResourceClass, u64)>,
+    /// `(provider, trait)`.
+    pub traits: Vec<(Uuid, TraitName)>,
+    /// `(provider, aggregate)`.
+    pub aggregates: Vec<(Uuid, Uuid)>,
+    /// `(provider, key, value)`.
+    pub attributes: Vec<(Uuid, String, AttrValue)>,
+    /// `(provider, host)`.
+    pub hosts: Vec<(Uuid, HostRecord)>,
+    /// Custom resource classes.
+    pub resource_classes: Vec<ResourceClass>,
+    /// Custom traits.
+    pub custom_traits: Vec<TraitName>,
+}
+
+impl CatalogRows {
+    /// Sorts every list so that two row sets with the same content compare equal.
+    pub fn normalize(&mut self) {
+        self.providers.sort_by_key(|row| row.id);
+        self.inventories
+            .sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        self.usages.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        self.traits.sort();
+        self.aggregates.sort();
+        self.attributes
+            .sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        self.hosts.sort_by_key(|h| h.0);
+        self.resource_classes.sort();
+        self.custom_traits.sort();
+    }
+}
+
+/// The in-memory catalog.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    seq: u64,
+    providers: IndexMap<Uuid, Provider>,
+    by_name: HashMap<String, Uuid>,
+    by_id: HashMap<i64, Uuid>,
+    custom_classes: BTreeSet<ResourceClass>,
+    custom_traits: BTreeSet<TraitName>,
+    next_id: i64,
+}
+
+impl Catalog {
+    /// An empty catalog at sequence 0.
+    pub fn new() -> Catalog {
+        Catalog {
+            next_id: 1,
+            ..Catalog::default()
+        }
+    }
+
+    /// Rebuilds the catalog from storage rows. Rows naming unknown providers are a storage bug.
+    pub fn from_rows(rows: CatalogRows) -> Catalog {
+        let mut catalog = Catalog::new();
+        catalog.seq = rows.seq;
+        let mut providers = rows.providers;
+        providers.sort_by_key(|row| row.id);
+        for row in providers {
+            catalog.insert_provider(row);
+        }
+        for (uuid, class, record) in rows.inventories {
+            catalog.provider_mut(uuid).inventories.insert(class, record);
+        }
+        for (uuid, class, used) in rows.usages {
+            catalog.provider_mut(uuid).usages.insert(class, used);
+        }
+        for (uuid, name) in rows.traits {
+            catalog.provider_mut(uuid).traits.insert(name);
+        }
+        for (uuid, aggregate) in rows.aggregates {
+            catalog.provider_mut(uuid).aggregates.insert(aggregate);
+        }
+        for (uuid, key, value) in rows.attributes {
+            catalog.provider_mut(uuid).attributes.insert(key, value);
+        }
+        for (uuid, host) in rows.hosts {
+            catalog.provider_mut(uuid).host = Some(host);
+        }
+        catalog.custom_classes = rows.resource_classes.into_iter().collect();
+        catalog.custom_traits = rows.custom_traits.into_iter().collect();
+        debug_assert!(catalog.check_invariants().is_ok());
+        catalog
+    }
+
+    /// The change sequence number this catalog reflects.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Records that the catalog now reflects storage sequence `seq`.
+    pub fn set_seq(&mut self, seq: u64) {
+        assert!(seq >= self.seq, "the catalog sequence never goes back");
+        self.seq = seq;
+    }
+
+    /// The id the next new provider gets.
+    pub fn next_provider_id(&self) -> i64 {
+        self.next_id
+    }
+
+    /// Number of providers.
+    pub fn len(&self) -> usize {
+        self.providers.len()
+    }
+
+    /// Whether there are no providers.
+    pub fn is_empty(&self) -> bool {
+        self.providers.is_empty()
+    }
+
+    /// All providers in creation order.
+    pub fn providers(&self) -> impl Iterator<Item = &Provider> {
+        self.providers.values()
+    }
+
+    /// One provider by uuid.
+    pub fn provider(&self, uuid: Uuid) -> Option<&Provider> {
+        self.providers.get(&uuid)
+    }
+
+    /// One provider by name.
+    pub fn provider_by_name(&self, name: &str) -> Option<&Provider> {
+        self.by_name
+            .get(name)
+            .and_then(|uuid| self.providers.get(uuid))
+    }
+
+    /// One provider by internal id.
+    pub fn provider_by_id(&self, id: i64) -> Option<&Provider> {
+        self.by_id
+            .get(&id)
+            .and_then(|uuid| self.providers.get(uuid))
+    }
+
+    /// Direct children of a provider.
+    pub fn children(&self, uuid: Uuid) -> impl Iterator<Item = &Provider> {
+        self.providers
+            .values()
+            .filter(move |p| p.parent == Some(uuid))
+    }
+
+    /// The provider and all its descendants, parents before children.
+    pub fn subtree(&self, uuid: Uuid) -> Vec<Uuid> {
+        let mut out = vec![uuid];
+        let mut idx = 0;
+        // Bounded: each provider is pushed at most once because the tree has no cycles.
+        while idx < out.len() {
+            let current = out[idx];
+            out.extend(self.children(current).map(|child| child.uuid));
+            idx += 1;
+            assert!(
+                out.len() <= self.providers.len(),
+                "invariant: provider trees are acyclic"
+            );
+        }
+        out
+    }
+
+    /// Whether a resource class exists (standard or custom).
+    pub fn has_resource_class(&self, class: &ResourceClass) -> bool {
+        class.is_standard() || self.custom_classes.contains(class)
+    }
+
+    /// Custom resource classes.
+    pub fn custom_resource_classes(&self) -> &BTreeSet<ResourceClass> {
+        &self.custom_classes
+    }
+
+    /// Whether a trait exists (standard or custom).
+    pub fn has_trait(&self, name: &TraitName) -> bool {
+        name.is_standard() || self.custom_traits.contains(name)
+    }
+
+    /// All traits, standard and custom, sorted.
+    pub fn all_traits(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = name::standard_traits().to_vec();
+        names.extend(self.custom_traits.iter().map(TraitName::as_str));
+        names.sort_unstable();
+        names
+    }
+
+    /// Whether any provider has the trait.
+    pub fn trait_in_use(&self, name: &TraitName) -> bool {
+        self.providers.values().any(|p| p.traits.contains(name))
+    }
+
+    /// Whether any provider has inventory of the class.
+    pub fn resource_class_in_use(&self, class: &ResourceClass) -> bool {
+        self.providers
+            .values()
+            .any(|p| p.inventories.contains_key(class))
+    }
+
+    /// Applies committed changes, in order.
+    pub fn apply(&mut self, changes: &[Change]) {
+        for change in changes {
+            self.apply_one(change);
+        }
+    }
+
+    fn apply_one(&mut self, change: &Change) {
+        match change {
+            Change::ProviderCreated(row) => self.insert_provider(row.clone()),
+            Change::ProviderUpdated(row) => {
+                let old_name = self.provider_mut(row.uuid).name.clone();
+                if old_name != row.name {
+                    self.by_name.remove(&old_name);
+                    self.by_name.insert(row.name.clone(), row.uuid);
+                }
+                let provider = self.provider_mut(row.uuid);
+                assert_eq!(
+                    provider.id, row.id,
+                    "invariant: a provider's id never changes"
+                );
+                provider.name = row.name.clone();
+                provider.parent = row.parent;
+                provider.root = row.root;
+                provider.generation = row.generation;
+                provider.availability_zone = row.availability_zone.clone();
+                provider.updated_at = row.updated_at;
+            }
+            Change::ProviderDeleted(uuid) => {
+                let provider = self
+                    .providers
+                    .shift_remove(uuid)
+                    .expect("invariant: deleted provider exists");
+                self.by_name.remove(&provider.name);
+                self.by_id.remove(&provider.id);
+            }
+            Change::InventoriesReplaced { uuid, inventories } => {
+                self.provider_mut(*uuid).inventories = inventories.clone();
+            }
+            Change::TraitsReplaced { uuid, traits } => {
+                self.provider_mut(*uuid).traits = traits.clone()
+            }
+            Change::AggregatesReplaced { uuid, aggregates } => {
+                self.provider_mut(*uuid).aggregates = aggregates.clone();
+            }
+            Change::AttributesReplaced { uuid, attributes } => {
+                self.provider_mut(*uuid).attributes = attributes.clone();
+            }
+            Change::HostSet { uuid, host } => self.provider_mut(*uuid).host = host.clone(),
+            Change::ResourceClassCreated(class) => {
+                self.custom_classes.insert(class.clone());
+            }
+            Change::ResourceClassDeleted(class) => {
+                self.custom_classes.remove(class);
+            }
+            Change::TraitCreated(name) => {
+                self.custom_traits.insert(name.clone());
+            }
+            Change::TraitDeleted(name) => {
+                self.custom_traits.remove(name);
+            }
+        }
+    }
+
+    fn insert_provider(&mut self, row: ProviderRow) {
+        assert!(
+            !self.providers.contains_key(&row.uuid),
+            "invariant: provider uuids are unique"
+        );
+        assert!(
+            !self.by_name.contains_key(&row.name),
+            "invariant: provider names are unique"
+        );
+        self.by_name.insert(row.name.clone(), row.uuid);
+        self.by_id.insert(row.id, row.uuid);
+        self.next_id = self.next_id.max(row.id + 1);
+        self.providers.insert(row.uuid, Provider::from_row(row));
+    }
+
+    fn provider_mut(&mut self, uuid: Uuid) -> &mut Provider {
+        self.providers
+            .get_mut(&uuid)
+            .expect("invariant: changes name existing providers")
+    }
+
+    /// The catalog as flat rows, each list sorted; the inverse of [`Catalog::from_rows`].
+    pub fn to_rows(&self) -> CatalogRows {
+        let mut rows = CatalogRows {
+            seq: self.seq,
+            ..CatalogRows::default()
+        };
+        for provider in self.providers.values() {
+            let uuid = provider.uuid;
+            rows.providers.push(provider.row());
+            rows.inventories.extend(
+                provider
+                    .inventories
+                    .iter()
+                    .map(|(c, r)| (uuid, c.clone(), *r)),
+            );
+            rows.usages
+                .extend(provider.usages.iter().map(|(c, u)| (uuid, c.clone(), *u)));
+            rows.traits
+                .extend(provider.traits.iter().map(|t| (uuid, t.clone())));
+            rows.aggregates
+                .extend(provider.aggregates.iter().map(|a| (uuid, *a)));
+            rows.attributes.extend(
+                provider
+                    .attributes
+                    .iter()
+                    .map(|(k, v)| (uuid, k.clone(), v.clone())),
+            );
+            rows.hosts
+                .extend(provider.host.iter().map(|h| (uuid, h.clone())));
+        }
+        rows.resource_classes = self.custom_classes.iter().cloned().collect();
+        rows.custom_traits = self.custom_traits.iter().cloned().collect();
+        rows.normalize();
+        rows
+    }
+
+    /// Checks every structural invariant; O(n). Used after every step in tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
+            return Err("name or id index out of step with providers".into());
+        }
+        for provider in self.providers.values() {
+            if let Some(parent) = provider.parent {
+                let Some(parent) = self.providers.get(&parent) else {
+                    return Err(format!("{} has a missing parent", provider.uuid));
+                };
+                if parent.root != provider.root {
+                    return Err(format!(
+                        "{} has a root different from its parent's",
+                        provider.uuid
+                    ));
+                }
+            } else if provider.root != provider.uuid {
+                return Err(format!(
+                    "root provider {} is not its own root",
+                    provider.uuid
+                ));
+            }
+            if provider.host.is_some() && provider.parent.is_some() {
+                return Err(format!(
+                    "nested provider {} is enrolled as a host",
+                    provider.uuid
+                ));
+            }
+            for class in provider.inventories.keys() {
+                if !self.has_resource_class(class) {
+                    return Err(format!(
+                        "{} has inventory of unknown class {}",
+                        provider.uuid,
+                        class.as_str()
+                    ));
+                }
+            }
+            for name in &provider.traits {
+                if !self.has_trait(name) {
+                    return Err(format!(
+                        "{} has unknown trait {}",
+                        provider.uuid,
+                        name.as_str()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A provider's attributes as a sorted map, for callers building attribute changes.
+pub type Attributes = BTreeMap<String, AttrValue>;

@@ -1,0 +1,62 @@
+//! The state changes decisions produce. The store persists them in one transaction, then the
+//! catalog applies them; both see exactly the same list.
+
+use crate::inventory::Inventory;
+use crate::name::{ResourceClass, TraitName};
+use crate::provider::{AttrValue, HostRecord, ProviderRow};
+use std::collections::{BTreeMap, BTreeSet};
+use uuid::Uuid;
+
+/// One change to the inventory catalog. Each carries the full new state of what it touches.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A new provider.
+    ProviderCreated(ProviderRow),
+    /// New name, parent, root, generation or zone of an existing provider.
+    ProviderUpdated(ProviderRow),
+    /// A provider and everything attached to it removed.
+    ProviderDeleted(Uuid),
+    /// The full inventory set of a provider replaced.
+    InventoriesReplaced {
+        /// The provider.
+        uuid: Uuid,
+        /// The new set.
+        inventories: BTreeMap<ResourceClass, Inventory>,
+    },
+    /// The full trait set of a provider replaced.
+    TraitsReplaced {
+        /// The provider.
+        uuid: Uuid,
+        /// The new set.
+        traits: BTreeSet<TraitName>,
+    },
+    /// The full aggregate set of a provider replaced.
+    AggregatesReplaced {
+        /// The provider.
+        uuid: Uuid,
+        /// The new set.
+        aggregates: BTreeSet<Uuid>,
+    },
+    /// The full attribute set of a provider replaced.
+    AttributesReplaced {
+        /// The provider.
+        uuid: Uuid,
+        /// The new set.
+        attributes: BTreeMap<String, AttrValue>,
+    },
+    /// A provider enrolled as a Blazar host, or un-enrolled (`None`).
+    HostSet {
+        /// The provider.
+        uuid: Uuid,
+        /// The host record.
+        host: Option<HostRecord>,
+    },
+    /// A custom resource class created.
+    ResourceClassCreated(ResourceClass),
+    /// A custom resource class deleted.
+    ResourceClassDeleted(ResourceClass),
+    /// A custom trait created.
+    TraitCreated(TraitName),
+    /// A custom trait deleted.
+    TraitDeleted(TraitName),
+}

@@ -1,0 +1,26 @@
+//! The pure domain of berth.
+//!
+//! Everything here is a deterministic function of its inputs: the core never reads the clock,
+//! never generates ids, never uses randomness and never does I/O. Time and ids arrive as
+//! arguments. Decisions return the [`change::Change`]s to persist; the application layer writes
+//! them through the store and then applies them to the in-memory [`catalog::Catalog`].
+#![forbid(unsafe_code)]
+
+pub mod catalog;
+pub mod change;
+pub mod decide;
+pub mod inventory;
+pub mod limits;
+pub mod name;
+pub mod provider;
+pub mod query;
+pub mod rejection;
+pub mod time;
+
+pub use catalog::Catalog;
+pub use change::Change;
+pub use inventory::Inventory;
+pub use name::{ResourceClass, TraitName};
+pub use provider::{AttrValue, HostRecord, Provider};
+pub use rejection::Rejection;
+pub use time::Instant;

@@ -1,0 +1,25 @@
+//! Named bounds. Every loop over user input and every stored collection is bounded by one of these.
+
+/// Largest inventory amount Placement accepts (a signed 32-bit integer).
+pub const AMOUNT_MAX: u64 = 2_147_483_647;
+/// Longest provider name, as Placement.
+pub const PROVIDER_NAME_LEN_MAX: usize = 200;
+/// Longest resource class or trait name, as Placement.
+pub const NAME_LEN_MAX: usize = 255;
+/// Most traits on one provider in a single write.
+pub const TRAITS_PER_PROVIDER_MAX: usize = 1_000;
+/// Most aggregates one provider can belong to.
+pub const AGGREGATES_PER_PROVIDER_MAX: usize = 1_000;
+/// Most inventory records one provider can carry in a single write.
+pub const INVENTORIES_PER_PROVIDER_MAX: usize = 256;
+/// Deepest nesting of a provider tree.
+pub const TREE_DEPTH_MAX: usize = 64;
+/// Most typed attributes one provider carries.
+pub const ATTRIBUTES_PER_PROVIDER_MAX: usize = 256;
+/// Longest attribute key (Blazar refuses capability keys over 64 characters).
+pub const ATTRIBUTE_KEY_LEN_MAX: usize = 64;
+/// Longest attribute string value.
+pub const ATTRIBUTE_VALUE_LEN_MAX: usize = 1_024;
+
+const _: () = assert!(NAME_LEN_MAX >= PROVIDER_NAME_LEN_MAX);
+const _: () = assert!(ATTRIBUTE_KEY_LEN_MAX <= NAME_LEN_MAX);

@@ -1,0 +1,180 @@
+//! A resource provider: anything with capacity (a host, a NUMA cell, a storage pool, a node).
+
+use crate::inventory::Inventory;
+use crate::name::{ResourceClass, TraitName};
+use crate::time::Instant;
+use std::collections::{BTreeMap, BTreeSet};
+use uuid::Uuid;
+
+/// A typed attribute value (Blazar's "extra capabilities").
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    /// A string.
+    String(String),
+    /// A number; integers are exact up to 2^53.
+    Number(f64),
+    /// A boolean.
+    Bool(bool),
+}
+
+/// What makes a root provider a Blazar host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRecord {
+    /// Hypervisor type, for example `QEMU`.
+    pub hypervisor_type: Option<String>,
+    /// Compute service name.
+    pub service_name: Option<String>,
+    /// Whether leases may take the host.
+    pub reservable: bool,
+    /// When the host was enrolled.
+    pub enrolled_at: Instant,
+}
+
+/// A resource provider as the catalog holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provider {
+    pub(crate) id: i64,
+    pub(crate) uuid: Uuid,
+    pub(crate) name: String,
+    pub(crate) parent: Option<Uuid>,
+    pub(crate) root: Uuid,
+    pub(crate) generation: u64,
+    pub(crate) inventories: BTreeMap<ResourceClass, Inventory>,
+    pub(crate) usages: BTreeMap<ResourceClass, u64>,
+    pub(crate) traits: BTreeSet<TraitName>,
+    pub(crate) aggregates: BTreeSet<Uuid>,
+    pub(crate) availability_zone: Option<String>,
+    pub(crate) attributes: BTreeMap<String, AttrValue>,
+    pub(crate) host: Option<HostRecord>,
+    pub(crate) created_at: Instant,
+    pub(crate) updated_at: Instant,
+}
+
+/// Everything needed to rebuild a provider from storage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderRow {
+    /// Internal integer id, stable for the life of the provider (also the Blazar host id).
+    pub id: i64,
+    /// The provider's uuid.
+    pub uuid: Uuid,
+    /// Unique name.
+    pub name: String,
+    /// Parent provider, if nested.
+    pub parent: Option<Uuid>,
+    /// Root of the tree (itself for a root).
+    pub root: Uuid,
+    /// Optimistic-concurrency generation.
+    pub generation: u64,
+    /// Availability zone.
+    pub availability_zone: Option<String>,
+    /// Creation time.
+    pub created_at: Instant,
+    /// Last update time.
+    pub updated_at: Instant,
+}
+
+impl Provider {
+    pub(crate) fn from_row(row: ProviderRow) -> Provider {
+        Provider {
+            id: row.id,
+            uuid: row.uuid,
+            name: row.name,
+            parent: row.parent,
+            root: row.root,
+            generation: row.generation,
+            inventories: BTreeMap::new(),
+            usages: BTreeMap::new(),
+            traits: BTreeSet::new(),
+            aggregates: BTreeSet::new(),
+            availability_zone: row.availability_zone,
+            attributes: BTreeMap::new(),
+            host: None,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+
+    /// The row part of the provider (without inventories, traits and the rest).
+    pub fn row(&self) -> ProviderRow {
+        ProviderRow {
+            id: self.id,
+            uuid: self.uuid,
+            name: self.name.clone(),
+            parent: self.parent,
+            root: self.root,
+            generation: self.generation,
+            availability_zone: self.availability_zone.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
+    /// Internal integer id (the Blazar host id of a host).
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+    /// The uuid.
+    pub fn uuid(&self) -> Uuid {
+        self.uuid
+    }
+    /// The unique name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The parent, if nested.
+    pub fn parent(&self) -> Option<Uuid> {
+        self.parent
+    }
+    /// The root of the tree.
+    pub fn root(&self) -> Uuid {
+        self.root
+    }
+    /// The generation.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// Inventory records by class.
+    pub fn inventories(&self) -> &BTreeMap<ResourceClass, Inventory> {
+        &self.inventories
+    }
+    /// Units in use by class (classes without use are absent).
+    pub fn usages(&self) -> &BTreeMap<ResourceClass, u64> {
+        &self.usages
+    }
+    /// Units of `class` in use.
+    pub fn used(&self, class: &ResourceClass) -> u64 {
+        self.usages.get(class).copied().unwrap_or(0)
+    }
+    /// Traits.
+    pub fn traits(&self) -> &BTreeSet<TraitName> {
+        &self.traits
+    }
+    /// Aggregates the provider belongs to.
+    pub fn aggregates(&self) -> &BTreeSet<Uuid> {
+        &self.aggregates
+    }
+    /// Availability zone.
+    pub fn availability_zone(&self) -> Option<&str> {
+        self.availability_zone.as_deref()
+    }
+    /// Typed attributes.
+    pub fn attributes(&self) -> &BTreeMap<String, AttrValue> {
+        &self.attributes
+    }
+    /// Host enrolment, if the provider is a Blazar host.
+    pub fn host(&self) -> Option<&HostRecord> {
+        self.host.as_ref()
+    }
+    /// Creation time.
+    pub fn created_at(&self) -> Instant {
+        self.created_at
+    }
+    /// Last update time.
+    pub fn updated_at(&self) -> Instant {
+        self.updated_at
+    }
+    /// Whether any class has units in use.
+    pub fn has_usage(&self) -> bool {
+        self.usages.values().any(|&used| used > 0)
+    }
+}

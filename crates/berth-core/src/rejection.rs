@@ -1,0 +1,145 @@
+//! Why the core refused a command. Rejections are values; each surface maps them to its own
+//! status codes and error bodies.
+
+use crate::inventory::InventoryError;
+use uuid::Uuid;
+
+/// Every way an inventory command can be refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Rejection {
+    /// No provider with that uuid.
+    #[error("No resource provider with uuid {0} found")]
+    ProviderNotFound(Uuid),
+    /// No Blazar host with that id.
+    #[error("Host {0} not found")]
+    HostNotFound(String),
+    /// The named parent does not exist.
+    #[error("parent provider UUID {0} does not exist")]
+    ParentNotFound(Uuid),
+    /// Another provider already has this name.
+    #[error("Conflicting resource provider name: {0} already exists")]
+    DuplicateName(String),
+    /// Another provider already has this uuid.
+    #[error("Conflicting resource provider uuid: {0} already exists")]
+    DuplicateUuid(Uuid),
+    /// The name is empty or too long.
+    #[error("name must be between 1 and 200 characters")]
+    BadName,
+    /// The new parent would make the tree a loop.
+    #[error("creating loop in the provider tree is not allowed")]
+    ParentCycle,
+    /// The tree would be deeper than the limit.
+    #[error("the provider tree would be too deep")]
+    TreeTooDeep,
+    /// Re-parenting is not allowed at this microversion.
+    #[error("re-parenting a provider is not currently allowed")]
+    ReparentNotAllowed,
+    /// Un-parenting is not allowed at this microversion.
+    #[error("un-parenting a provider is not currently allowed")]
+    UnparentNotAllowed,
+    /// The caller's generation is stale.
+    #[error(
+        "resource provider generation conflict: the provider {uuid} has generation {actual}, the request gave {expected}. Please retry this request"
+    )]
+    GenerationConflict {
+        /// The provider.
+        uuid: Uuid,
+        /// What the caller sent.
+        expected: u64,
+        /// What is stored.
+        actual: u64,
+    },
+    /// The provider has child providers.
+    #[error("Unable to delete parent resource provider {0}: It has child resource providers")]
+    ProviderHasChildren(Uuid),
+    /// The provider has allocations.
+    #[error("Unable to delete resource provider {0}: Resource provider has allocations")]
+    ProviderInUse(Uuid),
+    /// The resource class does not exist.
+    #[error("No such resource class {0}")]
+    UnknownResourceClass(String),
+    /// One or more traits do not exist.
+    #[error("No such trait(s): {0}")]
+    UnknownTraits(String),
+    /// An inventory record is invalid.
+    #[error("Unable to update inventory for resource provider {uuid}: {class}: {error}")]
+    BadInventory {
+        /// The provider.
+        uuid: Uuid,
+        /// The class.
+        class: String,
+        /// The rule broken.
+        error: InventoryError,
+    },
+    /// Removing this inventory would strand allocations.
+    #[error("Inventory for '{class}' on resource provider '{uuid}' in use")]
+    InventoryInUse {
+        /// The provider.
+        uuid: Uuid,
+        /// The class.
+        class: String,
+    },
+    /// The provider has no inventory of this class.
+    #[error("No inventory of class {class} found for resource provider {uuid}")]
+    InventoryNotFound {
+        /// The provider.
+        uuid: Uuid,
+        /// The class.
+        class: String,
+    },
+    /// The provider already has inventory of this class (create-one).
+    #[error("Inventory for {class} on resource provider {uuid} already exists")]
+    InventoryExists {
+        /// The provider.
+        uuid: Uuid,
+        /// The class.
+        class: String,
+    },
+    /// A custom name is required and this is not one.
+    #[error("{0} is not a valid custom name: it must match CUSTOM_[A-Z0-9_]+")]
+    NotCustomName(String),
+    /// The resource class already exists.
+    #[error("Conflicting resource class already exists: {0}")]
+    ResourceClassExists(String),
+    /// A standard resource class cannot be deleted or changed.
+    #[error("Cannot delete standard resource class {0}")]
+    ResourceClassStandard(String),
+    /// The resource class is used by an inventory.
+    #[error("Unable to delete resource class {0}: it is in use by inventory")]
+    ResourceClassInUse(String),
+    /// No such trait.
+    #[error("No such trait {0}")]
+    TraitNotFound(String),
+    /// A standard trait cannot be deleted.
+    #[error("Cannot delete standard trait {0}")]
+    TraitStandard(String),
+    /// The trait is associated with a provider.
+    #[error("The trait {0} is in use by a resource provider")]
+    TraitInUse(String),
+    /// A Blazar host is already enrolled on this provider.
+    #[error("Host {0} is already enrolled")]
+    HostExists(String),
+    /// The name belongs to a nested provider, which cannot be a host.
+    #[error("{0} is not a root resource provider and cannot be enrolled as a host")]
+    HostNotRoot(String),
+    /// The host has allocations or reservations.
+    #[error("Host {0} is in use")]
+    HostInUse(String),
+    /// The host has child providers.
+    #[error("Host {0} has nested resource providers; remove them first")]
+    HostHasChildren(String),
+    /// An attribute key or value is invalid.
+    #[error("invalid attribute {key}: {reason}")]
+    BadAttribute {
+        /// The key.
+        key: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// An update carried nothing to change.
+    #[error("No data to update")]
+    NothingToUpdate,
+    /// A collection is over its bound.
+    #[error("too many {0}")]
+    TooMany(&'static str),
+}

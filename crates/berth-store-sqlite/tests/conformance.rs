@@ -1,0 +1,39 @@
+//! The store conformance suite against SQLite, plus persistence across a reopen.
+
+use berth_store::Store;
+use berth_store_sqlite::SqliteStore;
+
+#[tokio::test]
+async fn sqlite_store_conforms() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    berth_store::testkit::run_all(|| {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.path().join(format!("case-{n}.db"));
+        async move { SqliteStore::open(&path).await.expect("open") }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sqlite_store_keeps_everything_across_a_reopen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("berth.db");
+    let store = SqliteStore::open(&path).await.expect("open");
+    let mut catalog = berth_core::Catalog::new();
+    let new = berth_core::decide::NewProvider {
+        uuid: uuid::Uuid::from_u128(42),
+        name: "cn1".to_owned(),
+        parent: None,
+        availability_zone: None,
+    };
+    let at = berth_core::Instant::from_micros(5);
+    berth_store::testkit::write(&store, &mut catalog, |c| {
+        berth_core::decide::create_provider(c, &new, at)
+    })
+    .await;
+    store.close().await;
+    let reopened = SqliteStore::open(&path).await.expect("reopen");
+    let rows = reopened.load_catalog().await.expect("load");
+    assert_eq!(rows, catalog.to_rows());
+}

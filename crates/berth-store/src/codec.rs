@@ -1,0 +1,61 @@
+//! Encodings shared by the SQL adapters for values that have no native column type in both
+//! dialects. No SQL here: only the mapping between domain values and column values.
+
+use crate::StoreError;
+use berth_core::{AttrValue, Instant, ResourceClass, TraitName};
+
+/// The `(kind, value)` columns of a typed attribute.
+pub fn encode_attribute(value: &AttrValue) -> (&'static str, String) {
+    match value {
+        AttrValue::String(text) => ("string", text.clone()),
+        // Rust's float formatting round-trips exactly.
+        AttrValue::Number(number) => ("number", number.to_string()),
+        AttrValue::Bool(flag) => ("bool", flag.to_string()),
+    }
+}
+
+/// A typed attribute from its `(kind, value)` columns.
+pub fn decode_attribute(kind: &str, value: String) -> Result<AttrValue, StoreError> {
+    match kind {
+        "string" => Ok(AttrValue::String(value)),
+        "number" => value
+            .parse()
+            .map(AttrValue::Number)
+            .map_err(|_| corrupt("attribute number")),
+        "bool" => value
+            .parse()
+            .map(AttrValue::Bool)
+            .map_err(|_| corrupt("attribute bool")),
+        _ => Err(corrupt("attribute kind")),
+    }
+}
+
+/// A stored resource class name.
+pub fn decode_class(name: &str) -> Result<ResourceClass, StoreError> {
+    ResourceClass::parse(name).ok_or_else(|| corrupt("resource class name"))
+}
+
+/// A stored trait name.
+pub fn decode_trait(name: &str) -> Result<TraitName, StoreError> {
+    TraitName::parse(name).ok_or_else(|| corrupt("trait name"))
+}
+
+/// A stored non-negative integer.
+pub fn decode_u64(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| corrupt("negative amount"))
+}
+
+/// A non-negative integer as a column value.
+pub fn encode_u64(value: u64) -> i64 {
+    i64::try_from(value).expect("invariant: stored amounts fit in i64")
+}
+
+/// An instant as a column value.
+pub fn encode_instant(at: Instant) -> i64 {
+    at.as_micros()
+}
+
+/// Reports a row that the schema should have made impossible.
+pub fn corrupt(what: &'static str) -> StoreError {
+    StoreError::Backend(format!("stored data is corrupt: {what}").into())
+}
