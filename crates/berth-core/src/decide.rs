@@ -215,6 +215,50 @@ pub fn set_inventories(
     ])
 }
 
+/// Adds one inventory record; the class must not have one yet.
+pub fn add_inventory(catalog: &Catalog, uuid: Uuid, class: ResourceClass, record: Inventory, now: Instant) -> Decision {
+    let current = provider(catalog, uuid)?;
+    if current.inventories.contains_key(&class) {
+        return Err(Rejection::InventoryExists { uuid, class: class.as_str().to_owned() });
+    }
+    let mut inventories = current.inventories.clone();
+    inventories.insert(class, record);
+    set_inventories(catalog, uuid, None, inventories, now)
+}
+
+/// Replaces one existing inventory record, checking the generation.
+pub fn update_inventory(
+    catalog: &Catalog,
+    uuid: Uuid,
+    generation: u64,
+    class: ResourceClass,
+    record: Inventory,
+    now: Instant,
+) -> Decision {
+    let current = provider(catalog, uuid)?;
+    check_generation(current, generation)?;
+    if !current.inventories.contains_key(&class) {
+        return Err(Rejection::InventoryNotFound { uuid, class: class.as_str().to_owned() });
+    }
+    let mut inventories = current.inventories.clone();
+    inventories.insert(class, record);
+    set_inventories(catalog, uuid, None, inventories, now)
+}
+
+/// Removes one inventory record (`Some`) or all of them (`None`).
+pub fn remove_inventory(catalog: &Catalog, uuid: Uuid, class: Option<&ResourceClass>, now: Instant) -> Decision {
+    let current = provider(catalog, uuid)?;
+    let mut inventories = current.inventories.clone();
+    match class {
+        Some(class) if inventories.remove(class).is_none() => {
+            return Err(Rejection::InventoryNotFound { uuid, class: class.as_str().to_owned() });
+        }
+        Some(_) => {}
+        None => inventories.clear(),
+    }
+    set_inventories(catalog, uuid, None, inventories, now)
+}
+
 /// Replaces a provider's trait set.
 pub fn set_traits(
     catalog: &Catalog,
@@ -367,6 +411,18 @@ pub fn check_attribute(key: &str, value: Option<&AttrValue>) -> Result<(), Rejec
         Some(AttrValue::Number(number)) if !number.is_finite() => bad("numbers must be finite"),
         _ => Ok(()),
     }
+}
+
+/// Replaces the typed attributes of any provider.
+pub fn set_attributes(catalog: &Catalog, uuid: Uuid, attributes: Attributes, now: Instant) -> Decision {
+    let current = provider(catalog, uuid)?;
+    if attributes.len() > limits::ATTRIBUTES_PER_PROVIDER_MAX {
+        return Err(Rejection::TooMany("attributes"));
+    }
+    for (key, value) in &attributes {
+        check_attribute(key, Some(value))?;
+    }
+    Ok(vec![Change::AttributesReplaced { uuid, attributes }, Change::ProviderUpdated(bumped(current, now))])
 }
 
 /// A host to enroll (Blazar `POST /os-hosts`).

@@ -1,0 +1,215 @@
+//! Inventory use cases: providers, inventories, traits, aggregates, resource classes and hosts.
+
+use crate::{AppError, Berth};
+use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
+use berth_core::{AttrValue, Change, Inventory, ResourceClass, TraitName};
+use std::collections::{BTreeMap, BTreeSet};
+use uuid::Uuid;
+
+/// A provider to create; the uuid is generated when absent.
+#[derive(Debug, Clone)]
+pub struct CreateProvider {
+    /// Requested uuid.
+    pub uuid: Option<Uuid>,
+    /// Unique name.
+    pub name: String,
+    /// Parent provider.
+    pub parent: Option<Uuid>,
+}
+
+/// A host to enroll; see [`NewHost`] (the uuid is generated here).
+#[derive(Debug, Clone)]
+pub struct EnrollHost {
+    /// Hypervisor host name.
+    pub name: String,
+    /// VCPU total.
+    pub vcpus: Option<u64>,
+    /// MEMORY_MB total.
+    pub memory_mb: Option<u64>,
+    /// DISK_GB total.
+    pub local_gb: Option<u64>,
+    /// Availability zone.
+    pub availability_zone: Option<String>,
+    /// Hypervisor type.
+    pub hypervisor_type: Option<String>,
+    /// Service name.
+    pub service_name: Option<String>,
+    /// Extra capabilities.
+    pub attributes: BTreeMap<String, AttrValue>,
+}
+
+fn with<T>(changes: Vec<Change>, value: T) -> (Vec<Change>, T) {
+    (changes, value)
+}
+
+impl Berth {
+    /// Creates a provider and returns its uuid.
+    pub async fn create_provider(&self, cmd: CreateProvider) -> Result<Uuid, AppError> {
+        let uuid = cmd.uuid.unwrap_or_else(|| self.new_uuid());
+        let new = NewProvider { uuid, name: cmd.name, parent: cmd.parent, availability_zone: None };
+        self.write(|catalog, now| decide::create_provider(catalog, &new, now).map(|c| with(c, uuid))).await
+    }
+
+    /// Renames or re-parents a provider.
+    pub async fn update_provider(
+        &self,
+        uuid: Uuid,
+        name: String,
+        parent: Option<Uuid>,
+        reparenting: Reparenting,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::update_provider(catalog, uuid, &name, parent, reparenting, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Deletes a provider.
+    pub async fn delete_provider(&self, uuid: Uuid) -> Result<(), AppError> {
+        self.write(|catalog, _| decide::delete_provider(catalog, uuid).map(|c| with(c, ()))).await
+    }
+
+    /// Replaces all inventories of a provider.
+    pub async fn set_inventories(
+        &self,
+        uuid: Uuid,
+        generation: u64,
+        inventories: BTreeMap<ResourceClass, Inventory>,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::set_inventories(catalog, uuid, Some(generation), inventories, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Adds one inventory record.
+    pub async fn add_inventory(&self, uuid: Uuid, class: ResourceClass, record: Inventory) -> Result<(), AppError> {
+        self.write(|catalog, now| decide::add_inventory(catalog, uuid, class, record, now).map(|c| with(c, ()))).await
+    }
+
+    /// Replaces one existing inventory record.
+    pub async fn update_inventory(
+        &self,
+        uuid: Uuid,
+        generation: u64,
+        class: ResourceClass,
+        record: Inventory,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::update_inventory(catalog, uuid, generation, class, record, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Removes one inventory record, or all of them when `class` is `None`.
+    pub async fn remove_inventory(&self, uuid: Uuid, class: Option<ResourceClass>) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::remove_inventory(catalog, uuid, class.as_ref(), now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Replaces the traits of a provider.
+    pub async fn set_traits(&self, uuid: Uuid, generation: u64, traits: BTreeSet<TraitName>) -> Result<(), AppError> {
+        self.write(|catalog, now| decide::set_traits(catalog, uuid, generation, traits, now).map(|c| with(c, ())))
+            .await
+    }
+
+    /// Replaces the aggregates of a provider.
+    pub async fn set_aggregates(
+        &self,
+        uuid: Uuid,
+        generation: Option<u64>,
+        aggregates: BTreeSet<Uuid>,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::set_aggregates(catalog, uuid, generation, aggregates, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Creates a custom resource class.
+    pub async fn create_resource_class(&self, name: &str) -> Result<(), AppError> {
+        self.write(|catalog, _| decide::create_resource_class(catalog, name).map(|c| with(c, ()))).await
+    }
+
+    /// Creates a custom resource class unless it exists; returns whether it was created.
+    pub async fn ensure_resource_class(&self, name: &str) -> Result<bool, AppError> {
+        self.write(|catalog, _| {
+            let class = ResourceClass::parse(name);
+            match class {
+                Some(class) if catalog.has_resource_class(&class) && !class.is_standard() => Ok(with(vec![], false)),
+                _ => decide::create_resource_class(catalog, name).map(|c| with(c, true)),
+            }
+        })
+        .await
+    }
+
+    /// Deletes a custom resource class.
+    pub async fn delete_resource_class(&self, name: &str) -> Result<(), AppError> {
+        self.write(|catalog, _| decide::delete_resource_class(catalog, name).map(|c| with(c, ()))).await
+    }
+
+    /// Creates a custom trait unless it exists; returns whether it was created.
+    pub async fn create_trait(&self, name: &str) -> Result<bool, AppError> {
+        self.write(|catalog, _| {
+            decide::create_trait(catalog, name).map(|c| {
+                let created = !c.is_empty();
+                with(c, created)
+            })
+        })
+        .await
+    }
+
+    /// Deletes a custom trait.
+    pub async fn delete_trait(&self, name: &str) -> Result<(), AppError> {
+        self.write(|catalog, _| decide::delete_trait(catalog, name).map(|c| with(c, ()))).await
+    }
+
+    /// Enrolls a host and returns its numeric id.
+    pub async fn enroll_host(&self, cmd: EnrollHost) -> Result<i64, AppError> {
+        let new = NewHost {
+            uuid: self.new_uuid(),
+            name: cmd.name,
+            vcpus: cmd.vcpus,
+            memory_mb: cmd.memory_mb,
+            local_gb: cmd.local_gb,
+            availability_zone: cmd.availability_zone,
+            hypervisor_type: cmd.hypervisor_type,
+            service_name: cmd.service_name,
+            attributes: cmd.attributes,
+        };
+        self.write(|catalog, now| {
+            let changes = decide::enroll_host(catalog, &new, now)?;
+            let id = host_id(catalog, &changes);
+            Ok(with(changes, id))
+        })
+        .await
+    }
+
+    /// Sets or removes a host's extra capabilities.
+    pub async fn update_host(&self, id: i64, updates: Vec<(String, Option<AttrValue>)>) -> Result<(), AppError> {
+        self.write(|catalog, now| decide::update_host(catalog, id, &updates, now).map(|c| with(c, ()))).await
+    }
+
+    /// Un-enrolls a host and deletes its provider.
+    pub async fn delete_host(&self, id: i64) -> Result<(), AppError> {
+        self.write(|catalog, _| decide::delete_host(catalog, id).map(|c| with(c, ()))).await
+    }
+}
+
+/// The id of the host an enrolment produced: the new provider's, or the adopted one's.
+fn host_id(catalog: &berth_core::Catalog, changes: &[Change]) -> i64 {
+    let uuid = changes
+        .iter()
+        .find_map(|change| match change {
+            Change::HostSet { uuid, .. } => Some(*uuid),
+            _ => None,
+        })
+        .expect("invariant: an enrolment sets a host");
+    let created = changes.iter().find_map(|change| match change {
+        Change::ProviderCreated(row) => Some(row.id),
+        _ => None,
+    });
+    created.unwrap_or_else(|| catalog.provider(uuid).expect("invariant: adopted provider exists").id())
+}

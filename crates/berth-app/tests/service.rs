@@ -1,0 +1,72 @@
+//! Use-case tests of the service over the in-memory reference store.
+
+use berth_app::{AppError, Berth, Clock, CreateProvider, IdGen};
+use berth_core::{Instant, Rejection};
+use berth_store::MemStore;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use uuid::Uuid;
+
+struct FixedClock;
+impl Clock for FixedClock {
+    fn now(&self) -> Instant {
+        Instant::from_micros(1_700_000_000_000_000)
+    }
+}
+
+struct CountingIds(AtomicU64);
+impl IdGen for CountingIds {
+    fn uuid(&self) -> Uuid {
+        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
+    }
+}
+
+async fn service(store: &MemStore) -> Berth {
+    replica(store, 0).await
+}
+
+/// A service whose ids start at `first_id`, so that replicas never draw the same id.
+async fn replica(store: &MemStore, first_id: u64) -> Berth {
+    Berth::open(Arc::new(store.clone()), Arc::new(FixedClock), Arc::new(CountingIds(AtomicU64::new(first_id))))
+        .await
+        .expect("open")
+}
+
+#[tokio::test]
+async fn the_memory_store_conforms() {
+    berth_store::testkit::run_all(|| async { MemStore::new() }).await;
+}
+
+#[tokio::test]
+async fn demo_seeds_once_and_is_consistent() {
+    let store = MemStore::new();
+    let berth = service(&store).await;
+    assert!(berth.seed_demo().await.expect("seed"));
+    let (providers, hosts, zones) = berth
+        .read(|c| {
+            c.check_invariants().expect("invariants");
+            let hosts = c.providers().filter(|p| p.host().is_some()).count();
+            let zones: std::collections::BTreeSet<_> = c.providers().filter_map(|p| p.availability_zone().map(str::to_owned)).collect();
+            (c.len(), hosts, zones.len())
+        })
+        .await
+        .expect("read");
+    assert_eq!(hosts, 60);
+    assert_eq!(zones, 3);
+    assert!(providers >= 60 + 6 + 2 + 8);
+    assert!(!berth.seed_demo().await.expect("second seed"), "a second seed changes nothing");
+    assert_eq!(berth.read(|c| c.len()).await.expect("read"), providers);
+}
+
+#[tokio::test]
+async fn a_second_replica_sees_writes_of_the_first() {
+    let store = MemStore::new();
+    let first = replica(&store, 0).await;
+    let second = replica(&store, 1_000).await;
+    let cmd = CreateProvider { uuid: None, name: "cn1".into(), parent: None };
+    let uuid = first.create_provider(cmd.clone()).await.expect("create");
+    assert!(second.read(|c| c.provider(uuid).is_some()).await.expect("read"));
+    // The second replica decides over the fresh catalog: the duplicate is refused.
+    let err = second.create_provider(cmd).await.expect_err("duplicate");
+    assert!(matches!(err, AppError::Rejected(Rejection::DuplicateName(_))));
+}

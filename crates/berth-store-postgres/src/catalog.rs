@@ -1,0 +1,373 @@
+//! SQL of the inventory catalog tables: the catalog writers' lock, the snapshot for reads,
+//! loading every row, persisting each change, and the catalog sequence number.
+
+use crate::map_err;
+use berth_core::catalog::CatalogRows;
+use berth_core::provider::ProviderRow;
+use berth_core::{Change, HostRecord, Instant, Inventory};
+use berth_store::StoreError;
+use berth_store::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
+use sqlx::{PgConnection, Row};
+
+/// Takes the catalog writers' lock: the `berth_meta` row, held until the transaction ends, so
+/// every catalog writer in every process waits here for the one before it.
+#[tracing::instrument(skip_all)]
+pub(crate) async fn lock(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query("SELECT catalog_seq FROM berth_meta WHERE id = 1 FOR UPDATE")
+        .fetch_one(conn)
+        .await
+        .map_err(map_err)?;
+    Ok(())
+}
+
+/// Makes the just-begun transaction one read-only snapshot; must be its first statement.
+#[tracing::instrument(skip_all)]
+pub(crate) async fn begin_snapshot(conn: &mut PgConnection) -> Result<(), StoreError> {
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(conn)
+        .await
+        .map_err(map_err)?;
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+pub(crate) async fn seq(conn: &mut PgConnection) -> Result<u64, StoreError> {
+    let seq: i64 = sqlx::query_scalar("SELECT catalog_seq FROM berth_meta WHERE id = 1")
+        .fetch_one(conn)
+        .await
+        .map_err(map_err)?;
+    decode_u64(seq)
+}
+
+#[tracing::instrument(skip_all)]
+pub(crate) async fn bump_seq(conn: &mut PgConnection) -> Result<u64, StoreError> {
+    let seq: i64 = sqlx::query_scalar(
+        "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1 RETURNING catalog_seq",
+    )
+    .fetch_one(conn)
+    .await
+    .map_err(map_err)?;
+    decode_u64(seq)
+}
+
+#[tracing::instrument(skip_all)]
+pub(crate) async fn load(conn: &mut PgConnection) -> Result<CatalogRows, StoreError> {
+    let mut rows = CatalogRows {
+        seq: seq(conn).await?,
+        ..CatalogRows::default()
+    };
+    let providers = sqlx::query(
+        "SELECT id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at
+         FROM resource_providers ORDER BY id",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    for row in providers {
+        rows.providers.push(ProviderRow {
+            id: row.get("id"),
+            uuid: row.get("uuid"),
+            name: row.get("name"),
+            parent: row.get("parent_uuid"),
+            root: row.get("root_uuid"),
+            generation: decode_u64(row.get("generation"))?,
+            availability_zone: row.get("availability_zone"),
+            created_at: Instant::from_micros(row.get("created_at")),
+            updated_at: Instant::from_micros(row.get("updated_at")),
+        });
+    }
+    let inventories = sqlx::query(
+        "SELECT provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size, allocation_ratio
+         FROM inventories",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    for row in inventories {
+        let units = [
+            decode_u64(row.get("min_unit"))?,
+            decode_u64(row.get("max_unit"))?,
+            decode_u64(row.get("step_size"))?,
+        ];
+        let record = Inventory::new(
+            decode_u64(row.get("total"))?,
+            decode_u64(row.get("reserved"))?,
+            units,
+            row.get("allocation_ratio"),
+            berth_core::inventory::FullReservation::Allowed,
+        )
+        .map_err(|_| corrupt("inventory"))?;
+        rows.inventories.push((
+            row.get("provider_uuid"),
+            codec::decode_class(row.get("resource_class"))?,
+            record,
+        ));
+    }
+    for row in sqlx::query("SELECT provider_uuid, trait FROM provider_traits")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        rows.traits.push((
+            row.get("provider_uuid"),
+            codec::decode_trait(row.get("trait"))?,
+        ));
+    }
+    for row in sqlx::query("SELECT provider_uuid, aggregate_uuid FROM provider_aggregates")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        rows.aggregates.push((
+            row.get("provider_uuid"),
+            row.get("aggregate_uuid"),
+        ));
+    }
+    for row in sqlx::query("SELECT provider_uuid, key, kind, value FROM provider_attributes")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        let kind: String = row.get("kind");
+        let value = codec::decode_attribute(&kind, row.get("value"))?;
+        rows.attributes
+            .push((row.get("provider_uuid"), row.get("key"), value));
+    }
+    for row in sqlx::query(
+        "SELECT provider_uuid, hypervisor_type, service_name, reservable, created_at FROM hosts",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(map_err)?
+    {
+        let host = HostRecord {
+            hypervisor_type: row.get("hypervisor_type"),
+            service_name: row.get("service_name"),
+            reservable: row.get("reservable"),
+            enrolled_at: Instant::from_micros(row.get("created_at")),
+        };
+        rows.hosts
+            .push((row.get("provider_uuid"), host));
+    }
+    for row in sqlx::query("SELECT name FROM resource_classes")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        rows.resource_classes
+            .push(codec::decode_class(row.get("name"))?);
+    }
+    for row in sqlx::query("SELECT name FROM traits")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        rows.custom_traits
+            .push(codec::decode_trait(row.get("name"))?);
+    }
+    rows.normalize();
+    Ok(rows)
+}
+
+#[tracing::instrument(skip_all)]
+pub(crate) async fn persist(
+    conn: &mut PgConnection,
+    change: &Change,
+    now: Instant,
+) -> Result<(), StoreError> {
+    let now = encode_instant(now);
+    match change {
+        Change::ProviderCreated(row) => {
+            sqlx::query(
+                "INSERT INTO resource_providers
+                 (id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(row.id)
+            .bind(row.uuid)
+            .bind(&row.name)
+            .bind(row.parent)
+            .bind(row.root)
+            .bind(encode_u64(row.generation))
+            .bind(&row.availability_zone)
+            .bind(encode_instant(row.created_at))
+            .bind(encode_instant(row.updated_at))
+            .execute(&mut *conn)
+            .await
+            .map_err(map_err)?;
+        }
+        Change::ProviderUpdated(row) => {
+            sqlx::query(
+                "UPDATE resource_providers
+                 SET name = $1, parent_uuid = $2, root_uuid = $3, generation = $4, availability_zone = $5, updated_at = $6
+                 WHERE uuid = $7",
+            )
+            .bind(&row.name)
+            .bind(row.parent)
+            .bind(row.root)
+            .bind(encode_u64(row.generation))
+            .bind(&row.availability_zone)
+            .bind(encode_instant(row.updated_at))
+            .bind(row.uuid)
+            .execute(&mut *conn)
+            .await
+            .map_err(map_err)?;
+        }
+        Change::ProviderDeleted(uuid) => {
+            sqlx::query("DELETE FROM resource_providers WHERE uuid = $1")
+                .bind(uuid)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+        }
+        Change::InventoriesReplaced { uuid, inventories } => {
+            sqlx::query("DELETE FROM inventories WHERE provider_uuid = $1")
+                .bind(uuid)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            for (class, record) in inventories {
+                sqlx::query(
+                    "INSERT INTO inventories
+                     (provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size, allocation_ratio,
+                      created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                )
+                .bind(uuid)
+                .bind(class.as_str())
+                .bind(encode_u64(record.total()))
+                .bind(encode_u64(record.reserved()))
+                .bind(encode_u64(record.min_unit()))
+                .bind(encode_u64(record.max_unit()))
+                .bind(encode_u64(record.step_size()))
+                .bind(record.allocation_ratio())
+                .bind(now)
+                .bind(now)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            }
+        }
+        Change::TraitsReplaced { uuid, traits } => {
+            sqlx::query("DELETE FROM provider_traits WHERE provider_uuid = $1")
+                .bind(uuid)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            for name in traits {
+                sqlx::query("INSERT INTO provider_traits (provider_uuid, trait, created_at, updated_at) VALUES ($1, $2, $3, $4)")
+                    .bind(uuid)
+                    .bind(name.as_str())
+                    .bind(now)
+                    .bind(now)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(map_err)?;
+            }
+        }
+        Change::AggregatesReplaced { uuid, aggregates } => {
+            sqlx::query("DELETE FROM provider_aggregates WHERE provider_uuid = $1")
+                .bind(uuid)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            for aggregate in aggregates {
+                sqlx::query(
+                    "INSERT INTO provider_aggregates (provider_uuid, aggregate_uuid, created_at, updated_at) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(uuid)
+                .bind(aggregate)
+                .bind(now)
+                .bind(now)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            }
+        }
+        Change::AttributesReplaced { uuid, attributes } => {
+            sqlx::query("DELETE FROM provider_attributes WHERE provider_uuid = $1")
+                .bind(uuid)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            for (key, value) in attributes {
+                let (kind, text) = codec::encode_attribute(value);
+                sqlx::query(
+                    "INSERT INTO provider_attributes (provider_uuid, key, kind, value, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(uuid)
+                .bind(key)
+                .bind(kind)
+                .bind(text)
+                .bind(now)
+                .bind(now)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+            }
+        }
+        Change::HostSet {
+            uuid,
+            host: Some(host),
+        } => {
+            sqlx::query(
+                "INSERT INTO hosts (provider_uuid, hypervisor_type, service_name, reservable, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (provider_uuid) DO UPDATE SET hypervisor_type = excluded.hypervisor_type,
+                 service_name = excluded.service_name, reservable = excluded.reservable, updated_at = excluded.updated_at",
+            )
+            .bind(uuid)
+            .bind(&host.hypervisor_type)
+            .bind(&host.service_name)
+            .bind(host.reservable)
+            .bind(encode_instant(host.enrolled_at))
+            .bind(now)
+            .execute(&mut *conn)
+            .await
+            .map_err(map_err)?;
+        }
+        Change::HostSet { uuid, host: None } => {
+            sqlx::query("DELETE FROM hosts WHERE provider_uuid = $1")
+                .bind(uuid)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+        }
+        Change::ResourceClassCreated(class) => {
+            sqlx::query(
+                "INSERT INTO resource_classes (name, created_at, updated_at) VALUES ($1, $2, $3)",
+            )
+            .bind(class.as_str())
+            .bind(now)
+            .bind(now)
+            .execute(&mut *conn)
+            .await
+            .map_err(map_err)?;
+        }
+        Change::ResourceClassDeleted(class) => {
+            sqlx::query("DELETE FROM resource_classes WHERE name = $1")
+                .bind(class.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+        }
+        Change::TraitCreated(name) => {
+            sqlx::query("INSERT INTO traits (name, created_at, updated_at) VALUES ($1, $2, $3)")
+                .bind(name.as_str())
+                .bind(now)
+                .bind(now)
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+        }
+        Change::TraitDeleted(name) => {
+            sqlx::query("DELETE FROM traits WHERE name = $1")
+                .bind(name.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(map_err)?;
+        }
+    }
+    Ok(())
+}
