@@ -1,1 +1,10 @@
-//! placeholder
+//! Wire types of berth's HTTP surfaces, shared by the server and its clients.
+//!
+//! Request types deny unknown fields. Field names follow each compatible API exactly (Placement
+//! and Blazar use snake_case). Nothing here knows about the domain: the server converts by hand at
+//! the boundary.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod blazar;
+pub mod placement;

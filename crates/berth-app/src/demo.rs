@@ -25,9 +25,24 @@ struct Size {
 }
 
 const SIZES: [Size; 3] = [
-    Size { label: "small", vcpus: 16, memory_mb: 65_536, local_gb: 500 },
-    Size { label: "medium", vcpus: 32, memory_mb: 131_072, local_gb: 1_000 },
-    Size { label: "large", vcpus: 64, memory_mb: 262_144, local_gb: 2_000 },
+    Size {
+        label: "small",
+        vcpus: 16,
+        memory_mb: 65_536,
+        local_gb: 500,
+    },
+    Size {
+        label: "medium",
+        vcpus: 32,
+        memory_mb: 131_072,
+        local_gb: 1_000,
+    },
+    Size {
+        label: "large",
+        vcpus: 64,
+        memory_mb: 262_144,
+        local_gb: 2_000,
+    },
 ];
 
 /// A scratch catalog that accumulates changes as one decision.
@@ -38,7 +53,10 @@ struct Draft {
 }
 
 impl Draft {
-    fn step(&mut self, decision: impl FnOnce(&Catalog) -> decide::Decision) -> Result<(), Rejection> {
+    fn step(
+        &mut self,
+        decision: impl FnOnce(&Catalog) -> decide::Decision,
+    ) -> Result<(), Rejection> {
         let changes = decision(&self.catalog)?;
         self.catalog.apply(&changes);
         self.changes.extend(changes);
@@ -46,11 +64,17 @@ impl Draft {
     }
 
     fn provider_uuid(&self, name: &str) -> Uuid {
-        self.catalog.provider_by_name(name).expect("invariant: demo provider exists").uuid()
+        self.catalog
+            .provider_by_name(name)
+            .expect("invariant: demo provider exists")
+            .uuid()
     }
 
     fn generation(&self, uuid: Uuid) -> u64 {
-        self.catalog.provider(uuid).expect("invariant: demo provider exists").generation()
+        self.catalog
+            .provider(uuid)
+            .expect("invariant: demo provider exists")
+            .generation()
     }
 }
 
@@ -59,7 +83,10 @@ fn class(name: &str) -> ResourceClass {
 }
 
 fn traits(names: &[&str]) -> BTreeSet<TraitName> {
-    names.iter().map(|n| TraitName::parse(n).expect("invariant: demo trait names are valid")).collect()
+    names
+        .iter()
+        .map(|n| TraitName::parse(n).expect("invariant: demo trait names are valid"))
+        .collect()
 }
 
 fn text(value: &str) -> AttrValue {
@@ -78,7 +105,11 @@ impl Berth {
             if !catalog.is_empty() {
                 return Ok((vec![], false));
             }
-            let mut draft = Draft { catalog: catalog.clone(), changes: vec![], now };
+            let mut draft = Draft {
+                catalog: catalog.clone(),
+                changes: vec![],
+                now,
+            };
             build(&mut draft, &mut uuids.into_iter())?;
             Ok((draft.changes, true))
         })
@@ -99,10 +130,23 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
             let attributes = BTreeMap::from([
                 ("size".to_owned(), text(size.label)),
                 ("gpu".to_owned(), AttrValue::Bool(gpu)),
-                ("cpu_arch".to_owned(), text(if host_idx % 5 == 4 { "aarch64" } else { "x86_64" })),
-                ("rack".to_owned(), text(&format!("{zone}-r{}", host_idx / 5 + 1))),
+                (
+                    "cpu_arch".to_owned(),
+                    text(if host_idx % 5 == 4 {
+                        "aarch64"
+                    } else {
+                        "x86_64"
+                    }),
+                ),
+                (
+                    "rack".to_owned(),
+                    text(&format!("{zone}-r{}", host_idx / 5 + 1)),
+                ),
                 ("ssd".to_owned(), AttrValue::Bool(size.label != "small")),
-                ("cpu_ghz".to_owned(), AttrValue::Number(if gpu { 3.1 } else { 2.4 })),
+                (
+                    "cpu_ghz".to_owned(),
+                    AttrValue::Number(if gpu { 3.1 } else { 2.4 }),
+                ),
             ]);
             let host = NewHost {
                 name: name.clone(),
@@ -124,7 +168,9 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
                 host_traits.push("CUSTOM_GPU");
             }
             let generation = draft.generation(uuid);
-            draft.step(|c| decide::set_traits(c, uuid, generation, traits(&host_traits), now))?;
+            draft.step(|c| {
+                decide::set_traits(c, uuid, Some(generation), traits(&host_traits), now)
+            })?;
             // The first large host of each zone has two NUMA cells with dedicated CPUs.
             if size.label == "large" && host_idx < SIZES.len() {
                 for cell in 0..2 {
@@ -139,7 +185,15 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
                     let pcpu = BTreeMap::from([(class("PCPU"), Inventory::simple(16))]);
                     draft.step(|c| decide::set_inventories(c, numa_uuid, None, pcpu, now))?;
                     let generation = draft.generation(numa_uuid);
-                    draft.step(|c| decide::set_traits(c, numa_uuid, generation, traits(&["HW_NUMA_ROOT"]), now))?;
+                    draft.step(|c| {
+                        decide::set_traits(
+                            c,
+                            numa_uuid,
+                            Some(generation),
+                            traits(&["HW_NUMA_ROOT"]),
+                            now,
+                        )
+                    })?;
                 }
             }
         }
@@ -148,21 +202,60 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
     baremetal(draft, &mut next)
 }
 
-fn shared_pools(draft: &mut Draft, next: &mut impl FnMut() -> Uuid, zone_aggregates: &[Uuid]) -> Result<(), Rejection> {
+fn shared_pools(
+    draft: &mut Draft,
+    next: &mut impl FnMut() -> Uuid,
+    zone_aggregates: &[Uuid],
+) -> Result<(), Rejection> {
     let now = draft.now;
     let pools = [
-        ("shared-storage-az1", "DISK_GB", 100_000, 1.0, Some("az1"), zone_aggregates[0]),
-        ("public-ipv4-pool", "IPV4_ADDRESS", 254, 1.0, None, zone_aggregates[0]),
+        (
+            "shared-storage-az1",
+            "DISK_GB",
+            100_000,
+            1.0,
+            Some("az1"),
+            zone_aggregates[0],
+        ),
+        (
+            "public-ipv4-pool",
+            "IPV4_ADDRESS",
+            254,
+            1.0,
+            None,
+            zone_aggregates[0],
+        ),
     ];
     for (name, class_name, total, ratio, zone, aggregate) in pools {
-        let pool = NewProvider { uuid: next(), name: name.to_owned(), parent: None, availability_zone: zone.map(str::to_owned) };
+        let pool = NewProvider {
+            uuid: next(),
+            name: name.to_owned(),
+            parent: None,
+            availability_zone: zone.map(str::to_owned),
+        };
         let uuid = pool.uuid;
         draft.step(|c| decide::create_provider(c, &pool, now))?;
         let record = Inventory::new(total, 0, [1, total, 1], ratio, FullReservation::Allowed)
             .expect("invariant: demo inventory is valid");
-        draft.step(|c| decide::set_inventories(c, uuid, None, BTreeMap::from([(class(class_name), record)]), now))?;
+        draft.step(|c| {
+            decide::set_inventories(
+                c,
+                uuid,
+                None,
+                BTreeMap::from([(class(class_name), record)]),
+                now,
+            )
+        })?;
         let generation = draft.generation(uuid);
-        draft.step(|c| decide::set_traits(c, uuid, generation, traits(&["MISC_SHARES_VIA_AGGREGATE"]), now))?;
+        draft.step(|c| {
+            decide::set_traits(
+                c,
+                uuid,
+                Some(generation),
+                traits(&["MISC_SHARES_VIA_AGGREGATE"]),
+                now,
+            )
+        })?;
         // The IP pool is shared with every zone; the storage pool with az1 only.
         let aggregates = match class_name {
             "IPV4_ADDRESS" => zone_aggregates.iter().copied().collect(),
@@ -192,7 +285,15 @@ fn baremetal(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), R
         let uuid = node.uuid;
         draft.step(|c| decide::create_provider(c, &node, now))?;
         let record = Inventory::simple(1);
-        draft.step(|c| decide::set_inventories(c, uuid, None, BTreeMap::from([(class("CUSTOM_BAREMETAL_GOLD"), record)]), now))?;
+        draft.step(|c| {
+            decide::set_inventories(
+                c,
+                uuid,
+                None,
+                BTreeMap::from([(class("CUSTOM_BAREMETAL_GOLD"), record)]),
+                now,
+            )
+        })?;
         let attributes = BTreeMap::from([
             ("cpu_arch".to_owned(), text("x86_64")),
             ("memory_gb".to_owned(), AttrValue::Number(384.0)),

@@ -46,8 +46,16 @@ impl Berth {
     /// Creates a provider and returns its uuid.
     pub async fn create_provider(&self, cmd: CreateProvider) -> Result<Uuid, AppError> {
         let uuid = cmd.uuid.unwrap_or_else(|| self.new_uuid());
-        let new = NewProvider { uuid, name: cmd.name, parent: cmd.parent, availability_zone: None };
-        self.write(|catalog, now| decide::create_provider(catalog, &new, now).map(|c| with(c, uuid))).await
+        let new = NewProvider {
+            uuid,
+            name: cmd.name,
+            parent: cmd.parent,
+            availability_zone: None,
+        };
+        self.write(|catalog, now| {
+            decide::create_provider(catalog, &new, now).map(|c| with(c, uuid))
+        })
+        .await
     }
 
     /// Renames or re-parents a provider.
@@ -59,14 +67,16 @@ impl Berth {
         reparenting: Reparenting,
     ) -> Result<(), AppError> {
         self.write(|catalog, now| {
-            decide::update_provider(catalog, uuid, &name, parent, reparenting, now).map(|c| with(c, ()))
+            decide::update_provider(catalog, uuid, &name, parent, reparenting, now)
+                .map(|c| with(c, ()))
         })
         .await
     }
 
     /// Deletes a provider.
     pub async fn delete_provider(&self, uuid: Uuid) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_provider(catalog, uuid).map(|c| with(c, ()))).await
+        self.write(|catalog, _| decide::delete_provider(catalog, uuid).map(|c| with(c, ())))
+            .await
     }
 
     /// Replaces all inventories of a provider.
@@ -77,14 +87,23 @@ impl Berth {
         inventories: BTreeMap<ResourceClass, Inventory>,
     ) -> Result<(), AppError> {
         self.write(|catalog, now| {
-            decide::set_inventories(catalog, uuid, Some(generation), inventories, now).map(|c| with(c, ()))
+            decide::set_inventories(catalog, uuid, Some(generation), inventories, now)
+                .map(|c| with(c, ()))
         })
         .await
     }
 
     /// Adds one inventory record.
-    pub async fn add_inventory(&self, uuid: Uuid, class: ResourceClass, record: Inventory) -> Result<(), AppError> {
-        self.write(|catalog, now| decide::add_inventory(catalog, uuid, class, record, now).map(|c| with(c, ()))).await
+    pub async fn add_inventory(
+        &self,
+        uuid: Uuid,
+        class: ResourceClass,
+        record: Inventory,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::add_inventory(catalog, uuid, class, record, now).map(|c| with(c, ()))
+        })
+        .await
     }
 
     /// Replaces one existing inventory record.
@@ -96,13 +115,18 @@ impl Berth {
         record: Inventory,
     ) -> Result<(), AppError> {
         self.write(|catalog, now| {
-            decide::update_inventory(catalog, uuid, generation, class, record, now).map(|c| with(c, ()))
+            decide::update_inventory(catalog, uuid, generation, class, record, now)
+                .map(|c| with(c, ()))
         })
         .await
     }
 
     /// Removes one inventory record, or all of them when `class` is `None`.
-    pub async fn remove_inventory(&self, uuid: Uuid, class: Option<ResourceClass>) -> Result<(), AppError> {
+    pub async fn remove_inventory(
+        &self,
+        uuid: Uuid,
+        class: Option<ResourceClass>,
+    ) -> Result<(), AppError> {
         self.write(|catalog, now| {
             decide::remove_inventory(catalog, uuid, class.as_ref(), now).map(|c| with(c, ()))
         })
@@ -110,9 +134,16 @@ impl Berth {
     }
 
     /// Replaces the traits of a provider.
-    pub async fn set_traits(&self, uuid: Uuid, generation: u64, traits: BTreeSet<TraitName>) -> Result<(), AppError> {
-        self.write(|catalog, now| decide::set_traits(catalog, uuid, generation, traits, now).map(|c| with(c, ())))
-            .await
+    pub async fn set_traits(
+        &self,
+        uuid: Uuid,
+        generation: Option<u64>,
+        traits: BTreeSet<TraitName>,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::set_traits(catalog, uuid, generation, traits, now).map(|c| with(c, ()))
+        })
+        .await
     }
 
     /// Replaces the aggregates of a provider.
@@ -130,7 +161,8 @@ impl Berth {
 
     /// Creates a custom resource class.
     pub async fn create_resource_class(&self, name: &str) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::create_resource_class(catalog, name).map(|c| with(c, ()))).await
+        self.write(|catalog, _| decide::create_resource_class(catalog, name).map(|c| with(c, ())))
+            .await
     }
 
     /// Creates a custom resource class unless it exists; returns whether it was created.
@@ -138,7 +170,9 @@ impl Berth {
         self.write(|catalog, _| {
             let class = ResourceClass::parse(name);
             match class {
-                Some(class) if catalog.has_resource_class(&class) && !class.is_standard() => Ok(with(vec![], false)),
+                Some(class) if catalog.has_resource_class(&class) && !class.is_standard() => {
+                    Ok(with(vec![], false))
+                }
                 _ => decide::create_resource_class(catalog, name).map(|c| with(c, true)),
             }
         })
@@ -147,7 +181,8 @@ impl Berth {
 
     /// Deletes a custom resource class.
     pub async fn delete_resource_class(&self, name: &str) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_resource_class(catalog, name).map(|c| with(c, ()))).await
+        self.write(|catalog, _| decide::delete_resource_class(catalog, name).map(|c| with(c, ())))
+            .await
     }
 
     /// Creates a custom trait unless it exists; returns whether it was created.
@@ -163,7 +198,8 @@ impl Berth {
 
     /// Deletes a custom trait.
     pub async fn delete_trait(&self, name: &str) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_trait(catalog, name).map(|c| with(c, ()))).await
+        self.write(|catalog, _| decide::delete_trait(catalog, name).map(|c| with(c, ())))
+            .await
     }
 
     /// Enrolls a host and returns its numeric id.
@@ -188,13 +224,21 @@ impl Berth {
     }
 
     /// Sets or removes a host's extra capabilities.
-    pub async fn update_host(&self, id: i64, updates: Vec<(String, Option<AttrValue>)>) -> Result<(), AppError> {
-        self.write(|catalog, now| decide::update_host(catalog, id, &updates, now).map(|c| with(c, ()))).await
+    pub async fn update_host(
+        &self,
+        id: i64,
+        updates: Vec<(String, Option<AttrValue>)>,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            decide::update_host(catalog, id, &updates, now).map(|c| with(c, ()))
+        })
+        .await
     }
 
     /// Un-enrolls a host and deletes its provider.
     pub async fn delete_host(&self, id: i64) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_host(catalog, id).map(|c| with(c, ()))).await
+        self.write(|catalog, _| decide::delete_host(catalog, id).map(|c| with(c, ())))
+            .await
     }
 }
 
@@ -211,5 +255,10 @@ fn host_id(catalog: &berth_core::Catalog, changes: &[Change]) -> i64 {
         Change::ProviderCreated(row) => Some(row.id),
         _ => None,
     });
-    created.unwrap_or_else(|| catalog.provider(uuid).expect("invariant: adopted provider exists").id())
+    created.unwrap_or_else(|| {
+        catalog
+            .provider(uuid)
+            .expect("invariant: adopted provider exists")
+            .id()
+    })
 }

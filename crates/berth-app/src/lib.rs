@@ -45,15 +45,27 @@ pub struct Berth {
 
 impl std::fmt::Debug for Berth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Berth").field("backend", &self.store.backend()).finish_non_exhaustive()
+        f.debug_struct("Berth")
+            .field("backend", &self.store.backend())
+            .finish_non_exhaustive()
     }
 }
 
 impl Berth {
     /// Loads the catalog from `store` and returns a ready service.
-    pub async fn open(store: Arc<dyn Store>, clock: Arc<dyn Clock>, ids: Arc<dyn IdGen>) -> Result<Berth, AppError> {
+    pub async fn open(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGen>,
+    ) -> Result<Berth, AppError> {
         let rows = store.load_catalog().await?;
-        Ok(Berth { store, clock, ids, catalog: RwLock::new(Catalog::from_rows(rows)), writer: Mutex::new(()) })
+        Ok(Berth {
+            store,
+            clock,
+            ids,
+            catalog: RwLock::new(Catalog::from_rows(rows)),
+            writer: Mutex::new(()),
+        })
     }
 
     /// The name of the storage backend.
@@ -79,7 +91,10 @@ impl Berth {
     }
 
     fn read_now<R>(&self, f: impl FnOnce(&Catalog) -> R) -> R {
-        let catalog = self.catalog.read().expect("invariant: catalog lock is never poisoned");
+        let catalog = self
+            .catalog
+            .read()
+            .expect("invariant: catalog lock is never poisoned");
         f(&catalog)
     }
 
@@ -100,7 +115,10 @@ impl Berth {
 
     fn replace_catalog(&self, rows: CatalogRows) {
         let fresh = Catalog::from_rows(rows);
-        let mut catalog = self.catalog.write().expect("invariant: catalog lock is never poisoned");
+        let mut catalog = self
+            .catalog
+            .write()
+            .expect("invariant: catalog lock is never poisoned");
         tracing::info!(from = catalog.seq(), to = fresh.seq(), "catalog reloaded");
         *catalog = fresh;
     }
@@ -124,7 +142,10 @@ impl Berth {
         }
         tx.persist(&changes, now).await?;
         let seq = tx.commit().await?;
-        let mut catalog = self.catalog.write().expect("invariant: catalog lock is never poisoned");
+        let mut catalog = self
+            .catalog
+            .write()
+            .expect("invariant: catalog lock is never poisoned");
         catalog.apply(&changes);
         catalog.set_seq(seq);
         debug_assert!(catalog.check_invariants().is_ok());

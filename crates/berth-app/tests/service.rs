@@ -27,9 +27,13 @@ async fn service(store: &MemStore) -> Berth {
 
 /// A service whose ids start at `first_id`, so that replicas never draw the same id.
 async fn replica(store: &MemStore, first_id: u64) -> Berth {
-    Berth::open(Arc::new(store.clone()), Arc::new(FixedClock), Arc::new(CountingIds(AtomicU64::new(first_id))))
-        .await
-        .expect("open")
+    Berth::open(
+        Arc::new(store.clone()),
+        Arc::new(FixedClock),
+        Arc::new(CountingIds(AtomicU64::new(first_id))),
+    )
+    .await
+    .expect("open")
 }
 
 #[tokio::test]
@@ -46,7 +50,10 @@ async fn demo_seeds_once_and_is_consistent() {
         .read(|c| {
             c.check_invariants().expect("invariants");
             let hosts = c.providers().filter(|p| p.host().is_some()).count();
-            let zones: std::collections::BTreeSet<_> = c.providers().filter_map(|p| p.availability_zone().map(str::to_owned)).collect();
+            let zones: std::collections::BTreeSet<_> = c
+                .providers()
+                .filter_map(|p| p.availability_zone().map(str::to_owned))
+                .collect();
             (c.len(), hosts, zones.len())
         })
         .await
@@ -54,7 +61,10 @@ async fn demo_seeds_once_and_is_consistent() {
     assert_eq!(hosts, 60);
     assert_eq!(zones, 3);
     assert!(providers >= 60 + 6 + 2 + 8);
-    assert!(!berth.seed_demo().await.expect("second seed"), "a second seed changes nothing");
+    assert!(
+        !berth.seed_demo().await.expect("second seed"),
+        "a second seed changes nothing"
+    );
     assert_eq!(berth.read(|c| c.len()).await.expect("read"), providers);
 }
 
@@ -63,10 +73,22 @@ async fn a_second_replica_sees_writes_of_the_first() {
     let store = MemStore::new();
     let first = replica(&store, 0).await;
     let second = replica(&store, 1_000).await;
-    let cmd = CreateProvider { uuid: None, name: "cn1".into(), parent: None };
+    let cmd = CreateProvider {
+        uuid: None,
+        name: "cn1".into(),
+        parent: None,
+    };
     let uuid = first.create_provider(cmd.clone()).await.expect("create");
-    assert!(second.read(|c| c.provider(uuid).is_some()).await.expect("read"));
+    assert!(
+        second
+            .read(|c| c.provider(uuid).is_some())
+            .await
+            .expect("read")
+    );
     // The second replica decides over the fresh catalog: the duplicate is refused.
     let err = second.create_provider(cmd).await.expect_err("duplicate");
-    assert!(matches!(err, AppError::Rejected(Rejection::DuplicateName(_))));
+    assert!(matches!(
+        err,
+        AppError::Rejected(Rejection::DuplicateName(_))
+    ));
 }

@@ -216,10 +216,19 @@ pub fn set_inventories(
 }
 
 /// Adds one inventory record; the class must not have one yet.
-pub fn add_inventory(catalog: &Catalog, uuid: Uuid, class: ResourceClass, record: Inventory, now: Instant) -> Decision {
+pub fn add_inventory(
+    catalog: &Catalog,
+    uuid: Uuid,
+    class: ResourceClass,
+    record: Inventory,
+    now: Instant,
+) -> Decision {
     let current = provider(catalog, uuid)?;
     if current.inventories.contains_key(&class) {
-        return Err(Rejection::InventoryExists { uuid, class: class.as_str().to_owned() });
+        return Err(Rejection::InventoryExists {
+            uuid,
+            class: class.as_str().to_owned(),
+        });
     }
     let mut inventories = current.inventories.clone();
     inventories.insert(class, record);
@@ -238,7 +247,10 @@ pub fn update_inventory(
     let current = provider(catalog, uuid)?;
     check_generation(current, generation)?;
     if !current.inventories.contains_key(&class) {
-        return Err(Rejection::InventoryNotFound { uuid, class: class.as_str().to_owned() });
+        return Err(Rejection::InventoryNotFound {
+            uuid,
+            class: class.as_str().to_owned(),
+        });
     }
     let mut inventories = current.inventories.clone();
     inventories.insert(class, record);
@@ -246,12 +258,20 @@ pub fn update_inventory(
 }
 
 /// Removes one inventory record (`Some`) or all of them (`None`).
-pub fn remove_inventory(catalog: &Catalog, uuid: Uuid, class: Option<&ResourceClass>, now: Instant) -> Decision {
+pub fn remove_inventory(
+    catalog: &Catalog,
+    uuid: Uuid,
+    class: Option<&ResourceClass>,
+    now: Instant,
+) -> Decision {
     let current = provider(catalog, uuid)?;
     let mut inventories = current.inventories.clone();
     match class {
         Some(class) if inventories.remove(class).is_none() => {
-            return Err(Rejection::InventoryNotFound { uuid, class: class.as_str().to_owned() });
+            return Err(Rejection::InventoryNotFound {
+                uuid,
+                class: class.as_str().to_owned(),
+            });
         }
         Some(_) => {}
         None => inventories.clear(),
@@ -259,16 +279,18 @@ pub fn remove_inventory(catalog: &Catalog, uuid: Uuid, class: Option<&ResourceCl
     set_inventories(catalog, uuid, None, inventories, now)
 }
 
-/// Replaces a provider's trait set.
+/// Replaces a provider's trait set; the generation is checked when given.
 pub fn set_traits(
     catalog: &Catalog,
     uuid: Uuid,
-    generation: u64,
+    generation: Option<u64>,
     traits: BTreeSet<TraitName>,
     now: Instant,
 ) -> Decision {
     let current = provider(catalog, uuid)?;
-    check_generation(current, generation)?;
+    if let Some(expected) = generation {
+        check_generation(current, expected)?;
+    }
     if traits.len() > limits::TRAITS_PER_PROVIDER_MAX {
         return Err(Rejection::TooMany("traits"));
     }
@@ -414,7 +436,12 @@ pub fn check_attribute(key: &str, value: Option<&AttrValue>) -> Result<(), Rejec
 }
 
 /// Replaces the typed attributes of any provider.
-pub fn set_attributes(catalog: &Catalog, uuid: Uuid, attributes: Attributes, now: Instant) -> Decision {
+pub fn set_attributes(
+    catalog: &Catalog,
+    uuid: Uuid,
+    attributes: Attributes,
+    now: Instant,
+) -> Decision {
     let current = provider(catalog, uuid)?;
     if attributes.len() > limits::ATTRIBUTES_PER_PROVIDER_MAX {
         return Err(Rejection::TooMany("attributes"));
@@ -422,7 +449,10 @@ pub fn set_attributes(catalog: &Catalog, uuid: Uuid, attributes: Attributes, now
     for (key, value) in &attributes {
         check_attribute(key, Some(value))?;
     }
-    Ok(vec![Change::AttributesReplaced { uuid, attributes }, Change::ProviderUpdated(bumped(current, now))])
+    Ok(vec![
+        Change::AttributesReplaced { uuid, attributes },
+        Change::ProviderUpdated(bumped(current, now)),
+    ])
 }
 
 /// A host to enroll (Blazar `POST /os-hosts`).

@@ -1,1 +1,145 @@
-//! placeholder
+//! The berth server: configuration, wiring of store, service and HTTP surfaces, and shutdown.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod http;
+pub mod ids;
+pub mod metrics;
+
+use crate::auth::Authenticator;
+use crate::config::{Config, StorageUrl};
+use crate::http::HttpLimits;
+use anyhow::Context as _;
+use berth_app::Berth;
+use berth_store::Store;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Opens the configured store, applying migrations.
+pub async fn open_store(storage: &StorageUrl) -> anyhow::Result<Arc<dyn Store>> {
+    match storage {
+        StorageUrl::Sqlite(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            let store = berth_store_sqlite::SqliteStore::open(path)
+                .await
+                .with_context(|| format!("opening SQLite database {}", path.display()))?;
+            Ok(Arc::new(store))
+        }
+        StorageUrl::Postgres(url) => {
+            let store = berth_store_postgres::PostgresStore::connect(url)
+                .await
+                .context("connecting to PostgreSQL")?;
+            Ok(Arc::new(store))
+        }
+    }
+}
+
+/// A server that is accepting connections.
+#[derive(Debug)]
+pub struct Running {
+    addr: SocketAddr,
+    stop: CancellationToken,
+    task: JoinHandle<std::io::Result<()>>,
+    grace: Duration,
+}
+
+impl Running {
+    /// The bound address (useful with port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets in-flight requests finish within the grace period, and returns.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        match tokio::time::timeout(self.grace, self.task).await {
+            Ok(joined) => joined
+                .context("server task panicked")?
+                .context("server failed"),
+            Err(_) => {
+                tracing::warn!(
+                    grace_s = self.grace.as_secs(),
+                    "in-flight requests did not finish in time"
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
+pub async fn start(config: &Config) -> anyhow::Result<Running> {
+    let auth = Arc::new(Authenticator::new(config.auth, config.tokens.as_deref())?);
+    let store = open_store(&config.storage).await?;
+    let berth =
+        Arc::new(Berth::open(store, Arc::new(clock::SystemClock), Arc::new(ids::V7Ids)).await?);
+    if config.demo && berth.seed_demo().await? {
+        tracing::info!("seeded the demo inventory");
+    }
+    let limits = HttpLimits {
+        body_limit_bytes: config.body_limit_bytes,
+        request_timeout: config.request_timeout,
+    };
+    let app = http::router(berth, auth, limits);
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    let signal = stop.clone();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(signal.cancelled_owned())
+            .await
+    });
+    tracing::info!(%addr, auth = ?config.auth, "berth is serving");
+    Ok(Running {
+        addr,
+        stop,
+        task,
+        grace: config.shutdown_grace,
+    })
+}
+
+/// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+pub async fn serve(config: &Config) -> anyhow::Result<()> {
+    let running = start(config).await?;
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    running.shutdown().await
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}

@@ -1,1 +1,77 @@
-fn main() {}
+//! The `berth` binary: parses the command line and runs the server or a health check.
+#![forbid(unsafe_code)]
+
+use berth_server::config::{Cli, Command, Config};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_env("BERTH_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let json = std::env::var("BERTH_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match json {
+        true => builder.json().init(),
+        false => builder.init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            let config = match Config::from_args(&args) {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("berth: {error:#}");
+                    return std::process::ExitCode::from(2);
+                }
+            };
+            if args.print_config {
+                print!("{}", config.describe());
+                return std::process::ExitCode::SUCCESS;
+            }
+            init_tracing();
+            match berth_server::serve(&config).await {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("berth: {error:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Healthcheck { url } => healthcheck(&url).await,
+    }
+}
+
+/// Asks `/healthz` over plain HTTP/1.1 and exits 0 when the server is ready.
+async fn healthcheck(url: &str) -> std::process::ExitCode {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = url.trim_start_matches("http://").trim_end_matches('/');
+    let Ok(mut stream) = tokio::net::TcpStream::connect(authority).await else {
+        eprintln!("berth: cannot connect to {authority}");
+        return std::process::ExitCode::FAILURE;
+    };
+    let request =
+        format!("GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    let mut response = String::new();
+    if stream.write_all(request.as_bytes()).await.is_err()
+        || stream.read_to_string(&mut response).await.is_err()
+    {
+        eprintln!("berth: no answer from {authority}");
+        return std::process::ExitCode::FAILURE;
+    }
+    match response.starts_with("HTTP/1.1 200") {
+        true => std::process::ExitCode::SUCCESS,
+        false => {
+            eprintln!(
+                "berth: {}",
+                response.lines().next().unwrap_or("no status line")
+            );
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

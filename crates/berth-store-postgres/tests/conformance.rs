@@ -50,9 +50,15 @@ mod scratch {
     }
 
     /// Creates an empty database named `berth_test_<uuid>` and returns its name and URL.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a scratch database name, not a domain id"
+    )]
     pub(crate) async fn create(server: &str) -> (String, String) {
         let name = format!("berth_test_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = PgConnection::connect(server).await.expect("connect to server");
+        let mut conn = PgConnection::connect(server)
+            .await
+            .expect("connect to server");
         sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
             .execute(&mut conn)
             .await
@@ -90,7 +96,10 @@ mod scratch {
                 "postgres://u:p@h/postgres?sslmode=disable&application_name=t",
                 "postgres://u:p@h/x?sslmode=disable&application_name=t",
             ),
-            ("postgresql://h?sslmode=disable", "postgresql://h/x?sslmode=disable"),
+            (
+                "postgresql://h?sslmode=disable",
+                "postgresql://h/x?sslmode=disable",
+            ),
         ];
         for (url, want) in cases {
             assert_eq!(with_database(url, "x"), want, "{url}");
@@ -157,7 +166,9 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
         async move {
             let (name, url) = scratch::create(&server).await;
             let store = PostgresStore::connect(&url).await.expect("connect");
-            made.lock().expect("lock").push((name.clone(), store.clone()));
+            made.lock()
+                .expect("lock")
+                .push((name.clone(), store.clone()));
             let mut catalog = berth_core::Catalog::new();
             let new = berth_core::decide::NewProvider {
                 uuid: uuid::Uuid::from_u128(42),

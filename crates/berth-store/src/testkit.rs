@@ -132,7 +132,7 @@ async fn changes_round_trip<S: Store>(store: &S) {
         TraitName::parse("HW_CPU_X86_AVX2").expect("trait"),
     ]);
     write(store, &mut catalog, |c| {
-        decide::set_traits(c, uuid(1), 1, traits, T0)
+        decide::set_traits(c, uuid(1), Some(1), traits, T0)
     })
     .await;
     let aggregates = BTreeSet::from([uuid(100), uuid(101)]);
@@ -196,7 +196,7 @@ async fn deletes_cascade<S: Store>(store: &S) {
     let traits = BTreeSet::from([TraitName::parse("HW_CPU_X86_AVX2").expect("trait")]);
     let generation = catalog.provider(uuid(1)).expect("host").generation();
     write(store, &mut catalog, |c| {
-        decide::set_traits(c, uuid(1), generation, traits, T0)
+        decide::set_traits(c, uuid(1), Some(generation), traits, T0)
     })
     .await;
     let id = catalog.provider(uuid(1)).expect("host").id();

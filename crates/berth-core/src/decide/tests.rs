@@ -122,7 +122,7 @@ fn generations_guard_every_provider_write() {
     );
     let unknown = TraitName::parse("CUSTOM_NOPE").expect("shape");
     assert!(matches!(
-        set_traits(&catalog, uuid(1), 1, BTreeSet::from([unknown]), T0),
+        set_traits(&catalog, uuid(1), Some(1), BTreeSet::from([unknown]), T0),
         Err(Rejection::UnknownTraits(_))
     ));
 }

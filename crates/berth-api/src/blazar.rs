@@ -1,0 +1,67 @@
+//! Wire types of the Blazar reservation API (`/reservation/v1`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A host as Blazar returns it; extra capabilities are flattened in.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Host {
+    /// Numeric id, as a string (the client treats anything else as a name).
+    pub id: String,
+    /// Host name.
+    pub hypervisor_hostname: String,
+    /// Hypervisor type.
+    pub hypervisor_type: Option<String>,
+    /// Hypervisor version (not tracked).
+    pub hypervisor_version: Option<i64>,
+    /// VCPU total.
+    pub vcpus: u64,
+    /// CPU description (not tracked).
+    pub cpu_info: Option<String>,
+    /// MEMORY_MB total.
+    pub memory_mb: u64,
+    /// DISK_GB total.
+    pub local_gb: u64,
+    /// Compute service name.
+    pub service_name: Option<String>,
+    /// Availability zone.
+    pub availability_zone: Option<String>,
+    /// Whether leases may take the host.
+    pub reservable: bool,
+    /// Always null, as Blazar.
+    pub status: Option<String>,
+    /// Always null (no trusts here).
+    pub trust_id: Option<String>,
+    /// Enrolment time, `YYYY-MM-DD HH:MM:SS`.
+    pub created_at: String,
+    /// Last update time, `YYYY-MM-DD HH:MM:SS`.
+    pub updated_at: Option<String>,
+    /// Extra capabilities.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `{"host": ...}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostEnvelope {
+    /// The host.
+    pub host: Host,
+}
+
+/// `{"hosts": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostList {
+    /// The hosts.
+    pub hosts: Vec<Host>,
+}
+
+/// Blazar's error body.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Error {
+    /// HTTP status.
+    pub error_code: u16,
+    /// Human-readable message.
+    pub error_message: String,
+    /// Status again, or an error class name.
+    pub error_name: Value,
+}

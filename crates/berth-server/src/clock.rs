@@ -1,0 +1,23 @@
+//! The wall clock: the one place berth reads the system time.
+
+use berth_app::Clock;
+use berth_core::Instant;
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the injected clock is the one place that reads the time"
+    )]
+    fn now(&self) -> Instant {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("invariant: the system clock is after 1970");
+        Instant::from_micros(
+            i64::try_from(since.as_micros()).expect("invariant: microseconds fit in i64"),
+        )
+    }
+}

@@ -1,0 +1,289 @@
+//! Configuration in two stages: [`ServeArgs`] (flags, each with a `BERTH_*` environment variable)
+//! layered over an optional TOML file, then validated once into a typed [`Config`].
+//!
+//! Precedence, lowest first: built-in defaults, the TOML file given with `--config`, environment
+//! variables, command-line flags.
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The `berth` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "berth",
+    version,
+    about = "Resource reservation, capacity management and placement"
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server.
+    Serve(ServeArgs),
+    /// Check that a running server answers `/healthz` (exit 0 when ready).
+    Healthcheck {
+        /// Base URL of the server.
+        #[arg(long, env = "BERTH_URL", default_value = "http://127.0.0.1:8778")]
+        url: String,
+    },
+}
+
+/// How requests are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Every request is an admin; `X-Auth-Token` is ignored.
+    Noauth,
+    /// `X-Auth-Token` must name a token in the tokens file.
+    Token,
+    /// Identity comes from `X-Project-Id`, `X-User-Id`, `X-Roles` (keystonemiddleware).
+    Headers,
+}
+
+/// Flags of `berth serve`; every one is optional here so that the file can fill it in.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// TOML configuration file.
+    #[arg(long, env = "BERTH_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:8778].
+    #[arg(long, env = "BERTH_LISTEN")]
+    pub listen: Option<String>,
+    /// Directory for the embedded database [default: ./berth-data].
+    #[arg(long, env = "BERTH_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Database URL: `sqlite://PATH` or `postgres://...` [default: DATA_DIR/berth.db].
+    #[arg(long, env = "BERTH_DATABASE")]
+    pub database: Option<String>,
+    /// Authentication mode [default: noauth on loopback, otherwise required].
+    #[arg(long, env = "BERTH_AUTH", value_enum)]
+    pub auth: Option<AuthMode>,
+    /// Token file for `--auth token`.
+    #[arg(long, env = "BERTH_TOKENS")]
+    pub tokens: Option<PathBuf>,
+    /// Seed demo inventory when the database is empty.
+    #[arg(long, env = "BERTH_DEMO")]
+    pub demo: bool,
+    /// Print the effective configuration and exit.
+    #[arg(long)]
+    pub print_config: bool,
+}
+
+/// The TOML file: the same keys as the flags.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    database: Option<String>,
+    auth: Option<AuthMode>,
+    tokens: Option<PathBuf>,
+    demo: Option<bool>,
+}
+
+/// Where the data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageUrl {
+    /// An SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL server.
+    Postgres(String),
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Database.
+    pub storage: StorageUrl,
+    /// Authentication mode.
+    pub auth: AuthMode,
+    /// Token file, required for `token` mode.
+    pub tokens: Option<PathBuf>,
+    /// Seed the demo inventory.
+    pub demo: bool,
+    /// Largest accepted request body.
+    pub body_limit_bytes: usize,
+    /// Longest a request may run.
+    pub request_timeout: Duration,
+    /// How long shutdown waits for in-flight requests.
+    pub shutdown_grace: Duration,
+}
+
+/// Default listen address.
+pub const LISTEN_DEFAULT: &str = "127.0.0.1:8778";
+/// Default request body limit (Placement bodies are small; reshaper bodies are the largest).
+pub const BODY_LIMIT_BYTES_DEFAULT: usize = 1024 * 1024;
+
+impl Config {
+    /// Layers flags over the file over defaults, then validates.
+    pub fn from_args(args: &ServeArgs) -> anyhow::Result<Config> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                toml::from_str::<FileConfig>(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let listen_text = args
+            .listen
+            .clone()
+            .or(file.listen)
+            .unwrap_or_else(|| LISTEN_DEFAULT.to_owned());
+        let listen: SocketAddr = listen_text.parse().with_context(|| {
+            format!("--listen {listen_text:?} is not an address like 127.0.0.1:8778")
+        })?;
+        let data_dir = args
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from("./berth-data"));
+        let storage = match args.database.clone().or(file.database) {
+            None => StorageUrl::Sqlite(data_dir.join("berth.db")),
+            Some(url) => parse_storage_url(&url)?,
+        };
+        let auth = match args.auth.or(file.auth) {
+            Some(mode) => mode,
+            None if listen.ip().is_loopback() => AuthMode::Noauth,
+            None => anyhow::bail!(
+                "refusing to listen on {listen} without authentication: set --auth token or --auth headers (noauth is only the default on loopback)"
+            ),
+        };
+        if auth == AuthMode::Noauth && !listen.ip().is_loopback() {
+            anyhow::bail!(
+                "refusing to listen on {listen} with --auth noauth: noauth is only allowed on a loopback address"
+            );
+        }
+        let tokens = args.tokens.clone().or(file.tokens);
+        if auth == AuthMode::Token && tokens.is_none() {
+            anyhow::bail!("--auth token needs --tokens FILE");
+        }
+        Ok(Config {
+            listen,
+            storage,
+            auth,
+            tokens,
+            demo: args.demo || file.demo.unwrap_or(false),
+            body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
+            request_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(10),
+        })
+    }
+
+    /// The configuration as TOML-like text, with credentials in database URLs redacted.
+    pub fn describe(&self) -> String {
+        let storage = match &self.storage {
+            StorageUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
+            StorageUrl::Postgres(url) => redact_url(url),
+        };
+        format!(
+            "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n",
+            self.listen,
+            storage,
+            self.auth,
+            self.tokens,
+            self.demo,
+            self.body_limit_bytes,
+            self.request_timeout.as_secs()
+        )
+        .to_lowercase()
+    }
+}
+
+fn parse_storage_url(url: &str) -> anyhow::Result<StorageUrl> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        anyhow::ensure!(!path.is_empty(), "--database sqlite:// needs a file path");
+        return Ok(StorageUrl::Sqlite(PathBuf::from(path)));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(StorageUrl::Postgres(url.to_owned()));
+    }
+    anyhow::bail!("--database must start with sqlite:// or postgres://")
+}
+
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}://***{}", &url[..scheme_end], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noauth_is_refused_off_loopback() {
+        let args = ServeArgs {
+            listen: Some("0.0.0.0:8778".into()),
+            ..ServeArgs::default()
+        };
+        let error = Config::from_args(&args).expect_err("refused").to_string();
+        assert!(error.contains("without authentication"), "{error}");
+        let args = ServeArgs {
+            listen: Some("0.0.0.0:8778".into()),
+            auth: Some(AuthMode::Noauth),
+            ..ServeArgs::default()
+        };
+        assert!(Config::from_args(&args).is_err());
+        let args = ServeArgs {
+            listen: Some("0.0.0.0:8778".into()),
+            auth: Some(AuthMode::Headers),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            Config::from_args(&args).expect("accepted").auth,
+            AuthMode::Headers
+        );
+    }
+
+    #[test]
+    fn defaults_and_file_layering() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.listen.to_string(), LISTEN_DEFAULT);
+        assert_eq!(config.auth, AuthMode::Noauth);
+        assert_eq!(
+            config.storage,
+            StorageUrl::Sqlite(PathBuf::from("./berth-data/berth.db"))
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:9999\"\ndatabase = \"postgres://u:secret@db/berth\"\ndemo = true\n")
+            .expect("write");
+        let args = ServeArgs {
+            config: Some(file.clone()),
+            listen: Some("127.0.0.1:7777".into()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&args).expect("layered");
+        assert_eq!(config.listen.port(), 7777, "a flag beats the file");
+        assert!(config.demo);
+        assert!(
+            !config.describe().contains("secret"),
+            "credentials are redacted"
+        );
+        std::fs::write(&file, "listen = \"127.0.0.1:9999\"\nbogus = 1\n").expect("write");
+        let args = ServeArgs {
+            config: Some(file),
+            ..ServeArgs::default()
+        };
+        assert!(
+            Config::from_args(&args).is_err(),
+            "unknown keys are refused"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! `/reservation/v1/os-hosts`: hosts are root resource providers with compute inventory, an
+//! availability zone and typed extra capabilities.
+
+use super::record_time;
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use berth_api::blazar::{Host, HostEnvelope, HostList};
+use berth_app::EnrollHost;
+use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
+use serde_json::{Map, Number, Value};
+use std::collections::BTreeMap;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(Method::GET, "/reservation/v1/os-hosts", "List hosts", list)
+        .add(
+            Method::POST,
+            "/reservation/v1/os-hosts",
+            "Enroll a host",
+            create,
+        )
+        .add(
+            Method::GET,
+            "/reservation/v1/os-hosts/{host_id}",
+            "Show a host",
+            show,
+        )
+        .add(
+            Method::PUT,
+            "/reservation/v1/os-hosts/{host_id}",
+            "Set or remove extra capabilities",
+            update,
+        )
+        .add(
+            Method::DELETE,
+            "/reservation/v1/os-hosts/{host_id}",
+            "Un-enroll a host",
+            delete,
+        );
+}
+
+fn total(provider: &Provider, class: &str) -> u64 {
+    ResourceClass::parse(class)
+        .and_then(|class| {
+            provider
+                .inventories()
+                .get(&class)
+                .map(berth_core::Inventory::total)
+        })
+        .unwrap_or(0)
+}
+
+fn attr_json(value: &AttrValue) -> Value {
+    match value {
+        AttrValue::String(text) => Value::String(text.clone()),
+        AttrValue::Bool(flag) => Value::Bool(*flag),
+        AttrValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
+        AttrValue::Number(n) => Number::from_f64(*n).map_or(Value::Null, Value::Number),
+    }
+}
+
+fn attr_value(key: &str, value: &Value) -> Result<Option<AttrValue>, ApiError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => Ok(Some(AttrValue::String(text.clone()))),
+        Value::Bool(flag) => Ok(Some(AttrValue::Bool(*flag))),
+        Value::Number(n) => Ok(Some(AttrValue::Number(n.as_f64().unwrap_or(f64::NAN)))),
+        Value::Array(_) | Value::Object(_) => Err(ApiError::bad_request(format!(
+            "Invalid value for extra capability {key}: only strings, numbers and booleans are allowed"
+        ))),
+    }
+}
+
+/// The Blazar representation of a host.
+fn representation(provider: &Provider) -> Option<Host> {
+    let host = provider.host()?;
+    Some(Host {
+        id: provider.id().to_string(),
+        hypervisor_hostname: provider.name().to_owned(),
+        hypervisor_type: host.hypervisor_type.clone(),
+        hypervisor_version: None,
+        vcpus: total(provider, "VCPU"),
+        cpu_info: None,
+        memory_mb: total(provider, "MEMORY_MB"),
+        local_gb: total(provider, "DISK_GB"),
+        service_name: host.service_name.clone(),
+        availability_zone: provider.availability_zone().map(str::to_owned),
+        reservable: host.reservable,
+        status: None,
+        trust_id: None,
+        created_at: record_time(host.enrolled_at),
+        updated_at: Some(record_time(provider.updated_at())),
+        extra: provider
+            .attributes()
+            .iter()
+            .map(|(k, v)| (k.clone(), attr_json(v)))
+            .collect(),
+    })
+}
+
+fn host_id(text: &str) -> Result<i64, ApiError> {
+    text.parse::<i64>()
+        .map_err(|_| ApiError::not_found(format!("Host {text} not found")))
+}
+
+fn find(catalog: &Catalog, id: i64) -> Result<Host, ApiError> {
+    catalog
+        .provider_by_id(id)
+        .and_then(representation)
+        .ok_or_else(|| ApiError::not_found(format!("Host {id} not found")))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<HostList>, ApiError> {
+    caller.require_admin()?;
+    let hosts = state
+        .berth
+        .read(|catalog| catalog.providers().filter_map(representation).collect())
+        .await?;
+    Ok(Json(HostList { hosts }))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<HostEnvelope>, ApiError> {
+    caller.require_admin()?;
+    let id = host_id(&id)?;
+    let host = state.berth.read(|catalog| find(catalog, id)).await??;
+    Ok(Json(HostEnvelope { host }))
+}
+
+fn amount(body: &Map<String, Value>, key: &str) -> Result<Option<u64>, ApiError> {
+    let bad = || ApiError::bad_request(format!("{key} must be a positive integer"));
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n.as_u64().filter(|v| *v >= 1).map(Some).ok_or_else(bad),
+        Some(Value::String(text)) => text
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| *v >= 1)
+            .map(Some)
+            .ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
+}
+
+fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "{key} must be a non-empty string"
+        ))),
+    }
+}
+
+const HOST_FIELDS: [&str; 7] = [
+    "name",
+    "vcpus",
+    "memory_mb",
+    "local_gb",
+    "availability_zone",
+    "hypervisor_type",
+    "service_name",
+];
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<HostEnvelope>), ApiError> {
+    caller.require_admin()?;
+    let name = text(&body, "name")?.ok_or_else(|| ApiError::bad_request("name is required"))?;
+    let mut attributes = BTreeMap::new();
+    for (key, value) in body
+        .iter()
+        .filter(|(k, _)| !HOST_FIELDS.contains(&k.as_str()))
+    {
+        let value = attr_value(key, value)?.ok_or_else(|| {
+            ApiError::bad_request(format!("Extra capability {key} must not be null"))
+        })?;
+        attributes.insert(key.clone(), value);
+    }
+    let cmd = EnrollHost {
+        name,
+        vcpus: amount(&body, "vcpus")?,
+        memory_mb: amount(&body, "memory_mb")?,
+        local_gb: amount(&body, "local_gb")?,
+        availability_zone: text(&body, "availability_zone")?,
+        hypervisor_type: text(&body, "hypervisor_type")?,
+        service_name: text(&body, "service_name")?,
+        attributes,
+    };
+    let id = state.berth.enroll_host(cmd).await?;
+    let host = state.berth.read(|catalog| find(catalog, id)).await??;
+    Ok((StatusCode::CREATED, Json(HostEnvelope { host })))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<Json<HostEnvelope>, ApiError> {
+    caller.require_admin()?;
+    let id = host_id(&id)?;
+    let mut updates = Vec::with_capacity(body.len());
+    for (key, value) in &body {
+        updates.push((key.clone(), attr_value(key, value)?));
+    }
+    state.berth.update_host(id, updates).await?;
+    let host = state.berth.read(|catalog| find(catalog, id)).await??;
+    Ok(Json(HostEnvelope { host }))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let id = host_id(&id)?;
+    state.berth.delete_host(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,42 @@
+//! The OpenStack Blazar reservation API under `/reservation`, version 1.0.
+
+mod hosts;
+
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::http::Method;
+use berth_core::Instant;
+use serde_json::{Value, json};
+
+/// Registers every reservation route.
+pub fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::GET,
+            "/reservation",
+            "Reservation API versions",
+            versions,
+        )
+        .add(
+            Method::GET,
+            "/reservation/",
+            "Reservation API versions",
+            versions,
+        );
+    hosts::register(routes);
+}
+
+async fn versions() -> Json<Value> {
+    Json(json!({"versions": [{
+        "id": "v1.0",
+        "status": "CURRENT",
+        "links": [{"href": "/reservation/v1/", "rel": "self"}],
+    }]}))
+}
+
+/// Blazar's format for `created_at` and `updated_at`: `YYYY-MM-DD HH:MM:SS`.
+pub fn record_time(at: Instant) -> String {
+    jiff::Timestamp::from_microsecond(at.as_micros())
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default()
+}

@@ -1,0 +1,173 @@
+//! The HTTP error type. One error value renders in the format of the surface that served the
+//! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, or RFC 9457
+//! problem details for berth's own endpoints.
+
+use crate::http::context::{self, Surface};
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use berth_app::AppError;
+use serde_json::json;
+
+/// An error response.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    detail: String,
+    versions: Option<(String, String)>,
+}
+
+/// Placement's generic error code.
+pub const UNDEFINED: &str = "placement.undefined_code";
+
+impl ApiError {
+    /// An error with a status, a stable code and a human-readable detail.
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            detail: detail.into(),
+            versions: None,
+        }
+    }
+
+    /// 400 with the generic code.
+    pub fn bad_request(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, UNDEFINED, detail)
+    }
+
+    /// 404 with the generic code.
+    pub fn not_found(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, UNDEFINED, detail)
+    }
+
+    /// 409 with a code.
+    pub fn conflict(code: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, detail)
+    }
+
+    /// 403: the caller lacks the role.
+    pub fn forbidden() -> ApiError {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "Policy does not allow this request to be performed.",
+        )
+    }
+
+    /// 406 for an unsupported microversion, carrying the supported range.
+    pub fn unsupported_version(detail: impl Into<String>, min: &str, max: &str) -> ApiError {
+        ApiError {
+            versions: Some((min.to_owned(), max.to_owned())),
+            ..ApiError::new(StatusCode::NOT_ACCEPTABLE, UNDEFINED, detail)
+        }
+    }
+
+    /// Renders outside any request context (for panics caught by the outermost layer).
+    pub fn into_response_static(self) -> Response {
+        self.into_response()
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// Replaces the code (for Placement's per-endpoint quirks).
+    pub fn with_code(mut self, code: &'static str) -> ApiError {
+        self.code = code;
+        self
+    }
+
+    /// Replaces the status (for Placement's per-endpoint quirks).
+    pub fn with_status(mut self, status: StatusCode) -> ApiError {
+        self.status = status;
+        self
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(error: AppError) -> ApiError {
+        match error {
+            AppError::Rejected(rejection) => crate::http::rejection::to_api_error(&rejection),
+            AppError::Busy => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "The database is busy; retry shortly.",
+            ),
+            AppError::Store(store) => {
+                // Logged once here with its cause chain; the body carries no internal text.
+                let mut chain = store.to_string();
+                let mut source = std::error::Error::source(&store);
+                while let Some(cause) = source {
+                    chain.push_str(": ");
+                    chain.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                tracing::error!(error = %chain, "storage failure");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "An internal error occurred.",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let ctx = context::current();
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        let mut response = match ctx.surface {
+            Surface::Placement => {
+                let mut error = json!({
+                    "status": self.status.as_u16(),
+                    "title": title,
+                    "detail": self.detail,
+                    "request_id": ctx.request_id,
+                });
+                if ctx.microversion.is_none_or(|mv| mv.at_least(23)) {
+                    error["code"] = json!(self.code);
+                }
+                if let Some((min, max)) = &self.versions {
+                    error["min_version"] = json!(min);
+                    error["max_version"] = json!(max);
+                }
+                (self.status, Json(json!({ "errors": [error] }))).into_response()
+            }
+            Surface::Blazar => {
+                let body = json!({
+                    "error_code": self.status.as_u16(),
+                    "error_message": self.detail,
+                    "error_name": self.status.as_u16(),
+                });
+                (self.status, Json(body)).into_response()
+            }
+            Surface::Berth => {
+                let body = json!({
+                    "type": format!("https://berth.dev/errors/{}", self.code),
+                    "title": title,
+                    "status": self.status.as_u16(),
+                    "detail": self.detail,
+                    "code": self.code,
+                    "request_id": ctx.request_id,
+                });
+                let mut response = (self.status, Json(body)).into_response();
+                response.headers_mut().insert(
+                    axum::http::header::CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/problem+json"),
+                );
+                response
+            }
+        };
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
+    }
+}

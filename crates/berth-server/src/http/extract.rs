@@ -1,0 +1,86 @@
+//! Extractors: JSON bodies with the error handling every surface shares, and the caller's
+//! identity.
+
+use crate::auth::{AuthFailure, Identity};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+
+/// A JSON request body: `Content-Type: application/json` required (415), size limited (413),
+/// malformed or unexpected content refused with 400 naming the problem.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<ApiJson<T>, ApiError> {
+        let bytes = json_bytes(request, state).await?;
+        serde_json::from_slice(&bytes)
+            .map(ApiJson)
+            .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
+    }
+}
+
+/// Reads a JSON body's bytes after checking its content type and size.
+pub async fn json_bytes(request: Request, state: &AppState) -> Result<Bytes, ApiError> {
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media_type = content_type.split(';').next().unwrap_or("").trim();
+    if !media_type.eq_ignore_ascii_case("application/json") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("The media type {content_type:?} is not supported, use application/json"),
+        ));
+    }
+    Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "The request body is larger than the server accepts",
+            ),
+            _ => ApiError::bad_request(format!("Unable to read the request body: {rejection}")),
+        })
+}
+
+/// The authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Identity);
+
+impl Caller {
+    /// 403 unless the caller is an admin.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        match self.0.is_admin() {
+            true => Ok(()),
+            false => Err(ApiError::forbidden()),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+        state
+            .auth
+            .identify(&parts.headers)
+            .map(Caller)
+            .map_err(|failure| {
+                let detail = match failure {
+                    AuthFailure::Missing => "The request you have made requires authentication.",
+                    AuthFailure::Invalid => "The token given is not valid.",
+                };
+                ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
+            })
+    }
+}

@@ -1,0 +1,87 @@
+//! The HTTP layer: the router factory, shared state, extractors, and one module per surface.
+//!
+//! Handlers are thin: extract, convert to domain values, make one service call, map the result.
+//! No SQL, no clock reads and no business rules here.
+
+pub mod blazar;
+pub mod context;
+pub mod error;
+pub mod extract;
+pub mod meta;
+pub mod placement;
+pub mod rejection;
+pub mod routes;
+
+use crate::auth::Authenticator;
+use crate::metrics::Metrics;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use berth_app::Berth;
+use std::sync::Arc;
+use std::time::Duration;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// State shared by every handler.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The service.
+    pub berth: Arc<Berth>,
+    /// Who is calling.
+    pub auth: Arc<Authenticator>,
+    /// Request metrics.
+    pub metrics: Metrics,
+    /// The OpenAPI document of every route served.
+    pub openapi: Arc<serde_json::Value>,
+}
+
+/// Limits applied to every request.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Largest request body.
+    pub body_limit_bytes: usize,
+    /// Longest a request may run.
+    pub request_timeout: Duration,
+}
+
+/// Builds the whole application router.
+pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -> Router {
+    let mut routes = routes::Routes::default();
+    meta::register(&mut routes);
+    placement::register(&mut routes);
+    blazar::register(&mut routes);
+    let openapi = Arc::new(routes.openapi());
+    let state = AppState {
+        berth,
+        auth,
+        metrics: Metrics::global(),
+        openapi,
+    };
+    routes
+        .into_router()
+        .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            context::middleware,
+        ))
+        .layer(DefaultBodyLimit::max(limits.body_limit_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            limits.request_timeout,
+        ))
+        .layer(CatchPanicLayer::custom(|_| {
+            error::ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "An internal error occurred.",
+            )
+            .into_response_static()
+        }))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn fallback() -> error::ApiError {
+    error::ApiError::not_found("The resource could not be found.")
+}

@@ -1,0 +1,99 @@
+//! `/resource_providers/{uuid}/aggregates` (1.1; generations from 1.19).
+
+use super::{find, provider_uuid, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::{Caller, json_bytes};
+use crate::http::routes::Routes;
+use axum::extract::State;
+use axum::extract::{Path, Request};
+use axum::http::Method;
+use axum::response::Response;
+use berth_api::placement::PutAggregates;
+use berth_core::Provider;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    let path = "/placement/resource_providers/{uuid}/aggregates";
+    routes
+        .add(Method::GET, path, "List a provider's aggregates", list)
+        .add(
+            Method::PUT,
+            path,
+            "Replace a provider's aggregates",
+            replace,
+        );
+}
+
+fn body(provider: &Provider, mv: Microversion) -> Value {
+    let mut body = json!({ "aggregates": provider.aggregates() });
+    if mv.at_least(19) {
+        body["resource_provider_generation"] = json!(provider.generation());
+    }
+    body
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    mv.require(1)?;
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let out = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(|p| body(p, mv)))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &out))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    mv.require(1)?;
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let bytes = json_bytes(request, &state).await?;
+    let invalid =
+        |e: serde_json::Error| ApiError::bad_request(format!("JSON does not validate: {e}"));
+    // Below 1.19 the body is a bare list; from 1.19 it carries the generation.
+    let (names, generation) = match mv.at_least(19) {
+        true => {
+            let put: PutAggregates = serde_json::from_slice(&bytes).map_err(invalid)?;
+            (put.aggregates, Some(put.resource_provider_generation))
+        }
+        false => (
+            serde_json::from_slice::<Vec<String>>(&bytes).map_err(invalid)?,
+            None,
+        ),
+    };
+    let mut aggregates = BTreeSet::new();
+    for name in &names {
+        let parsed = Uuid::parse_str(name).map_err(|_| {
+            ApiError::bad_request(format!("JSON does not validate: '{name}' is not a 'uuid'"))
+        })?;
+        if !aggregates.insert(parsed) {
+            return Err(ApiError::bad_request(format!(
+                "JSON does not validate: aggregates has non-unique elements: {name}"
+            )));
+        }
+    }
+    state
+        .berth
+        .set_aggregates(uuid, generation, aggregates)
+        .await?;
+    let out = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(|p| body(p, mv)))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &out))
+}

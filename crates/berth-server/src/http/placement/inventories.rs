@@ -1,0 +1,371 @@
+//! `/resource_providers/{uuid}/inventories[/{class}]`, `/usages` and `/allocations` of one provider.
+
+use super::{MOUNT, absolute_url, find, provider_uuid, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::rejection::CONCURRENT_UPDATE;
+use crate::http::routes::Routes;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
+use berth_api::placement::{
+    InventoryOut, InventoryRecord, PostInventory, PutInventories, PutInventory,
+};
+use berth_app::AppError;
+use berth_core::inventory::FullReservation;
+use berth_core::limits::AMOUNT_MAX;
+use berth_core::{Inventory, Provider, Rejection, ResourceClass};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+pub(super) fn register(routes: &mut Routes) {
+    let all = "/placement/resource_providers/{uuid}/inventories";
+    let one = "/placement/resource_providers/{uuid}/inventories/{resource_class}";
+    routes
+        .add(Method::GET, all, "List a provider's inventories", list)
+        .add(
+            Method::PUT,
+            all,
+            "Replace a provider's inventories",
+            replace,
+        )
+        .add(Method::POST, all, "Create one inventory", create)
+        .add(
+            Method::DELETE,
+            all,
+            "Delete all inventories (1.5)",
+            delete_all,
+        )
+        .add(Method::GET, one, "Show one inventory", show)
+        .add(Method::PUT, one, "Update one inventory", update)
+        .add(Method::DELETE, one, "Delete one inventory", delete)
+        .add(
+            Method::GET,
+            "/placement/resource_providers/{uuid}/usages",
+            "Show a provider's usages",
+            usages,
+        )
+        .add(
+            Method::GET,
+            "/placement/resource_providers/{uuid}/allocations",
+            "List a provider's allocations",
+            allocations,
+        );
+}
+
+fn out(record: &Inventory) -> InventoryOut {
+    InventoryOut {
+        total: record.total(),
+        reserved: record.reserved(),
+        min_unit: record.min_unit(),
+        max_unit: record.max_unit(),
+        step_size: record.step_size(),
+        allocation_ratio: record.allocation_ratio(),
+    }
+}
+
+fn inventories_body(provider: &Provider) -> Value {
+    let inventories: BTreeMap<&str, InventoryOut> = provider
+        .inventories()
+        .iter()
+        .map(|(class, record)| (class.as_str(), out(record)))
+        .collect();
+    json!({"resource_provider_generation": provider.generation(), "inventories": inventories})
+}
+
+fn record_body(provider: &Provider, class: &ResourceClass) -> Result<Value, ApiError> {
+    let record = provider
+        .inventories()
+        .get(class)
+        .ok_or_else(|| not_found(provider, class.as_str()))?;
+    let mut body = serde_json::to_value(out(record)).expect("invariant: records serialize");
+    body["resource_provider_generation"] = json!(provider.generation());
+    Ok(body)
+}
+
+fn not_found(provider: &Provider, class: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "No inventory of class {class} for {}",
+        provider.uuid()
+    ))
+}
+
+fn class_name(name: &str) -> Result<ResourceClass, ApiError> {
+    ResourceClass::parse(name)
+        .ok_or_else(|| ApiError::bad_request(format!("No such resource class {name}")))
+}
+
+/// Converts a wire record, applying Placement's defaults and checks.
+fn to_inventory(
+    class: &str,
+    record: &InventoryRecord,
+    mv: Microversion,
+) -> Result<Inventory, ApiError> {
+    let field = |name: &str, value: Option<i64>, default: i64, min: i64| -> Result<u64, ApiError> {
+        let value = value.unwrap_or(default);
+        if value < min || value > i64::try_from(AMOUNT_MAX).expect("fits") {
+            return Err(ApiError::bad_request(format!(
+                "JSON does not validate: {class}: {name} must be an integer between {min} and {AMOUNT_MAX}, got {value}"
+            )));
+        }
+        Ok(u64::try_from(value).expect("invariant: checked non-negative"))
+    };
+    let max = i64::try_from(AMOUNT_MAX).expect("fits");
+    let units = [
+        field("min_unit", record.min_unit, 1, 1)?,
+        field("max_unit", record.max_unit, max, 1)?,
+        field("step_size", record.step_size, 1, 1)?,
+    ];
+    let full = if mv.at_least(26) {
+        FullReservation::Allowed
+    } else {
+        FullReservation::Refused
+    };
+    let total = field("total", Some(record.total), 0, 1)?;
+    let reserved = field("reserved", record.reserved, 0, 0)?;
+    Inventory::new(
+        total,
+        reserved,
+        units,
+        record.allocation_ratio.unwrap_or(1.0),
+        full,
+    )
+    .map_err(|error| {
+        ApiError::bad_request(format!(
+            "Unable to update inventory: Invalid inventory for '{class}': {error}"
+        ))
+    })
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(inventories_body))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+    ApiJson(body): ApiJson<PutInventories>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let mut inventories = BTreeMap::new();
+    for (name, record) in &body.inventories {
+        inventories.insert(class_name(name)?, to_inventory(name, record, mv)?);
+    }
+    state
+        .berth
+        .set_inventories(uuid, body.resource_provider_generation, inventories)
+        .await?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(inventories_body))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    ApiJson(body): ApiJson<PostInventory>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let class = class_name(&body.resource_class)?;
+    let record = InventoryRecord {
+        total: body.total,
+        reserved: body.reserved,
+        min_unit: body.min_unit,
+        max_unit: body.max_unit,
+        step_size: body.step_size,
+        allocation_ratio: body.allocation_ratio,
+    };
+    let record = to_inventory(class.as_str(), &record, mv)?;
+    state
+        .berth
+        .add_inventory(uuid, class.clone(), record)
+        .await?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).and_then(|p| record_body(p, &class)))
+        .await??;
+    let mut response = respond(mv, state.berth.now(), &body);
+    *response.status_mut() = StatusCode::CREATED;
+    let location = absolute_url(
+        &headers,
+        &format!(
+            "{MOUNT}/resource_providers/{uuid}/inventories/{}",
+            class.as_str()
+        ),
+    );
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+async fn delete_all(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if !mv.at_least(5) {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            crate::http::error::UNDEFINED,
+            "The method DELETE is not allowed for this resource.",
+        ));
+    }
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    state.berth.remove_inventory(uuid, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path((uuid, class)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| {
+            let provider = find(catalog, uuid)?;
+            let class = ResourceClass::parse(&class).ok_or_else(|| not_found(provider, &class))?;
+            record_body(provider, &class)
+        })
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path((uuid, class)): Path<(String, String)>,
+    ApiJson(body): ApiJson<PutInventory>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let class = class_name(&class)?;
+    let record = InventoryRecord {
+        total: body.total,
+        reserved: body.reserved,
+        min_unit: body.min_unit,
+        max_unit: body.max_unit,
+        step_size: body.step_size,
+        allocation_ratio: body.allocation_ratio,
+    };
+    let record = to_inventory(class.as_str(), &record, mv)?;
+    // Placement answers 400, not 404, when the record to update does not exist.
+    state
+        .berth
+        .update_inventory(
+            uuid,
+            body.resource_provider_generation,
+            class.clone(),
+            record,
+        )
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(rejection @ Rejection::InventoryNotFound { .. }) => {
+                ApiError::bad_request(rejection.to_string())
+            }
+            other => other.into(),
+        })?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).and_then(|p| record_body(p, &class)))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((uuid, class)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let class = class_name(&class)?;
+    // Placement reports an in-use single inventory with `concurrent_update` (a quirk clients see).
+    state
+        .berth
+        .remove_inventory(uuid, Some(class))
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(rejection @ Rejection::InventoryInUse { .. }) => {
+                ApiError::conflict(CONCURRENT_UPDATE, rejection.to_string())
+            }
+            other => other.into(),
+        })?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn usages(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| {
+            let provider = find(catalog, uuid)?;
+            // Every inventory class has an entry, zero when unused (clients index by class).
+            let usages: BTreeMap<&str, u64> = provider
+                .inventories()
+                .keys()
+                .map(|class| (class.as_str(), provider.used(class)))
+                .collect();
+            Ok::<_, ApiError>(
+                json!({"resource_provider_generation": provider.generation(), "usages": usages}),
+            )
+        })
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn allocations(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| {
+            let provider = find(catalog, uuid)?;
+            Ok::<_, ApiError>(
+                json!({"resource_provider_generation": provider.generation(), "allocations": {}}),
+            )
+        })
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}

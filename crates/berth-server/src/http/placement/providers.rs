@@ -1,0 +1,258 @@
+//! `/resource_providers` and `/resource_providers/{uuid}`.
+
+use super::{MOUNT, absolute_url, find, provider_uuid, query, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use axum::extract::State;
+use axum::extract::{Path, RawQuery};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use berth_api::placement::{
+    CreateResourceProvider, Link, ResourceProvider, ResourceProviderList, UpdateResourceProvider,
+};
+use berth_app::CreateProvider;
+use berth_core::decide::Reparenting;
+use berth_core::query::ProviderFilter;
+use berth_core::{Catalog, Provider};
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::GET,
+            "/placement/resource_providers",
+            "List resource providers",
+            list,
+        )
+        .add(
+            Method::POST,
+            "/placement/resource_providers",
+            "Create a resource provider",
+            create,
+        )
+        .add(
+            Method::GET,
+            "/placement/resource_providers/{uuid}",
+            "Show a resource provider",
+            show,
+        )
+        .add(
+            Method::PUT,
+            "/placement/resource_providers/{uuid}",
+            "Update a resource provider",
+            update,
+        )
+        .add(
+            Method::DELETE,
+            "/placement/resource_providers/{uuid}",
+            "Delete a resource provider",
+            delete,
+        );
+}
+
+/// The representation of a provider at a microversion.
+pub(crate) fn representation(provider: &Provider, mv: Microversion) -> ResourceProvider {
+    let base = format!("{MOUNT}/resource_providers/{}", provider.uuid());
+    let mut rels = vec![
+        ("self", base.clone()),
+        ("inventories", format!("{base}/inventories")),
+        ("usages", format!("{base}/usages")),
+    ];
+    if mv.at_least(1) {
+        rels.push(("aggregates", format!("{base}/aggregates")));
+    }
+    if mv.at_least(6) {
+        rels.push(("traits", format!("{base}/traits")));
+    }
+    if mv.at_least(11) {
+        rels.push(("allocations", format!("{base}/allocations")));
+    }
+    let nested = mv.at_least(14);
+    ResourceProvider {
+        uuid: provider.uuid(),
+        name: provider.name().to_owned(),
+        generation: provider.generation(),
+        links: rels
+            .into_iter()
+            .map(|(rel, href)| Link {
+                rel: rel.to_owned(),
+                href,
+            })
+            .collect(),
+        parent_provider_uuid: nested.then(|| provider.parent()),
+        root_provider_uuid: nested.then(|| provider.root()),
+    }
+}
+
+fn filter(
+    pairs: &[(String, String)],
+    mv: Microversion,
+    catalog: &Catalog,
+) -> Result<ProviderFilter, ApiError> {
+    let mut allowed = vec!["name", "uuid"];
+    for (minor, key) in [
+        (3, "member_of"),
+        (4, "resources"),
+        (14, "in_tree"),
+        (18, "required"),
+    ] {
+        if mv.at_least(minor) {
+            allowed.push(key);
+        }
+    }
+    query::only(pairs, &allowed)?;
+    let last = |key| query::values(pairs, key).last();
+    let mut filter = ProviderFilter {
+        name: last("name").map(str::to_owned),
+        uuid: last("uuid")
+            .map(|v| query::uuid_param("uuid", v))
+            .transpose()?,
+        in_tree: last("in_tree")
+            .map(|v| query::uuid_param("in_tree", v))
+            .transpose()?,
+        member_of: query::member_of(query::values(pairs, "member_of"), mv)?,
+        ..ProviderFilter::default()
+    };
+    if let Some(text) = last("resources") {
+        filter.resources = query::resources(text, catalog)?;
+    }
+    if query::values(pairs, "required").next().is_some() {
+        filter.traits = query::required(query::values(pairs, "required"), mv, catalog)?;
+    }
+    Ok(filter)
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let pairs = query::pairs(raw.as_deref())?;
+    let body = state
+        .berth
+        .read(|catalog| {
+            let filter = filter(&pairs, mv, catalog)?;
+            let resource_providers = filter
+                .select(catalog)
+                .map(|p| representation(p, mv))
+                .collect();
+            Ok::<_, ApiError>(ResourceProviderList { resource_providers })
+        })
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+fn optional_uuid(field: &str, value: Option<&str>) -> Result<Option<Uuid>, ApiError> {
+    value
+        .map(|text| {
+            Uuid::parse_str(text).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "JSON does not validate: '{text}' is not a valid uuid for '{field}'"
+                ))
+            })
+        })
+        .transpose()
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<CreateResourceProvider>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    if body.parent_provider_uuid.is_some() && !mv.at_least(14) {
+        return Err(ApiError::bad_request(
+            "JSON does not validate: Additional properties are not allowed ('parent_provider_uuid' was unexpected)",
+        ));
+    }
+    let cmd = CreateProvider {
+        uuid: optional_uuid("uuid", body.uuid.as_deref())?,
+        name: body.name,
+        parent: optional_uuid("parent_provider_uuid", body.parent_provider_uuid.as_deref())?,
+    };
+    let uuid = state.berth.create_provider(cmd).await?;
+    let location = absolute_url(&headers, &format!("{MOUNT}/resource_providers/{uuid}"));
+    let location = HeaderValue::from_str(&location)
+        .map_err(|_| ApiError::bad_request("Invalid Host header"))?;
+    if !mv.at_least(20) {
+        return Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response());
+    }
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv)))
+        .await??;
+    let mut response = respond(mv, state.berth.now(), &body);
+    response.headers_mut().insert(header::LOCATION, location);
+    Ok(response)
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv)))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+    ApiJson(body): ApiJson<UpdateResourceProvider>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    if body.parent_provider_uuid.is_some() && !mv.at_least(14) {
+        return Err(ApiError::bad_request(
+            "JSON does not validate: Additional properties are not allowed ('parent_provider_uuid' was unexpected)",
+        ));
+    }
+    let current_parent = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(Provider::parent))
+        .await??;
+    let parent = match body.parent_provider_uuid {
+        None => current_parent,
+        Some(requested) => optional_uuid("parent_provider_uuid", requested.as_deref())?,
+    };
+    let reparenting = if mv.at_least(37) {
+        Reparenting::Allowed
+    } else {
+        Reparenting::Refused
+    };
+    state
+        .berth
+        .update_provider(uuid, body.name, parent, reparenting)
+        .await?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv)))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    state.berth.delete_provider(uuid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,301 @@
+//! Query-string parameters of the Placement API, parsed exactly as Placement parses them,
+//! including their microversion gates and error messages.
+
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use berth_core::query::{MemberOf, TraitFilter};
+use berth_core::{Catalog, ResourceClass, TraitName};
+use std::collections::BTreeSet;
+use uuid::Uuid;
+
+/// The query string as ordered key-value pairs (repeated keys kept).
+pub fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
+    serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("Invalid query string parameters: {e}")))
+}
+
+/// Refuses keys outside `allowed`, as Placement's schemas do.
+pub fn only(pairs: &[(String, String)], allowed: &[&str]) -> Result<(), ApiError> {
+    match pairs
+        .iter()
+        .find(|(key, _)| !allowed.contains(&key.as_str()))
+    {
+        Some((key, _)) => Err(ApiError::bad_request(format!(
+            "Invalid query string parameters: Additional properties are not allowed ('{key}' was unexpected)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Every value of `key`, in order.
+pub fn values<'p>(
+    pairs: &'p [(String, String)],
+    key: &'p str,
+) -> impl Iterator<Item = &'p str> + 'p {
+    pairs
+        .iter()
+        .filter(move |(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+fn uuid_list(text: &str) -> Result<BTreeSet<Uuid>, ApiError> {
+    text.split(',')
+        .map(|item| {
+            Uuid::parse_str(item.trim()).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "Invalid query string parameters: Expected 'member_of' parameter to contain valid UUID(s). Got: {item}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Parses every `member_of` value: AND across values, OR within `in:`, `!` forbidden from 1.32.
+pub fn member_of<'a>(
+    raw: impl Iterator<Item = &'a str>,
+    mv: Microversion,
+) -> Result<MemberOf, ApiError> {
+    let raw: Vec<&str> = raw.collect();
+    if raw.len() > 1 && !mv.at_least(24) {
+        return Err(ApiError::bad_request(
+            "Multiple member_of parameters are not supported",
+        ));
+    }
+    let mut filter = MemberOf::default();
+    for value in raw {
+        let (forbidden, rest) = match value.strip_prefix('!') {
+            Some(rest) if mv.at_least(32) => (true, rest),
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "Forbidden member_of parameters are not supported in the specified microversion",
+                ));
+            }
+            None => (false, value),
+        };
+        let set = match rest.strip_prefix("in:") {
+            Some(list) => uuid_list(list)?,
+            None if rest.contains(',') => {
+                return Err(ApiError::bad_request(
+                    "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword",
+                ));
+            }
+            None => uuid_list(rest)?,
+        };
+        match forbidden {
+            true => filter.forbidden.extend(set),
+            false => filter.required.push(set),
+        }
+    }
+    Ok(filter)
+}
+
+/// Parses `resources=RC:N,...`, checking classes against the catalog.
+pub fn resources(text: &str, catalog: &Catalog) -> Result<Vec<(ResourceClass, u64)>, ApiError> {
+    let malformed = || {
+        ApiError::bad_request(format!(
+            "Badly formed resources parameter. Expected resources query string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {text}."
+        ))
+    };
+    let mut out: Vec<(ResourceClass, u64)> = Vec::new();
+    for item in text.split(',') {
+        let (name, amount) = item.split_once(':').ok_or_else(malformed)?;
+        let amount: i64 = amount.trim().parse().map_err(|_| malformed())?;
+        let name = name.trim();
+        if amount < 1 {
+            return Err(ApiError::bad_request(format!(
+                "Requested resource {name} expected positive integer amount. Got: {amount}."
+            )));
+        }
+        let class = ResourceClass::parse(name)
+            .filter(|class| catalog.has_resource_class(class))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Invalid resource class in resources parameter: No such resource class {name}."
+                ))
+            })?;
+        if out.iter().any(|(existing, _)| *existing == class) {
+            return Err(ApiError::bad_request(format!(
+                "Badly formed resources parameter: resource class {name} is given more than once."
+            )));
+        }
+        out.push((
+            class,
+            u64::try_from(amount).expect("invariant: checked positive"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Parses every `required` value: `!` forbidden from 1.22, `in:` any-of and repetition from 1.39
+/// (below 1.39 the last value wins). Unknown traits and conflicts are refused.
+pub fn required<'a>(
+    raw: impl Iterator<Item = &'a str>,
+    mv: Microversion,
+    catalog: &Catalog,
+) -> Result<TraitFilter, ApiError> {
+    let raw: Vec<&str> = raw.collect();
+    let values: &[&str] = match mv.at_least(39) {
+        true => &raw,
+        false => raw.last().map(std::slice::from_ref).unwrap_or(&[]),
+    };
+    let mut filter = TraitFilter::default();
+    let mut unknown = Vec::new();
+    let mut check = |name: &str| -> Result<TraitName, ApiError> {
+        let parsed = TraitName::parse(name).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Invalid query string parameters: Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {name}"
+            ))
+        })?;
+        if !catalog.has_trait(&parsed) {
+            unknown.push(name.to_owned());
+        }
+        Ok(parsed)
+    };
+    for value in values {
+        if let Some(list) = value.strip_prefix("in:").filter(|_| mv.at_least(39)) {
+            let mut any = BTreeSet::new();
+            for name in list.split(',') {
+                if name.starts_with('!') {
+                    return Err(ApiError::bad_request(format!(
+                        "Invalid query string parameters: Forbidden traits are not allowed in 'in:' lists. Got: {value}"
+                    )));
+                }
+                any.insert(check(name.trim())?);
+            }
+            filter.any_of.push(any);
+            continue;
+        }
+        for name in value.split(',') {
+            let name = name.trim();
+            match name.strip_prefix('!') {
+                Some(forbidden) if mv.at_least(22) => {
+                    filter.forbidden.insert(check(forbidden)?);
+                }
+                _ => {
+                    filter.all_of.insert(check(name)?);
+                }
+            }
+        }
+    }
+    if !unknown.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "No such trait(s): {}",
+            unknown.join(", ")
+        )));
+    }
+    if let Some(conflict) = filter.conflict() {
+        return Err(ApiError::bad_request(format!(
+            "Conflicting required and forbidden traits found in the following traits keys: required: ({})",
+            conflict.as_str()
+        )));
+    }
+    Ok(filter)
+}
+
+/// Parses a uuid-valued parameter.
+pub fn uuid_param(key: &str, value: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(value).map_err(|_| {
+        ApiError::bad_request(format!("Invalid query string parameters: Expected '{key}' parameter to be a format of uuid. Got: {value}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+
+    fn mv(minor: u16) -> Microversion {
+        // Only the negotiation code builds microversions; tests go through it as well.
+        let header = format!("placement 1.{minor}");
+        crate::http::context::tests_support::negotiate(&header)
+    }
+
+    const A: &str = "00000000-0000-0000-0000-00000000000a";
+    const B: &str = "00000000-0000-0000-0000-00000000000b";
+
+    #[test]
+    fn member_of_forms_and_gates() {
+        let all = member_of([format!("in:{A},{B}").as_str()].into_iter(), mv(3)).expect("in:");
+        assert_eq!(all.required.len(), 1);
+        assert_eq!(all.required[0].len(), 2);
+        let forbidden =
+            member_of([format!("!in:{A},{B}").as_str()].into_iter(), mv(32)).expect("!in:");
+        assert_eq!(forbidden.forbidden.len(), 2);
+        let gated = member_of([format!("!{A}").as_str()].into_iter(), mv(31)).expect_err("gate");
+        assert_eq!(gated.status(), StatusCode::BAD_REQUEST);
+        let mixed =
+            member_of([format!("in:{A},!{B}").as_str()].into_iter(), mv(39)).expect_err("in:a,!b");
+        assert_eq!(mixed.status(), StatusCode::BAD_REQUEST);
+        let bare =
+            member_of([format!("{A},{B}").as_str()].into_iter(), mv(39)).expect_err("bare list");
+        assert_eq!(bare.status(), StatusCode::BAD_REQUEST);
+        let repeated = [A, B];
+        assert!(member_of(repeated.into_iter(), mv(23)).is_err());
+        assert_eq!(
+            member_of(repeated.into_iter(), mv(24))
+                .expect("anded")
+                .required
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn resources_and_traits_are_checked() {
+        let catalog = Catalog::new();
+        assert_eq!(
+            resources("VCPU:2,MEMORY_MB:2048", &catalog)
+                .expect("ok")
+                .len(),
+            2
+        );
+        for bad in [
+            "VCPU",
+            "VCPU:0",
+            "VCPU:x",
+            "CUSTOM_NOPE:1",
+            "VCPU:1,VCPU:2",
+            "",
+        ] {
+            assert!(resources(bad, &catalog).is_err(), "{bad}");
+        }
+        let filter = required(
+            ["HW_CPU_X86_AVX2,!HW_CPU_X86_SSE"].into_iter(),
+            mv(22),
+            &catalog,
+        )
+        .expect("ok");
+        assert_eq!(filter.forbidden.len(), 1);
+        assert!(required(["CUSTOM_NOPE"].into_iter(), mv(39), &catalog).is_err());
+        assert!(
+            required(
+                ["HW_CPU_X86_AVX2,!HW_CPU_X86_AVX2"].into_iter(),
+                mv(39),
+                &catalog
+            )
+            .is_err()
+        );
+        assert!(
+            required(
+                ["in:HW_CPU_X86_AVX2,!HW_CPU_X86_SSE"].into_iter(),
+                mv(39),
+                &catalog
+            )
+            .is_err()
+        );
+        let any = required(
+            ["in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE", "HW_CPU_X86_AVX"].into_iter(),
+            mv(39),
+            &catalog,
+        )
+        .expect("ok");
+        assert_eq!((any.any_of.len(), any.all_of.len()), (1, 1));
+        let last_wins = required(
+            ["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"].into_iter(),
+            mv(38),
+            &catalog,
+        )
+        .expect("ok");
+        assert_eq!(last_wins.all_of.len(), 1);
+    }
+}

@@ -1,0 +1,145 @@
+//! `/resource_classes` and `/resource_classes/{name}` (1.2).
+
+use super::{MOUNT, absolute_url, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use axum::extract::Path;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use berth_api::placement::CreateResourceClass;
+use berth_core::ResourceClass;
+use berth_core::name::STANDARD_RESOURCE_CLASSES;
+use serde_json::{Value, json};
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::GET,
+            "/placement/resource_classes",
+            "List resource classes",
+            list,
+        )
+        .add(
+            Method::POST,
+            "/placement/resource_classes",
+            "Create a custom resource class",
+            create,
+        )
+        .add(
+            Method::GET,
+            "/placement/resource_classes/{name}",
+            "Show a resource class",
+            show,
+        )
+        .add(
+            Method::PUT,
+            "/placement/resource_classes/{name}",
+            "Create or verify a custom resource class (1.7)",
+            ensure,
+        )
+        .add(
+            Method::DELETE,
+            "/placement/resource_classes/{name}",
+            "Delete a custom resource class",
+            delete,
+        );
+}
+
+fn representation(name: &str) -> Value {
+    json!({"name": name, "links": [{"rel": "self", "href": format!("{MOUNT}/resource_classes/{name}")}]})
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+) -> Result<Response, ApiError> {
+    mv.require(2)?;
+    caller.require_admin()?;
+    let body = state
+        .berth
+        .read(|catalog| {
+            let names = STANDARD_RESOURCE_CLASSES.iter().copied().chain(
+                catalog
+                    .custom_resource_classes()
+                    .iter()
+                    .map(ResourceClass::as_str),
+            );
+            json!({ "resource_classes": names.map(representation).collect::<Vec<_>>() })
+        })
+        .await?;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<CreateResourceClass>,
+) -> Result<Response, ApiError> {
+    mv.require(2)?;
+    caller.require_admin()?;
+    state.berth.create_resource_class(&body.name).await?;
+    let location = absolute_url(&headers, &format!("{MOUNT}/resource_classes/{}", body.name));
+    let location = HeaderValue::from_str(&location)
+        .map_err(|_| ApiError::bad_request("Invalid Host header"))?;
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    mv.require(2)?;
+    caller.require_admin()?;
+    let exists = state
+        .berth
+        .read(|catalog| ResourceClass::parse(&name).is_some_and(|c| catalog.has_resource_class(&c)))
+        .await?;
+    match exists {
+        true => Ok(respond(mv, state.berth.now(), &representation(&name))),
+        false => Err(ApiError::not_found(format!(
+            "No such resource class {name}"
+        ))),
+    }
+}
+
+async fn ensure(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    mv.require(2)?;
+    caller.require_admin()?;
+    if !mv.at_least(7) {
+        // Renaming (1.2 to 1.6) would silently rewrite every inventory of the class; berth
+        // supports the create-or-verify semantics of 1.7 and later only.
+        return Err(ApiError::bad_request(
+            "Renaming resource classes is not supported; use microversion 1.7 or later",
+        ));
+    }
+    match state.berth.ensure_resource_class(&name).await? {
+        true => Ok(StatusCode::CREATED),
+        false => Ok(StatusCode::NO_CONTENT),
+    }
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    mv.require(2)?;
+    caller.require_admin()?;
+    state.berth.delete_resource_class(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,221 @@
+//! `/traits`, `/traits/{name}` and `/resource_providers/{uuid}/traits` (1.6).
+
+use super::{find, provider_uuid, query, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use axum::extract::State;
+use axum::extract::{Path, RawQuery};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use berth_api::placement::PutTraits;
+use berth_core::{Provider, TraitName};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(Method::GET, "/placement/traits", "List traits", list)
+        .add(
+            Method::GET,
+            "/placement/traits/{name}",
+            "Check that a trait exists",
+            show,
+        )
+        .add(
+            Method::PUT,
+            "/placement/traits/{name}",
+            "Create a custom trait",
+            create,
+        )
+        .add(
+            Method::DELETE,
+            "/placement/traits/{name}",
+            "Delete a custom trait",
+            delete,
+        )
+        .add(
+            Method::GET,
+            "/placement/resource_providers/{uuid}/traits",
+            "List a provider's traits",
+            provider_list,
+        )
+        .add(
+            Method::PUT,
+            "/placement/resource_providers/{uuid}/traits",
+            "Replace a provider's traits",
+            provider_set,
+        )
+        .add(
+            Method::DELETE,
+            "/placement/resource_providers/{uuid}/traits",
+            "Remove a provider's traits",
+            provider_clear,
+        );
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    let pairs = query::pairs(raw.as_deref())?;
+    query::only(&pairs, &["name", "associated"])?;
+    let name = query::values(&pairs, "name").last().map(str::to_owned);
+    let associated = match query::values(&pairs, "associated").last() {
+        None => None,
+        Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
+        Some(v) if v.eq_ignore_ascii_case("false") => Some(false),
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid query string parameters: 'associated' must be true or false, got {v}"
+            )));
+        }
+    };
+    let matcher: Box<dyn Fn(&str) -> bool + Send + Sync> = match name.as_deref() {
+        None => Box::new(|_| true),
+        Some(text) => match (text.strip_prefix("in:"), text.strip_prefix("startswith:")) {
+            (Some(list), _) => {
+                let wanted: BTreeSet<String> =
+                    list.split(',').map(|s| s.trim().to_owned()).collect();
+                Box::new(move |n| wanted.contains(n))
+            }
+            (_, Some(prefix)) => {
+                let prefix = prefix.to_owned();
+                Box::new(move |n| n.starts_with(&prefix))
+            }
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{text}\""
+                )));
+            }
+        },
+    };
+    let body = state
+        .berth
+        .read(|catalog| {
+            let used: BTreeSet<&str> = catalog
+                .providers()
+                .flat_map(|p| p.traits().iter().map(TraitName::as_str))
+                .collect();
+            let traits: Vec<&str> = catalog
+                .all_traits()
+                .into_iter()
+                .filter(|n| matcher(n))
+                .filter(|n| associated.is_none_or(|want| used.contains(n) == want))
+                .collect();
+            json!({ "traits": traits })
+        })
+        .await?;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    let exists = state
+        .berth
+        .read(|catalog| TraitName::parse(&name).is_some_and(|t| catalog.has_trait(&t)))
+        .await?;
+    match exists {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(ApiError::not_found(format!("No such trait(s): {name}"))),
+    }
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    match state.berth.create_trait(&name).await? {
+        true => Ok(StatusCode::CREATED),
+        false => Ok(StatusCode::NO_CONTENT),
+    }
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    state.berth.delete_trait(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn traits_body(provider: &Provider) -> Value {
+    let traits: Vec<&str> = provider.traits().iter().map(TraitName::as_str).collect();
+    json!({"traits": traits, "resource_provider_generation": provider.generation()})
+}
+
+async fn provider_list(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(traits_body))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn provider_set(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+    ApiJson(body): ApiJson<PutTraits>,
+) -> Result<Response, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let mut traits = BTreeSet::new();
+    for name in &body.traits {
+        let parsed = TraitName::parse(name)
+            .ok_or_else(|| ApiError::bad_request(format!("No such trait(s): {name}")))?;
+        traits.insert(parsed);
+    }
+    state
+        .berth
+        .set_traits(uuid, Some(body.resource_provider_generation), traits)
+        .await?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(traits_body))
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn provider_clear(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    mv.require(6)?;
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    state.berth.set_traits(uuid, None, BTreeSet::new()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,59 @@
+//! How domain rejections appear on the wire: status and stable code for each.
+
+use crate::http::error::{ApiError, UNDEFINED};
+use axum::http::StatusCode;
+use berth_core::Rejection;
+
+/// Placement's code for a stale generation.
+pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
+/// Placement's code for a name or uuid collision.
+pub const DUPLICATE_NAME: &str = "placement.duplicate_name";
+/// Placement's code for removing an inventory that is in use.
+pub const INVENTORY_INUSE: &str = "placement.inventory.inuse";
+
+/// The status and code of a rejection (the order of arms follows [`Rejection`]).
+pub fn to_api_error(rejection: &Rejection) -> ApiError {
+    let detail = rejection.to_string();
+    let (status, code) = match rejection {
+        Rejection::ProviderNotFound(_) | Rejection::HostNotFound(_) => {
+            (StatusCode::NOT_FOUND, UNDEFINED)
+        }
+        Rejection::DuplicateName(_) | Rejection::DuplicateUuid(_) => {
+            (StatusCode::CONFLICT, DUPLICATE_NAME)
+        }
+        Rejection::GenerationConflict { .. } => (StatusCode::CONFLICT, CONCURRENT_UPDATE),
+        Rejection::ProviderHasChildren(_) => (
+            StatusCode::CONFLICT,
+            "placement.resource_provider.cannot_delete_parent",
+        ),
+        Rejection::ProviderInUse(_) => (StatusCode::CONFLICT, "placement.resource_provider.inuse"),
+        Rejection::InventoryInUse { .. } => (StatusCode::CONFLICT, INVENTORY_INUSE),
+        Rejection::InventoryNotFound { .. } | Rejection::TraitNotFound(_) => {
+            (StatusCode::NOT_FOUND, UNDEFINED)
+        }
+        Rejection::InventoryExists { .. }
+        | Rejection::ResourceClassExists(_)
+        | Rejection::ResourceClassInUse(_)
+        | Rejection::TraitInUse(_)
+        | Rejection::HostExists(_)
+        | Rejection::HostNotRoot(_)
+        | Rejection::HostInUse(_)
+        | Rejection::HostHasChildren(_) => (StatusCode::CONFLICT, UNDEFINED),
+        Rejection::ParentNotFound(_)
+        | Rejection::BadName
+        | Rejection::ParentCycle
+        | Rejection::TreeTooDeep
+        | Rejection::ReparentNotAllowed
+        | Rejection::UnparentNotAllowed
+        | Rejection::UnknownResourceClass(_)
+        | Rejection::UnknownTraits(_)
+        | Rejection::BadInventory { .. }
+        | Rejection::NotCustomName(_)
+        | Rejection::ResourceClassStandard(_)
+        | Rejection::TraitStandard(_)
+        | Rejection::BadAttribute { .. }
+        | Rejection::NothingToUpdate
+        | Rejection::TooMany(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+    };
+    ApiError::new(status, code, detail)
+}

@@ -1,0 +1,105 @@
+//! The route registry: every route is registered here with a summary, and the same registration
+//! builds both the axum router and the OpenAPI document, so the document covers every route
+//! served by construction.
+
+use crate::http::AppState;
+use axum::Router;
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{MethodFilter, MethodRouter};
+use serde_json::{Map, Value, json};
+
+struct Operation {
+    method: Method,
+    path: &'static str,
+    summary: &'static str,
+    tag: &'static str,
+}
+
+/// Routes being registered.
+#[derive(Default)]
+pub struct Routes {
+    paths: Vec<(&'static str, MethodRouter<AppState>)>,
+    operations: Vec<Operation>,
+}
+
+impl Routes {
+    /// Registers `handler` for `method` on `path`.
+    pub fn add<H, T>(
+        &mut self,
+        method: Method,
+        path: &'static str,
+        summary: &'static str,
+        handler: H,
+    ) -> &mut Routes
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        let filter =
+            MethodFilter::try_from(method.clone()).expect("invariant: standard methods only");
+        match self.paths.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, router)) => *router = std::mem::take(router).on(filter, handler),
+            None => self
+                .paths
+                .push((path, MethodRouter::new().on(filter, handler))),
+        }
+        let tag = tag_of(path);
+        self.operations.push(Operation {
+            method,
+            path,
+            summary,
+            tag,
+        });
+        self
+    }
+
+    /// The axum router of every registered route.
+    pub fn into_router(self) -> Router<AppState> {
+        self.paths
+            .into_iter()
+            .fold(Router::new(), |router, (path, methods)| {
+                router.route(path, methods)
+            })
+    }
+
+    /// The OpenAPI 3.1 document of every registered route.
+    pub fn openapi(&self) -> Value {
+        let mut paths = Map::new();
+        for op in &self.operations {
+            let parameters: Vec<Value> = path_params(op.path)
+                .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+                .collect();
+            let operation = json!({
+                "summary": op.summary,
+                "operationId": format!("{}{}", op.method.as_str().to_lowercase(), op.path.replace(['/', '{', '}'], "_")),
+                "tags": [op.tag],
+                "parameters": parameters,
+                "responses": {"default": {"description": "See the compatible API's reference for the body"}},
+            });
+            let item = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
+            item[op.method.as_str().to_lowercase()] = operation;
+        }
+        json!({
+            "openapi": "3.1.0",
+            "info": {"title": "berth", "version": env!("CARGO_PKG_VERSION"),
+                     "description": "Resource reservation, capacity management and placement"},
+            "paths": paths,
+        })
+    }
+}
+
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/')
+        .filter_map(|segment| segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+fn tag_of(path: &str) -> &'static str {
+    if path.starts_with("/placement") {
+        "placement"
+    } else if path.starts_with("/reservation") {
+        "reservation"
+    } else {
+        "berth"
+    }
+}
