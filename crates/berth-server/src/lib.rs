@@ -57,6 +57,12 @@ impl Running {
         self.addr
     }
 
+    /// Stops accepting at once without waiting (for cleanup paths that cannot await).
+    pub fn abort(self) {
+        self.stop.cancel();
+        self.task.abort();
+    }
+
     /// Stops accepting, lets in-flight requests finish within the grace period, and returns.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         self.stop.cancel();

@@ -8,6 +8,8 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+#[cfg(feature = "testkit")]
+pub mod scratch;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
