@@ -128,10 +128,8 @@ pub fn update_provider(
 ) -> Decision {
     let current = provider(catalog, uuid)?;
     check_name(name)?;
-    if let Some(other) = catalog.provider_by_name(name) {
-        if other.uuid != uuid {
-            return Err(Rejection::DuplicateName(name.to_owned()));
-        }
+    if catalog.provider_by_name(name).is_some_and(|other| other.uuid != uuid) {
+        return Err(Rejection::DuplicateName(name.to_owned()));
     }
     match (current.parent, parent, reparenting) {
         (Some(old), Some(new), Reparenting::Refused) if old != new => {

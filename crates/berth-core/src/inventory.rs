@@ -149,7 +149,7 @@ impl Inventory {
 
     /// Whether one allocation of `amount` respects `min_unit`, `max_unit` and `step_size`.
     pub fn fits_unit_rules(&self, amount: u64) -> bool {
-        self.min_unit <= amount && amount <= self.max_unit && amount % self.step_size == 0
+        self.min_unit <= amount && amount <= self.max_unit && amount.is_multiple_of(self.step_size)
     }
 
     /// Whether `amount` more units fit on top of `used`, under every rule Placement applies.

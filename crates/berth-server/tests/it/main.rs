@@ -7,3 +7,4 @@ mod placement_traits;
 mod postgres;
 mod server;
 mod support;
+mod tidy;

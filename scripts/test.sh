@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every test berth has: unit and property tests, the store conformance suite on SQLite and
+# PostgreSQL, the end-to-end HTTP tests (including two replicas over PostgreSQL), and the real
+# OpenStack command-line clients against a running berth.
+#
+# PostgreSQL: uses BERTH_TEST_POSTGRES_URL when set; otherwise the local server on
+# 127.0.0.1:5432 (user postgres), starting it, or installing it from Debian's packages, if
+# needed. Under CI=true a missing PostgreSQL is an error; elsewhere its tests say they skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pg_url_default="postgres://postgres@127.0.0.1:5432/postgres"
+
+pg_ready() {
+  if command -v pg_isready >/dev/null 2>&1; then
+    pg_isready -q -h 127.0.0.1 -p 5432
+  else
+    (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null
+  fi
+}
+
+ensure_postgres() {
+  pg_ready && return 0
+  if ! ls /etc/postgresql/*/main >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing PostgreSQL from Debian's packages"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+  if command -v pg_ctlcluster >/dev/null 2>&1 && ls /etc/postgresql >/dev/null 2>&1; then
+    local version
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    echo "test.sh: starting PostgreSQL $version"
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    for _ in $(seq 1 30); do pg_ready && return 0; sleep 1; done
+  fi
+  return 1
+}
+
+if [ -z "${BERTH_TEST_POSTGRES_URL:-}" ] || [ "$BERTH_TEST_POSTGRES_URL" = "$pg_url_default" ]; then
+  if ensure_postgres; then
+    export BERTH_TEST_POSTGRES_URL="$pg_url_default"
+  elif [ "${CI:-}" = "true" ]; then
+    echo "test.sh: PostgreSQL is not reachable on 127.0.0.1:5432 and CI needs it" >&2
+    exit 1
+  else
+    echo "test.sh: WARNING: no PostgreSQL; its tests will report SKIPPED" >&2
+    unset BERTH_TEST_POSTGRES_URL
+  fi
+fi
+echo "test.sh: BERTH_TEST_POSTGRES_URL=${BERTH_TEST_POSTGRES_URL:-<unset>}"
+
+cargo test --workspace --locked
+bash scripts/openstack-clients.sh
