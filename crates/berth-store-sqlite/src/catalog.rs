@@ -4,10 +4,11 @@
 use crate::map_err;
 use berth_core::catalog::CatalogRows;
 use berth_core::provider::ProviderRow;
-use berth_core::{Change, HostRecord, Instant, Inventory};
+use berth_core::{AttrValue, Change, HostRecord, Instant, Inventory, ResourceClass, TraitName};
 use berth_store::StoreError;
 use berth_store::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
 use sqlx::{Row, SqliteConnection};
+use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 fn parse_uuid(text: &str) -> Result<Uuid, StoreError> {
@@ -34,12 +35,27 @@ pub(crate) async fn bump_seq(conn: &mut SqliteConnection) -> Result<u64, StoreEr
     decode_u64(seq)
 }
 
+/// Reads every catalog row, sorted as [`CatalogRows::normalize`] sorts them.
 #[tracing::instrument(skip_all)]
 pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, StoreError> {
     let mut rows = CatalogRows {
         seq: seq(conn).await?,
         ..CatalogRows::default()
     };
+    load_providers(conn, &mut rows).await?;
+    load_inventories(conn, &mut rows).await?;
+    load_provider_sets(conn, &mut rows).await?;
+    load_hosts(conn, &mut rows).await?;
+    load_custom_names(conn, &mut rows).await?;
+    rows.normalize();
+    Ok(rows)
+}
+
+#[tracing::instrument(skip_all)]
+async fn load_providers(
+    conn: &mut SqliteConnection,
+    rows: &mut CatalogRows,
+) -> Result<(), StoreError> {
     let providers = sqlx::query(
         "SELECT id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at
          FROM resource_providers ORDER BY id",
@@ -61,6 +77,14 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
             updated_at: Instant::from_micros(row.get("updated_at")),
         });
     }
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn load_inventories(
+    conn: &mut SqliteConnection,
+    rows: &mut CatalogRows,
+) -> Result<(), StoreError> {
     let inventories = sqlx::query(
         "SELECT provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size, allocation_ratio
          FROM inventories",
@@ -88,6 +112,15 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
             record,
         ));
     }
+    Ok(())
+}
+
+/// Reads the providers' traits, aggregates and attributes.
+#[tracing::instrument(skip_all)]
+async fn load_provider_sets(
+    conn: &mut SqliteConnection,
+    rows: &mut CatalogRows,
+) -> Result<(), StoreError> {
     for row in sqlx::query("SELECT provider_uuid, trait FROM provider_traits")
         .fetch_all(&mut *conn)
         .await
@@ -118,6 +151,11 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
         rows.attributes
             .push((parse_uuid(row.get("provider_uuid"))?, row.get("key"), value));
     }
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn load_hosts(conn: &mut SqliteConnection, rows: &mut CatalogRows) -> Result<(), StoreError> {
     for row in sqlx::query(
         "SELECT provider_uuid, hypervisor_type, service_name, reservable, created_at FROM hosts",
     )
@@ -134,6 +172,15 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
         rows.hosts
             .push((parse_uuid(row.get("provider_uuid"))?, host));
     }
+    Ok(())
+}
+
+/// Reads the custom resource classes and traits.
+#[tracing::instrument(skip_all)]
+async fn load_custom_names(
+    conn: &mut SqliteConnection,
+    rows: &mut CatalogRows,
+) -> Result<(), StoreError> {
     for row in sqlx::query("SELECT name FROM resource_classes")
         .fetch_all(&mut *conn)
         .await
@@ -150,10 +197,10 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
         rows.custom_traits
             .push(codec::decode_trait(row.get("name"))?);
     }
-    rows.normalize();
-    Ok(rows)
+    Ok(())
 }
 
+/// Writes one change.
 #[tracing::instrument(skip_all)]
 pub(crate) async fn persist(
     conn: &mut SqliteConnection,
@@ -162,167 +209,27 @@ pub(crate) async fn persist(
 ) -> Result<(), StoreError> {
     let now = encode_instant(now);
     match change {
-        Change::ProviderCreated(row) => {
-            sqlx::query(
-                "INSERT INTO resource_providers
-                 (id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(row.id)
-            .bind(row.uuid.to_string())
-            .bind(&row.name)
-            .bind(row.parent.map(|p| p.to_string()))
-            .bind(row.root.to_string())
-            .bind(encode_u64(row.generation))
-            .bind(&row.availability_zone)
-            .bind(encode_instant(row.created_at))
-            .bind(encode_instant(row.updated_at))
-            .execute(&mut *conn)
-            .await
-            .map_err(map_err)?;
-        }
-        Change::ProviderUpdated(row) => {
-            sqlx::query(
-                "UPDATE resource_providers
-                 SET name = ?, parent_uuid = ?, root_uuid = ?, generation = ?, availability_zone = ?, updated_at = ?
-                 WHERE uuid = ?",
-            )
-            .bind(&row.name)
-            .bind(row.parent.map(|p| p.to_string()))
-            .bind(row.root.to_string())
-            .bind(encode_u64(row.generation))
-            .bind(&row.availability_zone)
-            .bind(encode_instant(row.updated_at))
-            .bind(row.uuid.to_string())
-            .execute(&mut *conn)
-            .await
-            .map_err(map_err)?;
-        }
+        Change::ProviderCreated(row) => insert_provider(conn, row).await,
+        Change::ProviderUpdated(row) => update_provider(conn, row).await,
         Change::ProviderDeleted(uuid) => {
             sqlx::query("DELETE FROM resource_providers WHERE uuid = ?")
                 .bind(uuid.to_string())
                 .execute(&mut *conn)
                 .await
                 .map_err(map_err)?;
+            Ok(())
         }
         Change::InventoriesReplaced { uuid, inventories } => {
-            let uuid = uuid.to_string();
-            sqlx::query("DELETE FROM inventories WHERE provider_uuid = ?")
-                .bind(&uuid)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            for (class, record) in inventories {
-                sqlx::query(
-                    "INSERT INTO inventories
-                     (provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size, allocation_ratio,
-                      created_at, updated_at)
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&uuid)
-                .bind(class.as_str())
-                .bind(encode_u64(record.total()))
-                .bind(encode_u64(record.reserved()))
-                .bind(encode_u64(record.min_unit()))
-                .bind(encode_u64(record.max_unit()))
-                .bind(encode_u64(record.step_size()))
-                .bind(record.allocation_ratio())
-                .bind(now)
-                .bind(now)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            }
+            replace_inventories(conn, *uuid, inventories, now).await
         }
-        Change::TraitsReplaced { uuid, traits } => {
-            let uuid = uuid.to_string();
-            sqlx::query("DELETE FROM provider_traits WHERE provider_uuid = ?")
-                .bind(&uuid)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            for name in traits {
-                sqlx::query("INSERT INTO provider_traits (provider_uuid, trait, created_at, updated_at) VALUES (?, ?, ?, ?)")
-                    .bind(&uuid)
-                    .bind(name.as_str())
-                    .bind(now)
-                    .bind(now)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(map_err)?;
-            }
-        }
+        Change::TraitsReplaced { uuid, traits } => replace_traits(conn, *uuid, traits, now).await,
         Change::AggregatesReplaced { uuid, aggregates } => {
-            let uuid = uuid.to_string();
-            sqlx::query("DELETE FROM provider_aggregates WHERE provider_uuid = ?")
-                .bind(&uuid)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            for aggregate in aggregates {
-                sqlx::query(
-                    "INSERT INTO provider_aggregates (provider_uuid, aggregate_uuid, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                )
-                .bind(&uuid)
-                .bind(aggregate.to_string())
-                .bind(now)
-                .bind(now)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            }
+            replace_aggregates(conn, *uuid, aggregates, now).await
         }
         Change::AttributesReplaced { uuid, attributes } => {
-            let uuid = uuid.to_string();
-            sqlx::query("DELETE FROM provider_attributes WHERE provider_uuid = ?")
-                .bind(&uuid)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            for (key, value) in attributes {
-                let (kind, text) = codec::encode_attribute(value);
-                sqlx::query(
-                    "INSERT INTO provider_attributes (provider_uuid, key, kind, value, created_at, updated_at)
-                     VALUES (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&uuid)
-                .bind(key)
-                .bind(kind)
-                .bind(text)
-                .bind(now)
-                .bind(now)
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-            }
+            replace_attributes(conn, *uuid, attributes, now).await
         }
-        Change::HostSet {
-            uuid,
-            host: Some(host),
-        } => {
-            sqlx::query(
-                "INSERT INTO hosts (provider_uuid, hypervisor_type, service_name, reservable, created_at, updated_at)
-                 VALUES (?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (provider_uuid) DO UPDATE SET hypervisor_type = excluded.hypervisor_type,
-                 service_name = excluded.service_name, reservable = excluded.reservable, updated_at = excluded.updated_at",
-            )
-            .bind(uuid.to_string())
-            .bind(&host.hypervisor_type)
-            .bind(&host.service_name)
-            .bind(host.reservable)
-            .bind(encode_instant(host.enrolled_at))
-            .bind(now)
-            .execute(&mut *conn)
-            .await
-            .map_err(map_err)?;
-        }
-        Change::HostSet { uuid, host: None } => {
-            sqlx::query("DELETE FROM hosts WHERE provider_uuid = ?")
-                .bind(uuid.to_string())
-                .execute(&mut *conn)
-                .await
-                .map_err(map_err)?;
-        }
+        Change::HostSet { uuid, host } => set_host(conn, *uuid, host.as_ref(), now).await,
         Change::ResourceClassCreated(class) => {
             sqlx::query(
                 "INSERT INTO resource_classes (name, created_at, updated_at) VALUES (?, ?, ?)",
@@ -333,6 +240,7 @@ pub(crate) async fn persist(
             .execute(&mut *conn)
             .await
             .map_err(map_err)?;
+            Ok(())
         }
         Change::ResourceClassDeleted(class) => {
             sqlx::query("DELETE FROM resource_classes WHERE name = ?")
@@ -340,6 +248,7 @@ pub(crate) async fn persist(
                 .execute(&mut *conn)
                 .await
                 .map_err(map_err)?;
+            Ok(())
         }
         Change::TraitCreated(name) => {
             sqlx::query("INSERT INTO traits (name, created_at, updated_at) VALUES (?, ?, ?)")
@@ -349,6 +258,7 @@ pub(crate) async fn persist(
                 .execute(&mut *conn)
                 .await
                 .map_err(map_err)?;
+            Ok(())
         }
         Change::TraitDeleted(name) => {
             sqlx::query("DELETE FROM traits WHERE name = ?")
@@ -356,7 +266,203 @@ pub(crate) async fn persist(
                 .execute(&mut *conn)
                 .await
                 .map_err(map_err)?;
+            Ok(())
         }
     }
+}
+
+#[tracing::instrument(skip_all)]
+async fn insert_provider(conn: &mut SqliteConnection, row: &ProviderRow) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO resource_providers
+         (id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(row.id)
+    .bind(row.uuid.to_string())
+    .bind(&row.name)
+    .bind(row.parent.map(|p| p.to_string()))
+    .bind(row.root.to_string())
+    .bind(encode_u64(row.generation))
+    .bind(&row.availability_zone)
+    .bind(encode_instant(row.created_at))
+    .bind(encode_instant(row.updated_at))
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn update_provider(conn: &mut SqliteConnection, row: &ProviderRow) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE resource_providers
+         SET name = ?, parent_uuid = ?, root_uuid = ?, generation = ?, availability_zone = ?, updated_at = ?
+         WHERE uuid = ?",
+    )
+    .bind(&row.name)
+    .bind(row.parent.map(|p| p.to_string()))
+    .bind(row.root.to_string())
+    .bind(encode_u64(row.generation))
+    .bind(&row.availability_zone)
+    .bind(encode_instant(row.updated_at))
+    .bind(row.uuid.to_string())
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn replace_inventories(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    inventories: &BTreeMap<ResourceClass, Inventory>,
+    now: i64,
+) -> Result<(), StoreError> {
+    let uuid = uuid.to_string();
+    sqlx::query("DELETE FROM inventories WHERE provider_uuid = ?")
+        .bind(&uuid)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    for (class, record) in inventories {
+        sqlx::query(
+            "INSERT INTO inventories
+             (provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size, allocation_ratio,
+              created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&uuid)
+        .bind(class.as_str())
+        .bind(encode_u64(record.total()))
+        .bind(encode_u64(record.reserved()))
+        .bind(encode_u64(record.min_unit()))
+        .bind(encode_u64(record.max_unit()))
+        .bind(encode_u64(record.step_size()))
+        .bind(record.allocation_ratio())
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn replace_traits(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    traits: &BTreeSet<TraitName>,
+    now: i64,
+) -> Result<(), StoreError> {
+    let uuid = uuid.to_string();
+    sqlx::query("DELETE FROM provider_traits WHERE provider_uuid = ?")
+        .bind(&uuid)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    for name in traits {
+        sqlx::query(
+            "INSERT INTO provider_traits (provider_uuid, trait, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&uuid)
+        .bind(name.as_str())
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn replace_aggregates(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    aggregates: &BTreeSet<Uuid>,
+    now: i64,
+) -> Result<(), StoreError> {
+    let uuid = uuid.to_string();
+    sqlx::query("DELETE FROM provider_aggregates WHERE provider_uuid = ?")
+        .bind(&uuid)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    for aggregate in aggregates {
+        sqlx::query(
+            "INSERT INTO provider_aggregates (provider_uuid, aggregate_uuid, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&uuid)
+        .bind(aggregate.to_string())
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+#[tracing::instrument(skip_all)]
+async fn replace_attributes(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    attributes: &BTreeMap<String, AttrValue>,
+    now: i64,
+) -> Result<(), StoreError> {
+    let uuid = uuid.to_string();
+    sqlx::query("DELETE FROM provider_attributes WHERE provider_uuid = ?")
+        .bind(&uuid)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    for (key, value) in attributes {
+        let (kind, text) = codec::encode_attribute(value);
+        sqlx::query(
+            "INSERT INTO provider_attributes (provider_uuid, key, kind, value, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&uuid)
+        .bind(key)
+        .bind(kind)
+        .bind(text)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// Enrolls or updates the host record of a provider, or removes it (`None`).
+#[tracing::instrument(skip_all)]
+async fn set_host(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    host: Option<&HostRecord>,
+    now: i64,
+) -> Result<(), StoreError> {
+    match host {
+        Some(host) => sqlx::query(
+            "INSERT INTO hosts (provider_uuid, hypervisor_type, service_name, reservable, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT (provider_uuid) DO UPDATE SET hypervisor_type = excluded.hypervisor_type,
+             service_name = excluded.service_name, reservable = excluded.reservable, updated_at = excluded.updated_at",
+        )
+        .bind(uuid.to_string())
+        .bind(&host.hypervisor_type)
+        .bind(&host.service_name)
+        .bind(host.reservable)
+        .bind(encode_instant(host.enrolled_at))
+        .bind(now),
+        None => sqlx::query("DELETE FROM hosts WHERE provider_uuid = ?").bind(uuid.to_string()),
+    }
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)?;
     Ok(())
 }

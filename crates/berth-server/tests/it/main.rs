@@ -1,5 +1,6 @@
 //! End-to-end tests: the real server on port 0, spoken to over HTTP.
 
+mod binary;
 mod blazar_hosts;
 mod placement_inventories;
 mod placement_providers;
