@@ -6,7 +6,9 @@
 use crate::{AppError, Berth};
 use berth_core::decide::{self, NewHost, NewProvider};
 use berth_core::inventory::FullReservation;
-use berth_core::{AttrValue, Catalog, Change, Inventory, Rejection, ResourceClass, TraitName};
+use berth_core::{
+    AggregateRecord, AttrValue, Catalog, Change, Inventory, Rejection, ResourceClass, TraitName,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -121,6 +123,13 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
     let mut next = || ids.next().expect("invariant: enough demo ids");
     let now = draft.now;
     let zone_aggregates: Vec<Uuid> = DEMO_ZONES.iter().map(|_| next()).collect();
+    for (zone, aggregate) in DEMO_ZONES.iter().zip(&zone_aggregates) {
+        let record = AggregateRecord {
+            name: Some((*zone).to_owned()),
+            metadata: BTreeMap::from([("availability_zone".to_owned(), (*zone).to_owned())]),
+        };
+        draft.step(|c| decide::describe_aggregate(c, *aggregate, Some(record)))?;
+    }
     draft.step(|c| decide::create_trait(c, "CUSTOM_GPU"))?;
     for (zone_idx, zone) in DEMO_ZONES.iter().enumerate() {
         for host_idx in 0..HOSTS_PER_ZONE {

@@ -2,7 +2,7 @@
 
 use crate::{AppError, Berth};
 use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
-use berth_core::{AttrValue, Change, Inventory, ResourceClass, TraitName};
+use berth_core::{AggregateRecord, AttrValue, Change, Inventory, ResourceClass, TraitName};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -155,6 +155,18 @@ impl Berth {
     ) -> Result<(), AppError> {
         self.write(|catalog, now| {
             decide::set_aggregates(catalog, uuid, generation, aggregates, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Names an aggregate and sets its metadata, or forgets them (`None`).
+    pub async fn describe_aggregate(
+        &self,
+        uuid: Uuid,
+        record: Option<AggregateRecord>,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, _| {
+            decide::describe_aggregate(catalog, uuid, record).map(|c| with(c, ()))
         })
         .await
     }

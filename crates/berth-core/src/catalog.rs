@@ -7,7 +7,7 @@
 use crate::change::Change;
 use crate::inventory::Inventory;
 use crate::name::{self, ResourceClass, TraitName};
-use crate::provider::{AttrValue, HostRecord, Provider, ProviderRow};
+use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
@@ -35,6 +35,8 @@ pub struct CatalogRows {
     pub resource_classes: Vec<ResourceClass>,
     /// Custom traits.
     pub custom_traits: Vec<TraitName>,
+    /// Described aggregates.
+    pub aggregate_records: Vec<(Uuid, AggregateRecord)>,
 }
 
 impl CatalogRows {
@@ -51,6 +53,7 @@ impl CatalogRows {
         self.hosts.sort_by_key(|h| h.0);
         self.resource_classes.sort();
         self.custom_traits.sort();
+        self.aggregate_records.sort_by_key(|a| a.0);
     }
 }
 
@@ -63,6 +66,7 @@ pub struct Catalog {
     by_id: HashMap<i64, Uuid>,
     custom_classes: BTreeSet<ResourceClass>,
     custom_traits: BTreeSet<TraitName>,
+    aggregates: BTreeMap<Uuid, AggregateRecord>,
     next_id: i64,
 }
 
@@ -104,6 +108,7 @@ impl Catalog {
         }
         catalog.custom_classes = rows.resource_classes.into_iter().collect();
         catalog.custom_traits = rows.custom_traits.into_iter().collect();
+        catalog.aggregates = rows.aggregate_records.into_iter().collect();
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -205,6 +210,19 @@ impl Catalog {
         names
     }
 
+    /// What berth records about an aggregate, if anything.
+    pub fn aggregate(&self, uuid: Uuid) -> Option<&AggregateRecord> {
+        self.aggregates.get(&uuid)
+    }
+
+    /// The described aggregate with this name.
+    pub fn aggregate_by_name(&self, name: &str) -> Option<(Uuid, &AggregateRecord)> {
+        self.aggregates
+            .iter()
+            .find(|(_, r)| r.name.as_deref() == Some(name))
+            .map(|(u, r)| (*u, r))
+    }
+
     /// Whether any provider has the trait.
     pub fn trait_in_use(&self, name: &TraitName) -> bool {
         self.providers.values().any(|p| p.traits.contains(name))
@@ -266,6 +284,15 @@ impl Catalog {
                 self.provider_mut(*uuid).attributes = attributes.clone();
             }
             Change::HostSet { uuid, host } => self.provider_mut(*uuid).host = host.clone(),
+            Change::AggregateDescribed {
+                uuid,
+                record: Some(record),
+            } => {
+                self.aggregates.insert(*uuid, record.clone());
+            }
+            Change::AggregateDescribed { uuid, record: None } => {
+                self.aggregates.remove(uuid);
+            }
             Change::ResourceClassCreated(class) => {
                 self.custom_classes.insert(class.clone());
             }
@@ -334,6 +361,11 @@ impl Catalog {
         }
         rows.resource_classes = self.custom_classes.iter().cloned().collect();
         rows.custom_traits = self.custom_traits.iter().cloned().collect();
+        rows.aggregate_records = self
+            .aggregates
+            .iter()
+            .map(|(u, r)| (*u, r.clone()))
+            .collect();
         rows.normalize();
         rows
     }
@@ -342,6 +374,12 @@ impl Catalog {
     pub fn check_invariants(&self) -> Result<(), String> {
         if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
             return Err("name or id index out of step with providers".into());
+        }
+        let mut names = BTreeSet::new();
+        for name in self.aggregates.values().filter_map(|record| record.name.as_ref()) {
+            if !names.insert(name) {
+                return Err(format!("two aggregates are named {name}"));
+            }
         }
         for provider in self.providers.values() {
             if let Some(parent) = provider.parent {

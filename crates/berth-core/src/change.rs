@@ -3,7 +3,7 @@
 
 use crate::inventory::Inventory;
 use crate::name::{ResourceClass, TraitName};
-use crate::provider::{AttrValue, HostRecord, ProviderRow};
+use crate::provider::{AggregateRecord, AttrValue, HostRecord, ProviderRow};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -50,6 +50,13 @@ pub enum Change {
         uuid: Uuid,
         /// The host record.
         host: Option<HostRecord>,
+    },
+    /// An aggregate described (`Some`: name and metadata set) or forgotten (`None`).
+    AggregateDescribed {
+        /// The aggregate.
+        uuid: Uuid,
+        /// Its record.
+        record: Option<AggregateRecord>,
     },
     /// A custom resource class created.
     ResourceClassCreated(ResourceClass),

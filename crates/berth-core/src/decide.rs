@@ -6,7 +6,7 @@ use crate::change::Change;
 use crate::inventory::Inventory;
 use crate::limits;
 use crate::name::{ResourceClass, TraitName, is_custom_name};
-use crate::provider::{AttrValue, HostRecord, Provider, ProviderRow};
+use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
 use crate::rejection::Rejection;
 use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,7 +128,10 @@ pub fn update_provider(
 ) -> Decision {
     let current = provider(catalog, uuid)?;
     check_name(name)?;
-    if catalog.provider_by_name(name).is_some_and(|other| other.uuid != uuid) {
+    if catalog
+        .provider_by_name(name)
+        .is_some_and(|other| other.uuid != uuid)
+    {
         return Err(Rejection::DuplicateName(name.to_owned()));
     }
     match (current.parent, parent, reparenting) {
@@ -327,6 +330,34 @@ pub fn set_aggregates(
     ])
 }
 
+/// Names an aggregate and sets its metadata (`Some`), or forgets what berth recorded (`None`).
+/// Names are unique among described aggregates; keys and values are bounded like attributes.
+pub fn describe_aggregate(
+    catalog: &Catalog,
+    uuid: Uuid,
+    record: Option<AggregateRecord>,
+) -> Decision {
+    if let Some(record) = &record {
+        if let Some(name) = &record.name {
+            check_name(name)?;
+            if catalog
+                .aggregate_by_name(name)
+                .is_some_and(|(other, _)| other != uuid)
+            {
+                return Err(Rejection::DuplicateAggregateName(name.clone()));
+            }
+        }
+        if record.metadata.len() > limits::AGGREGATE_METADATA_MAX {
+            return Err(Rejection::TooMany("aggregate metadata entries"));
+        }
+        for (key, value) in &record.metadata {
+            check_key_shape(key)?;
+            check_value(key, Some(&AttrValue::String(value.clone())))?;
+        }
+    }
+    Ok(vec![Change::AggregateDescribed { uuid, record }])
+}
+
 /// Creates a custom resource class.
 pub fn create_resource_class(catalog: &Catalog, name: &str) -> Decision {
     let class = custom_class(name)?;
@@ -406,6 +437,17 @@ pub const RESERVED_ATTRIBUTE_KEYS: [&str; 14] = [
 
 /// Checks one attribute key and value.
 pub fn check_attribute(key: &str, value: Option<&AttrValue>) -> Result<(), Rejection> {
+    check_key_shape(key)?;
+    if RESERVED_ATTRIBUTE_KEYS.contains(&key) {
+        return Err(Rejection::BadAttribute {
+            key: key.to_owned(),
+            reason: "the key is reserved",
+        });
+    }
+    check_value(key, value)
+}
+
+fn check_key_shape(key: &str) -> Result<(), Rejection> {
     let bad = |reason| {
         Err(Rejection::BadAttribute {
             key: key.to_owned(),
@@ -421,9 +463,16 @@ pub fn check_attribute(key: &str, value: Option<&AttrValue>) -> Result<(), Rejec
     {
         return bad("keys use letters, digits, '_', '-', '.' and ':' only");
     }
-    if RESERVED_ATTRIBUTE_KEYS.contains(&key) {
-        return bad("the key is reserved");
-    }
+    Ok(())
+}
+
+fn check_value(key: &str, value: Option<&AttrValue>) -> Result<(), Rejection> {
+    let bad = |reason| {
+        Err(Rejection::BadAttribute {
+            key: key.to_owned(),
+            reason,
+        })
+    };
     match value {
         Some(AttrValue::String(text)) if text.chars().count() > limits::ATTRIBUTE_VALUE_LEN_MAX => {
             bad("string values are at most 1024 characters")

@@ -21,6 +21,6 @@ pub use catalog::Catalog;
 pub use change::Change;
 pub use inventory::Inventory;
 pub use name::{ResourceClass, TraitName};
-pub use provider::{AttrValue, HostRecord, Provider};
+pub use provider::{AggregateRecord, AttrValue, HostRecord, Provider};
 pub use rejection::Rejection;
 pub use time::Instant;

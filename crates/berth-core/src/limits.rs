@@ -21,5 +21,8 @@ pub const ATTRIBUTE_KEY_LEN_MAX: usize = 64;
 /// Longest attribute string value.
 pub const ATTRIBUTE_VALUE_LEN_MAX: usize = 1_024;
 
+/// Most metadata entries on one aggregate.
+pub const AGGREGATE_METADATA_MAX: usize = 64;
+
 const _: () = assert!(NAME_LEN_MAX >= PROVIDER_NAME_LEN_MAX);
 const _: () = assert!(ATTRIBUTE_KEY_LEN_MAX <= NAME_LEN_MAX);

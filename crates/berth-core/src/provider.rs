@@ -17,6 +17,16 @@ pub enum AttrValue {
     Bool(bool),
 }
 
+/// What berth records about an aggregate for its own use. Placement treats aggregates as bare
+/// uuids; berth may also name one and attach metadata (for example `reservation:<id>`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AggregateRecord {
+    /// Optional unique name.
+    pub name: Option<String>,
+    /// Key-value metadata.
+    pub metadata: BTreeMap<String, String>,
+}
+
 /// What makes a root provider a Blazar host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostRecord {

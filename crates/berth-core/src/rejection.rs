@@ -22,6 +22,9 @@ pub enum Rejection {
     /// Another provider already has this uuid.
     #[error("Conflicting resource provider uuid: {0} already exists")]
     DuplicateUuid(Uuid),
+    /// Another aggregate already has this name.
+    #[error("An aggregate named {0} already exists")]
+    DuplicateAggregateName(String),
     /// The name is empty or too long.
     #[error("name must be between 1 and 200 characters")]
     BadName,

@@ -91,3 +91,20 @@ CREATE TABLE hosts (
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL
 );
+
+CREATE TABLE aggregates (
+    uuid UUID NOT NULL CONSTRAINT aggregates_pkey PRIMARY KEY,
+    name TEXT NULL CONSTRAINT aggregates_name_key UNIQUE,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+
+CREATE TABLE aggregate_metadata (
+    aggregate_uuid UUID NOT NULL CONSTRAINT aggregate_metadata_aggregate_fkey
+        REFERENCES aggregates (uuid) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    CONSTRAINT aggregate_metadata_pkey PRIMARY KEY (aggregate_uuid, key)
+);

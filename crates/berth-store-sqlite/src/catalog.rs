@@ -4,7 +4,9 @@
 use crate::map_err;
 use berth_core::catalog::CatalogRows;
 use berth_core::provider::ProviderRow;
-use berth_core::{AttrValue, Change, HostRecord, Instant, Inventory, ResourceClass, TraitName};
+use berth_core::{
+    AggregateRecord, AttrValue, Change, HostRecord, Instant, Inventory, ResourceClass, TraitName,
+};
 use berth_store::StoreError;
 use berth_store::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
 use sqlx::{Row, SqliteConnection};
@@ -47,6 +49,7 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
     load_provider_sets(conn, &mut rows).await?;
     load_hosts(conn, &mut rows).await?;
     load_custom_names(conn, &mut rows).await?;
+    load_aggregates(conn, &mut rows).await?;
     rows.normalize();
     Ok(rows)
 }
@@ -230,6 +233,9 @@ pub(crate) async fn persist(
             replace_attributes(conn, *uuid, attributes, now).await
         }
         Change::HostSet { uuid, host } => set_host(conn, *uuid, host.as_ref(), now).await,
+        Change::AggregateDescribed { uuid, record } => {
+            describe_aggregate(conn, *uuid, record.as_ref(), now).await
+        }
         Change::ResourceClassCreated(class) => {
             sqlx::query(
                 "INSERT INTO resource_classes (name, created_at, updated_at) VALUES (?, ?, ?)",
@@ -464,5 +470,76 @@ async fn set_host(
     .execute(&mut *conn)
     .await
     .map_err(map_err)?;
+    Ok(())
+}
+
+/// Reads the aggregates berth describes, with their metadata.
+#[tracing::instrument(skip_all)]
+async fn load_aggregates(
+    conn: &mut SqliteConnection,
+    rows: &mut CatalogRows,
+) -> Result<(), StoreError> {
+    let mut records: BTreeMap<Uuid, AggregateRecord> = BTreeMap::new();
+    for row in sqlx::query("SELECT uuid, name FROM aggregates")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        let record = AggregateRecord {
+            name: row.get("name"),
+            metadata: BTreeMap::new(),
+        };
+        records.insert(parse_uuid(row.get("uuid"))?, record);
+    }
+    for row in sqlx::query("SELECT aggregate_uuid, key, value FROM aggregate_metadata")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_err)?
+    {
+        let record = records
+            .get_mut(&parse_uuid(row.get("aggregate_uuid"))?)
+            .ok_or_else(|| corrupt("aggregate metadata"))?;
+        record.metadata.insert(row.get("key"), row.get("value"));
+    }
+    rows.aggregate_records = records.into_iter().collect();
+    Ok(())
+}
+
+/// Replaces what berth records about one aggregate (`None` removes it).
+#[tracing::instrument(skip_all)]
+async fn describe_aggregate(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    record: Option<&AggregateRecord>,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM aggregates WHERE uuid = ?")
+        .bind(uuid.to_string())
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    let Some(record) = record else { return Ok(()) };
+    sqlx::query("INSERT INTO aggregates (uuid, name, created_at, updated_at) VALUES (?, ?, ?, ?)")
+        .bind(uuid.to_string())
+        .bind(&record.name)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    for (key, value) in &record.metadata {
+        sqlx::query(
+            "INSERT INTO aggregate_metadata (aggregate_uuid, key, value, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(uuid.to_string())
+        .bind(key)
+        .bind(value)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
     Ok(())
 }

@@ -6,7 +6,9 @@ use crate::Store;
 use berth_core::catalog::CatalogRows;
 use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
 use berth_core::inventory::FullReservation;
-use berth_core::{AttrValue, Catalog, Change, Instant, Inventory, ResourceClass, TraitName};
+use berth_core::{
+    AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, ResourceClass, TraitName,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use uuid::Uuid;
@@ -157,6 +159,21 @@ async fn changes_round_trip<S: Store>(store: &S) {
         ]),
     };
     write(store, &mut catalog, |c| decide::enroll_host(c, &host, T0)).await;
+    let record = AggregateRecord {
+        name: Some("az2".to_owned()),
+        metadata: BTreeMap::from([
+            ("availability_zone".to_owned(), "az2".to_owned()),
+            ("reservation:x".to_owned(), "1".to_owned()),
+        ]),
+    };
+    write(store, &mut catalog, |c| {
+        decide::describe_aggregate(c, uuid(101), Some(record))
+    })
+    .await;
+    write(store, &mut catalog, |c| {
+        decide::describe_aggregate(c, uuid(102), Some(AggregateRecord::default()))
+    })
+    .await;
     assert_eq!(store.catalog_seq().await.expect("seq"), catalog.seq());
     assert_same(store, &catalog).await;
 }
@@ -201,6 +218,18 @@ async fn deletes_cascade<S: Store>(store: &S) {
     .await;
     let id = catalog.provider(uuid(1)).expect("host").id();
     write(store, &mut catalog, |c| decide::delete_host(c, id)).await;
+    let record = AggregateRecord {
+        name: Some("gone".to_owned()),
+        metadata: BTreeMap::from([("k".to_owned(), "v".to_owned())]),
+    };
+    write(store, &mut catalog, |c| {
+        decide::describe_aggregate(c, uuid(100), Some(record))
+    })
+    .await;
+    write(store, &mut catalog, |c| {
+        decide::describe_aggregate(c, uuid(100), None)
+    })
+    .await;
     assert!(catalog.is_empty());
     assert_same(store, &catalog).await;
     // The name and the uuid are free again.

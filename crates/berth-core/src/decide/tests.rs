@@ -230,3 +230,33 @@ fn custom_classes_and_traits_follow_their_rules() {
         Err(Rejection::TraitNotFound("CUSTOM_FAST".into()))
     );
 }
+
+#[test]
+fn aggregates_can_be_described_with_unique_names() {
+    let mut catalog = Catalog::new();
+    let record = |name: &str| AggregateRecord {
+        name: Some(name.to_owned()),
+        metadata: BTreeMap::from([("availability_zone".to_owned(), "az1".to_owned())]),
+    };
+    step(&mut catalog, |c| {
+        describe_aggregate(c, uuid(100), Some(record("az1")))
+    });
+    assert_eq!(
+        catalog.aggregate_by_name("az1").map(|(u, _)| u),
+        Some(uuid(100))
+    );
+    assert_eq!(
+        describe_aggregate(&catalog, uuid(101), Some(record("az1"))),
+        Err(Rejection::DuplicateAggregateName("az1".into()))
+    );
+    let bad_key = AggregateRecord {
+        name: None,
+        metadata: BTreeMap::from([("bad key".to_owned(), "v".to_owned())]),
+    };
+    assert!(matches!(
+        describe_aggregate(&catalog, uuid(101), Some(bad_key)),
+        Err(Rejection::BadAttribute { .. })
+    ));
+    step(&mut catalog, |c| describe_aggregate(c, uuid(100), None));
+    assert!(catalog.aggregate(uuid(100)).is_none());
+}

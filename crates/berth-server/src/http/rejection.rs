@@ -31,7 +31,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::InventoryNotFound { .. } | Rejection::TraitNotFound(_) => {
             (StatusCode::NOT_FOUND, UNDEFINED)
         }
-        Rejection::InventoryExists { .. }
+        Rejection::DuplicateAggregateName(_)
+        | Rejection::InventoryExists { .. }
         | Rejection::ResourceClassExists(_)
         | Rejection::ResourceClassInUse(_)
         | Rejection::TraitInUse(_)

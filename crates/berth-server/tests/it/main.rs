@@ -1,5 +1,8 @@
 //! End-to-end tests: the real server on port 0, spoken to over HTTP.
 
+// Each test reads as one scenario, step after step; splitting them would hide the story.
+#![allow(clippy::too_many_lines)]
+
 mod binary;
 mod blazar_hosts;
 mod placement_inventories;

@@ -15,6 +15,7 @@ pub(crate) struct TestApp {
 }
 
 /// How to start a server.
+#[derive(Default)]
 pub(crate) struct Options {
     pub(crate) database: Option<String>,
     pub(crate) auth: Option<AuthMode>,
@@ -22,16 +23,6 @@ pub(crate) struct Options {
     pub(crate) demo: bool,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            database: None,
-            auth: None,
-            tokens: None,
-            demo: false,
-        }
-    }
-}
 
 impl TestApp {
     /// A server over a fresh SQLite file, noauth.

@@ -25,9 +25,16 @@ fn workspace_files() -> Vec<PathBuf> {
 fn every_file_starts_with_a_module_doc() {
     let missing: Vec<_> = workspace_files()
         .into_iter()
-        .filter(|path| !std::fs::read_to_string(path).expect("read").starts_with("//!"))
+        .filter(|path| {
+            !std::fs::read_to_string(path)
+                .expect("read")
+                .starts_with("//!")
+        })
         .collect();
-    assert!(missing.is_empty(), "files without a //! paragraph: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "files without a //! paragraph: {missing:?}"
+    );
 }
 
 #[test]
@@ -43,7 +50,12 @@ fn no_test_is_ignored_or_expects_a_panic() {
 
 #[test]
 fn sql_lives_only_in_the_store_adapters() {
-    let keywords = [concat!("SELECT", " "), concat!("INSERT", " INTO"), concat!("DELETE", " FROM"), concat!("UPDATE", " berth")];
+    let keywords = [
+        concat!("SELECT", " "),
+        concat!("INSERT", " INTO"),
+        concat!("DELETE", " FROM"),
+        concat!("UPDATE", " berth"),
+    ];
     for path in workspace_files() {
         let shown = path.display().to_string();
         if shown.contains("berth-store-sqlite") || shown.contains("berth-store-postgres") {
