@@ -1,0 +1,540 @@
+#!/usr/bin/env bash
+# Proves that the real OpenStack CLI clients work unchanged against berth:
+#   - `openstack resource ...` (python-openstackclient + osc-placement) against /placement
+#   - `blazar host-...` (python-blazarclient) against /reservation/v1
+#
+# Usage: bash scripts/openstack-clients.sh
+#
+# Environment:
+#   BERTH_CLIENTS_VENV  virtualenv for the clients [default: target/openstack-clients-venv]
+#   BERTH_BIN           berth binary to test; when unset, `cargo build --bin berth` builds one
+#   BERTH_LOG           server log filter [default: info,sqlx=warn,tower_http=debug]
+#
+# The clients are pinned in scripts/openstack-clients.requirements.txt. The server listens on
+# 127.0.0.1 only and is killed by PID on exit. Every client call is bounded by `timeout 60`.
+# The last line is `openstack-clients: N passed, M failed`; the exit status is non-zero when
+# anything failed.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+VENV=${BERTH_CLIENTS_VENV:-target/openstack-clients-venv}
+REQUIREMENTS=scripts/openstack-clients.requirements.txt
+CLIENT_TIMEOUT=60
+HEALTH_TIMEOUT_S=30
+
+log() { printf '%s\n' "$*"; }
+die() {
+    log "openstack-clients: $*" >&2
+    exit 1
+}
+
+# --- 1. the clients ---------------------------------------------------------------------------
+
+# Exits 0 when every `name==version` pin in the requirements file is installed in the venv.
+venv_satisfied() {
+    [[ -x $VENV/bin/python && -x $VENV/bin/openstack && -x $VENV/bin/blazar ]] || return 1
+    "$VENV/bin/python" - "$REQUIREMENTS" <<'PY'
+import importlib.metadata as md
+import sys
+
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    name, _, want = line.partition("==")
+    try:
+        have = md.version(name.strip())
+    except md.PackageNotFoundError:
+        sys.exit(1)
+    if have != want.strip():
+        sys.exit(1)
+PY
+}
+
+log "==> clients: virtualenv $VENV"
+if venv_satisfied; then
+    log "    pinned clients already installed"
+else
+    [[ -x $VENV/bin/python ]] || python3 -m venv "$VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
+    venv_satisfied || die "the virtualenv $VENV does not match $REQUIREMENTS after pip install"
+fi
+OPENSTACK=$VENV/bin/openstack
+BLAZAR=$VENV/bin/blazar
+
+# The server is on loopback: never send its requests through a proxy (pip above may need one).
+export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
+export NO_PROXY=$no_proxy
+
+# The clients read OS_* variables (OS_CLOUD, OS_AUTH_URL, ...); only the flags below may count.
+while IFS= read -r name; do
+    unset "$name"
+done < <(compgen -e | grep '^OS_' || true)
+
+# --- 2. the server ----------------------------------------------------------------------------
+
+if [[ -n ${BERTH_BIN:-} ]]; then
+    BIN=$BERTH_BIN
+else
+    log "==> build: cargo build --bin berth"
+    cargo build --quiet --bin berth
+    BIN=${CARGO_TARGET_DIR:-target}/debug/berth
+fi
+[[ -x $BIN ]] || die "berth binary $BIN is not executable"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-openstack-clients.XXXXXX")
+SERVER_LOG=$TMP/berth.log
+BERTH_PID=""
+
+cleanup() {
+    local status=$?
+    if [[ -n $BERTH_PID ]]; then
+        kill "$BERTH_PID" 2>/dev/null || true
+        wait "$BERTH_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+server_tail() {
+    log "---- last 40 lines of the berth log ($SERVER_LOG) ----"
+    tail -n 40 "$SERVER_LOG" 2>/dev/null || true
+    log "----"
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Starts berth on a free loopback port; retries when another process took the port first.
+start_server() {
+    local attempt deadline
+    for attempt in 1 2 3; do
+        PORT=$(free_port)
+        BASE=http://127.0.0.1:$PORT
+        log "==> server: $BIN serve --listen 127.0.0.1:$PORT --data-dir $TMP/data-$attempt"
+        # Settings for berth come from the flags here, never from the caller's BERTH_* variables.
+        env -u BERTH_CONFIG -u BERTH_DATABASE -u BERTH_AUTH -u BERTH_TOKENS -u BERTH_DEMO \
+            -u BERTH_LISTEN -u BERTH_DATA_DIR \
+            BERTH_LOG="${BERTH_LOG:-info,sqlx=warn,tower_http=debug}" NO_COLOR=1 \
+            "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$TMP/data-$attempt" \
+            >>"$SERVER_LOG" 2>&1 &
+        BERTH_PID=$!
+        deadline=$((SECONDS + HEALTH_TIMEOUT_S))
+        while ((SECONDS < deadline)); do
+            if curl -sf --noproxy "*" --max-time 2 "$BASE/healthz" >/dev/null; then
+                log "    healthy at $BASE (pid $BERTH_PID)"
+                return 0
+            fi
+            kill -0 "$BERTH_PID" 2>/dev/null || break
+            sleep 0.2
+        done
+        if kill -0 "$BERTH_PID" 2>/dev/null; then
+            server_tail
+            die "berth did not answer $BASE/healthz within ${HEALTH_TIMEOUT_S}s"
+        fi
+        wait "$BERTH_PID" 2>/dev/null || true
+        BERTH_PID=""
+        log "    berth exited during start-up (attempt $attempt)"
+    done
+    server_tail
+    die "berth did not start"
+}
+start_server
+
+PLACEMENT=("$OPENSTACK" --os-auth-type none --os-endpoint "$BASE/placement")
+PLACEMENT_139=("${PLACEMENT[@]}" --os-placement-api-version 1.39)
+RESERVATION=("$BLAZAR" --os-auth-type none --os-endpoint "$BASE/reservation/v1")
+
+# --- checks -----------------------------------------------------------------------------------
+
+PASSED=0
+FAILED=0
+FAILURES=()
+STEP=0
+OUT=""         # stdout of the last client command
+ERR=""         # stderr of the last client command
+LAST_OK=1      # 0 when the last client command failed: its value checks are skipped
+
+fail() {
+    local what=$1
+    FAILED=$((FAILED + 1))
+    FAILURES+=("[$STEP] $what")
+    log "    FAILED: $what"
+    log "---- stdout ----"
+    printf '%s\n' "$OUT"
+    log "---- stderr ----"
+    printf '%s\n' "$ERR"
+    server_tail
+    kill -0 "$BERTH_PID" 2>/dev/null || {
+        log "openstack-clients: berth (pid $BERTH_PID) is no longer running"
+        log "openstack-clients: $PASSED passed, $FAILED failed"
+        exit 1
+    }
+}
+
+pass() { PASSED=$((PASSED + 1)); }
+
+# invoke CMD...: runs a client command with a bound, leaving its output in OUT/ERR and status in RC.
+invoke() {
+    local errfile=$TMP/stderr
+    RC=0
+    OUT=$(timeout "$CLIENT_TIMEOUT" "$@" 2>"$errfile") || RC=$?
+    ERR=$(<"$errfile")
+    if ((RC == 124)); then
+        ERR+=$'\n'"(timed out after ${CLIENT_TIMEOUT}s)"
+    fi
+}
+
+show_cmd() {
+    local -a shown=("$@")
+    shown[0]=${shown[0]##*/}
+    log "    \$ ${shown[*]}"
+}
+
+# ok DESC CMD...: the command must exit 0.
+ok() {
+    local desc=$1
+    shift
+    STEP=$((STEP + 1))
+    log "==> [$STEP] $desc"
+    show_cmd "$@"
+    invoke "$@"
+    if ((RC == 0)); then
+        LAST_OK=1
+        pass
+    else
+        LAST_OK=0
+        fail "$desc: exit status $RC"
+    fi
+}
+
+# fails DESC TEXT CMD...: the command must exit non-zero and print TEXT (the server's message).
+fails() {
+    local desc=$1 text=$2
+    shift 2
+    STEP=$((STEP + 1))
+    log "==> [$STEP] $desc (expected to fail)"
+    show_cmd "$@"
+    invoke "$@"
+    LAST_OK=0
+    if ((RC == 0)); then
+        fail "$desc: exit status 0, expected a failure"
+    elif ((RC == 124)); then
+        fail "$desc: timed out"
+    elif [[ "$OUT"$'\n'"$ERR" != *"$text"* ]]; then
+        fail "$desc: exit status $RC but the output lacks \"$text\""
+    else
+        log "    failed as expected: $(printf '%s\n' "$ERR" | grep -F -- "$text" | head -n 1)"
+        pass
+    fi
+}
+
+# check EXPR: a Python expression over the last command's output must be true. In scope:
+#   out  stdout as text
+#   d    stdout parsed as JSON (text before the first '{' or '[' is skipped: blazar prints
+#        "Created a new host:" before the JSON)
+#   err  stderr as text
+#   by(key)  for a JSON list of rows: {row[key]: row}
+#   lines    the non-empty lines of stdout
+check() {
+    local expr=$1
+    if ((LAST_OK == 0)); then
+        log "    skipped: $expr"
+        return 0
+    fi
+    local result=0
+    printf '%s' "$OUT" | ERR_TEXT=$ERR python3 -c '
+import json, os, sys
+out = sys.stdin.read()
+err = os.environ["ERR_TEXT"]
+starts = [i for i in (out.find("{"), out.find("[")) if i >= 0]
+try:
+    d = json.loads(out[min(starts):]) if starts else None
+except ValueError:
+    d = None
+lines = [line for line in out.splitlines() if line.strip()]
+def by(key):
+    return {row[key]: row for row in d}
+try:
+    ok = eval(sys.argv[1])
+except Exception as error:
+    print("    error evaluating the check: %r" % (error,))
+    ok = False
+sys.exit(0 if ok else 1)
+' "$expr" || result=$?
+    if ((result == 0)); then
+        log "    ok: $expr"
+        pass
+    else
+        fail "check $expr"
+    fi
+}
+
+# value CMD...: the trimmed stdout of a command that must succeed (for ids and generations).
+value() {
+    invoke "$@"
+    ((RC == 0)) || return 1
+    printf '%s' "$OUT" | tr -d '[:space:]'
+}
+
+# --- 3. placement: openstack resource ... -------------------------------------------------------
+
+RP1=11111111-1111-4111-8111-111111111111
+RP2=22222222-2222-4222-8222-222222222222
+UNKNOWN=99999999-9999-4999-8999-999999999999
+AGG1=aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa
+AGG2=bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb
+TRAIT=CUSTOM_BERTH_CLIENTS_GPU
+RC_NAME=CUSTOM_BERTH_CLIENTS_FPGA
+
+log ""
+log "### placement at $BASE/placement"
+
+ok "resource provider create (root)" \
+    "${PLACEMENT_139[@]}" resource provider create --uuid "$RP1" cn1 -f json
+check "d['uuid'] == '$RP1' and d['name'] == 'cn1' and d['generation'] == 0"
+check "d['root_provider_uuid'] == '$RP1' and d['parent_provider_uuid'] is None"
+
+ok "resource provider create (child)" \
+    "${PLACEMENT_139[@]}" resource provider create --uuid "$RP2" --parent-provider "$RP1" cn1-numa0 -f json
+check "d['uuid'] == '$RP2' and d['parent_provider_uuid'] == '$RP1' and d['root_provider_uuid'] == '$RP1'"
+
+ok "resource provider list" \
+    "${PLACEMENT_139[@]}" resource provider list -f json
+check "sorted(by('uuid')) == ['$RP1', '$RP2'] and by('uuid')['$RP2']['name'] == 'cn1-numa0'"
+
+ok "resource provider list --name" \
+    "${PLACEMENT_139[@]}" resource provider list --name cn1 -f json
+check "[r['uuid'] for r in d] == ['$RP1']"
+
+ok "resource provider list --in-tree" \
+    "${PLACEMENT_139[@]}" resource provider list --in-tree "$RP2" -f json
+check "sorted(by('uuid')) == ['$RP1', '$RP2']"
+
+ok "resource provider show" \
+    "${PLACEMENT_139[@]}" resource provider show "$RP2" -f json
+check "d['name'] == 'cn1-numa0' and d['parent_provider_uuid'] == '$RP1' and d['generation'] == 0"
+
+ok "resource provider set --name" \
+    "${PLACEMENT_139[@]}" resource provider set "$RP1" --name cn1-renamed -f json
+check "d['uuid'] == '$RP1' and d['name'] == 'cn1-renamed'"
+
+ok "resource provider show -f value -c name" \
+    "${PLACEMENT_139[@]}" resource provider show "$RP1" -f value -c name
+check "out.strip() == 'cn1-renamed'"
+
+fails "resource provider show of an unknown uuid" "No resource provider with uuid $UNKNOWN" \
+    "${PLACEMENT_139[@]}" resource provider show "$UNKNOWN"
+
+# Inventories.
+ok "resource provider inventory set" \
+    "${PLACEMENT_139[@]}" resource provider inventory set "$RP1" \
+    --resource VCPU=8 --resource VCPU:allocation_ratio=4.0 --resource MEMORY_MB=16384 -f json
+check "sorted(by('resource_class')) == ['MEMORY_MB', 'VCPU']"
+check "by('resource_class')['VCPU']['total'] == 8 and by('resource_class')['VCPU']['allocation_ratio'] == 4.0"
+check "by('resource_class')['MEMORY_MB']['total'] == 16384 and by('resource_class')['MEMORY_MB']['allocation_ratio'] == 1.0"
+
+ok "resource provider inventory list" \
+    "${PLACEMENT_139[@]}" resource provider inventory list "$RP1" -f json
+check "sorted(by('resource_class')) == ['MEMORY_MB', 'VCPU'] and all(r['used'] == 0 for r in d)"
+
+ok "resource provider inventory show" \
+    "${PLACEMENT_139[@]}" resource provider inventory show "$RP1" VCPU -f json
+check "d['total'] == 8 and d['allocation_ratio'] == 4.0 and d['reserved'] == 0"
+check "d['min_unit'] == 1 and d['step_size'] == 1 and d['max_unit'] >= 8 and d['used'] == 0"
+
+ok "resource provider inventory set --amend (new class)" \
+    "${PLACEMENT_139[@]}" resource provider inventory set "$RP1" --amend --resource DISK_GB=100 -f json
+check "sorted(by('resource_class')) == ['DISK_GB', 'MEMORY_MB', 'VCPU']"
+check "by('resource_class')['DISK_GB']['total'] == 100 and by('resource_class')['VCPU']['allocation_ratio'] == 4.0"
+
+ok "resource provider inventory class set" \
+    "${PLACEMENT_139[@]}" resource provider inventory class set "$RP1" DISK_GB --total 50 --reserved 5 -f json
+check "d['total'] == 50 and d['reserved'] == 5"
+
+# As in real placement, `inventory class set` only replaces an existing class (PUT .../VGPU is a 400).
+fails "resource provider inventory class set of a class the provider lacks" "HTTP 400" \
+    "${PLACEMENT_139[@]}" resource provider inventory class set "$RP1" VGPU --total 2
+
+ok "resource provider inventory set --amend (existing class)" \
+    "${PLACEMENT_139[@]}" resource provider inventory set "$RP1" --amend --resource MEMORY_MB=1024 -f json
+check "sorted(by('resource_class')) == ['DISK_GB', 'MEMORY_MB', 'VCPU']"
+check "by('resource_class')['MEMORY_MB']['total'] == 1024 and by('resource_class')['VCPU']['allocation_ratio'] == 4.0"
+check "by('resource_class')['DISK_GB']['total'] == 50 and by('resource_class')['DISK_GB']['reserved'] == 5"
+
+ok "resource provider inventory delete --resource-class" \
+    "${PLACEMENT_139[@]}" resource provider inventory delete "$RP1" --resource-class DISK_GB
+ok "resource provider inventory list (after deleting one class)" \
+    "${PLACEMENT_139[@]}" resource provider inventory list "$RP1" -f json
+check "sorted(by('resource_class')) == ['MEMORY_MB', 'VCPU']"
+
+fails "resource provider inventory show of a deleted class" "HTTP 404" \
+    "${PLACEMENT_139[@]}" resource provider inventory show "$RP1" DISK_GB
+
+ok "resource provider usage show" \
+    "${PLACEMENT_139[@]}" resource provider usage show "$RP1" -f json
+check "{r['resource_class']: r['usage'] for r in d} == {'VCPU': 0, 'MEMORY_MB': 0}"
+
+# Aggregates (the generation is mandatory from 1.19).
+GENERATION=$(value "${PLACEMENT_139[@]}" resource provider show "$RP1" -f value -c generation) || GENERATION=unknown
+log "    (generation of $RP1 is $GENERATION)"
+ok "resource provider aggregate set --generation" \
+    "${PLACEMENT_139[@]}" resource provider aggregate set "$RP1" \
+    --aggregate "$AGG1" --aggregate "$AGG2" --generation "$GENERATION" -f json
+check "sorted(r['uuid'] for r in d) == ['$AGG1', '$AGG2']"
+
+ok "resource provider aggregate list" \
+    "${PLACEMENT_139[@]}" resource provider aggregate list "$RP1" -f json
+check "sorted(r['uuid'] for r in d) == ['$AGG1', '$AGG2']"
+
+fails "resource provider aggregate set with a stale generation" "HTTP 409" \
+    "${PLACEMENT_139[@]}" resource provider aggregate set "$RP1" --aggregate "$AGG1" --generation "$GENERATION"
+
+ok "resource provider list --member-of" \
+    "${PLACEMENT_139[@]}" resource provider list --member-of "$AGG2" -f json
+check "[r['uuid'] for r in d] == ['$RP1']"
+
+# Traits.
+ok "trait create" \
+    "${PLACEMENT_139[@]}" trait create "$TRAIT"
+ok "trait list --name startswith:CUSTOM_" \
+    "${PLACEMENT_139[@]}" trait list --name startswith:CUSTOM_ -f value
+check "lines == ['$TRAIT']"
+ok "trait list (standard traits)" \
+    "${PLACEMENT_139[@]}" trait list -f value
+check "'$TRAIT' in lines and 'HW_CPU_X86_AVX' in lines"
+
+ok "resource provider trait set" \
+    "${PLACEMENT_139[@]}" resource provider trait set "$RP1" --trait "$TRAIT" --trait HW_CPU_X86_AVX -f value
+check "sorted(lines) == ['$TRAIT', 'HW_CPU_X86_AVX']"
+ok "resource provider trait list" \
+    "${PLACEMENT_139[@]}" resource provider trait list "$RP1" -f json
+check "sorted(r['name'] for r in d) == ['$TRAIT', 'HW_CPU_X86_AVX']"
+
+ok "resource provider list --required" \
+    "${PLACEMENT_139[@]}" resource provider list --required "$TRAIT" -f json
+check "[r['uuid'] for r in d] == ['$RP1']"
+
+fails "trait delete of a trait in use" "HTTP 409" \
+    "${PLACEMENT_139[@]}" trait delete "$TRAIT"
+ok "resource provider trait delete" \
+    "${PLACEMENT_139[@]}" resource provider trait delete "$RP1"
+ok "trait delete" \
+    "${PLACEMENT_139[@]}" trait delete "$TRAIT"
+ok "trait list --name startswith:CUSTOM_ (after delete)" \
+    "${PLACEMENT_139[@]}" trait list --name startswith:CUSTOM_ -f json
+check "d == []"
+
+# Resource classes.
+ok "resource class list" \
+    "${PLACEMENT_139[@]}" resource class list -f value
+check "{'VCPU', 'MEMORY_MB', 'DISK_GB'} <= set(lines)"
+ok "resource class create" \
+    "${PLACEMENT_139[@]}" resource class create "$RC_NAME"
+ok "resource class show" \
+    "${PLACEMENT_139[@]}" resource class show "$RC_NAME" -f value
+check "out.strip() == '$RC_NAME'"
+ok "resource class list (with the custom class)" \
+    "${PLACEMENT_139[@]}" resource class list -f value
+check "'$RC_NAME' in lines"
+ok "resource class delete" \
+    "${PLACEMENT_139[@]}" resource class delete "$RC_NAME"
+ok "resource class list (after delete)" \
+    "${PLACEMENT_139[@]}" resource class list -f value
+check "'$RC_NAME' not in lines and 'VCPU' in lines"
+
+# Without --os-placement-api-version the client first asks GET / and then uses 1.29.
+ok "resource provider list (negotiated microversion)" \
+    "${PLACEMENT[@]}" --debug resource provider list -f json
+check "'OpenStack-API-Version: placement 1.29' in err and 'placement 1.39' not in err"
+check "sorted(by('uuid')) == ['$RP1', '$RP2']"
+ok "resource provider show (negotiated microversion)" \
+    "${PLACEMENT[@]}" resource provider show "$RP2" -f json
+check "d['root_provider_uuid'] == '$RP1' and d['parent_provider_uuid'] == '$RP1'"
+ok "resource provider inventory list (negotiated microversion)" \
+    "${PLACEMENT[@]}" resource provider inventory list "$RP1" -f json
+check "by('resource_class')['VCPU']['total'] == 8"
+
+# Deletion: a parent with a child is refused.
+fails "resource provider delete of a parent" "HTTP 409" \
+    "${PLACEMENT_139[@]}" resource provider delete "$RP1"
+ok "resource provider inventory delete (all classes)" \
+    "${PLACEMENT_139[@]}" resource provider inventory delete "$RP1"
+ok "resource provider inventory list (empty)" \
+    "${PLACEMENT_139[@]}" resource provider inventory list "$RP1" -f json
+check "d == []"
+ok "resource provider delete (child)" \
+    "${PLACEMENT_139[@]}" resource provider delete "$RP2"
+ok "resource provider delete (parent)" \
+    "${PLACEMENT_139[@]}" resource provider delete "$RP1"
+ok "resource provider list (empty)" \
+    "${PLACEMENT_139[@]}" resource provider list -f json
+check "d == []"
+
+# --- 3. reservation: blazar host-... ------------------------------------------------------------
+
+log ""
+log "### reservation at $BASE/reservation/v1"
+
+ok "host-create --extra" \
+    "${RESERVATION[@]}" host-create --extra gpu=true --extra rack=r1 compute-1 -f json
+check "lines[0] == 'Created a new host:'"
+check "d['hypervisor_hostname'] == 'compute-1' and d['gpu'] == 'true' and d['rack'] == 'r1'"
+# Real Blazar renders host ids as numeric strings; the client must be able to match ^[0-9]+$.
+check "isinstance(d['id'], str) and d['id'].isdigit()"
+HOST_ID=$(printf '%s' "$OUT" | python3 -c 'import json, sys; t = sys.stdin.read(); print(json.loads(t[t.find("{"):])["id"])' 2>/dev/null) \
+    || HOST_ID=unknown
+log "    (compute-1 has id $HOST_ID)"
+
+ok "host-create (second host)" \
+    "${RESERVATION[@]}" host-create compute-2 -f json
+check "d['hypervisor_hostname'] == 'compute-2'"
+
+ok "host-list" \
+    "${RESERVATION[@]}" host-list -f json
+check "sorted(by('hypervisor_hostname')) == ['compute-1', 'compute-2']"
+check "str(by('hypervisor_hostname')['compute-1']['id']) == '$HOST_ID'"
+
+ok "host-show by id" \
+    "${RESERVATION[@]}" host-show "$HOST_ID" -f json
+check "d['hypervisor_hostname'] == 'compute-1' and d['gpu'] == 'true' and d['rack'] == 'r1'"
+
+ok "host-show by name" \
+    "${RESERVATION[@]}" host-show compute-1 -f json
+check "str(d['id']) == '$HOST_ID' and d['gpu'] == 'true'"
+
+ok "host-update --extra" \
+    "${RESERVATION[@]}" host-update --extra gpu=false --extra newcap=x compute-1
+check "'compute-1' in out"
+ok "host-show after host-update" \
+    "${RESERVATION[@]}" host-show "$HOST_ID" -f json
+check "d['gpu'] == 'false' and d['newcap'] == 'x' and d['rack'] == 'r1'"
+
+fails "host-show of an unknown id" "ERROR: Host 987654 not found" \
+    "${RESERVATION[@]}" host-show 987654
+
+ok "host-delete by name" \
+    "${RESERVATION[@]}" host-delete compute-2
+ok "host-delete by id" \
+    "${RESERVATION[@]}" host-delete "$HOST_ID"
+ok "host-list (empty)" \
+    "${RESERVATION[@]}" host-list -f json
+check "d == []"
+
+# --- 4. result ----------------------------------------------------------------------------------
+
+log ""
+if ((FAILED > 0)); then
+    log "failed steps:"
+    printf '  %s\n' "${FAILURES[@]}"
+    log "openstack-clients: $PASSED passed, $FAILED failed"
+    exit 1
+fi
+log "openstack-clients: $PASSED passed, 0 failed"
