@@ -5,6 +5,7 @@
 //! the same [`Change`]s the store has just committed. It owns no I/O.
 
 use crate::change::Change;
+use crate::consumer::Consumer;
 use crate::inventory::Inventory;
 use crate::name::{self, ResourceClass, TraitName};
 use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
@@ -21,8 +22,6 @@ pub struct CatalogRows {
     pub providers: Vec<ProviderRow>,
     /// `(provider, class, record)`.
     pub inventories: Vec<(Uuid, ResourceClass, Inventory)>,
-    /// `(provider, class, used)`.
-    pub usages: Vec<(Uuid, ResourceClass, u64)>,
     /// `(provider, trait)`.
     pub traits: Vec<(Uuid, TraitName)>,
     /// `(provider, aggregate)`.
@@ -37,6 +36,8 @@ pub struct CatalogRows {
     pub custom_traits: Vec<TraitName>,
     /// Described aggregates.
     pub aggregate_records: Vec<(Uuid, AggregateRecord)>,
+    /// Consumers with their allocations.
+    pub consumers: Vec<(Uuid, Consumer)>,
 }
 
 impl CatalogRows {
@@ -45,7 +46,6 @@ impl CatalogRows {
         self.providers.sort_by_key(|row| row.id);
         self.inventories
             .sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        self.usages.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         self.traits.sort();
         self.aggregates.sort();
         self.attributes
@@ -54,6 +54,7 @@ impl CatalogRows {
         self.resource_classes.sort();
         self.custom_traits.sort();
         self.aggregate_records.sort_by_key(|a| a.0);
+        self.consumers.sort_by_key(|c| c.0);
     }
 }
 
@@ -67,6 +68,7 @@ pub struct Catalog {
     custom_classes: BTreeSet<ResourceClass>,
     custom_traits: BTreeSet<TraitName>,
     aggregates: BTreeMap<Uuid, AggregateRecord>,
+    consumers: HashMap<Uuid, Consumer>,
     next_id: i64,
 }
 
@@ -91,9 +93,6 @@ impl Catalog {
         for (uuid, class, record) in rows.inventories {
             catalog.provider_mut(uuid).inventories.insert(class, record);
         }
-        for (uuid, class, used) in rows.usages {
-            catalog.provider_mut(uuid).usages.insert(class, used);
-        }
         for (uuid, name) in rows.traits {
             catalog.provider_mut(uuid).traits.insert(name);
         }
@@ -109,6 +108,9 @@ impl Catalog {
         catalog.custom_classes = rows.resource_classes.into_iter().collect();
         catalog.custom_traits = rows.custom_traits.into_iter().collect();
         catalog.aggregates = rows.aggregate_records.into_iter().collect();
+        for (uuid, consumer) in rows.consumers {
+            catalog.insert_consumer(uuid, consumer);
+        }
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -210,6 +212,18 @@ impl Catalog {
         names
     }
 
+    /// One consumer.
+    pub fn consumer(&self, uuid: Uuid) -> Option<&Consumer> {
+        self.consumers.get(&uuid)
+    }
+
+    /// Every consumer, in no particular order.
+    pub fn consumers(&self) -> impl Iterator<Item = (Uuid, &Consumer)> {
+        self.consumers
+            .iter()
+            .map(|(uuid, consumer)| (*uuid, consumer))
+    }
+
     /// What berth records about an aggregate, if anything.
     pub fn aggregate(&self, uuid: Uuid) -> Option<&AggregateRecord> {
         self.aggregates.get(&uuid)
@@ -293,6 +307,12 @@ impl Catalog {
             Change::AggregateDescribed { uuid, record: None } => {
                 self.aggregates.remove(uuid);
             }
+            Change::ConsumerSet { uuid, consumer } => {
+                self.remove_consumer(*uuid);
+                if let Some(consumer) = consumer {
+                    self.insert_consumer(*uuid, consumer.clone());
+                }
+            }
             Change::ResourceClassCreated(class) => {
                 self.custom_classes.insert(class.clone());
             }
@@ -323,6 +343,39 @@ impl Catalog {
         self.providers.insert(row.uuid, Provider::from_row(row));
     }
 
+    fn insert_consumer(&mut self, uuid: Uuid, consumer: Consumer) {
+        for (provider, class, amount) in consumer.entries() {
+            *self
+                .provider_mut(provider)
+                .usages
+                .entry(class.clone())
+                .or_insert(0) += amount;
+        }
+        let previous = self.consumers.insert(uuid, consumer);
+        assert!(
+            previous.is_none(),
+            "invariant: a consumer is removed before it is replaced"
+        );
+    }
+
+    fn remove_consumer(&mut self, uuid: Uuid) {
+        let Some(consumer) = self.consumers.remove(&uuid) else {
+            return;
+        };
+        for (provider, class, amount) in consumer.entries() {
+            let usages = &mut self.provider_mut(provider).usages;
+            let used = usages
+                .get_mut(class)
+                .expect("invariant: a held amount is counted in usage");
+            *used = used
+                .checked_sub(amount)
+                .expect("invariant: usage covers every held amount");
+            if *used == 0 {
+                usages.remove(class);
+            }
+        }
+    }
+
     fn provider_mut(&mut self, uuid: Uuid) -> &mut Provider {
         self.providers
             .get_mut(&uuid)
@@ -344,8 +397,6 @@ impl Catalog {
                     .iter()
                     .map(|(c, r)| (uuid, c.clone(), *r)),
             );
-            rows.usages
-                .extend(provider.usages.iter().map(|(c, u)| (uuid, c.clone(), *u)));
             rows.traits
                 .extend(provider.traits.iter().map(|t| (uuid, t.clone())));
             rows.aggregates
@@ -366,6 +417,11 @@ impl Catalog {
             .iter()
             .map(|(u, r)| (*u, r.clone()))
             .collect();
+        rows.consumers = self
+            .consumers
+            .iter()
+            .map(|(u, c)| (*u, c.clone()))
+            .collect();
         rows.normalize();
         rows
     }
@@ -375,8 +431,49 @@ impl Catalog {
         if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
             return Err("name or id index out of step with providers".into());
         }
+        let mut counted: HashMap<(Uuid, &ResourceClass), u64> = HashMap::new();
+        for (uuid, consumer) in &self.consumers {
+            for (provider, class, amount) in consumer.entries() {
+                let Some(holder) = self.providers.get(&provider) else {
+                    return Err(format!(
+                        "consumer {uuid} holds capacity on a missing provider {provider}"
+                    ));
+                };
+                if !holder.inventories.contains_key(class) {
+                    return Err(format!(
+                        "consumer {uuid} holds {} without inventory on {provider}",
+                        class.as_str()
+                    ));
+                }
+                *counted.entry((provider, class)).or_insert(0) += amount;
+            }
+        }
+        for provider in self.providers.values() {
+            for (class, used) in &provider.usages {
+                if counted.get(&(provider.uuid, class)) != Some(used) {
+                    return Err(format!(
+                        "usage of {} on {} differs from its consumers",
+                        class.as_str(),
+                        provider.uuid
+                    ));
+                }
+            }
+        }
+        if counted.len()
+            != self
+                .providers
+                .values()
+                .map(|p| p.usages.len())
+                .sum::<usize>()
+        {
+            return Err("a held amount is missing from usage".into());
+        }
         let mut names = BTreeSet::new();
-        for name in self.aggregates.values().filter_map(|record| record.name.as_ref()) {
+        for name in self
+            .aggregates
+            .values()
+            .filter_map(|record| record.name.as_ref())
+        {
             if !names.insert(name) {
                 return Err(format!("two aggregates are named {name}"));
             }

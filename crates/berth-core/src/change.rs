@@ -1,6 +1,7 @@
 //! The state changes decisions produce. The store persists them in one transaction, then the
 //! catalog applies them; both see exactly the same list.
 
+use crate::consumer::Consumer;
 use crate::inventory::Inventory;
 use crate::name::{ResourceClass, TraitName};
 use crate::provider::{AggregateRecord, AttrValue, HostRecord, ProviderRow};
@@ -57,6 +58,13 @@ pub enum Change {
         uuid: Uuid,
         /// Its record.
         record: Option<AggregateRecord>,
+    },
+    /// A consumer's allocations replaced (`Some`), or the consumer removed with all it held (`None`).
+    ConsumerSet {
+        /// The consumer.
+        uuid: Uuid,
+        /// Its new state.
+        consumer: Option<Consumer>,
     },
     /// A custom resource class created.
     ResourceClassCreated(ResourceClass),

@@ -6,8 +6,10 @@
 //! them through the store and then applies them to the in-memory [`catalog::Catalog`].
 #![forbid(unsafe_code)]
 
+pub mod allocation;
 pub mod catalog;
 pub mod change;
+pub mod consumer;
 pub mod decide;
 pub mod inventory;
 pub mod limits;
@@ -19,6 +21,7 @@ pub mod time;
 
 pub use catalog::Catalog;
 pub use change::Change;
+pub use consumer::Consumer;
 pub use inventory::Inventory;
 pub use name::{ResourceClass, TraitName};
 pub use provider::{AggregateRecord, AttrValue, HostRecord, Provider};

@@ -142,7 +142,68 @@ pub enum Rejection {
     /// An update carried nothing to change.
     #[error("No data to update")]
     NothingToUpdate,
+    /// An allocation names a provider that does not exist.
+    #[error("Unable to allocate inventory: resource provider {0} does not exist")]
+    AllocationProviderNotFound(Uuid),
+    /// An allocation names a class the provider has no inventory of.
+    #[error(
+        "Unable to allocate inventory: Inventory for '{class}' on resource provider '{provider}' invalid."
+    )]
+    NoInventory {
+        /// The provider.
+        provider: Uuid,
+        /// The class.
+        class: String,
+    },
+    /// An allocation amount breaks `min_unit`, `max_unit` or `step_size`.
+    #[error(
+        "Unable to allocate inventory: Allocation for resource provider '{provider}' that does not fit the min_unit, max_unit, or step_size of {class}: {amount}"
+    )]
+    AllocationUnitRules {
+        /// The provider.
+        provider: Uuid,
+        /// The class.
+        class: String,
+        /// The amount asked for.
+        amount: u64,
+    },
+    /// The provider does not have the capacity.
+    #[error(
+        "Unable to allocate inventory: Unable to create allocation for '{class}' on resource provider '{provider}'. The requested amount would exceed the capacity. (requested {requested}, used {used}, capacity {capacity})"
+    )]
+    CapacityExceeded {
+        /// The provider.
+        provider: Uuid,
+        /// The class.
+        class: String,
+        /// Units asked for beyond what the consumers held.
+        requested: u64,
+        /// Units used by others.
+        used: u64,
+        /// Usable capacity.
+        capacity: u64,
+    },
+    /// The consumer's generation is not the one the writer expected.
+    #[error("consumer generation conflict - expected {} but got {}", show(*.expected), show(*.got))]
+    ConsumerGenerationConflict {
+        /// The consumer.
+        consumer: Uuid,
+        /// The stored generation (`None` when the consumer does not exist).
+        expected: Option<u64>,
+        /// What the writer sent (`None` for `null`).
+        got: Option<u64>,
+    },
+    /// The consumer has no allocations.
+    #[error("No allocations for consumer '{0}'")]
+    ConsumerNotFound(Uuid),
+    /// A consumer appears twice in one batch.
+    #[error("Consumer {0} appears more than once in the request")]
+    DuplicateConsumer(Uuid),
     /// A collection is over its bound.
     #[error("too many {0}")]
     TooMany(&'static str),
+}
+
+fn show(generation: Option<u64>) -> String {
+    generation.map_or_else(|| "null".to_owned(), |g| g.to_string())
 }

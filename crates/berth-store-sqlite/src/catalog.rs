@@ -5,7 +5,8 @@ use crate::map_err;
 use berth_core::catalog::CatalogRows;
 use berth_core::provider::ProviderRow;
 use berth_core::{
-    AggregateRecord, AttrValue, Change, HostRecord, Instant, Inventory, ResourceClass, TraitName,
+    AggregateRecord, AttrValue, Change, Consumer, HostRecord, Instant, Inventory, ResourceClass,
+    TraitName,
 };
 use berth_store::StoreError;
 use berth_store::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
@@ -50,6 +51,7 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
     load_hosts(conn, &mut rows).await?;
     load_custom_names(conn, &mut rows).await?;
     load_aggregates(conn, &mut rows).await?;
+    load_consumers(conn, &mut rows).await?;
     rows.normalize();
     Ok(rows)
 }
@@ -233,6 +235,9 @@ pub(crate) async fn persist(
             replace_attributes(conn, *uuid, attributes, now).await
         }
         Change::HostSet { uuid, host } => set_host(conn, *uuid, host.as_ref(), now).await,
+        Change::ConsumerSet { uuid, consumer } => {
+            set_consumer(conn, *uuid, consumer.as_ref(), now).await
+        }
         Change::AggregateDescribed { uuid, record } => {
             describe_aggregate(conn, *uuid, record.as_ref(), now).await
         }
@@ -535,6 +540,101 @@ async fn describe_aggregate(
         .bind(uuid.to_string())
         .bind(key)
         .bind(value)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(())
+}
+
+/// Reads every consumer with its allocations.
+#[tracing::instrument(skip_all)]
+async fn load_consumers(
+    conn: &mut SqliteConnection,
+    rows: &mut CatalogRows,
+) -> Result<(), StoreError> {
+    let mut consumers: BTreeMap<Uuid, Consumer> = BTreeMap::new();
+    for row in sqlx::query(
+        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at FROM consumers",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(map_err)?
+    {
+        let consumer = Consumer {
+            project_id: row.get("project_id"),
+            user_id: row.get("user_id"),
+            consumer_type: row.get("consumer_type"),
+            generation: decode_u64(row.get("generation"))?,
+            allocations: BTreeMap::new(),
+            created_at: Instant::from_micros(row.get("created_at")),
+            updated_at: Instant::from_micros(row.get("updated_at")),
+        };
+        consumers.insert(parse_uuid(row.get("uuid"))?, consumer);
+    }
+    for row in
+        sqlx::query("SELECT consumer_uuid, provider_uuid, resource_class, used FROM allocations")
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_err)?
+    {
+        let consumer = consumers
+            .get_mut(&parse_uuid(row.get("consumer_uuid"))?)
+            .ok_or_else(|| corrupt("allocation consumer"))?;
+        consumer
+            .allocations
+            .entry(parse_uuid(row.get("provider_uuid"))?)
+            .or_default()
+            .insert(
+                codec::decode_class(row.get("resource_class"))?,
+                decode_u64(row.get("used"))?,
+            );
+    }
+    rows.consumers = consumers.into_iter().collect();
+    Ok(())
+}
+
+/// Replaces a consumer and its allocations (`None` removes both).
+#[tracing::instrument(skip_all)]
+async fn set_consumer(
+    conn: &mut SqliteConnection,
+    uuid: Uuid,
+    consumer: Option<&Consumer>,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM consumers WHERE uuid = ?")
+        .bind(uuid.to_string())
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    let Some(consumer) = consumer else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(uuid.to_string())
+    .bind(&consumer.project_id)
+    .bind(&consumer.user_id)
+    .bind(&consumer.consumer_type)
+    .bind(encode_u64(consumer.generation))
+    .bind(encode_instant(consumer.created_at))
+    .bind(encode_instant(consumer.updated_at))
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    for (provider, class, used) in consumer.entries() {
+        sqlx::query(
+            "INSERT INTO allocations (consumer_uuid, provider_uuid, resource_class, used, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(uuid.to_string())
+        .bind(provider.to_string())
+        .bind(class.as_str())
+        .bind(encode_u64(used))
         .bind(now)
         .bind(now)
         .execute(&mut *conn)

@@ -3,7 +3,9 @@
 //! Run it with [`run_all`] and a factory that returns a fresh, empty, migrated store per case.
 
 use crate::Store;
+use berth_core::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use berth_core::catalog::CatalogRows;
+use berth_core::consumer::Allocations;
 use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
 use berth_core::inventory::FullReservation;
 use berth_core::{
@@ -174,6 +176,43 @@ async fn changes_round_trip<S: Store>(store: &S) {
         decide::describe_aggregate(c, uuid(102), Some(AggregateRecord::default()))
     })
     .await;
+    let mut allocations = Allocations::new();
+    allocations
+        .entry(uuid(1))
+        .or_default()
+        .insert(class("VCPU"), 4);
+    allocations
+        .entry(uuid(1))
+        .or_default()
+        .insert(class("CUSTOM_GOLD"), 1);
+    allocations
+        .entry(uuid(7))
+        .or_default()
+        .insert(class("DISK_GB"), 100);
+    let consumer = ConsumerWrite {
+        consumer: uuid(500),
+        project_id: "p1".to_owned(),
+        user_id: "u1".to_owned(),
+        consumer_type: Some("INSTANCE".to_owned()),
+        generation: ConsumerGeneration::New,
+        allocations,
+    };
+    write(store, &mut catalog, |c| {
+        allocation::set_allocations(c, std::slice::from_ref(&consumer), T0)
+    })
+    .await;
+    let mut second = consumer.clone();
+    second.consumer = uuid(501);
+    second.consumer_type = None;
+    second.allocations.remove(&uuid(7));
+    write(store, &mut catalog, |c| {
+        allocation::set_allocations(c, &[second], T0)
+    })
+    .await;
+    assert_eq!(
+        catalog.provider(uuid(1)).expect("cn1").used(&class("VCPU")),
+        8
+    );
     assert_eq!(store.catalog_seq().await.expect("seq"), catalog.seq());
     assert_same(store, &catalog).await;
 }
@@ -214,6 +253,28 @@ async fn deletes_cascade<S: Store>(store: &S) {
     let generation = catalog.provider(uuid(1)).expect("host").generation();
     write(store, &mut catalog, |c| {
         decide::set_traits(c, uuid(1), Some(generation), traits, T0)
+    })
+    .await;
+    let mut allocations = Allocations::new();
+    allocations
+        .entry(uuid(1))
+        .or_default()
+        .insert(class("VCPU"), 2);
+    let consumer = ConsumerWrite {
+        consumer: uuid(600),
+        project_id: "p".to_owned(),
+        user_id: "u".to_owned(),
+        consumer_type: None,
+        generation: ConsumerGeneration::Unchecked,
+        allocations,
+    };
+    write(store, &mut catalog, |c| {
+        allocation::set_allocations(c, &[consumer], T0)
+    })
+    .await;
+    assert_same(store, &catalog).await;
+    write(store, &mut catalog, |c| {
+        allocation::delete_allocations(c, uuid(600), T0)
     })
     .await;
     let id = catalog.provider(uuid(1)).expect("host").id();

@@ -1,0 +1,381 @@
+//! Allocation decisions: replacing what consumers hold, checked exactly as Placement checks it.
+//!
+//! For every (provider, class) a write touches, each amount must respect `min_unit`, `max_unit`
+//! and `step_size`, and `used - held_before + held_after` must fit in
+//! `(total - reserved) * allocation_ratio`, unless the write does not increase usage there
+//! (Placement tolerates writes that leave an over-committed provider no worse).
+
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::consumer::{Allocations, Consumer};
+use crate::decide::Decision;
+use crate::name::ResourceClass;
+use crate::provider::Provider;
+use crate::rejection::Rejection;
+use crate::time::Instant;
+use std::collections::{BTreeMap, BTreeSet};
+use uuid::Uuid;
+
+/// The consumer generation a writer expects (Placement 1.28).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerGeneration {
+    /// No check (before 1.28).
+    Unchecked,
+    /// The consumer must not exist yet (`null`).
+    New,
+    /// The consumer must exist with this generation.
+    Is(u64),
+}
+
+/// One consumer's new allocations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerWrite {
+    /// The consumer.
+    pub consumer: Uuid,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// Consumer type, when given.
+    pub consumer_type: Option<String>,
+    /// The generation check.
+    pub generation: ConsumerGeneration,
+    /// The full new set; empty removes the consumer.
+    pub allocations: Allocations,
+}
+
+fn check_generation(catalog: &Catalog, write: &ConsumerWrite) -> Result<(), Rejection> {
+    let actual = catalog.consumer(write.consumer).map(|c| c.generation);
+    let expected = match write.generation {
+        ConsumerGeneration::Unchecked => return Ok(()),
+        ConsumerGeneration::New => None,
+        ConsumerGeneration::Is(generation) => Some(generation),
+    };
+    match actual == expected {
+        true => Ok(()),
+        false => Err(Rejection::ConsumerGenerationConflict {
+            consumer: write.consumer,
+            expected: actual,
+            got: expected,
+        }),
+    }
+}
+
+fn holder<'c>(
+    catalog: &'c Catalog,
+    provider: Uuid,
+    class: &ResourceClass,
+    amount: u64,
+) -> Result<&'c Provider, Rejection> {
+    let found = catalog
+        .provider(provider)
+        .ok_or(Rejection::AllocationProviderNotFound(provider))?;
+    let record = found
+        .inventories()
+        .get(class)
+        .ok_or_else(|| Rejection::NoInventory {
+            provider,
+            class: class.as_str().to_owned(),
+        })?;
+    match record.fits_unit_rules(amount) {
+        true => Ok(found),
+        false => Err(Rejection::AllocationUnitRules {
+            provider,
+            class: class.as_str().to_owned(),
+            amount,
+        }),
+    }
+}
+
+/// Replaces the allocations of every consumer in `writes`, atomically.
+pub fn set_allocations(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -> Decision {
+    let mut seen = BTreeSet::new();
+    // (provider, class) -> (held before by these consumers, held after).
+    let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
+    for write in writes {
+        if !seen.insert(write.consumer) {
+            return Err(Rejection::DuplicateConsumer(write.consumer));
+        }
+        check_generation(catalog, write)?;
+        if let Some(existing) = catalog.consumer(write.consumer) {
+            for (provider, class, amount) in existing.entries() {
+                totals.entry((provider, class.clone())).or_default().0 += amount;
+            }
+        }
+        for (provider, by_class) in &write.allocations {
+            for (class, amount) in by_class {
+                holder(catalog, *provider, class, *amount)?;
+                totals.entry((*provider, class.clone())).or_default().1 += amount;
+            }
+        }
+    }
+    for ((provider, class), (before, after)) in &totals {
+        let Some(found) = catalog.provider(*provider) else {
+            continue;
+        };
+        let Some(record) = found.inventories().get(class) else {
+            continue;
+        };
+        let used_after = found.used(class) - before + after;
+        if after > before && used_after as f64 > record.capacity_exact() {
+            return Err(Rejection::CapacityExceeded {
+                provider: *provider,
+                class: class.as_str().to_owned(),
+                requested: after - before,
+                used: found.used(class) - before,
+                capacity: record.capacity(),
+            });
+        }
+    }
+    let touched: BTreeSet<Uuid> = totals.keys().map(|(provider, _)| *provider).collect();
+    let mut changes = Vec::with_capacity(writes.len() + touched.len());
+    for write in writes {
+        let existing = catalog.consumer(write.consumer);
+        let consumer = (!write.allocations.is_empty()).then(|| Consumer {
+            project_id: write.project_id.clone(),
+            user_id: write.user_id.clone(),
+            consumer_type: write
+                .consumer_type
+                .clone()
+                .or_else(|| existing.and_then(|c| c.consumer_type.clone())),
+            generation: existing.map_or(1, |c| c.generation + 1),
+            allocations: write.allocations.clone(),
+            created_at: existing.map_or(now, |c| c.created_at),
+            updated_at: now,
+        });
+        if consumer.is_none() && existing.is_none() {
+            continue;
+        }
+        changes.push(Change::ConsumerSet {
+            uuid: write.consumer,
+            consumer,
+        });
+    }
+    for provider in touched {
+        let found = catalog
+            .provider(provider)
+            .expect("invariant: touched providers exist");
+        let mut row = found.row();
+        row.generation += 1;
+        row.updated_at = now;
+        changes.push(Change::ProviderUpdated(row));
+    }
+    Ok(changes)
+}
+
+/// Removes every allocation of a consumer (`DELETE /allocations/{consumer}`).
+pub fn delete_allocations(catalog: &Catalog, consumer: Uuid, now: Instant) -> Decision {
+    let existing = catalog
+        .consumer(consumer)
+        .ok_or(Rejection::ConsumerNotFound(consumer))?;
+    let write = ConsumerWrite {
+        consumer,
+        project_id: existing.project_id.clone(),
+        user_id: existing.user_id.clone(),
+        consumer_type: existing.consumer_type.clone(),
+        generation: ConsumerGeneration::Unchecked,
+        allocations: Allocations::new(),
+    };
+    set_allocations(catalog, &[write], now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::{self, NewProvider};
+    use crate::inventory::{FullReservation, Inventory};
+    use proptest::prelude::*;
+
+    const T0: Instant = Instant::from_micros(7);
+
+    fn uuid(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn vcpu() -> ResourceClass {
+        ResourceClass::parse("VCPU").expect("class")
+    }
+
+    /// Providers 1..=n, each with `total` VCPU at ratio 1.0 and `max_unit` 4.
+    fn catalog(n: u128, total: u64) -> Catalog {
+        let mut catalog = Catalog::new();
+        for idx in 1..=n {
+            let new = NewProvider {
+                uuid: uuid(idx),
+                name: format!("cn{idx}"),
+                parent: None,
+                availability_zone: None,
+            };
+            let changes = decide::create_provider(&catalog, &new, T0).expect("create");
+            catalog.apply(&changes);
+            let record =
+                Inventory::new(total, 0, [1, 4, 1], 1.0, FullReservation::Allowed).expect("valid");
+            let changes = decide::set_inventories(
+                &catalog,
+                uuid(idx),
+                None,
+                BTreeMap::from([(vcpu(), record)]),
+                T0,
+            )
+            .expect("inventory");
+            catalog.apply(&changes);
+        }
+        catalog
+    }
+
+    fn write(
+        consumer: u128,
+        generation: ConsumerGeneration,
+        held: &[(u128, u64)],
+    ) -> ConsumerWrite {
+        let mut allocations = Allocations::new();
+        for (provider, amount) in held {
+            allocations
+                .entry(uuid(*provider))
+                .or_default()
+                .insert(vcpu(), *amount);
+        }
+        ConsumerWrite {
+            consumer: uuid(1000 + consumer),
+            project_id: "p".into(),
+            user_id: "u".into(),
+            consumer_type: None,
+            generation,
+            allocations,
+        }
+    }
+
+    fn apply(
+        catalog: &mut Catalog,
+        decision: impl FnOnce(&Catalog) -> Decision,
+    ) -> Result<(), Rejection> {
+        let changes = decision(catalog)?;
+        catalog.apply(&changes);
+        catalog.check_invariants().expect("invariants");
+        Ok(())
+    }
+
+    #[test]
+    fn capacity_unit_rules_and_generations() {
+        let mut catalog = catalog(1, 8);
+        apply(&mut catalog, |c| {
+            set_allocations(c, &[write(1, ConsumerGeneration::New, &[(1, 4)])], T0)
+        })
+        .expect("fits");
+        assert_eq!(catalog.provider(uuid(1)).expect("p").used(&vcpu()), 4);
+        assert_eq!(catalog.provider(uuid(1)).expect("p").generation(), 2);
+        assert_eq!(catalog.consumer(uuid(1001)).expect("c").generation, 1);
+        let over = set_allocations(
+            &catalog,
+            &[write(2, ConsumerGeneration::New, &[(1, 4), (1, 4)])],
+            T0,
+        );
+        assert!(
+            over.is_ok(),
+            "a map holds one amount per class: the second entry replaces the first"
+        );
+        let too_big = set_allocations(
+            &catalog,
+            &[write(2, ConsumerGeneration::New, &[(1, 5)])],
+            T0,
+        );
+        assert!(matches!(
+            too_big,
+            Err(Rejection::AllocationUnitRules { .. })
+        ));
+        apply(&mut catalog, |c| {
+            set_allocations(c, &[write(2, ConsumerGeneration::New, &[(1, 4)])], T0)
+        })
+        .expect("last units");
+        let full = set_allocations(
+            &catalog,
+            &[write(3, ConsumerGeneration::New, &[(1, 1)])],
+            T0,
+        );
+        assert!(matches!(
+            full,
+            Err(Rejection::CapacityExceeded {
+                requested: 1,
+                used: 8,
+                capacity: 8,
+                ..
+            })
+        ));
+        let stale = set_allocations(
+            &catalog,
+            &[write(1, ConsumerGeneration::Is(0), &[(1, 1)])],
+            T0,
+        );
+        assert!(matches!(
+            stale,
+            Err(Rejection::ConsumerGenerationConflict {
+                expected: Some(1),
+                got: Some(0),
+                ..
+            })
+        ));
+        let exists = set_allocations(
+            &catalog,
+            &[write(1, ConsumerGeneration::New, &[(1, 1)])],
+            T0,
+        );
+        assert!(matches!(
+            exists,
+            Err(Rejection::ConsumerGenerationConflict {
+                expected: Some(1),
+                got: None,
+                ..
+            })
+        ));
+        // Moving a consumer's units within a full provider is not an increase.
+        apply(&mut catalog, |c| {
+            set_allocations(c, &[write(1, ConsumerGeneration::Is(1), &[(1, 3)])], T0)
+        })
+        .expect("shrink");
+        let unknown = set_allocations(
+            &catalog,
+            &[write(4, ConsumerGeneration::New, &[(9, 1)])],
+            T0,
+        );
+        assert_eq!(unknown, Err(Rejection::AllocationProviderNotFound(uuid(9))));
+        apply(&mut catalog, |c| delete_allocations(c, uuid(1001), T0)).expect("delete");
+        assert_eq!(catalog.provider(uuid(1)).expect("p").used(&vcpu()), 4);
+        assert_eq!(
+            delete_allocations(&catalog, uuid(1001), T0),
+            Err(Rejection::ConsumerNotFound(uuid(1001)))
+        );
+        assert_eq!(
+            decide::delete_provider(&catalog, uuid(1)),
+            Err(Rejection::ProviderInUse(uuid(1)))
+        );
+    }
+
+    #[test]
+    fn batches_are_all_or_nothing() {
+        let catalog = catalog(2, 4);
+        let batch = [
+            write(1, ConsumerGeneration::New, &[(1, 4)]),
+            write(2, ConsumerGeneration::New, &[(2, 4), (1, 1)]),
+        ];
+        // The second consumer asks for one unit of a provider the first fills: nothing is written.
+        let refused = set_allocations(&catalog, &batch, T0);
+        assert!(matches!(refused, Err(Rejection::CapacityExceeded { .. })));
+    }
+
+    proptest! {
+        /// Whatever sequence of writes is attempted, accepted ones never over-commit, and the
+        /// catalog's usage always equals the sum of what consumers hold.
+        #[test]
+        fn accepted_writes_never_over_commit(ops in proptest::collection::vec((0u128..6, 1u128..4, 0u64..5), 1..60)) {
+            let mut catalog = catalog(3, 8);
+            for (consumer, provider, amount) in ops {
+                let held: Vec<(u128, u64)> = if amount == 0 { vec![] } else { vec![(provider, amount)] };
+                let request = [write(consumer, ConsumerGeneration::Unchecked, &held)];
+                let _ = apply(&mut catalog, |c| set_allocations(c, &request, T0));
+                for provider in catalog.providers() {
+                    prop_assert!(provider.used(&vcpu()) <= 8);
+                }
+            }
+        }
+    }
+}
