@@ -426,11 +426,9 @@ impl Catalog {
         rows
     }
 
-    /// Checks every structural invariant; O(n). Used after every step in tests.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
-            return Err("name or id index out of step with providers".into());
-        }
+    /// Usage of every provider and class equals the sum of what consumers hold there, and every
+    /// held amount sits on an existing provider with inventory of its class.
+    fn check_usage(&self) -> Result<(), String> {
         let mut counted: HashMap<(Uuid, &ResourceClass), u64> = HashMap::new();
         for (uuid, consumer) in &self.consumers {
             for (provider, class, amount) in consumer.entries() {
@@ -468,6 +466,15 @@ impl Catalog {
         {
             return Err("a held amount is missing from usage".into());
         }
+        Ok(())
+    }
+
+    /// Checks every structural invariant; O(n). Used after every step in tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
+            return Err("name or id index out of step with providers".into());
+        }
+        self.check_usage()?;
         let mut names = BTreeSet::new();
         for name in self
             .aggregates
