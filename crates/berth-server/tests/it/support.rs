@@ -23,7 +23,6 @@ pub(crate) struct Options {
     pub(crate) demo: bool,
 }
 
-
 impl TestApp {
     /// A server over a fresh SQLite file, noauth.
     pub(crate) async fn spawn() -> TestApp {
