@@ -176,6 +176,13 @@ async fn changes_round_trip<S: Store>(store: &S) {
         decide::describe_aggregate(c, uuid(102), Some(AggregateRecord::default()))
     })
     .await;
+    hold_capacity(store, &mut catalog).await;
+    assert_eq!(store.catalog_seq().await.expect("seq"), catalog.seq());
+    assert_same(store, &catalog).await;
+}
+
+/// Two consumers holding capacity on cn1 (`uuid(1)`) and compute-7 (`uuid(7)`).
+async fn hold_capacity<S: Store>(store: &S, catalog: &mut Catalog) {
     let mut allocations = Allocations::new();
     allocations
         .entry(uuid(1))
@@ -197,7 +204,7 @@ async fn changes_round_trip<S: Store>(store: &S) {
         generation: ConsumerGeneration::New,
         allocations,
     };
-    write(store, &mut catalog, |c| {
+    write(store, catalog, |c| {
         allocation::set_allocations(c, std::slice::from_ref(&consumer), T0)
     })
     .await;
@@ -205,7 +212,7 @@ async fn changes_round_trip<S: Store>(store: &S) {
     second.consumer = uuid(501);
     second.consumer_type = None;
     second.allocations.remove(&uuid(7));
-    write(store, &mut catalog, |c| {
+    write(store, catalog, |c| {
         allocation::set_allocations(c, &[second], T0)
     })
     .await;
@@ -213,8 +220,6 @@ async fn changes_round_trip<S: Store>(store: &S) {
         catalog.provider(uuid(1)).expect("cn1").used(&class("VCPU")),
         8
     );
-    assert_eq!(store.catalog_seq().await.expect("seq"), catalog.seq());
-    assert_same(store, &catalog).await;
 }
 
 async fn dropped_transaction_rolls_back<S: Store>(store: &S) {

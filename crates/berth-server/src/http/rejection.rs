@@ -21,7 +21,13 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::DuplicateName(_) | Rejection::DuplicateUuid(_) => {
             (StatusCode::CONFLICT, DUPLICATE_NAME)
         }
-        Rejection::GenerationConflict { .. } => (StatusCode::CONFLICT, CONCURRENT_UPDATE),
+        Rejection::GenerationConflict { .. } | Rejection::ConsumerGenerationConflict { .. } => {
+            (StatusCode::CONFLICT, CONCURRENT_UPDATE)
+        }
+        Rejection::NoInventory { .. }
+        | Rejection::AllocationUnitRules { .. }
+        | Rejection::CapacityExceeded { .. } => (StatusCode::CONFLICT, UNDEFINED),
+        Rejection::ConsumerNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::ProviderHasChildren(_) => (
             StatusCode::CONFLICT,
             "placement.resource_provider.cannot_delete_parent",
@@ -54,6 +60,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::TraitStandard(_)
         | Rejection::BadAttribute { .. }
         | Rejection::NothingToUpdate
+        | Rejection::AllocationProviderNotFound(_)
+        | Rejection::DuplicateConsumer(_)
         | Rejection::TooMany(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
     };
     ApiError::new(status, code, detail)
