@@ -223,3 +223,70 @@ pub mod double_option {
         Option::<T>::deserialize(deserializer).map(Some)
     }
 }
+
+/// A provider reference in the pre-1.12 allocation format.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderRef {
+    /// The provider's uuid.
+    pub uuid: String,
+}
+
+/// One allocation in the pre-1.12 list format.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListAllocation {
+    /// The provider.
+    pub resource_provider: ProviderRef,
+    /// Amounts by class.
+    pub resources: BTreeMap<String, i64>,
+}
+
+/// `PUT /allocations/{consumer}` before 1.12.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutAllocationsList {
+    /// The allocations.
+    pub allocations: Vec<ListAllocation>,
+    /// Owning project (required from 1.8).
+    #[serde(default)]
+    pub project_id: Option<String>,
+    /// Owning user (required from 1.8).
+    #[serde(default)]
+    pub user_id: Option<String>,
+}
+
+/// One provider's part of a consumer's allocations in the dict format (1.12).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DictAllocation {
+    /// Amounts by class.
+    pub resources: BTreeMap<String, i64>,
+    /// Accepted and ignored, as Placement does (clients send back what they read).
+    #[serde(default, skip_serializing)]
+    pub generation: Option<serde_json::Value>,
+}
+
+/// A consumer's allocations in the dict format (1.12), as in `PUT /allocations/{consumer}` and
+/// each value of `POST /allocations`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerAllocations {
+    /// Allocations by provider uuid.
+    pub allocations: BTreeMap<String, DictAllocation>,
+    /// Owning project.
+    #[serde(default)]
+    pub project_id: Option<String>,
+    /// Owning user.
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// Expected consumer generation (1.28); `Some(None)` is an explicit `null`.
+    #[serde(default, with = "double_option")]
+    pub consumer_generation: Option<Option<u64>>,
+    /// Consumer type (1.38).
+    #[serde(default)]
+    pub consumer_type: Option<String>,
+    /// Request-group mappings (1.34), accepted and ignored.
+    #[serde(default)]
+    pub mappings: Option<serde_json::Value>,
+}

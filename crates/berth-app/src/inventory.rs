@@ -1,6 +1,7 @@
 //! Inventory use cases: providers, inventories, traits, aggregates, resource classes and hosts.
 
 use crate::{AppError, Berth};
+use berth_core::allocation::{self, ConsumerWrite, InventoryWrite};
 use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
 use berth_core::{AggregateRecord, AttrValue, Change, Inventory, ResourceClass, TraitName};
 use std::collections::{BTreeMap, BTreeSet};
@@ -212,6 +213,34 @@ impl Berth {
     pub async fn delete_trait(&self, name: &str) -> Result<(), AppError> {
         self.write(|catalog, _| decide::delete_trait(catalog, name).map(|c| with(c, ())))
             .await
+    }
+
+    /// Replaces the allocations of every consumer in `writes`, atomically.
+    pub async fn set_allocations(&self, writes: Vec<ConsumerWrite>) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            allocation::set_allocations(catalog, &writes, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Removes every allocation of a consumer.
+    pub async fn delete_allocations(&self, consumer: Uuid) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            allocation::delete_allocations(catalog, consumer, now).map(|c| with(c, ()))
+        })
+        .await
+    }
+
+    /// Replaces inventories and allocations together.
+    pub async fn reshape(
+        &self,
+        inventories: Vec<InventoryWrite>,
+        writes: Vec<ConsumerWrite>,
+    ) -> Result<(), AppError> {
+        self.write(|catalog, now| {
+            allocation::reshape(catalog, &inventories, &writes, now).map(|c| with(c, ()))
+        })
+        .await
     }
 
     /// Enrolls a host and returns its numeric id.

@@ -179,6 +179,80 @@ pub fn delete_allocations(catalog: &Catalog, consumer: Uuid, now: Instant) -> De
     set_allocations(catalog, &[write], now)
 }
 
+/// One provider's new inventories in a reshape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InventoryWrite {
+    /// The provider.
+    pub provider: Uuid,
+    /// The generation the caller last saw.
+    pub generation: u64,
+    /// The full new set.
+    pub inventories: BTreeMap<ResourceClass, crate::inventory::Inventory>,
+}
+
+/// Replaces inventories and allocations together (Placement's reshaper): consumers in `writes`
+/// first release what they hold, then inventories change, then the consumers take their new
+/// allocations; every check runs against the state it would see, and nothing is written unless
+/// everything passes.
+pub fn reshape(
+    catalog: &Catalog,
+    inventories: &[InventoryWrite],
+    writes: &[ConsumerWrite],
+    now: Instant,
+) -> Decision {
+    for write in writes {
+        check_generation(catalog, write)?;
+    }
+    let mut draft = catalog.clone();
+    let mut changes = Vec::new();
+    let mut step = |draft: &mut Catalog, batch: Vec<Change>| {
+        draft.apply(&batch);
+        changes.extend(batch);
+    };
+    let released: Vec<Change> = writes
+        .iter()
+        .filter(|w| catalog.consumer(w.consumer).is_some())
+        .map(|w| Change::ConsumerSet {
+            uuid: w.consumer,
+            consumer: None,
+        })
+        .collect();
+    step(&mut draft, released);
+    for write in inventories {
+        let batch = crate::decide::set_inventories(
+            &draft,
+            write.provider,
+            Some(write.generation),
+            write.inventories.clone(),
+            now,
+        )?;
+        step(&mut draft, batch);
+    }
+    let fresh: Vec<ConsumerWrite> = writes
+        .iter()
+        .map(|w| ConsumerWrite {
+            generation: ConsumerGeneration::Unchecked,
+            ..w.clone()
+        })
+        .collect();
+    let mut taken = set_allocations(&draft, &fresh, now)?;
+    for change in &mut taken {
+        // Consumers keep their history: generation and creation time continue from before.
+        if let Change::ConsumerSet {
+            uuid,
+            consumer: Some(consumer),
+        } = change
+        {
+            if let Some(before) = catalog.consumer(*uuid) {
+                consumer.generation = before.generation + 1;
+                consumer.created_at = before.created_at;
+            }
+        }
+    }
+    step(&mut draft, taken);
+    Ok(changes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,6 +422,42 @@ mod tests {
             decide::delete_provider(&catalog, uuid(1)),
             Err(Rejection::ProviderInUse(uuid(1)))
         );
+    }
+
+    #[test]
+    fn reshape_moves_allocations_with_their_inventory() {
+        let mut catalog = catalog(2, 8);
+        apply(&mut catalog, |c| {
+            set_allocations(c, &[write(1, ConsumerGeneration::New, &[(1, 4)])], T0)
+        })
+        .expect("held");
+        // Move VCPU from provider 1 to provider 2: removing it alone is refused while in use.
+        assert!(matches!(
+            decide::set_inventories(&catalog, uuid(1), None, BTreeMap::new(), T0),
+            Err(Rejection::InventoryInUse { .. })
+        ));
+        let generation = catalog.provider(uuid(1)).expect("p1").generation();
+        let inventories = [InventoryWrite {
+            provider: uuid(1),
+            generation,
+            inventories: BTreeMap::new(),
+        }];
+        let moved = [write(1, ConsumerGeneration::Is(1), &[(2, 4)])];
+        apply(&mut catalog, |c| reshape(c, &inventories, &moved, T0)).expect("reshaped");
+        assert_eq!(catalog.provider(uuid(2)).expect("p2").used(&vcpu()), 4);
+        assert!(
+            catalog
+                .provider(uuid(1))
+                .expect("p1")
+                .inventories()
+                .is_empty()
+        );
+        assert_eq!(catalog.consumer(uuid(1001)).expect("c").generation, 2);
+        let stale = reshape(&catalog, &[], &moved, T0);
+        assert!(matches!(
+            stale,
+            Err(Rejection::ConsumerGenerationConflict { .. })
+        ));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod binary;
 mod blazar_hosts;
+mod placement_allocations;
 mod placement_inventories;
 mod placement_providers;
 mod placement_traits;

@@ -120,3 +120,48 @@ async fn two_replicas_share_one_catalog_and_never_double_write() {
     scratch::drop_all(&server, &[name]).await;
     outcome.expect("test body");
 }
+
+#[tokio::test]
+async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
+    let test = "two_replicas_racing_for_the_last_units_admit_exactly_the_capacity";
+    let Some(server) = scratch::server_url(test) else {
+        return;
+    };
+    let (name, url) = scratch::create(&server).await;
+    let outcome = tokio::spawn(async move {
+        let first = TestApp::spawn_with(Options { database: Some(url.clone()), ..Options::default() }).await;
+        let second = TestApp::spawn_with(Options { database: Some(url), ..Options::default() }).await;
+        let rp = first.create_provider("cn1", None).await;
+        first.set_inventory(&rp, 10, 1024).await;
+        let tasks: Vec<_> = (0..64u128)
+            .map(|n| {
+                let app = if n % 2 == 0 { &first } else { &second };
+                let client = app.client.clone();
+                let url = format!("{}/placement/allocations/{}", app.base, uuid::Uuid::from_u128(0xc000 + n));
+                let body = json!({"allocations": {&rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
+                                  "consumer_generation": null, "consumer_type": "INSTANCE"});
+                tokio::spawn(async move {
+                    client.put(url).header("OpenStack-API-Version", "placement 1.38").json(&body).send().await.expect("send").status()
+                })
+            })
+            .collect();
+        let mut admitted = 0;
+        for task in tasks {
+            match task.await.expect("task") {
+                StatusCode::NO_CONTENT => admitted += 1,
+                StatusCode::CONFLICT => {}
+                other => panic!("unexpected status {other}"),
+            }
+        }
+        assert_eq!(admitted, 10, "exactly the capacity is admitted across both replicas");
+        for app in [&first, &second] {
+            let (_, usages) = app.get(&format!("/placement/resource_providers/{rp}/usages"), Some("1.39")).await;
+            assert_eq!(usages["usages"]["VCPU"], 10);
+        }
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
+    .await;
+    scratch::drop_all(&server, &[name]).await;
+    outcome.expect("test body");
+}

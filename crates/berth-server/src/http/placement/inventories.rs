@@ -47,12 +47,6 @@ pub(super) fn register(routes: &mut Routes) {
             "/placement/resource_providers/{uuid}/usages",
             "Show a provider's usages",
             usages,
-        )
-        .add(
-            Method::GET,
-            "/placement/resource_providers/{uuid}/allocations",
-            "List a provider's allocations",
-            allocations,
         );
 }
 
@@ -93,13 +87,13 @@ fn not_found(provider: &Provider, class: &str) -> ApiError {
     ))
 }
 
-fn class_name(name: &str) -> Result<ResourceClass, ApiError> {
+pub(super) fn class_name(name: &str) -> Result<ResourceClass, ApiError> {
     ResourceClass::parse(name)
         .ok_or_else(|| ApiError::bad_request(format!("No such resource class {name}")))
 }
 
 /// Converts a wire record, applying Placement's defaults and checks.
-fn to_inventory(
+pub(super) fn to_inventory(
     class: &str,
     record: &InventoryRecord,
     mv: Microversion,
@@ -344,26 +338,6 @@ async fn usages(
                 .collect();
             Ok::<_, ApiError>(
                 json!({"resource_provider_generation": provider.generation(), "usages": usages}),
-            )
-        })
-        .await??;
-    Ok(respond(mv, state.berth.now(), &body))
-}
-
-async fn allocations(
-    State(state): State<AppState>,
-    caller: Caller,
-    mv: Microversion,
-    Path(uuid): Path<String>,
-) -> Result<Response, ApiError> {
-    caller.require_admin()?;
-    let uuid = provider_uuid(&uuid)?;
-    let body = state
-        .berth
-        .read(|catalog| {
-            let provider = find(catalog, uuid)?;
-            Ok::<_, ApiError>(
-                json!({"resource_provider_generation": provider.generation(), "allocations": {}}),
             )
         })
         .await??;

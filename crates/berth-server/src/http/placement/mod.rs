@@ -1,11 +1,13 @@
 //! The OpenStack Placement API under `/placement`, microversions 1.0 to 1.39.
 
 mod aggregates;
+mod allocations;
 mod inventories;
 mod providers;
 pub mod query;
 mod resource_classes;
 mod traits;
+mod usages;
 
 use crate::http::context::{Microversion, PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::http::error::ApiError;
@@ -38,6 +40,8 @@ pub fn register(routes: &mut Routes) {
         );
     providers::register(routes);
     inventories::register(routes);
+    allocations::register(routes);
+    usages::register(routes);
     aggregates::register(routes);
     traits::register(routes);
     resource_classes::register(routes);

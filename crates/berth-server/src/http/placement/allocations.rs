@@ -1,0 +1,394 @@
+//! `/allocations/{consumer}`, `POST /allocations` (1.13), `/resource_providers/{uuid}/allocations`
+//! and `POST /reshaper` (1.30).
+
+use super::{find, provider_uuid, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::{Caller, json_bytes};
+use crate::http::routes::Routes;
+use axum::extract::{Path, Request, State};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use berth_api::placement::{ConsumerAllocations, PutAllocationsList};
+use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
+use berth_core::consumer::Allocations;
+use berth_core::{Catalog, Consumer, ResourceClass};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// The project and user Placement records for consumers written before 1.8 without them.
+const INCOMPLETE_CONSUMER: &str = "00000000-0000-0000-0000-000000000000";
+
+pub(super) fn register(routes: &mut Routes) {
+    let one = "/placement/allocations/{consumer_uuid}";
+    routes
+        .add(Method::GET, one, "Show a consumer's allocations", show)
+        .add(
+            Method::PUT,
+            one,
+            "Replace a consumer's allocations",
+            replace,
+        )
+        .add(
+            Method::DELETE,
+            one,
+            "Delete a consumer's allocations",
+            delete,
+        )
+        .add(
+            Method::POST,
+            "/placement/allocations",
+            "Replace several consumers' allocations atomically (1.13)",
+            batch,
+        )
+        .add(
+            Method::GET,
+            "/placement/resource_providers/{uuid}/allocations",
+            "List a provider's allocations",
+            provider,
+        )
+        .add(
+            Method::POST,
+            "/placement/reshaper",
+            "Replace inventories and allocations atomically (1.30)",
+            reshaper,
+        );
+}
+
+fn consumer_uuid(text: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text)
+        .map_err(|_| ApiError::bad_request(format!("Malformed consumer_uuid: {text}")))
+}
+
+fn invalid(error: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("JSON does not validate: {error}"))
+}
+
+fn parse<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_json::from_value(value).map_err(invalid)
+}
+
+fn resources(
+    provider: Uuid,
+    raw: &BTreeMap<String, i64>,
+    allocations: &mut Allocations,
+) -> Result<(), ApiError> {
+    if raw.is_empty() {
+        return Err(invalid(format!(
+            "resources of {provider} must name at least one class"
+        )));
+    }
+    for (name, amount) in raw {
+        let class = ResourceClass::parse(name)
+            .ok_or_else(|| invalid(format!("'{name}' is not a valid resource class name")))?;
+        let amount = u64::try_from(*amount)
+            .ok()
+            .filter(|a| *a >= 1)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "{amount} is less than the minimum of 1 ({name} on {provider})"
+                ))
+            })?;
+        allocations
+            .entry(provider)
+            .or_default()
+            .insert(class, amount);
+    }
+    Ok(())
+}
+
+fn owner(field: &str, value: Option<String>, mv: Microversion) -> Result<String, ApiError> {
+    match value {
+        Some(text) if (1..=255).contains(&text.chars().count()) => Ok(text),
+        Some(_) => Err(invalid(format!("'{field}' must be 1 to 255 characters"))),
+        None if mv.at_least(8) => Err(invalid(format!("'{field}' is a required property"))),
+        None => Ok(INCOMPLETE_CONSUMER.to_owned()),
+    }
+}
+
+/// A consumer's write in the dict format, with every microversion gate applied.
+fn dict_write(
+    consumer: Uuid,
+    body: ConsumerAllocations,
+    mv: Microversion,
+) -> Result<ConsumerWrite, ApiError> {
+    if body.allocations.is_empty() && !mv.at_least(28) {
+        return Err(invalid(
+            "allocations must not be empty below microversion 1.28",
+        ));
+    }
+    if body.mappings.is_some() && !mv.at_least(34) {
+        return Err(invalid(
+            "Additional properties are not allowed ('mappings' was unexpected)",
+        ));
+    }
+    let generation = match (body.consumer_generation, mv.at_least(28)) {
+        (None, true) => return Err(invalid("'consumer_generation' is a required property")),
+        (Some(_), false) => {
+            return Err(invalid(
+                "Additional properties are not allowed ('consumer_generation' was unexpected)",
+            ));
+        }
+        (None, false) => ConsumerGeneration::Unchecked,
+        (Some(None), true) => ConsumerGeneration::New,
+        (Some(Some(generation)), true) => ConsumerGeneration::Is(generation),
+    };
+    let consumer_type = match (body.consumer_type, mv.at_least(38)) {
+        (None, true) => return Err(invalid("'consumer_type' is a required property")),
+        (Some(_), false) => {
+            return Err(invalid(
+                "Additional properties are not allowed ('consumer_type' was unexpected)",
+            ));
+        }
+        (None, false) => None,
+        (Some(kind), true) => {
+            let valid = (1..=255).contains(&kind.len())
+                && kind
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+            match valid {
+                true => Some(kind),
+                false => return Err(invalid(format!("'{kind}' does not match '^[A-Z0-9_]+$'"))),
+            }
+        }
+    };
+    let mut allocations = Allocations::new();
+    for (provider, part) in &body.allocations {
+        let provider = Uuid::parse_str(provider)
+            .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
+        resources(provider, &part.resources, &mut allocations)?;
+    }
+    Ok(ConsumerWrite {
+        consumer,
+        project_id: owner("project_id", body.project_id, mv)?,
+        user_id: owner("user_id", body.user_id, mv)?,
+        consumer_type,
+        generation,
+        allocations,
+    })
+}
+
+fn list_write(
+    consumer: Uuid,
+    body: PutAllocationsList,
+    mv: Microversion,
+) -> Result<ConsumerWrite, ApiError> {
+    if body.allocations.is_empty() {
+        return Err(invalid("allocations must not be empty"));
+    }
+    let mut allocations = Allocations::new();
+    for item in &body.allocations {
+        let provider = Uuid::parse_str(&item.resource_provider.uuid)
+            .map_err(|_| invalid(format!("'{}' is not a 'uuid'", item.resource_provider.uuid)))?;
+        resources(provider, &item.resources, &mut allocations)?;
+    }
+    Ok(ConsumerWrite {
+        consumer,
+        project_id: owner("project_id", body.project_id, mv)?,
+        user_id: owner("user_id", body.user_id, mv)?,
+        consumer_type: None,
+        generation: ConsumerGeneration::Unchecked,
+        allocations,
+    })
+}
+
+async fn body_value(request: Request, state: &AppState) -> Result<Value, ApiError> {
+    let bytes = json_bytes(request, state).await?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(consumer): Path<String>,
+    request: Request,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let consumer = consumer_uuid(&consumer)?;
+    let value = body_value(request, &state).await?;
+    let write = match mv.at_least(12) {
+        true => dict_write(consumer, parse(value)?, mv)?,
+        false => list_write(consumer, parse(value)?, mv)?,
+    };
+    state.berth.set_allocations(vec![write]).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn batch(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    request: Request,
+) -> Result<StatusCode, ApiError> {
+    mv.require(13)?;
+    caller.require_admin()?;
+    let body: BTreeMap<String, ConsumerAllocations> = parse(body_value(request, &state).await?)?;
+    if body.is_empty() {
+        return Err(invalid("the request must name at least one consumer"));
+    }
+    let mut writes = Vec::with_capacity(body.len());
+    for (consumer, allocations) in body {
+        writes.push(dict_write(consumer_uuid(&consumer)?, allocations, mv)?);
+    }
+    state.berth.set_allocations(writes).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn consumer_body(catalog: &Catalog, uuid: Uuid, mv: Microversion) -> Value {
+    let Some(consumer) = catalog.consumer(uuid) else {
+        return json!({ "allocations": {} });
+    };
+    let mut allocations = Map::new();
+    for (provider, by_class) in &consumer.allocations {
+        let generation = catalog
+            .provider(*provider)
+            .map(berth_core::Provider::generation);
+        let resources: BTreeMap<&str, u64> =
+            by_class.iter().map(|(c, a)| (c.as_str(), *a)).collect();
+        allocations.insert(
+            provider.to_string(),
+            json!({"generation": generation, "resources": resources}),
+        );
+    }
+    let mut body = json!({ "allocations": allocations });
+    if mv.at_least(12) {
+        body["project_id"] = json!(consumer.project_id);
+        body["user_id"] = json!(consumer.user_id);
+    }
+    if mv.at_least(28) {
+        body["consumer_generation"] = json!(consumer.generation);
+    }
+    if mv.at_least(38) {
+        body["consumer_type"] = json!(consumer.consumer_type.as_deref().unwrap_or("unknown"));
+    }
+    body
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(consumer): Path<String>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let consumer = consumer_uuid(&consumer)?;
+    let body = state
+        .berth
+        .read(|catalog| consumer_body(catalog, consumer, mv))
+        .await?;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(consumer): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let consumer = consumer_uuid(&consumer)?;
+    state.berth.delete_allocations(consumer).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn provider_entry(consumer: &Consumer, provider: Uuid, mv: Microversion) -> Option<Value> {
+    let by_class = consumer.allocations.get(&provider)?;
+    let resources: BTreeMap<&str, u64> = by_class.iter().map(|(c, a)| (c.as_str(), *a)).collect();
+    let mut entry = json!({ "resources": resources });
+    if mv.at_least(28) {
+        entry["consumer_generation"] = json!(consumer.generation);
+    }
+    Some(entry)
+}
+
+async fn provider(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    Path(uuid): Path<String>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| {
+            let found = find(catalog, uuid)?;
+            let allocations: BTreeMap<String, Value> = catalog
+                .consumers()
+                .filter_map(|(id, consumer)| provider_entry(consumer, uuid, mv).map(|entry| (id.to_string(), entry)))
+                .collect();
+            Ok::<_, ApiError>(json!({"allocations": allocations, "resource_provider_generation": found.generation()}))
+        })
+        .await??;
+    Ok(respond(mv, state.berth.now(), &body))
+}
+
+async fn reshaper(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    request: Request,
+) -> Result<StatusCode, ApiError> {
+    mv.require(30)?;
+    caller.require_admin()?;
+    let mut body = body_value(request, &state).await?;
+    let Some(object) = body.as_object_mut() else {
+        return Err(invalid("the body must be an object"));
+    };
+    if let Some(extra) = object
+        .keys()
+        .find(|k| *k != "inventories" && *k != "allocations")
+    {
+        return Err(invalid(format!(
+            "Additional properties are not allowed ('{extra}' was unexpected)"
+        )));
+    }
+    let inventories: BTreeMap<String, berth_api::placement::PutInventories> = parse(
+        object
+            .remove("inventories")
+            .ok_or_else(|| invalid("'inventories' is a required property"))?,
+    )?;
+    let allocations: BTreeMap<String, ConsumerAllocations> = parse(
+        object
+            .remove("allocations")
+            .ok_or_else(|| invalid("'allocations' is a required property"))?,
+    )?;
+    let mut inventory_writes = Vec::with_capacity(inventories.len());
+    for (provider, put) in inventories {
+        let provider = Uuid::parse_str(&provider)
+            .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
+        let mut records = BTreeMap::new();
+        for (name, record) in &put.inventories {
+            records.insert(
+                super::inventories::class_name(name)?,
+                super::inventories::to_inventory(name, record, mv)?,
+            );
+        }
+        inventory_writes.push(InventoryWrite {
+            provider,
+            generation: put.resource_provider_generation,
+            inventories: records,
+        });
+    }
+    let mut writes = Vec::with_capacity(allocations.len());
+    for (consumer, body) in allocations {
+        writes.push(dict_write(consumer_uuid(&consumer)?, body, mv)?);
+    }
+    // An unknown provider in the inventories is Placement's `resource_provider.not_found`.
+    state
+        .berth
+        .reshape(inventory_writes, writes)
+        .await
+        .map_err(|error| match error {
+            berth_app::AppError::Rejected(
+                rejection @ berth_core::Rejection::ProviderNotFound(_),
+            ) => ApiError::bad_request(rejection.to_string())
+                .with_code("placement.resource_provider.not_found"),
+            other => other.into(),
+        })?;
+    Ok(StatusCode::NO_CONTENT)
+}

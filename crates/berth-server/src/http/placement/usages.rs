@@ -1,0 +1,96 @@
+//! `GET /usages` (1.9): what a project (and optionally a user) holds, grouped by consumer type
+//! from 1.38.
+
+use super::{query, respond};
+use crate::http::AppState;
+use crate::http::context::Microversion;
+use crate::http::error::ApiError;
+use crate::http::extract::Caller;
+use crate::http::routes::Routes;
+use axum::extract::{RawQuery, State};
+use axum::http::Method;
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes.add(
+        Method::GET,
+        "/placement/usages",
+        "Usages of a project and user (1.9)",
+        usages,
+    );
+}
+
+async fn usages(
+    State(state): State<AppState>,
+    caller: Caller,
+    mv: Microversion,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    mv.require(9)?;
+    caller.require_admin()?;
+    let pairs = query::pairs(raw.as_deref())?;
+    let allowed: &[&str] = if mv.at_least(38) {
+        &["project_id", "user_id", "consumer_type"]
+    } else {
+        &["project_id", "user_id"]
+    };
+    query::only(&pairs, allowed)?;
+    let last = |key| query::values(&pairs, key).last().map(str::to_owned);
+    let project = last("project_id").ok_or_else(|| {
+        ApiError::bad_request(
+            "Invalid query string parameters: 'project_id' is a required property",
+        )
+    })?;
+    let user = last("user_id");
+    let wanted_type = last("consumer_type");
+    let body = state
+        .berth
+        .read(|catalog| {
+            // type -> (class -> used, consumer count)
+            let mut by_type: BTreeMap<String, (BTreeMap<String, u64>, u64)> = BTreeMap::new();
+            for (_, consumer) in catalog.consumers() {
+                let kind = consumer
+                    .consumer_type
+                    .clone()
+                    .unwrap_or_else(|| "unknown".to_owned());
+                let type_matches = match wanted_type.as_deref() {
+                    None | Some("all") => true,
+                    Some(wanted) => wanted == kind,
+                };
+                if consumer.project_id != project
+                    || user.as_ref().is_some_and(|u| *u != consumer.user_id)
+                    || !type_matches
+                {
+                    continue;
+                }
+                let (classes, count) = by_type.entry(kind).or_default();
+                *count += 1;
+                for (_, class, amount) in consumer.entries() {
+                    *classes.entry(class.as_str().to_owned()).or_insert(0) += amount;
+                }
+            }
+            if !mv.at_least(38) {
+                let mut flat: BTreeMap<String, u64> = BTreeMap::new();
+                for (classes, _) in by_type.values() {
+                    for (class, amount) in classes {
+                        *flat.entry(class.clone()).or_insert(0) += amount;
+                    }
+                }
+                return json!({ "usages": flat });
+            }
+            let grouped: Map<String, Value> = by_type
+                .into_iter()
+                .map(|(kind, (classes, count))| {
+                    let mut entry: Map<String, Value> =
+                        classes.into_iter().map(|(c, a)| (c, json!(a))).collect();
+                    entry.insert("consumer_count".into(), json!(count));
+                    (kind, Value::Object(entry))
+                })
+                .collect();
+            json!({ "usages": grouped })
+        })
+        .await?;
+    Ok(respond(mv, state.berth.now(), &body))
+}
