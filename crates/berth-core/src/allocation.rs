@@ -238,15 +238,16 @@ pub fn reshape(
     let mut taken = set_allocations(&draft, &fresh, now)?;
     for change in &mut taken {
         // Consumers keep their history: generation and creation time continue from before.
-        if let Change::ConsumerSet {
+        let Change::ConsumerSet {
             uuid,
             consumer: Some(consumer),
         } = change
-        {
-            if let Some(before) = catalog.consumer(*uuid) {
-                consumer.generation = before.generation + 1;
-                consumer.created_at = before.created_at;
-            }
+        else {
+            continue;
+        };
+        if let Some(before) = catalog.consumer(*uuid) {
+            consumer.generation = before.generation + 1;
+            consumer.created_at = before.created_at;
         }
     }
     step(&mut draft, taken);
