@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod allocation;
+pub mod candidates;
 pub mod catalog;
 pub mod change;
 pub mod consumer;

@@ -24,5 +24,13 @@ pub const ATTRIBUTE_VALUE_LEN_MAX: usize = 1_024;
 /// Most metadata entries on one aggregate.
 pub const AGGREGATE_METADATA_MAX: usize = 64;
 
+/// Most allocation candidates one request returns; a request without `limit` that would produce
+/// more is cut here and the answer says it was truncated.
+pub const PLACEMENT_CANDIDATES_MAX: usize = 10_000;
+/// Most group-option combinations one candidates request examines (the bound on product
+/// explosion over wide trees with many suffixed groups).
+pub const CANDIDATE_COMBINATIONS_MAX: usize = 1_000_000;
+
+const _: () = assert!(PLACEMENT_CANDIDATES_MAX <= CANDIDATE_COMBINATIONS_MAX);
 const _: () = assert!(NAME_LEN_MAX >= PROVIDER_NAME_LEN_MAX);
 const _: () = assert!(ATTRIBUTE_KEY_LEN_MAX <= NAME_LEN_MAX);

@@ -1,0 +1,536 @@
+//! Allocation candidates: every way a request (one unsuffixed group plus any suffixed groups)
+//! can be satisfied now, with Placement's semantics, computed over the in-memory catalog.
+//!
+//! The search visits trees (anchored at their roots) in creation order and stops as soon as it
+//! has `limit` candidates; it never builds everything and slices. Within a tree, each group's
+//! options are enumerated and combined; the number of combinations examined per request is
+//! bounded by [`limits::CANDIDATE_COMBINATIONS_MAX`], and the number of candidates returned by
+//! [`limits::PLACEMENT_CANDIDATES_MAX`]. When a bound cuts the search short the result says so.
+//!
+//! Spanning rules (Placement, and the forbidden-aggregates spec):
+//! - the unsuffixed group may spread its classes over several providers of one tree plus sharing
+//!   providers; `member_of` and forbidden aggregates are satisfied by a provider *or its root*
+//!   (for a sharing provider: or the root it is anchored to); required traits are satisfied by
+//!   the union of the traits of the providers used, and no provider used may have a forbidden one;
+//! - a suffixed group is satisfied by one provider, judged on its own aggregates and traits.
+
+use crate::catalog::Catalog;
+use crate::limits;
+use crate::name::{ResourceClass, TraitName};
+use crate::provider::Provider;
+use crate::query::{MemberOf, TraitFilter, has_capacity};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use uuid::Uuid;
+
+/// The trait that marks a provider as sharing its inventory through its aggregates.
+pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
+
+/// One request group.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Group {
+    /// `""` for the unsuffixed group.
+    pub suffix: String,
+    /// Amounts requested, one entry per class.
+    pub resources: Vec<(ResourceClass, u64)>,
+    /// Trait requirements.
+    pub traits: TraitFilter,
+    /// Aggregate requirements.
+    pub member_of: MemberOf,
+    /// Restrict to the tree containing this provider.
+    pub in_tree: Option<Uuid>,
+}
+
+impl Group {
+    /// Whether this is the unsuffixed group (which may span providers).
+    pub fn is_unsuffixed(&self) -> bool {
+        self.suffix.is_empty()
+    }
+}
+
+/// How suffixed groups relate to each other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GroupPolicy {
+    /// Suffixed groups may share providers.
+    #[default]
+    None,
+    /// Suffixed groups must use different providers.
+    Isolate,
+}
+
+/// A whole allocation-candidates request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CandidateQuery {
+    /// The groups; at most one unsuffixed.
+    pub groups: Vec<Group>,
+    /// How suffixed groups relate.
+    pub group_policy: GroupPolicy,
+    /// Traits the root of the tree must (not) have.
+    pub root_required: TraitFilter,
+    /// Sets of suffixes whose providers must lie in one subtree.
+    pub same_subtree: Vec<Vec<String>>,
+    /// Stop after this many candidates.
+    pub limit: Option<usize>,
+    /// From 1.29; before it, a candidate may use only one provider per tree.
+    pub nested_aware: bool,
+}
+
+/// One provider's part of a candidate: the amounts it gives and the groups it serves.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Part {
+    /// The provider.
+    pub provider: Uuid,
+    /// Amounts by class (summed over groups).
+    pub resources: BTreeMap<ResourceClass, u64>,
+}
+
+/// What makes two candidates the same: their parts and their mappings (not their anchor).
+#[derive(PartialEq, Eq, Hash)]
+struct Mappings(Vec<Part>, BTreeMap<String, BTreeSet<Uuid>>);
+
+/// One allocation candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The root the candidate is anchored to.
+    pub anchor: Uuid,
+    /// Providers and what each gives, in provider order.
+    pub parts: Vec<Part>,
+    /// Suffix to the providers serving that group.
+    pub mappings: BTreeMap<String, BTreeSet<Uuid>>,
+}
+
+/// The candidates found, and whether a bound cut the search short.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Candidates {
+    /// The candidates, in tree creation order.
+    pub candidates: Vec<Candidate>,
+    /// A bound (not `limit`) stopped the search.
+    pub truncated: bool,
+}
+
+/// Per-query indexes: tree members and sharing anchors.
+struct Index<'c> {
+    catalog: &'c Catalog,
+    /// Root to the providers of its tree, in creation order.
+    trees: HashMap<Uuid, Vec<&'c Provider>>,
+    /// Root to the sharing providers anchored to it (outside its own tree).
+    shared_with: HashMap<Uuid, Vec<&'c Provider>>,
+    /// Whether any provider has a parent.
+    has_trees: bool,
+}
+
+impl<'c> Index<'c> {
+    fn build(catalog: &'c Catalog) -> Index<'c> {
+        let mut trees: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
+        let mut has_trees = false;
+        let sharing_trait = TraitName::parse(SHARING_TRAIT).expect("invariant: a valid trait name");
+        let mut sharing = Vec::new();
+        for provider in catalog.providers() {
+            has_trees |= provider.parent().is_some();
+            trees.entry(provider.root()).or_default().push(provider);
+            if provider.traits().contains(&sharing_trait) {
+                sharing.push(provider);
+            }
+        }
+        let mut shared_with: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
+        if !sharing.is_empty() {
+            let mut roots_by_aggregate: HashMap<Uuid, BTreeSet<Uuid>> = HashMap::new();
+            for provider in catalog.providers() {
+                for aggregate in provider.aggregates() {
+                    roots_by_aggregate
+                        .entry(*aggregate)
+                        .or_default()
+                        .insert(provider.root());
+                }
+            }
+            for provider in sharing {
+                let anchors: BTreeSet<Uuid> = provider
+                    .aggregates()
+                    .iter()
+                    .filter_map(|aggregate| roots_by_aggregate.get(aggregate))
+                    .flatten()
+                    .copied()
+                    .filter(|root| *root != provider.root())
+                    .collect();
+                for anchor in anchors {
+                    shared_with.entry(anchor).or_default().push(provider);
+                }
+            }
+        }
+        Index {
+            catalog,
+            trees,
+            shared_with,
+            has_trees,
+        }
+    }
+
+    fn root_of(&self, provider: &Provider) -> &'c Provider {
+        self.catalog
+            .provider(provider.root())
+            .expect("invariant: roots exist")
+    }
+}
+
+/// One way a group can be satisfied within one tree.
+#[derive(Debug, Clone)]
+struct GroupOption<'c> {
+    /// `(provider, class, amount)` entries.
+    entries: Vec<(&'c Provider, &'c ResourceClass, u64)>,
+    /// Providers serving the group (for mappings, group policy and same_subtree).
+    providers: BTreeSet<Uuid>,
+}
+
+/// Whether `provider`, anchored at `anchor`, passes a group's aggregate filter.
+fn aggregates_pass(group: &Group, provider: &Provider, anchor: &Provider, spans: bool) -> bool {
+    if group.member_of.is_empty() {
+        return true;
+    }
+    let own = provider.aggregates();
+    if !spans {
+        return group.member_of.admits(own);
+    }
+    // The provider or its root (for sharing providers: the anchor) must be in each required
+    // set, and neither may be in a forbidden aggregate.
+    let reach = [own, anchor.aggregates()];
+    let required = group
+        .member_of
+        .required
+        .iter()
+        .all(|any| reach.iter().any(|aggs| !any.is_disjoint(aggs)));
+    let forbidden = reach
+        .iter()
+        .any(|aggs| !group.member_of.forbidden.is_disjoint(aggs));
+    required && !forbidden
+}
+
+/// Options of a group served by a single provider (suffixed groups, or flat deployments).
+fn single_provider_options<'c>(
+    group: &'c Group,
+    pool: &[(&'c Provider, &'c Provider)],
+    spans: bool,
+) -> Vec<GroupOption<'c>> {
+    let mut options = Vec::new();
+    for (provider, anchor) in pool {
+        let fits = group
+            .resources
+            .iter()
+            .all(|(class, amount)| has_capacity(provider, class, *amount));
+        if !fits
+            || !group.traits.admits(provider.traits())
+            || !aggregates_pass(group, provider, anchor, spans)
+        {
+            continue;
+        }
+        let entries = group
+            .resources
+            .iter()
+            .map(|(class, amount)| {
+                let (stored, _) = provider
+                    .inventories()
+                    .get_key_value(class)
+                    .expect("invariant: capacity implies inventory");
+                (*provider, stored, *amount)
+            })
+            .collect();
+        options.push(GroupOption {
+            entries,
+            providers: BTreeSet::from([provider.uuid()]),
+        });
+    }
+    options
+}
+
+/// Options of the unsuffixed group, which may spread classes over providers of one tree and
+/// sharing providers: one provider per class, every combination, traits judged on the union.
+fn spanning_options<'c>(
+    group: &'c Group,
+    pool: &[(&'c Provider, &'c Provider)],
+    budget: &mut usize,
+) -> Vec<GroupOption<'c>> {
+    let mut per_class: Vec<Vec<(&Provider, &ResourceClass, u64)>> =
+        Vec::with_capacity(group.resources.len());
+    for (class, amount) in &group.resources {
+        let eligible: Vec<_> = pool
+            .iter()
+            .filter(|(provider, anchor)| {
+                has_capacity(provider, class, *amount)
+                    && group.traits.forbidden.is_disjoint(provider.traits())
+                    && aggregates_pass(group, provider, anchor, true)
+            })
+            .map(|(provider, _)| {
+                let (stored, _) = provider
+                    .inventories()
+                    .get_key_value(class)
+                    .expect("invariant: capacity implies inventory");
+                (*provider, stored, *amount)
+            })
+            .collect();
+        if eligible.is_empty() {
+            return Vec::new();
+        }
+        per_class.push(eligible);
+    }
+    let mut options = Vec::new();
+    let mut cursor = vec![0usize; per_class.len()];
+    // Odometer over the per-class choices; bounded by the shared combination budget.
+    loop {
+        if *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        let entries: Vec<_> = cursor
+            .iter()
+            .zip(&per_class)
+            .map(|(idx, choices)| choices[*idx])
+            .collect();
+        let mut union: BTreeSet<&TraitName> = BTreeSet::new();
+        for (provider, _, _) in &entries {
+            union.extend(provider.traits());
+        }
+        let all_of = group.traits.all_of.iter().all(|t| union.contains(t));
+        let any_of = group
+            .traits
+            .any_of
+            .iter()
+            .all(|any| any.iter().any(|t| union.contains(t)));
+        if all_of && any_of {
+            let providers = entries.iter().map(|(p, _, _)| p.uuid()).collect();
+            options.push(GroupOption { entries, providers });
+        }
+        if !advance(&mut cursor, &per_class) {
+            break;
+        }
+    }
+    options
+}
+
+/// Moves an odometer one step; false when it wrapped around.
+fn advance<T>(cursor: &mut [usize], choices: &[Vec<T>]) -> bool {
+    for position in (0..cursor.len()).rev() {
+        cursor[position] += 1;
+        if cursor[position] < choices[position].len() {
+            return true;
+        }
+        cursor[position] = 0;
+    }
+    false
+}
+
+/// Whether every provider in `providers` lies under one of them.
+fn same_subtree(catalog: &Catalog, providers: &BTreeSet<Uuid>) -> bool {
+    if providers.len() <= 1 {
+        return true;
+    }
+    providers.iter().any(|top| {
+        providers.iter().all(|other| {
+            let mut current = Some(*other);
+            let mut steps = 0;
+            while let Some(uuid) = current {
+                if uuid == *top {
+                    return true;
+                }
+                steps += 1;
+                assert!(
+                    steps <= limits::TREE_DEPTH_MAX,
+                    "invariant: trees are shallower than the limit"
+                );
+                current = catalog.provider(uuid).and_then(Provider::parent);
+            }
+            false
+        })
+    })
+}
+
+/// Combines one option per group into a candidate, or `None` when the combination breaks the
+/// group policy, a same-subtree rule, or capacity once amounts are summed.
+fn combine(
+    query: &CandidateQuery,
+    catalog: &Catalog,
+    anchor: Uuid,
+    chosen: &[&GroupOption<'_>],
+) -> Option<Candidate> {
+    if query.group_policy == GroupPolicy::Isolate {
+        let suffixed: Vec<&BTreeSet<Uuid>> = query
+            .groups
+            .iter()
+            .zip(chosen)
+            .filter(|(g, _)| !g.is_unsuffixed())
+            .map(|(_, o)| &o.providers)
+            .collect();
+        let distinct: BTreeSet<&Uuid> = suffixed.iter().flat_map(|set| set.iter()).collect();
+        if distinct.len() != suffixed.len() {
+            return None;
+        }
+    }
+    let mut mappings: BTreeMap<String, BTreeSet<Uuid>> = BTreeMap::new();
+    for (group, option) in query.groups.iter().zip(chosen) {
+        mappings
+            .entry(group.suffix.clone())
+            .or_default()
+            .extend(option.providers.iter().copied());
+    }
+    for suffixes in &query.same_subtree {
+        let providers: BTreeSet<Uuid> = suffixes
+            .iter()
+            .filter_map(|s| mappings.get(s))
+            .flatten()
+            .copied()
+            .collect();
+        if !same_subtree(catalog, &providers) {
+            return None;
+        }
+    }
+    let mut sums: BTreeMap<(Uuid, &ResourceClass), (&Provider, u64)> = BTreeMap::new();
+    for option in chosen {
+        for (provider, class, amount) in &option.entries {
+            sums.entry((provider.uuid(), *class))
+                .or_insert((*provider, 0))
+                .1 += amount;
+        }
+    }
+    let mut parts: BTreeMap<Uuid, BTreeMap<ResourceClass, u64>> = BTreeMap::new();
+    for ((uuid, class), (provider, amount)) in &sums {
+        let record = provider
+            .inventories()
+            .get(*class)
+            .expect("invariant: options only use inventory");
+        if *amount > record.max_unit()
+            || (provider.used(class) + amount) as f64 > record.capacity_exact()
+        {
+            return None;
+        }
+        parts
+            .entry(*uuid)
+            .or_default()
+            .insert((*class).clone(), *amount);
+    }
+    if !query.nested_aware {
+        // Before 1.29 a candidate may not use two providers of one tree.
+        let roots: BTreeSet<Uuid> = parts
+            .keys()
+            .filter_map(|u| catalog.provider(*u))
+            .map(Provider::root)
+            .collect();
+        if roots.len() != parts.len() {
+            return None;
+        }
+    }
+    let parts = parts
+        .into_iter()
+        .map(|(provider, resources)| Part {
+            provider,
+            resources,
+        })
+        .collect();
+    Some(Candidate {
+        anchor,
+        parts,
+        mappings,
+    })
+}
+
+/// Every allocation candidate for `query`, in tree creation order, stopping at `limit`.
+pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candidates {
+    let index = Index::build(catalog);
+    let limit = query
+        .limit
+        .unwrap_or(usize::MAX)
+        .min(limits::PLACEMENT_CANDIDATES_MAX);
+    let mut budget = limits::CANDIDATE_COMBINATIONS_MAX;
+    let mut out = Candidates::default();
+    // A sharing provider alone can satisfy a request from several anchors; one candidate each.
+    let dedupe = !index.shared_with.is_empty();
+    let mut seen: std::collections::HashSet<Mappings> = std::collections::HashSet::new();
+    let in_tree_roots: Vec<Option<Option<Uuid>>> = query
+        .groups
+        .iter()
+        .map(|g| {
+            g.in_tree
+                .map(|uuid| catalog.provider(uuid).map(Provider::root))
+        })
+        .collect();
+    for root in catalog.providers().filter(|p| p.parent().is_none()) {
+        if !query.root_required.admits(root.traits()) {
+            continue;
+        }
+        let mut per_group: Vec<Vec<GroupOption<'_>>> = Vec::with_capacity(query.groups.len());
+        for (group, in_tree) in query.groups.iter().zip(&in_tree_roots) {
+            let options = group_options(&index, group, root, *in_tree, &mut budget);
+            if options.is_empty() {
+                break;
+            }
+            per_group.push(options);
+        }
+        if per_group.len() != query.groups.len() {
+            continue;
+        }
+        let mut cursor = vec![0usize; per_group.len()];
+        loop {
+            if budget == 0 {
+                out.truncated = true;
+                return out;
+            }
+            budget -= 1;
+            let chosen: Vec<&GroupOption<'_>> = cursor
+                .iter()
+                .zip(&per_group)
+                .map(|(idx, options)| &options[*idx])
+                .collect();
+            if let Some(candidate) = combine(query, catalog, root.uuid(), &chosen) {
+                if dedupe
+                    && !seen.insert(Mappings(
+                        candidate.parts.clone(),
+                        candidate.mappings.clone(),
+                    ))
+                {
+                    if !advance(&mut cursor, &per_group) {
+                        break;
+                    }
+                    continue;
+                }
+                out.candidates.push(candidate);
+                if out.candidates.len() >= limit {
+                    out.truncated = query.limit.is_none_or(|wanted| wanted > limit);
+                    return out;
+                }
+            }
+            if !advance(&mut cursor, &per_group) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The options of one group within the tree of `root`.
+fn group_options<'c>(
+    index: &Index<'c>,
+    group: &'c Group,
+    root: &'c Provider,
+    in_tree: Option<Option<Uuid>>,
+    budget: &mut usize,
+) -> Vec<GroupOption<'c>> {
+    match in_tree {
+        Some(None) => return Vec::new(),
+        Some(Some(wanted)) if wanted != root.uuid() => return Vec::new(),
+        _ => {}
+    }
+    let members = index
+        .trees
+        .get(&root.uuid())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut pool: Vec<(&Provider, &Provider)> =
+        members.iter().map(|p| (*p, index.root_of(p))).collect();
+    if let (None, Some(shared)) = (in_tree, index.shared_with.get(&root.uuid())) {
+        pool.extend(shared.iter().map(|p| (*p, root)));
+    }
+    let spans = group.is_unsuffixed() && (index.has_trees || !index.shared_with.is_empty());
+    match (spans, group.resources.is_empty()) {
+        (true, false) => spanning_options(group, &pool, budget),
+        _ => single_provider_options(group, &pool, spans),
+    }
+}
+
+#[cfg(test)]
+mod tests;
