@@ -6,6 +6,7 @@
 mod binary;
 mod blazar_hosts;
 mod placement_allocations;
+mod placement_candidates;
 mod placement_inventories;
 mod placement_providers;
 mod placement_traits;

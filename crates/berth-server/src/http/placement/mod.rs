@@ -2,6 +2,7 @@
 
 mod aggregates;
 mod allocations;
+mod candidates;
 mod inventories;
 mod providers;
 pub mod query;
@@ -41,6 +42,7 @@ pub fn register(routes: &mut Routes) {
     providers::register(routes);
     inventories::register(routes);
     allocations::register(routes);
+    candidates::register(routes);
     usages::register(routes);
     aggregates::register(routes);
     traits::register(routes);
