@@ -382,6 +382,36 @@ ok "resource provider usage show" \
     "${PLACEMENT_139[@]}" resource provider usage show "$RP1" -f json
 check "{r['resource_class']: r['usage'] for r in d} == {'VCPU': 0, 'MEMORY_MB': 0}"
 
+# Allocation candidates, allocations and usages.
+CONSUMER=cccccccc-cccc-4ccc-8ccc-cccccccccccc
+ok "allocation candidate list" \
+    "${PLACEMENT_139[@]}" allocation candidate list --resource VCPU=1 --resource MEMORY_MB=512 -f json
+check "any(r['resource provider'] == '$RP1' for r in d) and all(r['resource provider'] != '$RP2' for r in d)"
+ok "allocation candidate list --limit" \
+    "${PLACEMENT_139[@]}" allocation candidate list --resource VCPU=1 --limit 1 -f json
+check "len(d) == 1"
+ok "resource provider allocation set" \
+    "${PLACEMENT_139[@]}" resource provider allocation set "$CONSUMER" \
+    --allocation "rp=$RP1,VCPU=2,MEMORY_MB=512" --project-id p1 --user-id u1 --consumer-type INSTANCE -f json
+check "d[0]['resource_provider'] == '$RP1' and d[0]['resources'] == {'VCPU': 2, 'MEMORY_MB': 512}"
+ok "resource provider allocation show" \
+    "${PLACEMENT_139[@]}" resource provider allocation show "$CONSUMER" -f json
+check "d[0]['project_id'] == 'p1' and d[0]['consumer_type'] == 'INSTANCE' and d[0]['resources']['VCPU'] == 2"
+ok "resource usage show" \
+    "${PLACEMENT_139[@]}" resource usage show p1 -f json
+check "d[0]['resource_class'] == 'INSTANCE' and d[0]['usage']['VCPU'] == 2 and d[0]['usage']['consumer_count'] == 1"
+ok "resource provider usage show (with an allocation)" \
+    "${PLACEMENT_139[@]}" resource provider usage show "$RP1" -f json
+check "{r['resource_class']: r['usage'] for r in d}['VCPU'] == 2"
+fails "resource provider allocation set over capacity" "HTTP 409" \
+    "${PLACEMENT_139[@]}" resource provider allocation set dddddddd-dddd-4ddd-8ddd-dddddddddddd \
+    --allocation "rp=$RP1,VCPU=1000" --project-id p1 --user-id u1 --consumer-type INSTANCE
+ok "resource provider allocation delete" \
+    "${PLACEMENT_139[@]}" resource provider allocation delete "$CONSUMER"
+ok "resource provider allocation show (after delete)" \
+    "${PLACEMENT_139[@]}" resource provider allocation show "$CONSUMER" -f json
+check "d == []"
+
 # Aggregates (the generation is mandatory from 1.19).
 GENERATION=$(value "${PLACEMENT_139[@]}" resource provider show "$RP1" -f value -c generation) || GENERATION=unknown
 log "    (generation of $RP1 is $GENERATION)"
