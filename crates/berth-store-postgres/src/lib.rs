@@ -138,3 +138,18 @@ impl WriteTx for PostgresTx {
         Ok(seq)
     }
 }
+
+impl PostgresStore {
+    /// Every `(table, column)` of berth's schema, sorted (for the cross-backend schema test).
+    pub async fn schema_columns(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT table_name::TEXT, column_name::TEXT FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name NOT LIKE '_sqlx%'
+             ORDER BY table_name, column_name",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(rows)
+    }
+}

@@ -138,3 +138,18 @@ impl WriteTx for SqliteTx {
         Ok(seq)
     }
 }
+
+impl SqliteStore {
+    /// Every `(table, column)` of berth's schema, sorted (for the cross-backend schema test).
+    pub async fn schema_columns(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p
+             WHERE m.type = 'table' AND m.name NOT LIKE '_sqlx%' AND m.name NOT LIKE 'sqlite_%'
+             ORDER BY m.name, p.name",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(rows)
+    }
+}

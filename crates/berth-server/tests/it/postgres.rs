@@ -165,3 +165,29 @@ async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
     scratch::drop_all(&server, &[name]).await;
     outcome.expect("test body");
 }
+
+#[tokio::test]
+async fn both_backends_migrate_to_the_same_tables_and_columns() {
+    let Some(server) = scratch::server_url("both_backends_migrate_to_the_same_tables_and_columns")
+    else {
+        return;
+    };
+    let (name, url) = scratch::create(&server).await;
+    let outcome = tokio::spawn(async move {
+        let dir = tempfile::tempdir().expect("dir");
+        let sqlite = berth_store_sqlite::SqliteStore::open(&dir.path().join("berth.db"))
+            .await
+            .expect("sqlite");
+        let postgres = berth_store_postgres::PostgresStore::connect(&url)
+            .await
+            .expect("postgres");
+        let lite = sqlite.schema_columns().await.expect("sqlite schema");
+        let pg = postgres.schema_columns().await.expect("postgres schema");
+        postgres.close().await;
+        assert!(lite.len() > 40, "the schema was read: {lite:?}");
+        assert_eq!(lite, pg, "one logical schema in both dialects");
+    })
+    .await;
+    scratch::drop_all(&server, &[name]).await;
+    outcome.expect("test body");
+}

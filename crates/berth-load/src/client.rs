@@ -1,0 +1,90 @@
+//! The HTTP side: one reqwest client with the Placement headers, the loopback-only target check,
+//! the run deadline and the deterministic uuids the tool uses.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
+use uuid::Uuid;
+
+use crate::{Common, REQUEST_TIMEOUT};
+
+/// Microversion sent with every request.
+pub(crate) const MICROVERSION: &str = "placement 1.39";
+
+/// One server to load: its endpoint, a client, the deadline and the output format.
+pub(crate) struct Target {
+    /// Endpoint without a trailing slash.
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
+    pub(crate) deadline: Instant,
+    pub(crate) json: bool,
+}
+
+impl Target {
+    /// Checks the URL names a loopback host and builds the client.
+    pub(crate) fn new(common: &Common) -> anyhow::Result<Self> {
+        let url = reqwest::Url::parse(&common.url).context("parse --url")?;
+        if url.scheme() != "http" {
+            bail!("--url must be plain http, got {}", url.scheme());
+        }
+        let host = url.host_str().unwrap_or_default();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback =
+            host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        if !loopback {
+            bail!("--url must name a loopback address (127.0.0.0/8, ::1 or localhost)");
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "OpenStack-API-Version",
+            HeaderValue::from_static(MICROVERSION),
+        );
+        headers.insert("X-Auth-Token", HeaderValue::from_static("admin"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(REQUEST_TIMEOUT)
+            .no_proxy()
+            .build()
+            .context("build the HTTP client")?;
+        Ok(Self {
+            base: common.url.trim_end_matches('/').to_owned(),
+            client,
+            deadline: Instant::now() + Duration::from_secs(common.max_seconds),
+            json: common.json,
+        })
+    }
+
+    /// Full URL of a path below the endpoint.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.base, path.trim_start_matches('/'))
+    }
+
+    /// Fails when the run's deadline has passed.
+    pub(crate) fn check_deadline(&self, what: &str) -> anyhow::Result<()> {
+        if Instant::now() >= self.deadline {
+            bail!("--max-seconds reached during {what}");
+        }
+        Ok(())
+    }
+
+    /// GETs a path, checks 200 and parses the JSON body.
+    pub(crate) async fn get_json(&self, path: &str) -> anyhow::Result<serde_json::Value> {
+        self.check_deadline(path)?;
+        let response = self.client.get(self.url(path)).send().await?;
+        let status = response.status();
+        let body = response.text().await?;
+        if status != reqwest::StatusCode::OK {
+            bail!("GET {path}: {status}: {body}");
+        }
+        serde_json::from_str(&body).with_context(|| format!("GET {path}: body is not JSON"))
+    }
+}
+
+/// A valid version-4 uuid derived from a namespace and an index, the same on every run.
+pub(crate) fn uuid_for(namespace: u64, index: u64) -> Uuid {
+    let bits = (u128::from(namespace) << 64) | u128::from(index);
+    uuid::Builder::from_random_bytes(bits.to_be_bytes()).into_uuid()
+}

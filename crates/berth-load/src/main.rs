@@ -1,0 +1,133 @@
+//! `berth-load`: a small load generator for Placement-compatible servers (berth or OpenStack
+//! Placement). It populates providers, times GETs and drives allocation writes, always against one
+//! loopback URL and always bounded by a request count and a `--max-seconds` deadline.
+#![forbid(unsafe_code)]
+
+mod allocations;
+mod client;
+mod get;
+mod pool;
+mod populate;
+mod stats;
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Command line of `berth-load`.
+#[derive(Parser)]
+#[command(
+    name = "berth-load",
+    about = "Load generator for Placement-compatible servers"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Args, Clone)]
+struct Common {
+    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement (loopback addresses only).
+    #[arg(long)]
+    url: String,
+    /// Hard deadline for the whole run, in seconds.
+    #[arg(long, default_value_t = 120)]
+    max_seconds: u64,
+    /// Print the result as one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create providers with inventories and aggregates (idempotent growth to N).
+    Populate {
+        #[command(flatten)]
+        common: Common,
+        /// Number of providers the server should hold afterwards.
+        #[arg(long)]
+        providers: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+    },
+    /// Time R GETs of one path and check that each answers 200.
+    Get {
+        #[command(flatten)]
+        common: Common,
+        /// Path below the endpoint, with its query string.
+        #[arg(long)]
+        path: String,
+        /// Measured requests.
+        #[arg(long, default_value_t = 100)]
+        requests: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Requests sent and checked before measuring.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+    },
+    /// PUT allocations for R new consumers, round-robin over the server's providers.
+    PutAllocations {
+        #[command(flatten)]
+        common: Common,
+        /// Writes to send.
+        #[arg(long, default_value_t = 1000)]
+        requests: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Seed of the consumer uuids; change it to write again on the same server.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("berth-load: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Populate {
+            common,
+            providers,
+            concurrency,
+        } => {
+            let target = client::Target::new(&common)?;
+            populate::run(&target, providers, concurrency).await
+        }
+        Command::Get {
+            common,
+            path,
+            requests,
+            concurrency,
+            warmup,
+        } => {
+            let target = client::Target::new(&common)?;
+            get::run(&target, &path, requests, concurrency, warmup).await
+        }
+        Command::PutAllocations {
+            common,
+            requests,
+            concurrency,
+            seed,
+        } => {
+            let target = client::Target::new(&common)?;
+            allocations::run(&target, requests, concurrency, seed).await
+        }
+    }
+}
+
+/// Longest any single request may take before it counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
