@@ -6,129 +6,133 @@ use berth_store_postgres::scratch;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-#[tokio::test]
-async fn postgres_server_keeps_everything_across_a_restart() {
-    let Some(server) = scratch::server_url("postgres_server_keeps_everything_across_a_restart")
-    else {
+/// Runs `body` with the URL of a fresh database, dropping it afterwards even when `body` panics.
+/// Without `BERTH_TEST_POSTGRES_URL`, prints a loud skip line naming `test` and returns.
+async fn on_scratch_database<F, Fut>(test: &str, body: F)
+where
+    F: FnOnce(String) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Some(server) = scratch::server_url(test) else {
         return;
     };
     let (name, url) = scratch::create(&server).await;
-    let outcome = tokio::spawn(async move {
-        let app = TestApp::spawn_with(Options {
-            database: Some(url.clone()),
-            ..Options::default()
-        })
-        .await;
-        let (status, health) = app.get("/healthz", None).await;
-        assert_eq!(
-            (status, health["database"].as_str()),
-            (StatusCode::OK, Some("postgres"))
-        );
-        let uuid = app.create_provider("cn1", None).await;
-        app.set_inventory(&uuid, 8, 1024).await;
-        let _ = app.stop().await;
-        let app = TestApp::spawn_with(Options {
-            database: Some(url),
-            ..Options::default()
-        })
-        .await;
-        let (_, body) = app
-            .get(
-                &format!("/placement/resource_providers/{uuid}/inventories"),
-                Some("1.39"),
-            )
-            .await;
-        assert_eq!(body["inventories"]["MEMORY_MB"]["total"], 1024);
-        let _ = app.stop().await;
-    })
-    .await;
+    let outcome = tokio::spawn(body(url)).await;
     scratch::drop_all(&server, &[name]).await;
     outcome.expect("test body");
 }
 
 #[tokio::test]
-async fn two_replicas_share_one_catalog_and_never_double_write() {
-    let Some(server) = scratch::server_url("two_replicas_share_one_catalog_and_never_double_write")
-    else {
-        return;
-    };
-    let (name, url) = scratch::create(&server).await;
-    let outcome = tokio::spawn(async move {
-        let first = TestApp::spawn_with(Options {
-            database: Some(url.clone()),
-            ..Options::default()
-        })
-        .await;
-        let second = TestApp::spawn_with(Options {
-            database: Some(url),
-            ..Options::default()
-        })
-        .await;
-        let uuid = first.create_provider("cn1", None).await;
-        let (status, body) = second
-            .get(
-                &format!("/placement/resource_providers/{uuid}"),
-                Some("1.39"),
-            )
+async fn postgres_server_keeps_everything_across_a_restart() {
+    on_scratch_database(
+        "postgres_server_keeps_everything_across_a_restart",
+        |url| async move {
+            let app = TestApp::spawn_with(Options {
+                database: Some(url.clone()),
+                ..Options::default()
+            })
             .await;
-        assert_eq!(
-            status,
-            StatusCode::OK,
-            "a write on one replica is read on the other: {body}"
-        );
+            let (status, health) = app.get("/healthz", None).await;
+            assert_eq!(
+                (status, health["database"].as_str()),
+                (StatusCode::OK, Some("postgres"))
+            );
+            let uuid = app.create_provider("cn1", None).await;
+            app.set_inventory(&uuid, 8, 1024).await;
+            let _ = app.stop().await;
+            let app = TestApp::spawn_with(Options {
+                database: Some(url),
+                ..Options::default()
+            })
+            .await;
+            let (_, body) = app
+                .get(
+                    &format!("/placement/resource_providers/{uuid}/inventories"),
+                    Some("1.39"),
+                )
+                .await;
+            assert_eq!(body["inventories"]["MEMORY_MB"]["total"], 1024);
+            let _ = app.stop().await;
+        },
+    )
+    .await;
+}
 
-        // Both replicas race to write the same generation: exactly one wins.
-        let body =
-            json!({"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}});
-        let path = format!("/placement/resource_providers/{uuid}/inventories");
-        let (a, b) = tokio::join!(
-            first.call(Method::PUT, &path, Some("1.39"), Some(body.clone())),
-            second.call(Method::PUT, &path, Some("1.39"), Some(body)),
-        );
-        let mut statuses = [a.0, b.0];
-        statuses.sort();
-        assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT]);
+#[tokio::test]
+async fn two_replicas_share_one_catalog_and_never_double_write() {
+    on_scratch_database(
+        "two_replicas_share_one_catalog_and_never_double_write",
+        |url| async move {
+            let first = TestApp::spawn_with(Options {
+                database: Some(url.clone()),
+                ..Options::default()
+            })
+            .await;
+            let second = TestApp::spawn_with(Options {
+                database: Some(url),
+                ..Options::default()
+            })
+            .await;
+            let uuid = first.create_provider("cn1", None).await;
+            let (status, body) = second
+                .get(
+                    &format!("/placement/resource_providers/{uuid}"),
+                    Some("1.39"),
+                )
+                .await;
+            assert_eq!(
+                status,
+                StatusCode::OK,
+                "a write on one replica is read on the other: {body}"
+            );
 
-        // Both race to create the same name, many times over: one provider per name.
-        for round in 0..10 {
-            let name = format!("race-{round}");
-            let body = json!({ "name": name });
-            let path = "/placement/resource_providers";
+            // Both replicas race to write the same generation: exactly one wins.
+            let body =
+                json!({"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}});
+            let path = format!("/placement/resource_providers/{uuid}/inventories");
             let (a, b) = tokio::join!(
-                first.call(Method::POST, path, Some("1.39"), Some(body.clone())),
-                second.call(Method::POST, path, Some("1.39"), Some(body)),
+                first.call(Method::PUT, &path, Some("1.39"), Some(body.clone())),
+                second.call(Method::PUT, &path, Some("1.39"), Some(body)),
             );
             let mut statuses = [a.0, b.0];
             statuses.sort();
+            assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT]);
+
+            // Both race to create the same name, many times over: one provider per name.
+            for round in 0..10 {
+                let name = format!("race-{round}");
+                let body = json!({ "name": name });
+                let path = "/placement/resource_providers";
+                let (a, b) = tokio::join!(
+                    first.call(Method::POST, path, Some("1.39"), Some(body.clone())),
+                    second.call(Method::POST, path, Some("1.39"), Some(body)),
+                );
+                let mut statuses = [a.0, b.0];
+                statuses.sort();
+                assert_eq!(
+                    statuses,
+                    [StatusCode::OK, StatusCode::CONFLICT],
+                    "round {round}"
+                );
+            }
+            let (_, list) = second
+                .get("/placement/resource_providers", Some("1.39"))
+                .await;
             assert_eq!(
-                statuses,
-                [StatusCode::OK, StatusCode::CONFLICT],
-                "round {round}"
+                list["resource_providers"].as_array().expect("list").len(),
+                11
             );
-        }
-        let (_, list) = second
-            .get("/placement/resource_providers", Some("1.39"))
-            .await;
-        assert_eq!(
-            list["resource_providers"].as_array().expect("list").len(),
-            11
-        );
-        let _ = first.stop().await;
-        let _ = second.stop().await;
-    })
+            let _ = first.stop().await;
+            let _ = second.stop().await;
+        },
+    )
     .await;
-    scratch::drop_all(&server, &[name]).await;
-    outcome.expect("test body");
 }
 
 #[tokio::test]
 async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
     let test = "two_replicas_racing_for_the_last_units_admit_exactly_the_capacity";
-    let Some(server) = scratch::server_url(test) else {
-        return;
-    };
-    let (name, url) = scratch::create(&server).await;
-    let outcome = tokio::spawn(async move {
+    on_scratch_database(test, |url| async move {
         let first = TestApp::spawn_with(Options { database: Some(url.clone()), ..Options::default() }).await;
         let second = TestApp::spawn_with(Options { database: Some(url), ..Options::default() }).await;
         let rp = first.create_provider("cn1", None).await;
@@ -162,32 +166,26 @@ async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
         let _ = second.stop().await;
     })
     .await;
-    scratch::drop_all(&server, &[name]).await;
-    outcome.expect("test body");
 }
 
 #[tokio::test]
 async fn both_backends_migrate_to_the_same_tables_and_columns() {
-    let Some(server) = scratch::server_url("both_backends_migrate_to_the_same_tables_and_columns")
-    else {
-        return;
-    };
-    let (name, url) = scratch::create(&server).await;
-    let outcome = tokio::spawn(async move {
-        let dir = tempfile::tempdir().expect("dir");
-        let sqlite = berth_store_sqlite::SqliteStore::open(&dir.path().join("berth.db"))
-            .await
-            .expect("sqlite");
-        let postgres = berth_store_postgres::PostgresStore::connect(&url)
-            .await
-            .expect("postgres");
-        let lite = sqlite.schema_columns().await.expect("sqlite schema");
-        let pg = postgres.schema_columns().await.expect("postgres schema");
-        postgres.close().await;
-        assert!(lite.len() > 40, "the schema was read: {lite:?}");
-        assert_eq!(lite, pg, "one logical schema in both dialects");
-    })
+    on_scratch_database(
+        "both_backends_migrate_to_the_same_tables_and_columns",
+        |url| async move {
+            let dir = tempfile::tempdir().expect("dir");
+            let sqlite = berth_store_sqlite::SqliteStore::open(&dir.path().join("berth.db"))
+                .await
+                .expect("sqlite");
+            let postgres = berth_store_postgres::PostgresStore::connect(&url)
+                .await
+                .expect("postgres");
+            let lite = sqlite.schema_columns().await.expect("sqlite schema");
+            let pg = postgres.schema_columns().await.expect("postgres schema");
+            postgres.close().await;
+            assert!(lite.len() > 40, "the schema was read: {lite:?}");
+            assert_eq!(lite, pg, "one logical schema in both dialects");
+        },
+    )
     .await;
-    scratch::drop_all(&server, &[name]).await;
-    outcome.expect("test body");
 }
