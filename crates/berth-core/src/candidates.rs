@@ -19,7 +19,7 @@ use crate::limits;
 use crate::name::{ResourceClass, TraitName};
 use crate::provider::Provider;
 use crate::query::{MemberOf, TraitFilter, has_capacity};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use uuid::Uuid;
 
 /// The trait that marks a provider as sharing its inventory through its aggregates.
@@ -74,18 +74,21 @@ pub struct CandidateQuery {
     pub nested_aware: bool,
 }
 
-/// One provider's part of a candidate: the amounts it gives and the groups it serves.
+/// One provider's part of a candidate: the amounts it gives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Part {
     /// The provider.
     pub provider: Uuid,
-    /// Amounts by class (summed over groups).
-    pub resources: BTreeMap<ResourceClass, u64>,
+    /// Amounts by class (summed over groups), sorted by class.
+    pub resources: Vec<(ResourceClass, u64)>,
 }
+
+/// Suffix to the providers serving that group, sorted by suffix; providers sorted.
+pub type Mapping = Vec<(String, Vec<Uuid>)>;
 
 /// What makes two candidates the same: their parts and their mappings (not their anchor).
 #[derive(PartialEq, Eq, Hash)]
-struct Mappings(Vec<Part>, BTreeMap<String, BTreeSet<Uuid>>);
+struct Identity(Vec<Part>, Mapping);
 
 /// One allocation candidate.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,7 +98,7 @@ pub struct Candidate {
     /// Providers and what each gives, in provider order.
     pub parts: Vec<Part>,
     /// Suffix to the providers serving that group.
-    pub mappings: BTreeMap<String, BTreeSet<Uuid>>,
+    pub mappings: Mapping,
 }
 
 /// The candidates found, and whether a bound cut the search short.
@@ -107,32 +110,19 @@ pub struct Candidates {
     pub truncated: bool,
 }
 
-/// Per-query indexes: tree members and sharing anchors.
+/// Per-query indexes: sharing anchors (only built when sharing providers exist).
 struct Index<'c> {
     catalog: &'c Catalog,
-    /// Root to the providers of its tree, in creation order.
-    trees: HashMap<Uuid, Vec<&'c Provider>>,
     /// Root to the sharing providers anchored to it (outside its own tree).
     shared_with: HashMap<Uuid, Vec<&'c Provider>>,
-    /// Whether any provider has a parent.
-    has_trees: bool,
+    /// Whether the unsuffixed group must consider spreading over providers.
+    spans: bool,
 }
 
 impl<'c> Index<'c> {
     fn build(catalog: &'c Catalog) -> Index<'c> {
-        let mut trees: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
-        let mut has_trees = false;
-        let sharing_trait = TraitName::parse(SHARING_TRAIT).expect("invariant: a valid trait name");
-        let mut sharing = Vec::new();
-        for provider in catalog.providers() {
-            has_trees |= provider.parent().is_some();
-            trees.entry(provider.root()).or_default().push(provider);
-            if provider.traits().contains(&sharing_trait) {
-                sharing.push(provider);
-            }
-        }
         let mut shared_with: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
-        if !sharing.is_empty() {
+        if catalog.sharing_providers().next().is_some() {
             let mut roots_by_aggregate: HashMap<Uuid, BTreeSet<Uuid>> = HashMap::new();
             for provider in catalog.providers() {
                 for aggregate in provider.aggregates() {
@@ -142,7 +132,7 @@ impl<'c> Index<'c> {
                         .insert(provider.root());
                 }
             }
-            for provider in sharing {
+            for provider in catalog.sharing_providers() {
                 let anchors: BTreeSet<Uuid> = provider
                     .aggregates()
                     .iter()
@@ -156,11 +146,11 @@ impl<'c> Index<'c> {
                 }
             }
         }
+        let spans = catalog.has_nested() || !shared_with.is_empty();
         Index {
             catalog,
-            trees,
             shared_with,
-            has_trees,
+            spans,
         }
     }
 
@@ -362,17 +352,17 @@ fn combine(
             return None;
         }
     }
-    let mut mappings: BTreeMap<String, BTreeSet<Uuid>> = BTreeMap::new();
+    let mut by_suffix: BTreeMap<&str, BTreeSet<Uuid>> = BTreeMap::new();
     for (group, option) in query.groups.iter().zip(chosen) {
-        mappings
-            .entry(group.suffix.clone())
+        by_suffix
+            .entry(group.suffix.as_str())
             .or_default()
             .extend(option.providers.iter().copied());
     }
     for suffixes in &query.same_subtree {
         let providers: BTreeSet<Uuid> = suffixes
             .iter()
-            .filter_map(|s| mappings.get(s))
+            .filter_map(|s| by_suffix.get(s.as_str()))
             .flatten()
             .copied()
             .collect();
@@ -388,7 +378,8 @@ fn combine(
                 .1 += amount;
         }
     }
-    let mut parts: BTreeMap<Uuid, BTreeMap<ResourceClass, u64>> = BTreeMap::new();
+    let mut parts: Vec<Part> = Vec::new();
+    // `sums` iterates in (provider, class) order: parts come out by provider, classes sorted.
     for ((uuid, class), (provider, amount)) in &sums {
         let record = provider
             .inventories()
@@ -399,33 +390,59 @@ fn combine(
         {
             return None;
         }
-        parts
-            .entry(*uuid)
-            .or_default()
-            .insert((*class).clone(), *amount);
+        match parts.last_mut() {
+            Some(part) if part.provider == *uuid => {
+                part.resources.push(((*class).clone(), *amount))
+            }
+            _ => parts.push(Part {
+                provider: *uuid,
+                resources: vec![((*class).clone(), *amount)],
+            }),
+        }
     }
     if !query.nested_aware {
         // Before 1.29 a candidate may not use two providers of one tree.
         let roots: BTreeSet<Uuid> = parts
-            .keys()
-            .filter_map(|u| catalog.provider(*u))
+            .iter()
+            .filter_map(|p| catalog.provider(p.provider))
             .map(Provider::root)
             .collect();
         if roots.len() != parts.len() {
             return None;
         }
     }
-    let parts = parts
+    let mappings = by_suffix
         .into_iter()
-        .map(|(provider, resources)| Part {
-            provider,
-            resources,
-        })
+        .map(|(suffix, providers)| (suffix.to_owned(), providers.into_iter().collect()))
         .collect();
     Some(Candidate {
         anchor,
         parts,
         mappings,
+    })
+}
+
+/// The candidate of a request with one group that `provider` alone satisfies, if it does.
+fn single(group: &Group, provider: &Provider) -> Option<Candidate> {
+    // Cheapest refusals first: aggregates and traits are set lookups, capacity is arithmetic.
+    if !group.member_of.admits(provider.aggregates())
+        || !group.traits.admits(provider.traits())
+        || !group
+            .resources
+            .iter()
+            .all(|(class, amount)| has_capacity(provider, class, *amount))
+    {
+        return None;
+    }
+    let mut resources: Vec<(ResourceClass, u64)> = group.resources.clone();
+    resources.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Some(Candidate {
+        anchor: provider.root(),
+        parts: vec![Part {
+            provider: provider.uuid(),
+            resources,
+        }],
+        mappings: vec![(group.suffix.clone(), vec![provider.uuid()])],
     })
 }
 
@@ -436,11 +453,33 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
         .limit
         .unwrap_or(usize::MAX)
         .min(limits::PLACEMENT_CANDIDATES_MAX);
-    let mut budget = limits::CANDIDATE_COMBINATIONS_MAX;
+    let truncated = query.limit.is_none_or(|wanted| wanted > limit);
     let mut out = Candidates::default();
+    // The common case, one group over flat providers with no sharing: each root alone.
+    if let [group] = query.groups.as_slice()
+        && !index.spans
+        && group.in_tree.is_none()
+        && !group.resources.is_empty()
+    {
+        for root in catalog
+            .roots()
+            .filter(|r| query.root_required.admits(r.traits()))
+        {
+            let Some(candidate) = single(group, root) else {
+                continue;
+            };
+            out.candidates.push(candidate);
+            if out.candidates.len() >= limit {
+                out.truncated = truncated;
+                return out;
+            }
+        }
+        return out;
+    }
+    let mut budget = limits::CANDIDATE_COMBINATIONS_MAX;
     // A sharing provider alone can satisfy a request from several anchors; one candidate each.
     let dedupe = !index.shared_with.is_empty();
-    let mut seen: std::collections::HashSet<Mappings> = std::collections::HashSet::new();
+    let mut seen: HashSet<Identity> = HashSet::new();
     let in_tree_roots: Vec<Option<Option<Uuid>>> = query
         .groups
         .iter()
@@ -449,13 +488,14 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
                 .map(|uuid| catalog.provider(uuid).map(Provider::root))
         })
         .collect();
-    for root in catalog.providers().filter(|p| p.parent().is_none()) {
+    for root in catalog.roots() {
         if !query.root_required.admits(root.traits()) {
             continue;
         }
+        let members = catalog.tree(root.uuid());
         let mut per_group: Vec<Vec<GroupOption<'_>>> = Vec::with_capacity(query.groups.len());
         for (group, in_tree) in query.groups.iter().zip(&in_tree_roots) {
-            let options = group_options(&index, group, root, *in_tree, &mut budget);
+            let options = group_options(&index, group, root, &members, *in_tree, &mut budget);
             if options.is_empty() {
                 break;
             }
@@ -476,21 +516,12 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
                 .zip(&per_group)
                 .map(|(idx, options)| &options[*idx])
                 .collect();
-            if let Some(candidate) = combine(query, catalog, root.uuid(), &chosen) {
-                if dedupe
-                    && !seen.insert(Mappings(
-                        candidate.parts.clone(),
-                        candidate.mappings.clone(),
-                    ))
-                {
-                    if !advance(&mut cursor, &per_group) {
-                        break;
-                    }
-                    continue;
-                }
+            let candidate = combine(query, catalog, root.uuid(), &chosen)
+                .filter(|c| !dedupe || seen.insert(Identity(c.parts.clone(), c.mappings.clone())));
+            if let Some(candidate) = candidate {
                 out.candidates.push(candidate);
                 if out.candidates.len() >= limit {
-                    out.truncated = query.limit.is_none_or(|wanted| wanted > limit);
+                    out.truncated = truncated;
                     return out;
                 }
             }
@@ -507,6 +538,7 @@ fn group_options<'c>(
     index: &Index<'c>,
     group: &'c Group,
     root: &'c Provider,
+    members: &[&'c Provider],
     in_tree: Option<Option<Uuid>>,
     budget: &mut usize,
 ) -> Vec<GroupOption<'c>> {
@@ -515,17 +547,12 @@ fn group_options<'c>(
         Some(Some(wanted)) if wanted != root.uuid() => return Vec::new(),
         _ => {}
     }
-    let members = index
-        .trees
-        .get(&root.uuid())
-        .map(Vec::as_slice)
-        .unwrap_or_default();
     let mut pool: Vec<(&Provider, &Provider)> =
         members.iter().map(|p| (*p, index.root_of(p))).collect();
     if let (None, Some(shared)) = (in_tree, index.shared_with.get(&root.uuid())) {
         pool.extend(shared.iter().map(|p| (*p, root)));
     }
-    let spans = group.is_unsuffixed() && (index.has_trees || !index.shared_with.is_empty());
+    let spans = group.is_unsuffixed() && index.spans;
     match (spans, group.resources.is_empty()) {
         (true, false) => spanning_options(group, &pool, budget),
         _ => single_provider_options(group, &pool, spans),

@@ -69,6 +69,10 @@ pub struct Catalog {
     custom_traits: BTreeSet<TraitName>,
     aggregates: BTreeMap<Uuid, AggregateRecord>,
     consumers: HashMap<Uuid, Consumer>,
+    /// Parent to children, in creation order; only parents with children have an entry.
+    children: HashMap<Uuid, Vec<Uuid>>,
+    /// Providers with the sharing trait.
+    sharing: BTreeSet<Uuid>,
     next_id: i64,
 }
 
@@ -96,6 +100,13 @@ impl Catalog {
         for (uuid, name) in rows.traits {
             catalog.provider_mut(uuid).traits.insert(name);
         }
+        let sharing: Vec<Uuid> = catalog
+            .providers
+            .values()
+            .filter(|p| is_sharing(p))
+            .map(|p| p.uuid)
+            .collect();
+        catalog.sharing.extend(sharing);
         for (uuid, aggregate) in rows.aggregates {
             catalog.provider_mut(uuid).aggregates.insert(aggregate);
         }
@@ -165,11 +176,52 @@ impl Catalog {
             .and_then(|uuid| self.providers.get(uuid))
     }
 
-    /// Direct children of a provider.
+    /// Direct children of a provider, in creation order.
     pub fn children(&self, uuid: Uuid) -> impl Iterator<Item = &Provider> {
-        self.providers
-            .values()
-            .filter(move |p| p.parent == Some(uuid))
+        self.children.get(&uuid).into_iter().flatten().map(|child| {
+            self.providers
+                .get(child)
+                .expect("invariant: children exist")
+        })
+    }
+
+    /// Whether any provider has a parent.
+    pub fn has_nested(&self) -> bool {
+        !self.children.is_empty()
+    }
+
+    /// Providers that share their inventory through aggregates (`MISC_SHARES_VIA_AGGREGATE`).
+    pub fn sharing_providers(&self) -> impl Iterator<Item = &Provider> {
+        self.sharing.iter().map(|uuid| {
+            self.providers
+                .get(uuid)
+                .expect("invariant: sharing providers exist")
+        })
+    }
+
+    /// The providers of the tree rooted at `root`, parents before children.
+    pub fn tree(&self, root: Uuid) -> Vec<&Provider> {
+        let Some(top) = self.providers.get(&root) else {
+            return Vec::new();
+        };
+        let mut out = vec![top];
+        let mut idx = 0;
+        // Bounded: each provider is pushed once because the tree has no cycles.
+        while idx < out.len() {
+            let current = out[idx].uuid;
+            out.extend(self.children(current));
+            idx += 1;
+            assert!(
+                out.len() <= self.providers.len(),
+                "invariant: provider trees are acyclic"
+            );
+        }
+        out
+    }
+
+    /// Root providers, in creation order.
+    pub fn roots(&self) -> impl Iterator<Item = &Provider> {
+        self.providers.values().filter(|p| p.parent.is_none())
     }
 
     /// The provider and all its descendants, parents before children.
@@ -259,37 +311,18 @@ impl Catalog {
     fn apply_one(&mut self, change: &Change) {
         match change {
             Change::ProviderCreated(row) => self.insert_provider(row.clone()),
-            Change::ProviderUpdated(row) => {
-                let old_name = self.provider_mut(row.uuid).name.clone();
-                if old_name != row.name {
-                    self.by_name.remove(&old_name);
-                    self.by_name.insert(row.name.clone(), row.uuid);
-                }
-                let provider = self.provider_mut(row.uuid);
-                assert_eq!(
-                    provider.id, row.id,
-                    "invariant: a provider's id never changes"
-                );
-                provider.name = row.name.clone();
-                provider.parent = row.parent;
-                provider.root = row.root;
-                provider.generation = row.generation;
-                provider.availability_zone = row.availability_zone.clone();
-                provider.updated_at = row.updated_at;
-            }
-            Change::ProviderDeleted(uuid) => {
-                let provider = self
-                    .providers
-                    .shift_remove(uuid)
-                    .expect("invariant: deleted provider exists");
-                self.by_name.remove(&provider.name);
-                self.by_id.remove(&provider.id);
-            }
+            Change::ProviderUpdated(row) => self.update_provider(row),
+            Change::ProviderDeleted(uuid) => self.delete_provider(*uuid),
             Change::InventoriesReplaced { uuid, inventories } => {
                 self.provider_mut(*uuid).inventories = inventories.clone();
             }
             Change::TraitsReplaced { uuid, traits } => {
-                self.provider_mut(*uuid).traits = traits.clone()
+                let provider = self.provider_mut(*uuid);
+                provider.traits = traits.clone();
+                match is_sharing(provider) {
+                    true => self.sharing.insert(*uuid),
+                    false => self.sharing.remove(uuid),
+                };
             }
             Change::AggregatesReplaced { uuid, aggregates } => {
                 self.provider_mut(*uuid).aggregates = aggregates.clone();
@@ -328,7 +361,66 @@ impl Catalog {
         }
     }
 
+    fn update_provider(&mut self, row: &ProviderRow) {
+        let old_name = self.provider_mut(row.uuid).name.clone();
+        if old_name != row.name {
+            self.by_name.remove(&old_name);
+            self.by_name.insert(row.name.clone(), row.uuid);
+        }
+        let old_parent = self.provider_mut(row.uuid).parent;
+        if old_parent != row.parent {
+            if let Some(old) = old_parent {
+                self.unlink_child(old, row.uuid);
+            }
+            if let Some(new) = row.parent {
+                self.children.entry(new).or_default().push(row.uuid);
+            }
+        }
+        let provider = self.provider_mut(row.uuid);
+        assert_eq!(
+            provider.id, row.id,
+            "invariant: a provider's id never changes"
+        );
+        provider.name = row.name.clone();
+        provider.parent = row.parent;
+        provider.root = row.root;
+        provider.generation = row.generation;
+        provider.availability_zone = row.availability_zone.clone();
+        provider.updated_at = row.updated_at;
+    }
+
+    fn delete_provider(&mut self, uuid: Uuid) {
+        let provider = self
+            .providers
+            .shift_remove(&uuid)
+            .expect("invariant: deleted provider exists");
+        self.by_name.remove(&provider.name);
+        self.by_id.remove(&provider.id);
+        self.sharing.remove(&uuid);
+        assert!(
+            !self.children.contains_key(&uuid),
+            "invariant: a deleted provider has no children"
+        );
+        if let Some(parent) = provider.parent {
+            self.unlink_child(parent, uuid);
+        }
+    }
+
+    fn unlink_child(&mut self, parent: Uuid, child: Uuid) {
+        let siblings = self
+            .children
+            .get_mut(&parent)
+            .expect("invariant: a child is listed under its parent");
+        siblings.retain(|c| *c != child);
+        if siblings.is_empty() {
+            self.children.remove(&parent);
+        }
+    }
+
     fn insert_provider(&mut self, row: ProviderRow) {
+        if let Some(parent) = row.parent {
+            self.children.entry(parent).or_default().push(row.uuid);
+        }
         assert!(
             !self.providers.contains_key(&row.uuid),
             "invariant: provider uuids are unique"
@@ -474,6 +566,29 @@ impl Catalog {
         if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
             return Err("name or id index out of step with providers".into());
         }
+        let listed: usize = self.children.values().map(Vec::len).sum();
+        let nested = self
+            .providers
+            .values()
+            .filter(|p| p.parent.is_some())
+            .count();
+        if listed != nested
+            || self.children.iter().any(|(parent, kids)| {
+                kids.iter()
+                    .any(|k| self.providers.get(k).and_then(|p| p.parent) != Some(*parent))
+            })
+        {
+            return Err("the children index is out of step with parents".into());
+        }
+        let sharing: BTreeSet<Uuid> = self
+            .providers
+            .values()
+            .filter(|p| is_sharing(p))
+            .map(|p| p.uuid)
+            .collect();
+        if sharing != self.sharing {
+            return Err("the sharing index is out of step with traits".into());
+        }
         self.check_usage()?;
         let mut names = BTreeSet::new();
         for name in self
@@ -533,3 +648,11 @@ impl Catalog {
 
 /// A provider's attributes as a sorted map, for callers building attribute changes.
 pub type Attributes = BTreeMap<String, AttrValue>;
+
+/// Whether a provider has the sharing trait.
+fn is_sharing(provider: &Provider) -> bool {
+    provider
+        .traits
+        .iter()
+        .any(|t| t.as_str() == crate::candidates::SHARING_TRAIT)
+}

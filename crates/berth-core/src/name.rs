@@ -5,7 +5,7 @@
 //! `CUSTOM_[A-Z0-9_]+`.
 
 use crate::limits::NAME_LEN_MAX;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The standard resource classes, in their canonical order.
 pub const STANDARD_RESOURCE_CLASSES: [&str; 21] = [
@@ -80,14 +80,14 @@ pub fn is_name_shaped(name: &str) -> bool {
 }
 
 /// A resource class name. Construction checks the shape only; whether the class exists is a
-/// question for the [`crate::Catalog`].
+/// question for the [`crate::Catalog`]. Cloning is cheap (a shared string).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ResourceClass(String);
+pub struct ResourceClass(Arc<str>);
 
 impl ResourceClass {
     /// Checks the shape of `name`.
     pub fn parse(name: &str) -> Option<ResourceClass> {
-        is_name_shaped(name).then(|| ResourceClass(name.to_owned()))
+        is_name_shaped(name).then(|| ResourceClass(Arc::from(name)))
     }
 
     /// The name.
@@ -101,14 +101,14 @@ impl ResourceClass {
     }
 }
 
-/// A trait name. Construction checks the shape only.
+/// A trait name. Construction checks the shape only. Cloning is cheap (a shared string).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TraitName(String);
+pub struct TraitName(Arc<str>);
 
 impl TraitName {
     /// Checks the shape of `name`.
     pub fn parse(name: &str) -> Option<TraitName> {
-        is_name_shaped(name).then(|| TraitName(name.to_owned()))
+        is_name_shaped(name).then(|| TraitName(Arc::from(name)))
     }
 
     /// The name.

@@ -75,6 +75,9 @@ pub(crate) async fn run(
         ),
         target.json,
     );
+    if !target.json {
+        println!("  writes/second {:.1}", summary.ok_per_second());
+    }
     if summary.ok != summary.finished() {
         bail!("some allocation writes did not answer 204");
     }

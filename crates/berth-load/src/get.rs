@@ -1,5 +1,6 @@
 //! `berth-load get`: warm-up GETs, then R timed GETs of one path; every answer must be 200.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::bail;
@@ -50,6 +51,18 @@ async fn phase(
     ))
 }
 
+/// Lengths of the top-level arrays of a JSON object (how many candidates an answer held).
+fn array_lengths(body: &serde_json::Value) -> BTreeMap<String, usize> {
+    body.as_object()
+        .map(|object| {
+            object
+                .iter()
+                .filter_map(|(key, value)| value.as_array().map(|a| (key.clone(), a.len())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Runs the warm-up and the measured phase and prints the measured one.
 pub(crate) async fn run(
     target: &Target,
@@ -66,10 +79,22 @@ pub(crate) async fn run(
         }
     }
     let summary = phase(target, path, requests, concurrency).await?;
-    summary.print(
-        &format!("GET {path} x{requests}, concurrency {concurrency}"),
-        target.json,
-    );
+    let arrays = array_lengths(&target.get_json(path).await?);
+    if target.json {
+        let mut object = summary.to_json();
+        object["top_level_arrays"] = serde_json::json!(arrays);
+        println!("{object}");
+    } else {
+        summary.print(
+            &format!("GET {path} x{requests}, concurrency {concurrency}"),
+            false,
+        );
+        let listed: Vec<String> = arrays.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!(
+            "  top-level arrays of one more answer: {}",
+            listed.join(", ")
+        );
+    }
     if summary.ok != summary.finished() {
         bail!("GET {path}: some answers were not 200");
     }

@@ -14,7 +14,6 @@ use axum::response::Response;
 use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
 use berth_core::query::TraitFilter;
 use berth_core::{Catalog, Provider, ResourceClass};
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -261,136 +260,151 @@ fn parse_root_required(
     }
 }
 
-#[derive(Serialize)]
-struct Resources<'a> {
-    resources: BTreeMap<&'a str, u64>,
+/// Writes the response body straight from the catalog and the candidates into bytes.
+///
+/// This is the hottest path of the Placement surface (an answer can hold thousands of
+/// candidates), so it writes JSON directly instead of going through serde: every string it
+/// writes is a uuid, a resource class or trait name (`[A-Z0-9_]`), a group suffix
+/// (`[A-Za-z0-9_-]`) or a literal key, none of which needs escaping. A test parses the output.
+struct Json {
+    out: Vec<u8>,
+    numbers: itoa::Buffer,
 }
 
-#[derive(Serialize)]
-struct DictRequest<'a> {
-    allocations: BTreeMap<Uuid, Resources<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    mappings: Option<BTreeMap<&'a str, &'a BTreeSet<Uuid>>>,
-}
-
-#[derive(Serialize)]
-struct ProviderRef {
-    uuid: Uuid,
-}
-
-#[derive(Serialize)]
-struct ListEntry<'a> {
-    resource_provider: ProviderRef,
-    resources: BTreeMap<&'a str, u64>,
-}
-
-#[derive(Serialize)]
-struct ListRequest<'a> {
-    allocations: Vec<ListEntry<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-enum Request<'a> {
-    Dict(DictRequest<'a>),
-    List(ListRequest<'a>),
-}
-
-#[derive(Serialize)]
-struct Capacity {
-    capacity: u64,
-    used: u64,
-}
-
-#[derive(Serialize)]
-struct Summary<'a> {
-    resources: BTreeMap<&'a str, Capacity>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    traits: Option<Vec<&'a str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parent_provider_uuid: Option<Option<Uuid>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    root_provider_uuid: Option<Uuid>,
-}
-
-#[derive(Serialize)]
-struct CandidatesBody<'a> {
-    allocation_requests: Vec<Request<'a>>,
-    provider_summaries: BTreeMap<Uuid, Summary<'a>>,
-}
-
-fn request<'a>(candidate: &'a candidates::Candidate, mv: Microversion) -> Request<'a> {
-    let resources = |part: &'a candidates::Part| {
-        part.resources
-            .iter()
-            .map(|(c, n)| (c.as_str(), *n))
-            .collect()
-    };
-    match mv.at_least(12) {
-        true => Request::Dict(DictRequest {
-            allocations: candidate
-                .parts
-                .iter()
-                .map(|p| {
-                    (
-                        p.provider,
-                        Resources {
-                            resources: resources(p),
-                        },
-                    )
-                })
-                .collect(),
-            mappings: mv.at_least(34).then(|| {
-                candidate
-                    .mappings
-                    .iter()
-                    .map(|(s, p)| (s.as_str(), p))
-                    .collect()
-            }),
-        }),
-        false => Request::List(ListRequest {
-            allocations: candidate
-                .parts
-                .iter()
-                .map(|p| ListEntry {
-                    resource_provider: ProviderRef { uuid: p.provider },
-                    resources: resources(p),
-                })
-                .collect(),
-        }),
+impl Json {
+    fn raw(&mut self, text: &str) {
+        self.out.extend_from_slice(text.as_bytes());
     }
-}
 
-fn summary<'a>(
-    provider: &'a Provider,
-    mv: Microversion,
-    requested: &BTreeSet<ResourceClass>,
-) -> Summary<'a> {
-    let resources = provider
-        .inventories()
-        .iter()
-        .filter(|(class, _)| mv.at_least(27) || requested.contains(*class))
-        .map(|(class, record)| {
-            (
-                class.as_str(),
-                Capacity {
-                    capacity: record.capacity(),
-                    used: provider.used(class),
-                },
-            )
-        })
-        .collect();
-    Summary {
-        resources,
-        traits: mv.at_least(17).then(|| {
-            provider
-                .traits()
-                .iter()
-                .map(berth_core::TraitName::as_str)
-                .collect()
-        }),
-        parent_provider_uuid: mv.at_least(29).then(|| provider.parent()),
-        root_provider_uuid: mv.at_least(29).then(|| provider.root()),
+    /// A string that needs no escaping (checked in debug builds).
+    fn plain(&mut self, text: &str) {
+        debug_assert!(
+            text.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        );
+        self.out.push(b'"');
+        self.out.extend_from_slice(text.as_bytes());
+        self.out.push(b'"');
+    }
+
+    fn uuid(&mut self, uuid: Uuid) {
+        let mut buffer = Uuid::encode_buffer();
+        let text = uuid.hyphenated().encode_lower(&mut buffer);
+        self.plain(text);
+    }
+
+    fn number(&mut self, value: u64) {
+        let text = self.numbers.format(value);
+        self.out.extend_from_slice(text.as_bytes());
+    }
+
+    fn amounts<'a>(&mut self, amounts: impl Iterator<Item = (&'a ResourceClass, u64)>) {
+        self.raw("{");
+        for (idx, (class, amount)) in amounts.enumerate() {
+            if idx > 0 {
+                self.raw(",");
+            }
+            self.plain(class.as_str());
+            self.raw(":");
+            self.number(amount);
+        }
+        self.raw("}");
+    }
+
+    fn request(&mut self, candidate: &candidates::Candidate, mv: Microversion) {
+        self.raw("{\"allocations\":");
+        let dict = mv.at_least(12);
+        self.raw(if dict { "{" } else { "[" });
+        for (idx, part) in candidate.parts.iter().enumerate() {
+            if idx > 0 {
+                self.raw(",");
+            }
+            match dict {
+                true => {
+                    self.uuid(part.provider);
+                    self.raw(":{");
+                }
+                false => {
+                    self.raw("{\"resource_provider\":{\"uuid\":");
+                    self.uuid(part.provider);
+                    self.raw("},");
+                }
+            }
+            self.raw("\"resources\":");
+            self.amounts(
+                part.resources
+                    .iter()
+                    .map(|(class, amount)| (class, *amount)),
+            );
+            self.raw("}");
+        }
+        self.raw(if dict { "}" } else { "]" });
+        if mv.at_least(34) {
+            self.raw(",\"mappings\":{");
+            for (idx, (suffix, providers)) in candidate.mappings.iter().enumerate() {
+                if idx > 0 {
+                    self.raw(",");
+                }
+                self.out.push(b'"');
+                self.raw(suffix);
+                self.raw("\":[");
+                for (n, provider) in providers.iter().enumerate() {
+                    if n > 0 {
+                        self.raw(",");
+                    }
+                    self.uuid(*provider);
+                }
+                self.raw("]");
+            }
+            self.raw("}");
+        }
+        self.raw("}");
+    }
+
+    fn summary(
+        &mut self,
+        provider: &Provider,
+        mv: Microversion,
+        requested: &BTreeSet<ResourceClass>,
+    ) {
+        self.uuid(provider.uuid());
+        self.raw(":{\"resources\":{");
+        let classes = provider
+            .inventories()
+            .iter()
+            .filter(|(class, _)| mv.at_least(27) || requested.contains(*class));
+        for (idx, (class, record)) in classes.enumerate() {
+            if idx > 0 {
+                self.raw(",");
+            }
+            self.plain(class.as_str());
+            self.raw(":{\"capacity\":");
+            self.number(record.capacity());
+            self.raw(",\"used\":");
+            self.number(provider.used(class));
+            self.raw("}");
+        }
+        self.raw("}");
+        if mv.at_least(17) {
+            self.raw(",\"traits\":[");
+            for (idx, name) in provider.traits().iter().enumerate() {
+                if idx > 0 {
+                    self.raw(",");
+                }
+                self.plain(name.as_str());
+            }
+            self.raw("]");
+        }
+        if mv.at_least(29) {
+            self.raw(",\"parent_provider_uuid\":");
+            match provider.parent() {
+                Some(parent) => self.uuid(parent),
+                None => self.raw("null"),
+            }
+            self.raw(",\"root_provider_uuid\":");
+            self.uuid(provider.root());
+        }
+        self.raw("}");
     }
 }
 
@@ -401,26 +415,38 @@ fn render(
     mv: Microversion,
     requested: &BTreeSet<ResourceClass>,
 ) -> Vec<u8> {
-    let roots: BTreeSet<Uuid> = found
-        .candidates
-        .iter()
-        .flat_map(|c| c.parts.iter())
-        .filter_map(|p| catalog.provider(p.provider))
-        .map(Provider::root)
-        .collect();
-    let provider_summaries = match roots.is_empty() {
-        true => BTreeMap::new(),
-        false => catalog
-            .providers()
-            .filter(|p| roots.contains(&p.root()))
-            .map(|p| (p.uuid(), summary(p, mv, requested)))
-            .collect(),
+    let mut json = Json {
+        out: Vec::with_capacity(512 * found.candidates.len() + 64),
+        numbers: itoa::Buffer::new(),
     };
-    let body = CandidatesBody {
-        allocation_requests: found.candidates.iter().map(|c| request(c, mv)).collect(),
-        provider_summaries,
-    };
-    serde_json::to_vec(&body).expect("invariant: candidates serialize")
+    json.raw("{\"allocation_requests\":[");
+    for (idx, candidate) in found.candidates.iter().enumerate() {
+        if idx > 0 {
+            json.raw(",");
+        }
+        json.request(candidate, mv);
+    }
+    json.raw("],\"provider_summaries\":{");
+    // Summaries cover every provider of every tree a candidate uses, each tree once.
+    let mut seen = std::collections::HashSet::new();
+    let mut first = true;
+    for part in found.candidates.iter().flat_map(|c| c.parts.iter()) {
+        let Some(root) = catalog.provider(part.provider).map(Provider::root) else {
+            continue;
+        };
+        if !seen.insert(root) {
+            continue;
+        }
+        for provider in catalog.tree(root) {
+            if !first {
+                json.raw(",");
+            }
+            first = false;
+            json.summary(provider, mv, requested);
+        }
+    }
+    json.raw("}}");
+    json.out
 }
 
 async fn list(
