@@ -103,7 +103,7 @@ impl Berth {
         for _ in 0..(DEMO_ZONES.len() * HOSTS_PER_ZONE * 2 + BAREMETAL_NODES + 16) {
             uuids.push(self.new_uuid());
         }
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             if !catalog.is_empty() {
                 return Ok((vec![], false));
             }

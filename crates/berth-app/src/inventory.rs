@@ -53,7 +53,7 @@ impl Berth {
             parent: cmd.parent,
             availability_zone: None,
         };
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::create_provider(catalog, &new, now).map(|c| with(c, uuid))
         })
         .await
@@ -67,7 +67,7 @@ impl Berth {
         parent: Option<Uuid>,
         reparenting: Reparenting,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::update_provider(catalog, uuid, &name, parent, reparenting, now)
                 .map(|c| with(c, ()))
         })
@@ -76,7 +76,7 @@ impl Berth {
 
     /// Deletes a provider.
     pub async fn delete_provider(&self, uuid: Uuid) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_provider(catalog, uuid).map(|c| with(c, ())))
+        self.write(move |catalog, _| decide::delete_provider(catalog, uuid).map(|c| with(c, ())))
             .await
     }
 
@@ -87,7 +87,7 @@ impl Berth {
         generation: u64,
         inventories: BTreeMap<ResourceClass, Inventory>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::set_inventories(catalog, uuid, Some(generation), inventories, now)
                 .map(|c| with(c, ()))
         })
@@ -101,7 +101,7 @@ impl Berth {
         class: ResourceClass,
         record: Inventory,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::add_inventory(catalog, uuid, class, record, now).map(|c| with(c, ()))
         })
         .await
@@ -115,7 +115,7 @@ impl Berth {
         class: ResourceClass,
         record: Inventory,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::update_inventory(catalog, uuid, generation, class, record, now)
                 .map(|c| with(c, ()))
         })
@@ -128,7 +128,7 @@ impl Berth {
         uuid: Uuid,
         class: Option<ResourceClass>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::remove_inventory(catalog, uuid, class.as_ref(), now).map(|c| with(c, ()))
         })
         .await
@@ -141,7 +141,7 @@ impl Berth {
         generation: Option<u64>,
         traits: BTreeSet<TraitName>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::set_traits(catalog, uuid, generation, traits, now).map(|c| with(c, ()))
         })
         .await
@@ -154,7 +154,7 @@ impl Berth {
         generation: Option<u64>,
         aggregates: BTreeSet<Uuid>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::set_aggregates(catalog, uuid, generation, aggregates, now).map(|c| with(c, ()))
         })
         .await
@@ -166,7 +166,7 @@ impl Berth {
         uuid: Uuid,
         record: Option<AggregateRecord>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, _| {
+        self.write(move |catalog, _| {
             decide::describe_aggregate(catalog, uuid, record).map(|c| with(c, ()))
         })
         .await
@@ -174,19 +174,23 @@ impl Berth {
 
     /// Creates a custom resource class.
     pub async fn create_resource_class(&self, name: &str) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::create_resource_class(catalog, name).map(|c| with(c, ())))
-            .await
+        let name = name.to_owned();
+        self.write(move |catalog, _| {
+            decide::create_resource_class(catalog, &name).map(|c| with(c, ()))
+        })
+        .await
     }
 
     /// Creates a custom resource class unless it exists; returns whether it was created.
     pub async fn ensure_resource_class(&self, name: &str) -> Result<bool, AppError> {
-        self.write(|catalog, _| {
-            let class = ResourceClass::parse(name);
+        let name = name.to_owned();
+        self.write(move |catalog, _| {
+            let class = ResourceClass::parse(&name);
             match class {
                 Some(class) if catalog.has_resource_class(&class) && !class.is_standard() => {
                     Ok(with(vec![], false))
                 }
-                _ => decide::create_resource_class(catalog, name).map(|c| with(c, true)),
+                _ => decide::create_resource_class(catalog, &name).map(|c| with(c, true)),
             }
         })
         .await
@@ -194,14 +198,18 @@ impl Berth {
 
     /// Deletes a custom resource class.
     pub async fn delete_resource_class(&self, name: &str) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_resource_class(catalog, name).map(|c| with(c, ())))
-            .await
+        let name = name.to_owned();
+        self.write(move |catalog, _| {
+            decide::delete_resource_class(catalog, &name).map(|c| with(c, ()))
+        })
+        .await
     }
 
     /// Creates a custom trait unless it exists; returns whether it was created.
     pub async fn create_trait(&self, name: &str) -> Result<bool, AppError> {
-        self.write(|catalog, _| {
-            decide::create_trait(catalog, name).map(|c| {
+        let name = name.to_owned();
+        self.write(move |catalog, _| {
+            decide::create_trait(catalog, &name).map(|c| {
                 let created = !c.is_empty();
                 with(c, created)
             })
@@ -211,13 +219,14 @@ impl Berth {
 
     /// Deletes a custom trait.
     pub async fn delete_trait(&self, name: &str) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_trait(catalog, name).map(|c| with(c, ())))
+        let name = name.to_owned();
+        self.write(move |catalog, _| decide::delete_trait(catalog, &name).map(|c| with(c, ())))
             .await
     }
 
     /// Replaces the allocations of every consumer in `writes`, atomically.
     pub async fn set_allocations(&self, writes: Vec<ConsumerWrite>) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             allocation::set_allocations(catalog, &writes, now).map(|c| with(c, ()))
         })
         .await
@@ -225,7 +234,7 @@ impl Berth {
 
     /// Removes every allocation of a consumer.
     pub async fn delete_allocations(&self, consumer: Uuid) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             allocation::delete_allocations(catalog, consumer, now).map(|c| with(c, ()))
         })
         .await
@@ -237,7 +246,7 @@ impl Berth {
         inventories: Vec<InventoryWrite>,
         writes: Vec<ConsumerWrite>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             allocation::reshape(catalog, &inventories, &writes, now).map(|c| with(c, ()))
         })
         .await
@@ -256,7 +265,7 @@ impl Berth {
             service_name: cmd.service_name,
             attributes: cmd.attributes,
         };
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             let changes = decide::enroll_host(catalog, &new, now)?;
             let id = host_id(catalog, &changes);
             Ok(with(changes, id))
@@ -270,7 +279,7 @@ impl Berth {
         id: i64,
         updates: Vec<(String, Option<AttrValue>)>,
     ) -> Result<(), AppError> {
-        self.write(|catalog, now| {
+        self.write(move |catalog, now| {
             decide::update_host(catalog, id, &updates, now).map(|c| with(c, ()))
         })
         .await
@@ -278,7 +287,7 @@ impl Berth {
 
     /// Un-enrolls a host and deletes its provider.
     pub async fn delete_host(&self, id: i64) -> Result<(), AppError> {
-        self.write(|catalog, _| decide::delete_host(catalog, id).map(|c| with(c, ())))
+        self.write(move |catalog, _| decide::delete_host(catalog, id).map(|c| with(c, ())))
             .await
     }
 }

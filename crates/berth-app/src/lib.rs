@@ -15,11 +15,12 @@ mod inventory;
 pub use error::AppError;
 pub use inventory::{CreateProvider, EnrollHost};
 
-use berth_core::catalog::CatalogRows;
 use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{Store, StoreError};
+use std::any::Any;
+use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, oneshot};
 use uuid::Uuid;
 
 /// The source of the current time.
@@ -34,13 +35,35 @@ pub trait IdGen: Send + Sync + 'static {
     fn uuid(&self) -> Uuid;
 }
 
+/// A decision waiting to be made and committed, with the way back to its caller.
+struct Pending {
+    decide: Decide,
+    reply: oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>,
+}
+
+type Decide = Box<
+    dyn FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, Box<dyn Any + Send>), Rejection> + Send,
+>;
+
+/// The writers' working copy of the catalog.
+struct Working {
+    catalog: Catalog,
+    /// Set while a batch is being applied; a batch cut short leaves it set, and the next writer
+    /// reloads from the database before deciding anything.
+    dirty: bool,
+}
+
 /// The berth service: the catalog, the store behind it, and the injected clock and ids.
 pub struct Berth {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGen>,
+    /// What readers see: only committed state.
     catalog: RwLock<Catalog>,
-    writer: Mutex<()>,
+    /// The writers' copy, ahead of `catalog` only while a batch is being committed.
+    writer: Mutex<Working>,
+    /// Decisions waiting for the next batch.
+    queue: std::sync::Mutex<VecDeque<Pending>>,
 }
 
 impl std::fmt::Debug for Berth {
@@ -59,12 +82,18 @@ impl Berth {
         ids: Arc<dyn IdGen>,
     ) -> Result<Berth, AppError> {
         let rows = store.load_catalog().await?;
+        let catalog = Catalog::from_rows(rows);
+        let working = Working {
+            catalog: catalog.clone(),
+            dirty: false,
+        };
         Ok(Berth {
             store,
             clock,
             ids,
-            catalog: RwLock::new(Catalog::from_rows(rows)),
-            writer: Mutex::new(()),
+            catalog: RwLock::new(catalog),
+            writer: Mutex::new(working),
+            queue: std::sync::Mutex::new(VecDeque::new()),
         })
     }
 
@@ -103,57 +132,167 @@ impl Berth {
         if stored == self.read_now(Catalog::seq) {
             return Ok(());
         }
-        // A writer in this process may be between its commit and its apply; wait for it.
+        // A batch in this process may be between its commit and its apply; wait for it.
         let _writer = self.writer.lock().await;
         if stored <= self.read_now(Catalog::seq) {
             return Ok(());
         }
         let rows = self.store.load_catalog().await?;
-        self.replace_catalog(rows);
+        self.replace_catalog(Catalog::from_rows(rows));
         Ok(())
     }
 
-    fn replace_catalog(&self, rows: CatalogRows) {
-        let fresh = Catalog::from_rows(rows);
+    fn replace_catalog(&self, fresh: Catalog) {
         let mut catalog = self
             .catalog
             .write()
             .expect("invariant: catalog lock is never poisoned");
+        if fresh.seq() < catalog.seq() {
+            return;
+        }
         tracing::info!(from = catalog.seq(), to = fresh.seq(), "catalog reloaded");
         *catalog = fresh;
     }
 
-    /// The one write path: decide over a current catalog under the writer lock, persist, commit,
-    /// apply. A decision with no changes commits nothing.
-    pub(crate) async fn write<T>(
+    /// The one write path. The decision is queued; whichever writer holds the writer lock takes
+    /// every queued decision (up to [`BATCH_LEN_MAX`]), makes them in order over its working
+    /// catalog inside one store transaction, and commits them together (group commit). Each
+    /// caller gets its own answer; a refused decision does not affect the others.
+    pub(crate) async fn write<T: Send + 'static>(
         &self,
-        decide: impl FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, T), Rejection>,
+        decide: impl FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, T), Rejection> + Send + 'static,
     ) -> Result<T, AppError> {
-        let _writer = self.writer.lock().await;
-        let mut tx = self.store.begin_write().await?;
-        if tx.catalog_seq().await? != self.read_now(Catalog::seq) {
-            let rows = tx.load_catalog().await?;
-            self.replace_catalog(rows);
+        let (reply, mut answer) = oneshot::channel();
+        let decide: Decide = Box::new(move |catalog, now| {
+            decide(catalog, now)
+                .map(|(changes, value)| (changes, Box::new(value) as Box<dyn Any + Send>))
+        });
+        self.queue
+            .lock()
+            .expect("invariant: queue lock is never poisoned")
+            .push_back(Pending { decide, reply });
+        let result = loop {
+            let mut working = self.writer.lock().await;
+            if let Ok(result) = answer.try_recv() {
+                break result;
+            }
+            let batch: Vec<Pending> = {
+                let mut queue = self
+                    .queue
+                    .lock()
+                    .expect("invariant: queue lock is never poisoned");
+                let len = queue.len().min(BATCH_LEN_MAX);
+                queue.drain(..len).collect()
+            };
+            self.commit_batch(&mut working, batch).await;
+            drop(working);
+            match answer.try_recv() {
+                Ok(result) => break result,
+                Err(oneshot::error::TryRecvError::Empty) => continue,
+                // The batch holding this decision was abandoned (its leader was cancelled).
+                Err(oneshot::error::TryRecvError::Closed) => break Err(AppError::Busy),
+            }
+        };
+        result.map(|value| {
+            *value
+                .downcast::<T>()
+                .expect("invariant: a decision answers with its own type")
+        })
+    }
+
+    async fn commit_batch(&self, working: &mut Working, batch: Vec<Pending>) {
+        if batch.is_empty() {
+            return;
         }
+        let mut tx = match self.store.begin_write().await {
+            Ok(tx) => tx,
+            Err(error) => return fail(batch, &error),
+        };
+        let stored = match tx.catalog_seq().await {
+            Ok(seq) => seq,
+            Err(error) => return fail(batch, &error),
+        };
+        if working.dirty || stored != working.catalog.seq() {
+            match tx.load_catalog().await {
+                Ok(rows) => working.catalog = Catalog::from_rows(rows),
+                Err(error) => return fail(batch, &error),
+            }
+            self.replace_catalog(working.catalog.clone());
+        }
+        working.dirty = true;
         let now = self.clock.now();
-        let (changes, value) = self.read_now(|catalog| decide(catalog, now))?;
-        if changes.is_empty() {
-            return Ok(value);
+        let mut changes = Vec::new();
+        let mut accepted = Vec::with_capacity(batch.len());
+        for pending in batch {
+            match (pending.decide)(&working.catalog, now) {
+                Err(rejection) => {
+                    let _ = pending.reply.send(Err(AppError::Rejected(rejection)));
+                }
+                Ok((decided, value)) => {
+                    working.catalog.apply(&decided);
+                    changes.extend(decided);
+                    accepted.push((pending.reply, value));
+                }
+            }
         }
-        tx.persist(&changes, now).await?;
-        let seq = tx.commit().await?;
-        let mut catalog = self
-            .catalog
-            .write()
-            .expect("invariant: catalog lock is never poisoned");
-        catalog.apply(&changes);
-        catalog.set_seq(seq);
-        debug_assert!(catalog.check_invariants().is_ok());
-        Ok(value)
+        if changes.is_empty() {
+            working.dirty = false;
+            for (reply, value) in accepted {
+                let _ = reply.send(Ok(value));
+            }
+            return;
+        }
+        let committed = match tx.persist(&changes, now).await {
+            Ok(()) => tx.commit().await,
+            Err(error) => Err(error),
+        };
+        let seq = match committed {
+            Ok(seq) => seq,
+            Err(error) => {
+                let replies = accepted.into_iter().map(|(reply, _)| reply);
+                return fail_replies(replies, &error);
+            }
+        };
+        working.catalog.set_seq(seq);
+        debug_assert!(working.catalog.check_invariants().is_ok());
+        {
+            let mut catalog = self
+                .catalog
+                .write()
+                .expect("invariant: catalog lock is never poisoned");
+            catalog.apply(&changes);
+            catalog.set_seq(seq);
+        }
+        working.dirty = false;
+        for (reply, value) in accepted {
+            let _ = reply.send(Ok(value));
+        }
     }
 
     pub(crate) fn new_uuid(&self) -> Uuid {
         self.ids.uuid()
+    }
+}
+
+/// Most decisions one batch commits together.
+pub const BATCH_LEN_MAX: usize = 256;
+
+/// Answers every decision of a batch that could not be committed.
+fn fail(batch: Vec<Pending>, error: &StoreError) {
+    fail_replies(batch.into_iter().map(|p| p.reply), error);
+}
+
+fn fail_replies(
+    replies: impl Iterator<Item = oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>>,
+    error: &StoreError,
+) {
+    tracing::error!(error = %error, "a write batch could not be committed");
+    for reply in replies {
+        let answer = match error {
+            StoreError::Busy => AppError::Busy,
+            other => AppError::Store(StoreError::Backend(other.to_string().into())),
+        };
+        let _ = reply.send(Err(answer));
     }
 }
 

@@ -2,7 +2,7 @@
 
 use berth_app::{AppError, Berth, Clock, CreateProvider, IdGen};
 use berth_core::{Instant, Rejection};
-use berth_store::MemStore;
+use berth_store::{MemStore, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use uuid::Uuid;
@@ -91,4 +91,43 @@ async fn a_second_replica_sees_writes_of_the_first() {
         err,
         AppError::Rejected(Rejection::DuplicateName(_))
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_are_batched_without_losing_any_answer() {
+    let store = MemStore::new();
+    let berth = Arc::new(service(&store).await);
+    let tasks: Vec<_> = (0..64u32)
+        .map(|n| {
+            let berth = Arc::clone(&berth);
+            tokio::spawn(async move {
+                let cmd = CreateProvider {
+                    uuid: None,
+                    name: format!("p{}", n % 8),
+                    parent: None,
+                };
+                berth.create_provider(cmd).await
+            })
+        })
+        .collect();
+    let (mut created, mut refused) = (0, 0);
+    for task in tasks {
+        match task.await.expect("task") {
+            Ok(_) => created += 1,
+            Err(AppError::Rejected(Rejection::DuplicateName(_))) => refused += 1,
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        (created, refused),
+        (8, 56),
+        "each name is created once, every caller is answered"
+    );
+    assert_eq!(berth.read(|c| c.len()).await.expect("read"), 8);
+    let stored = store.load_catalog().await.expect("load");
+    assert_eq!(
+        stored.providers.len(),
+        8,
+        "the store holds exactly what readers see"
+    );
 }
