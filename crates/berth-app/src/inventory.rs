@@ -59,15 +59,21 @@ impl Berth {
         .await
     }
 
-    /// Renames or re-parents a provider.
+    /// Renames a provider and, when `parent` is given, re-parents it (`Some(None)` un-parents).
     pub async fn update_provider(
         &self,
         uuid: Uuid,
         name: String,
-        parent: Option<Uuid>,
+        parent: Option<Option<Uuid>>,
         reparenting: Reparenting,
     ) -> Result<(), AppError> {
         self.write(move |catalog, now| {
+            // Keeping the parent is resolved here, over the same catalog the decision sees.
+            let parent = parent.unwrap_or_else(|| {
+                catalog
+                    .provider(uuid)
+                    .and_then(berth_core::Provider::parent)
+            });
             decide::update_provider(catalog, uuid, &name, parent, reparenting, now)
                 .map(|c| with(c, ()))
         })

@@ -222,13 +222,9 @@ async fn update(
             "JSON does not validate: Additional properties are not allowed ('parent_provider_uuid' was unexpected)",
         ));
     }
-    let current_parent = state
-        .berth
-        .read(|catalog| find(catalog, uuid).map(Provider::parent))
-        .await??;
     let parent = match body.parent_provider_uuid {
-        None => current_parent,
-        Some(requested) => optional_uuid("parent_provider_uuid", requested.as_deref())?,
+        None => None,
+        Some(requested) => Some(optional_uuid("parent_provider_uuid", requested.as_deref())?),
     };
     let reparenting = if mv.at_least(37) {
         Reparenting::Allowed
