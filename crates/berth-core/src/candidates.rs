@@ -20,6 +20,7 @@ use crate::name::{ResourceClass, TraitName};
 use crate::provider::Provider;
 use crate::query::{MemberOf, TraitFilter, has_capacity};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The trait that marks a provider as sharing its inventory through its aggregates.
@@ -79,8 +80,9 @@ pub struct CandidateQuery {
 pub struct Part {
     /// The provider.
     pub provider: Uuid,
-    /// Amounts by class (summed over groups), sorted by class.
-    pub resources: Vec<(ResourceClass, u64)>,
+    /// Amounts by class (summed over groups), sorted by class; shared between candidates that
+    /// ask the same of different providers.
+    pub resources: Arc<[(ResourceClass, u64)]>,
 }
 
 /// Suffix to the providers serving that group, sorted by suffix; providers sorted.
@@ -108,6 +110,8 @@ pub struct Candidates {
     pub candidates: Vec<Candidate>,
     /// A bound (not `limit`) stopped the search.
     pub truncated: bool,
+    /// Every candidate uses exactly one provider, a root, and no two share it (the flat path).
+    pub one_root_each: bool,
 }
 
 /// Per-query indexes: sharing anchors (only built when sharing providers exist).
@@ -378,7 +382,7 @@ fn combine(
                 .1 += amount;
         }
     }
-    let mut parts: Vec<Part> = Vec::new();
+    let mut parts: Vec<(Uuid, Vec<(ResourceClass, u64)>)> = Vec::new();
     // `sums` iterates in (provider, class) order: parts come out by provider, classes sorted.
     for ((uuid, class), (provider, amount)) in &sums {
         let record = provider
@@ -391,20 +395,17 @@ fn combine(
             return None;
         }
         match parts.last_mut() {
-            Some(part) if part.provider == *uuid => {
-                part.resources.push(((*class).clone(), *amount))
+            Some((provider, resources)) if provider == uuid => {
+                resources.push(((*class).clone(), *amount))
             }
-            _ => parts.push(Part {
-                provider: *uuid,
-                resources: vec![((*class).clone(), *amount)],
-            }),
+            _ => parts.push((*uuid, vec![((*class).clone(), *amount)])),
         }
     }
     if !query.nested_aware {
         // Before 1.29 a candidate may not use two providers of one tree.
         let roots: BTreeSet<Uuid> = parts
             .iter()
-            .filter_map(|p| catalog.provider(p.provider))
+            .filter_map(|(provider, _)| catalog.provider(*provider))
             .map(Provider::root)
             .collect();
         if roots.len() != parts.len() {
@@ -415,6 +416,13 @@ fn combine(
         .into_iter()
         .map(|(suffix, providers)| (suffix.to_owned(), providers.into_iter().collect()))
         .collect();
+    let parts = parts
+        .into_iter()
+        .map(|(provider, resources)| Part {
+            provider,
+            resources: resources.into(),
+        })
+        .collect();
     Some(Candidate {
         anchor,
         parts,
@@ -423,7 +431,11 @@ fn combine(
 }
 
 /// The candidate of a request with one group that `provider` alone satisfies, if it does.
-fn single(group: &Group, provider: &Provider) -> Option<Candidate> {
+fn single(
+    group: &Group,
+    provider: &Provider,
+    resources: &Arc<[(ResourceClass, u64)]>,
+) -> Option<Candidate> {
     // Cheapest refusals first: aggregates and traits are set lookups, capacity is arithmetic.
     if !group.member_of.admits(provider.aggregates())
         || !group.traits.admits(provider.traits())
@@ -434,13 +446,11 @@ fn single(group: &Group, provider: &Provider) -> Option<Candidate> {
     {
         return None;
     }
-    let mut resources: Vec<(ResourceClass, u64)> = group.resources.clone();
-    resources.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Some(Candidate {
         anchor: provider.root(),
         parts: vec![Part {
             provider: provider.uuid(),
-            resources,
+            resources: Arc::clone(resources),
         }],
         mappings: vec![(group.suffix.clone(), vec![provider.uuid()])],
     })
@@ -461,11 +471,15 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
         && group.in_tree.is_none()
         && !group.resources.is_empty()
     {
+        let mut resources = group.resources.clone();
+        resources.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let resources: Arc<[(ResourceClass, u64)]> = resources.into();
+        out.one_root_each = true;
         for root in catalog
             .roots()
             .filter(|r| query.root_required.admits(r.traits()))
         {
-            let Some(candidate) = single(group, root) else {
+            let Some(candidate) = single(group, root, &resources) else {
                 continue;
             };
             out.candidates.push(candidate);

@@ -428,21 +428,35 @@ fn render(
     }
     json.raw("],\"provider_summaries\":{");
     // Summaries cover every provider of every tree a candidate uses, each tree once.
-    let mut seen = std::collections::HashSet::new();
     let mut first = true;
-    for part in found.candidates.iter().flat_map(|c| c.parts.iter()) {
-        let Some(root) = catalog.provider(part.provider).map(Provider::root) else {
-            continue;
-        };
-        if !seen.insert(root) {
-            continue;
-        }
-        for provider in catalog.tree(root) {
+    if found.one_root_each && !catalog.has_nested() {
+        // Flat answers: each candidate is one root, used once; its tree is itself.
+        for candidate in &found.candidates {
+            let Some(root) = catalog.provider(candidate.anchor) else {
+                continue;
+            };
             if !first {
                 json.raw(",");
             }
             first = false;
-            json.summary(provider, mv, requested);
+            json.summary(root, mv, requested);
+        }
+    } else {
+        let mut seen = std::collections::HashSet::new();
+        for part in found.candidates.iter().flat_map(|c| c.parts.iter()) {
+            let Some(root) = catalog.provider(part.provider).map(Provider::root) else {
+                continue;
+            };
+            if !seen.insert(root) {
+                continue;
+            }
+            for provider in catalog.tree(root) {
+                if !first {
+                    json.raw(",");
+                }
+                first = false;
+                json.summary(provider, mv, requested);
+            }
         }
     }
     json.raw("}}");
