@@ -18,7 +18,7 @@ use crate::catalog::Catalog;
 use crate::limits;
 use crate::name::{ResourceClass, TraitName};
 use crate::provider::Provider;
-use crate::query::{MemberOf, TraitFilter, has_capacity};
+use crate::query::{MemberOf, TraitFilter};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -197,6 +197,13 @@ fn aggregates_pass(group: &Group, provider: &Provider, anchor: &Provider, spans:
     required && !forbidden
 }
 
+/// Whether `provider` can take `amount` of an interned `class` in one more allocation.
+fn fits(provider: &Provider, class: &ResourceClass, amount: u64) -> bool {
+    provider
+        .inventory_interned(class)
+        .is_some_and(|record| record.admits(provider.used_interned(class), amount))
+}
+
 /// Options of a group served by a single provider (suffixed groups, or flat deployments).
 fn single_provider_options<'c>(
     group: &'c Group,
@@ -208,7 +215,7 @@ fn single_provider_options<'c>(
         let fits = group
             .resources
             .iter()
-            .all(|(class, amount)| has_capacity(provider, class, *amount));
+            .all(|(class, amount)| fits(provider, class, *amount));
         if !fits
             || !group.traits.admits(provider.traits())
             || !aggregates_pass(group, provider, anchor, spans)
@@ -218,13 +225,7 @@ fn single_provider_options<'c>(
         let entries = group
             .resources
             .iter()
-            .map(|(class, amount)| {
-                let (stored, _) = provider
-                    .inventories()
-                    .get_key_value(class)
-                    .expect("invariant: capacity implies inventory");
-                (*provider, stored, *amount)
-            })
+            .map(|(class, amount)| (*provider, class, *amount))
             .collect();
         options.push(GroupOption {
             entries,
@@ -247,17 +248,11 @@ fn spanning_options<'c>(
         let eligible: Vec<_> = pool
             .iter()
             .filter(|(provider, anchor)| {
-                has_capacity(provider, class, *amount)
+                fits(provider, class, *amount)
                     && group.traits.forbidden.is_disjoint(provider.traits())
                     && aggregates_pass(group, provider, anchor, true)
             })
-            .map(|(provider, _)| {
-                let (stored, _) = provider
-                    .inventories()
-                    .get_key_value(class)
-                    .expect("invariant: capacity implies inventory");
-                (*provider, stored, *amount)
-            })
+            .map(|(provider, _)| (*provider, class, *amount))
             .collect();
         if eligible.is_empty() {
             return Vec::new();
@@ -386,11 +381,10 @@ fn combine(
     // `sums` iterates in (provider, class) order: parts come out by provider, classes sorted.
     for ((uuid, class), (provider, amount)) in &sums {
         let record = provider
-            .inventories()
-            .get(*class)
+            .inventory_interned(class)
             .expect("invariant: options only use inventory");
         if *amount > record.max_unit()
-            || (provider.used(class) + amount) as f64 > record.capacity_exact()
+            || (provider.used_interned(class) + amount) as f64 > record.capacity_exact()
         {
             return None;
         }
@@ -442,7 +436,7 @@ fn single(
         || !group
             .resources
             .iter()
-            .all(|(class, amount)| has_capacity(provider, class, *amount))
+            .all(|(class, amount)| fits(provider, class, *amount))
     {
         return None;
     }
@@ -456,8 +450,30 @@ fn single(
     })
 }
 
+/// The query with class names as the catalog shares them, so that capacity checks compare
+/// pointers, not strings.
+fn interned(catalog: &Catalog, query: &CandidateQuery) -> CandidateQuery {
+    CandidateQuery {
+        groups: query
+            .groups
+            .iter()
+            .map(|g| Group {
+                resources: g
+                    .resources
+                    .iter()
+                    .map(|(c, n)| (catalog.interned_class(c), *n))
+                    .collect(),
+                ..g.clone()
+            })
+            .collect(),
+        ..query.clone()
+    }
+}
+
 /// Every allocation candidate for `query`, in tree creation order, stopping at `limit`.
 pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candidates {
+    let canonical = interned(catalog, query);
+    let query = &canonical;
     let index = Index::build(catalog);
     let limit = query
         .limit

@@ -73,6 +73,8 @@ pub struct Catalog {
     children: HashMap<Uuid, Vec<Uuid>>,
     /// Providers with the sharing trait.
     sharing: BTreeSet<Uuid>,
+    /// One shared instance of every class name in inventories and usages.
+    classes: std::collections::HashSet<ResourceClass>,
     next_id: i64,
 }
 
@@ -95,6 +97,7 @@ impl Catalog {
             catalog.insert_provider(row);
         }
         for (uuid, class, record) in rows.inventories {
+            let class = catalog.intern(&class);
             catalog.provider_mut(uuid).inventories.insert(class, record);
         }
         for (uuid, name) in rows.traits {
@@ -314,7 +317,11 @@ impl Catalog {
             Change::ProviderUpdated(row) => self.update_provider(row),
             Change::ProviderDeleted(uuid) => self.delete_provider(*uuid),
             Change::InventoriesReplaced { uuid, inventories } => {
-                self.provider_mut(*uuid).inventories = inventories.clone();
+                let interned = inventories
+                    .iter()
+                    .map(|(class, record)| (self.intern(class), *record))
+                    .collect();
+                self.provider_mut(*uuid).inventories = interned;
             }
             Change::TraitsReplaced { uuid, traits } => {
                 let provider = self.provider_mut(*uuid);
@@ -435,13 +442,29 @@ impl Catalog {
         self.providers.insert(row.uuid, Provider::from_row(row));
     }
 
+    fn intern(&mut self, class: &ResourceClass) -> ResourceClass {
+        match self.classes.get(class) {
+            Some(shared) => shared.clone(),
+            None => {
+                self.classes.insert(class.clone());
+                class.clone()
+            }
+        }
+    }
+
+    /// The shared instance of a class name, for pointer lookups with
+    /// [`Provider::inventory_interned`]; a class no inventory has comes back as it is.
+    pub fn interned_class(&self, class: &ResourceClass) -> ResourceClass {
+        self.classes
+            .get(class)
+            .cloned()
+            .unwrap_or_else(|| class.clone())
+    }
+
     fn insert_consumer(&mut self, uuid: Uuid, consumer: Consumer) {
         for (provider, class, amount) in consumer.entries() {
-            *self
-                .provider_mut(provider)
-                .usages
-                .entry(class.clone())
-                .or_insert(0) += amount;
+            let class = self.intern(class);
+            *self.provider_mut(provider).usages.entry(class).or_insert(0) += amount;
         }
         let previous = self.consumers.insert(uuid, consumer);
         assert!(

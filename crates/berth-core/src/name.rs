@@ -99,6 +99,11 @@ impl ResourceClass {
     pub fn is_standard(&self) -> bool {
         is_standard_resource_class(&self.0)
     }
+
+    /// Whether both are the same interned name (a pointer comparison, no string read).
+    pub fn is_same(&self, other: &ResourceClass) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A trait name. Construction checks the shape only. Cloning is cheap (a shared string).

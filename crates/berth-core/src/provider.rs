@@ -151,6 +151,23 @@ impl Provider {
     pub fn usages(&self) -> &BTreeMap<ResourceClass, u64> {
         &self.usages
     }
+    /// The inventory of an interned class (see [`crate::Catalog::interned_class`]), found by
+    /// pointer: the hot path of candidate searches, which reads no class name.
+    pub fn inventory_interned(&self, class: &ResourceClass) -> Option<&Inventory> {
+        self.inventories
+            .iter()
+            .find(|(key, _)| key.is_same(class))
+            .map(|(_, record)| record)
+    }
+
+    /// Units of an interned class in use, found by pointer.
+    pub fn used_interned(&self, class: &ResourceClass) -> u64 {
+        self.usages
+            .iter()
+            .find(|(key, _)| key.is_same(class))
+            .map_or(0, |(_, used)| *used)
+    }
+
     /// Units of `class` in use.
     pub fn used(&self, class: &ResourceClass) -> u64 {
         self.usages.get(class).copied().unwrap_or(0)

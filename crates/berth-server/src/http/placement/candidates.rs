@@ -381,7 +381,7 @@ impl Json {
             self.raw(":{\"capacity\":");
             self.number(record.capacity());
             self.raw(",\"used\":");
-            self.number(provider.used(class));
+            self.number(provider.used_interned(class));
             self.raw("}");
         }
         self.raw("}");
