@@ -11,16 +11,21 @@
 mod demo;
 mod error;
 mod inventory;
+mod leases;
 
 pub use error::AppError;
 pub use inventory::{CreateProvider, EnrollHost};
+pub use leases::{
+    Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
+    RegisterFloatingIp, SEARCH_HORIZON_DEFAULT_MICROS, ZoneCapacity,
+};
 
 use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{Store, StoreError};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
-use tokio::sync::{Mutex, oneshot};
+use tokio::sync::{Mutex, Notify, oneshot};
 use uuid::Uuid;
 
 /// The source of the current time.
@@ -64,6 +69,8 @@ pub struct Berth {
     writer: Mutex<Working>,
     /// Decisions waiting for the next batch.
     queue: std::sync::Mutex<VecDeque<Pending>>,
+    /// Wakes the lifecycle engine when a lease changes in this process.
+    lifecycle: Notify,
 }
 
 impl std::fmt::Debug for Berth {
@@ -94,6 +101,7 @@ impl Berth {
             catalog: RwLock::new(catalog),
             writer: Mutex::new(working),
             queue: std::sync::Mutex::new(VecDeque::new()),
+            lifecycle: Notify::new(),
         })
     }
 

@@ -7,8 +7,11 @@
 use crate::change::Change;
 use crate::consumer::Consumer;
 use crate::inventory::Inventory;
+use crate::lease::{EventKind, FloatingIp, Lease};
+use crate::ledger::Ledger;
 use crate::name::{self, ResourceClass, TraitName};
 use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
+use crate::time::Instant;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
@@ -38,6 +41,10 @@ pub struct CatalogRows {
     pub aggregate_records: Vec<(Uuid, AggregateRecord)>,
     /// Consumers with their allocations.
     pub consumers: Vec<(Uuid, Consumer)>,
+    /// Leases.
+    pub leases: Vec<Lease>,
+    /// Floating IPs registered for reservation.
+    pub floating_ips: Vec<FloatingIp>,
 }
 
 impl CatalogRows {
@@ -55,6 +62,8 @@ impl CatalogRows {
         self.custom_traits.sort();
         self.aggregate_records.sort_by_key(|a| a.0);
         self.consumers.sort_by_key(|c| c.0);
+        self.leases.sort_by_key(|l| l.id);
+        self.floating_ips.sort_by_key(|f| f.id);
     }
 }
 
@@ -76,6 +85,12 @@ pub struct Catalog {
     /// One shared instance of every class name in inventories and usages.
     classes: std::collections::HashSet<ResourceClass>,
     next_id: i64,
+    leases: HashMap<Uuid, Lease>,
+    /// What the leases hold, indexed by host and time.
+    ledger: Ledger,
+    /// Lifecycle events not yet fired, by due time.
+    due: BTreeSet<(Instant, EventKind, Uuid)>,
+    floating_ips: IndexMap<Uuid, FloatingIp>,
 }
 
 impl Catalog {
@@ -124,6 +139,12 @@ impl Catalog {
         catalog.aggregates = rows.aggregate_records.into_iter().collect();
         for (uuid, consumer) in rows.consumers {
             catalog.insert_consumer(uuid, consumer);
+        }
+        for fip in rows.floating_ips {
+            catalog.floating_ips.insert(fip.id, fip);
+        }
+        for lease in rows.leases {
+            catalog.insert_lease(lease);
         }
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
@@ -365,7 +386,88 @@ impl Catalog {
             Change::TraitDeleted(name) => {
                 self.custom_traits.remove(name);
             }
+            Change::LeaseSet { id, lease } => {
+                self.remove_lease(*id);
+                if let Some(lease) = lease {
+                    self.insert_lease((**lease).clone());
+                }
+            }
+            Change::FloatingIpSet { id, fip: Some(fip) } => {
+                self.floating_ips.insert(*id, fip.clone());
+            }
+            Change::FloatingIpSet { id, fip: None } => {
+                self.floating_ips.shift_remove(id);
+            }
+            Change::LeaseRecorded(_) => {}
         }
+    }
+
+    fn insert_lease(&mut self, lease: Lease) {
+        for hold in lease.holds() {
+            self.ledger.add(hold);
+        }
+        self.due.extend(
+            lease
+                .pending_events()
+                .map(|(at, kind)| (at, kind, lease.id)),
+        );
+        let previous = self.leases.insert(lease.id, lease);
+        assert!(
+            previous.is_none(),
+            "invariant: a lease is removed before it is replaced"
+        );
+    }
+
+    fn remove_lease(&mut self, id: Uuid) {
+        let Some(lease) = self.leases.remove(&id) else {
+            return;
+        };
+        for reservation in &lease.reservations {
+            self.ledger.remove(reservation.id);
+        }
+        for (at, kind) in lease.pending_events() {
+            self.due.remove(&(at, kind, id));
+        }
+    }
+
+    /// One lease.
+    pub fn lease(&self, id: Uuid) -> Option<&Lease> {
+        self.leases.get(&id)
+    }
+
+    /// Every lease, in no particular order.
+    pub fn leases(&self) -> impl Iterator<Item = &Lease> {
+        self.leases.values()
+    }
+
+    /// What the leases hold, by host and time.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The lifecycle event due first: `(due, kind, lease)`.
+    pub fn next_due(&self) -> Option<(Instant, EventKind, Uuid)> {
+        self.due.first().copied()
+    }
+
+    /// Lifecycle events due at or before `now`, earliest first (ends before starts at the same
+    /// instant, so back-to-back leases hand over cleanly).
+    pub fn due_events(&self, now: Instant) -> Vec<(Instant, EventKind, Uuid)> {
+        self.due
+            .iter()
+            .take_while(|(at, _, _)| *at <= now)
+            .copied()
+            .collect()
+    }
+
+    /// Floating IPs registered for reservation, in registration order.
+    pub fn floating_ips(&self) -> impl Iterator<Item = &FloatingIp> {
+        self.floating_ips.values()
+    }
+
+    /// One floating IP.
+    pub fn floating_ip(&self, id: Uuid) -> Option<&FloatingIp> {
+        self.floating_ips.get(&id)
     }
 
     fn update_provider(&mut self, row: &ProviderRow) {
@@ -537,6 +639,8 @@ impl Catalog {
             .iter()
             .map(|(u, c)| (*u, c.clone()))
             .collect();
+        rows.leases = self.leases.values().cloned().collect();
+        rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.normalize();
         rows
     }
@@ -613,6 +717,10 @@ impl Catalog {
             return Err("the sharing index is out of step with traits".into());
         }
         self.check_usage()?;
+        let held: usize = self.leases.values().map(|l| l.holds().len()).sum();
+        if held != self.ledger.len() {
+            return Err("the ledger is out of step with the leases".into());
+        }
         let mut names = BTreeSet::new();
         for name in self
             .aggregates

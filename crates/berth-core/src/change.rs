@@ -3,6 +3,7 @@
 
 use crate::consumer::Consumer;
 use crate::inventory::Inventory;
+use crate::lease::{FloatingIp, Lease, LeaseRecord};
 use crate::name::{ResourceClass, TraitName};
 use crate::provider::{AggregateRecord, AttrValue, HostRecord, ProviderRow};
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,4 +75,20 @@ pub enum Change {
     TraitCreated(TraitName),
     /// A custom trait deleted.
     TraitDeleted(TraitName),
+    /// A lease's whole new state (`Some`), or the lease deleted with all it held (`None`).
+    LeaseSet {
+        /// The lease.
+        id: Uuid,
+        /// Its new state.
+        lease: Option<Box<Lease>>,
+    },
+    /// A floating IP registered (`Some`) or removed (`None`).
+    FloatingIpSet {
+        /// The address's id.
+        id: Uuid,
+        /// Its record.
+        fip: Option<FloatingIp>,
+    },
+    /// An entry appended to the durable lifecycle record (the notification outbox).
+    LeaseRecorded(LeaseRecord),
 }

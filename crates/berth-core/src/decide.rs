@@ -647,7 +647,7 @@ pub fn update_host(
 /// Un-enrolls a host and removes its provider; refused while anything uses it.
 pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
     let current = host(catalog, id)?;
-    if current.has_usage() {
+    if current.has_usage() || catalog.ledger().holds_any(current.uuid) {
         return Err(Rejection::HostInUse(id.to_string()));
     }
     if catalog.children(current.uuid).next().is_some() {
@@ -661,6 +661,8 @@ pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
         Change::ProviderDeleted(current.uuid),
     ])
 }
+
+pub mod lease;
 
 #[cfg(test)]
 mod tests;

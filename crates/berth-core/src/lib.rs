@@ -12,12 +12,16 @@ pub mod catalog;
 pub mod change;
 pub mod consumer;
 pub mod decide;
+pub mod filter;
 pub mod inventory;
+pub mod lease;
+pub mod ledger;
 pub mod limits;
 pub mod name;
 pub mod provider;
 pub mod query;
 pub mod rejection;
+pub mod reserve;
 pub mod time;
 
 pub use catalog::Catalog;

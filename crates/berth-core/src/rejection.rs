@@ -202,6 +202,27 @@ pub enum Rejection {
     /// A collection is over its bound.
     #[error("too many {0}")]
     TooMany(&'static str),
+    /// No lease with that id (or none the caller may see).
+    #[error("Lease {0} could not be found")]
+    LeaseNotFound(Uuid),
+    /// A lease request or update is invalid; the text says which part and why.
+    #[error("{0}")]
+    BadLease(String),
+    /// A lease parameter that can no longer change.
+    #[error("{0}")]
+    CantUpdate(String),
+    /// The request does not fit: why, per reservation, and what would.
+    #[error("{0}")]
+    DoesNotFit(Box<crate::reserve::Refusal>),
+    /// No floating IP with that id.
+    #[error("Floating IP {0} could not be found")]
+    FloatingIpNotFound(Uuid),
+    /// The address is already registered on that network.
+    #[error("Floating IP {0} is already registered")]
+    FloatingIpExists(String),
+    /// The floating IP is held by a lease.
+    #[error("Floating IP {0} is reserved by a lease and cannot be deleted")]
+    FloatingIpInUse(Uuid),
 }
 
 fn show(generation: Option<u64>) -> String {

@@ -4,7 +4,10 @@
 //! the edges (the HTTP surfaces), never here.
 
 /// A point in time: microseconds since 1970-01-01T00:00:00Z.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Instant(i64);
 
 impl Instant {

@@ -94,12 +94,15 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         body_limit_bytes: config.body_limit_bytes,
         request_timeout: config.request_timeout,
     };
+    let stop = CancellationToken::new();
+    let engine = Arc::clone(&berth);
+    let halt = stop.clone();
+    tokio::spawn(async move { engine.run_lifecycle(halt.cancelled_owned()).await });
     let app = http::router(berth, auth, limits);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
-    let stop = CancellationToken::new();
     let signal = stop.clone();
     let task = tokio::spawn(async move {
         axum::serve(listener, app)

@@ -8,17 +8,20 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+mod lease;
 #[cfg(feature = "testkit")]
 pub mod scratch;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
+use berth_core::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use berth_store::{Store, StoreError, WriteTx};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
+use uuid::Uuid;
 
 /// How long a writer waits for the catalog lock (or any other lock) before reporting busy.
 const LOCK_TIMEOUT: &str = "10s";
@@ -108,6 +111,20 @@ impl Store for PostgresStore {
         let mut tx = self.pool.begin().await.map_err(map_err)?;
         catalog::lock(&mut tx).await?;
         Ok(Box::new(PostgresTx { tx }))
+    }
+
+    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_err)?;
+        lease::records_of(&mut conn, lease).await
+    }
+
+    async fn records_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, LeaseRecord)>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_err)?;
+        lease::records_after(&mut conn, seq, limit).await
     }
 }
 

@@ -93,3 +93,37 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
     .await;
     finish(&server, &made, outcome).await;
 }
+
+#[tokio::test]
+async fn postgres_store_reports_a_corrupt_lease_document() {
+    use sqlx::Connection;
+    let Some(server) = scratch::server_url("postgres_store_reports_a_corrupt_lease_document")
+    else {
+        return;
+    };
+    let made = Made::default();
+    let outcome = tokio::spawn({
+        let (server, made) = (server.clone(), made.clone());
+        async move {
+            let (name, url) = scratch::create(&server).await;
+            let store = PostgresStore::connect(&url).await.expect("connect");
+            made.lock().expect("lock").push((name, store.clone()));
+            let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+            sqlx::query(
+                "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+                 VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
+            )
+            .execute(&mut conn)
+            .await
+            .expect("insert");
+            conn.close().await.expect("close");
+            let error = store.load_catalog().await.expect_err("a corrupt document");
+            assert!(
+                matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
+                "{error:?}"
+            );
+        }
+    })
+    .await;
+    finish(&server, &made, outcome).await;
+}

@@ -1,7 +1,7 @@
 //! SQL of the inventory catalog tables: loading every row, persisting each change, and the
 //! catalog sequence number.
 
-use crate::map_err;
+use crate::{lease, map_err};
 use berth_core::catalog::CatalogRows;
 use berth_core::provider::ProviderRow;
 use berth_core::{
@@ -14,7 +14,7 @@ use sqlx::{Row, SqliteConnection};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
-fn parse_uuid(text: &str) -> Result<Uuid, StoreError> {
+pub(crate) fn parse_uuid(text: &str) -> Result<Uuid, StoreError> {
     Uuid::parse_str(text).map_err(|_| corrupt("uuid"))
 }
 
@@ -52,6 +52,7 @@ pub(crate) async fn load(conn: &mut SqliteConnection) -> Result<CatalogRows, Sto
     load_custom_names(conn, &mut rows).await?;
     load_aggregates(conn, &mut rows).await?;
     load_consumers(conn, &mut rows).await?;
+    lease::load(conn, &mut rows).await?;
     rows.normalize();
     Ok(rows)
 }
@@ -279,6 +280,9 @@ pub(crate) async fn persist(
                 .map_err(map_err)?;
             Ok(())
         }
+        Change::LeaseSet { id, lease } => lease::set_lease(conn, *id, lease.as_deref()).await,
+        Change::FloatingIpSet { id, fip } => lease::set_floating_ip(conn, *id, fip.as_ref()).await,
+        Change::LeaseRecorded(record) => lease::append_record(conn, record).await,
     }
 }
 

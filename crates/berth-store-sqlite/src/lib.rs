@@ -6,9 +6,11 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+mod lease;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
+use berth_core::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use berth_store::{Store, StoreError, WriteTx};
 use sqlx::sqlite::{
@@ -17,6 +19,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, Transaction};
 use std::path::Path;
 use std::time::Duration;
+use uuid::Uuid;
 
 /// How long a writer waits for SQLite's write lock before reporting busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -108,6 +111,20 @@ impl Store for SqliteStore {
             .await
             .map_err(map_err)?;
         Ok(Box::new(SqliteTx { tx }))
+    }
+
+    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_err)?;
+        lease::records_of(&mut conn, lease).await
+    }
+
+    async fn records_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, LeaseRecord)>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_err)?;
+        lease::records_after(&mut conn, seq, limit).await
     }
 }
 

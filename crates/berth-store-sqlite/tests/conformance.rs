@@ -37,3 +37,28 @@ async fn sqlite_store_keeps_everything_across_a_reopen() {
     let rows = reopened.load_catalog().await.expect("load");
     assert_eq!(rows, catalog.to_rows());
 }
+
+#[tokio::test]
+async fn sqlite_store_reports_a_corrupt_lease_document() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("berth.db");
+    let store = SqliteStore::open(&path).await.expect("open");
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .expect("connect");
+    sqlx::query(
+        "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+         VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("insert");
+    conn.close().await.expect("close");
+    let error = store.load_catalog().await.expect_err("a corrupt document");
+    assert!(
+        matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
+        "{error:?}"
+    );
+}

@@ -2,6 +2,7 @@
 //! dialects. No SQL here: only the mapping between domain values and column values.
 
 use crate::StoreError;
+use berth_core::lease::Lease;
 use berth_core::{AttrValue, Instant, ResourceClass, TraitName};
 
 /// The `(kind, value)` columns of a typed attribute.
@@ -58,4 +59,43 @@ pub fn encode_instant(at: Instant) -> i64 {
 /// Reports a row that the schema should have made impossible.
 pub fn corrupt(what: &'static str) -> StoreError {
     StoreError::Backend(format!("stored data is corrupt: {what}").into())
+}
+
+/// A lease as the JSON document column holds it.
+pub fn encode_lease(lease: &Lease) -> String {
+    serde_json::to_string(lease).expect("invariant: a lease always encodes as JSON")
+}
+
+/// A lease from its stored JSON document.
+pub fn decode_lease(document: &str) -> Result<Lease, StoreError> {
+    serde_json::from_str(document).map_err(|_| corrupt("lease document"))
+}
+
+/// A caller's bound (a sequence number, a row limit) as a column value; bounds beyond what a
+/// column holds saturate, which selects the same rows.
+pub fn encode_bound(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_that_does_not_decode_is_corrupt() {
+        for document in ["", "{}", "not json", r#"{"id": 7}"#] {
+            let error = decode_lease(document).expect_err("refused");
+            assert!(
+                matches!(&error, StoreError::Backend(inner) if inner.to_string().contains("corrupt")),
+                "{document:?}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bounds_saturate() {
+        assert_eq!(encode_bound(5_u64), 5);
+        assert_eq!(encode_bound(u64::MAX), i64::MAX);
+        assert_eq!(encode_bound(usize::MAX), i64::MAX);
+    }
 }

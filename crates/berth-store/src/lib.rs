@@ -14,7 +14,9 @@ pub use mem::MemStore;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
+use berth_core::lease::LeaseRecord;
 use berth_core::{Change, Instant};
+use uuid::Uuid;
 
 /// A storage failure. Domain rules are checked by the core before anything reaches storage, so
 /// these are either races the caller may retry or faults of the backend.
@@ -52,6 +54,19 @@ pub trait Store: Send + Sync + 'static {
     /// Starts a catalog write. The transaction excludes every other catalog writer, in this
     /// process and in every other replica, until it commits or is dropped (which rolls back).
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError>;
+
+    /// The lifecycle record of one lease, oldest first. The record is durable and not held in
+    /// memory; it outlives the lease.
+    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError>;
+
+    /// Entries of the lifecycle record after `seq`, oldest first, at most `limit`, each with its
+    /// sequence number (for notification delivery). Sequence numbers start at 1 and grow with
+    /// every committed entry; they may skip numbers, never go back.
+    async fn records_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, LeaseRecord)>, StoreError>;
 }
 
 /// A catalog write transaction.
@@ -68,4 +83,12 @@ pub trait WriteTx: Send {
 
     /// Bumps the catalog sequence, commits, and returns the new sequence number.
     async fn commit(self: Box<Self>) -> Result<u64, StoreError>;
+}
+
+#[cfg(all(test, feature = "testkit"))]
+mod tests {
+    #[tokio::test]
+    async fn mem_store_conforms() {
+        crate::testkit::run_all(|| async { crate::MemStore::new() }).await;
+    }
 }

@@ -2,12 +2,16 @@
 //!
 //! Run it with [`run_all`] and a factory that returns a fresh, empty, migrated store per case.
 
-use crate::Store;
+use crate::{Store, StoreError};
 use berth_core::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use berth_core::catalog::CatalogRows;
 use berth_core::consumer::Allocations;
 use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
 use berth_core::inventory::FullReservation;
+use berth_core::lease::{
+    Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseRecord, LeaseStatus,
+    Reservation, ReservationSpec, ReservationStatus,
+};
 use berth_core::{
     AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, ResourceClass, TraitName,
 };
@@ -30,6 +34,9 @@ where
     deletes_cascade(&make().await).await;
     reparenting_round_trips(&make().await).await;
     writers_are_serialized(&make().await).await;
+    leases_round_trip(&make().await).await;
+    floating_ips_round_trip(&make().await).await;
+    lease_records_are_appended(&make().await).await;
 }
 
 /// Applies one decision through the store and to the catalog, as the application does.
@@ -338,4 +345,266 @@ async fn writers_are_serialized<S: Store>(store: &S) {
         seen_by_second, 2,
         "a second writer starts only after the first has committed"
     );
+}
+
+const HOUR: i64 = 3_600_000_000;
+
+fn at_hours(hours: i64) -> Instant {
+    Instant::from_micros(T0.as_micros() + hours * HOUR)
+}
+
+fn event(n: u128, kind: EventKind, at: Instant) -> LeaseEvent {
+    LeaseEvent {
+        id: uuid(n),
+        kind,
+        at,
+        status: EventStatus::Undone,
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
+/// A pending lease `uuid(n)` of project `project` from hour 1 to hour 3, holding host `uuid(1)`
+/// whole, two instance slots on it, and floating IP `uuid(300)`.
+fn lease(n: u128, project: &str) -> Lease {
+    let reservation = |m: u128, spec: ReservationSpec| Reservation {
+        id: uuid(n * 10 + m),
+        spec,
+        status: ReservationStatus::Pending,
+        hosts: Vec::new(),
+        floating_ips: Vec::new(),
+        created_at: T0,
+        updated_at: T0,
+    };
+    let host = ReservationSpec::Host {
+        min: 1,
+        max: 2,
+        hypervisor_properties: String::new(),
+        resource_properties: r#"["==", "$rack", "r\"12\" é"]"#.to_owned(),
+        before_end: "default".to_owned(),
+    };
+    let instance = ReservationSpec::Instance {
+        vcpus: 2,
+        memory_mb: 4096,
+        disk_gb: 0,
+        amount: 2,
+        affinity: Affinity::Any,
+        resource_properties: String::new(),
+    };
+    let fip = ReservationSpec::FloatingIp {
+        network_id: "ext-net".to_owned(),
+        amount: 1,
+        required_floatingips: vec!["203.0.113.7".to_owned()],
+    };
+    let mut reservations = vec![
+        reservation(1, host),
+        reservation(2, instance),
+        reservation(3, fip),
+    ];
+    reservations[0].hosts = vec![(uuid(1), 1)];
+    reservations[1].hosts = vec![(uuid(1), 2)];
+    reservations[2].floating_ips = vec![uuid(300)];
+    Lease {
+        id: uuid(n),
+        name: format!("lease-{n}"),
+        project_id: project.to_owned(),
+        user_id: "u1".to_owned(),
+        start: at_hours(1),
+        end: at_hours(3),
+        status: LeaseStatus::Pending,
+        status_reason: None,
+        degraded: false,
+        reservations,
+        events: vec![
+            event(n * 10 + 4, EventKind::StartLease, at_hours(1)),
+            event(n * 10 + 5, EventKind::BeforeEndLease, at_hours(2)),
+            event(n * 10 + 6, EventKind::EndLease, at_hours(3)),
+        ],
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
+/// Writes `changes` as one committed transaction.
+async fn write_changes<S: Store>(store: &S, catalog: &mut Catalog, changes: Vec<Change>) {
+    write(store, catalog, move |_| Ok(changes)).await;
+}
+
+fn lease_set(lease: &Lease) -> Change {
+    Change::LeaseSet {
+        id: lease.id,
+        lease: Some(Box::new(lease.clone())),
+    }
+}
+
+async fn loaded_leases<S: Store>(store: &S) -> Vec<Lease> {
+    let mut rows = store.load_catalog().await.expect("load");
+    rows.normalize();
+    rows.leases
+}
+
+async fn leases_round_trip<S: Store>(store: &S) {
+    let mut catalog = Catalog::new();
+    create(store, &mut catalog, 1, "cn1", None).await;
+    let first = lease(20, "p1");
+    let second = lease(21, "p2");
+    write_changes(store, &mut catalog, vec![lease_set(&first)]).await;
+    write_changes(store, &mut catalog, vec![lease_set(&second)]).await;
+    assert_eq!(loaded_leases(store).await, [first.clone(), second.clone()]);
+    assert_same(store, &catalog).await;
+    // The lease starts: its whole new state replaces the old one.
+    let mut started = first.clone();
+    started.name = "renamed".to_owned();
+    started.status = LeaseStatus::Active;
+    started.status_reason = Some("started on time ✓".to_owned());
+    started.degraded = true;
+    started.end = at_hours(4);
+    started.events[0].status = EventStatus::Done;
+    started.events[2].at = at_hours(4);
+    started.reservations[0].status = ReservationStatus::Active;
+    started.updated_at = at_hours(1);
+    write_changes(store, &mut catalog, vec![lease_set(&started)]).await;
+    assert_eq!(
+        loaded_leases(store).await,
+        [started.clone(), second.clone()]
+    );
+    assert_same(store, &catalog).await;
+    let delete = Change::LeaseSet {
+        id: started.id,
+        lease: None,
+    };
+    write_changes(store, &mut catalog, vec![delete]).await;
+    assert_eq!(loaded_leases(store).await, [second]);
+    assert_same(store, &catalog).await;
+}
+
+fn floating_ip(n: u128, network: &str, address: &str) -> FloatingIp {
+    FloatingIp {
+        id: uuid(n),
+        network_id: network.to_owned(),
+        subnet_id: Some(format!("{network}-subnet")),
+        address: address.to_owned(),
+        reservable: true,
+        created_at: T0,
+        updated_at: T0,
+    }
+}
+
+fn fip_set(fip: &FloatingIp) -> Change {
+    Change::FloatingIpSet {
+        id: fip.id,
+        fip: Some(fip.clone()),
+    }
+}
+
+/// Persists and commits `changes`; returns the store's answer instead of panicking.
+async fn try_write<S: Store>(store: &S, changes: &[Change]) -> Result<u64, StoreError> {
+    let mut tx = store.begin_write().await.expect("begin");
+    tx.persist(changes, T0).await?;
+    tx.commit().await
+}
+
+async fn floating_ips_round_trip<S: Store>(store: &S) {
+    let mut catalog = Catalog::new();
+    let a = floating_ip(300, "ext-net", "203.0.113.7");
+    let mut b = floating_ip(301, "ext-net", "2001:db8::7");
+    b.subnet_id = None;
+    b.reservable = false;
+    write_changes(store, &mut catalog, vec![fip_set(&a), fip_set(&b)]).await;
+    assert_same(store, &catalog).await;
+    let mut updated = a.clone();
+    updated.reservable = false;
+    updated.subnet_id = None;
+    updated.updated_at = at_hours(1);
+    write_changes(store, &mut catalog, vec![fip_set(&updated)]).await;
+    assert_same(store, &catalog).await;
+    // Another id with an address the network already has is refused, and nothing is written.
+    let duplicate = floating_ip(302, "ext-net", "2001:db8::7");
+    let refused = try_write(store, &[fip_set(&duplicate)]).await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict { .. })),
+        "a duplicate address conflicts: {refused:?}"
+    );
+    assert_eq!(store.catalog_seq().await.expect("seq"), catalog.seq());
+    assert_same(store, &catalog).await;
+    // The same address on another network is a different address.
+    let elsewhere = floating_ip(303, "other-net", "2001:db8::7");
+    write_changes(store, &mut catalog, vec![fip_set(&elsewhere)]).await;
+    let removed = Change::FloatingIpSet {
+        id: a.id,
+        fip: None,
+    };
+    write_changes(store, &mut catalog, vec![removed]).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.floating_ips, [b, elsewhere]);
+    assert_same(store, &catalog).await;
+}
+
+fn record(lease: &Lease, kind: &str, hours: i64) -> LeaseRecord {
+    LeaseRecord {
+        lease_id: lease.id,
+        kind: kind.to_owned(),
+        at: at_hours(hours),
+        details: format!(
+            r#"{{"status":"{}","note":"ü \"q\""}}"#,
+            lease.status.as_str()
+        ),
+    }
+}
+
+async fn lease_records_are_appended<S: Store>(store: &S) {
+    let mut catalog = Catalog::new();
+    let first = lease(20, "p1");
+    let second = lease(21, "p1");
+    let written = [
+        record(&first, "lease.create", 0),
+        record(&second, "lease.create", 0),
+        record(&first, "lease.event.start_lease", 1),
+        record(&first, "lease.delete", 2),
+    ];
+    let recorded = |i: usize| Change::LeaseRecorded(written[i].clone());
+    write_changes(store, &mut catalog, vec![lease_set(&first), recorded(0)]).await;
+    write_changes(store, &mut catalog, vec![lease_set(&second), recorded(1)]).await;
+    write_changes(store, &mut catalog, vec![recorded(2)]).await;
+    let delete = Change::LeaseSet {
+        id: first.id,
+        lease: None,
+    };
+    write_changes(store, &mut catalog, vec![delete, recorded(3)]).await;
+    assert_same(store, &catalog).await;
+    // A dropped transaction appends nothing.
+    {
+        let mut tx = store.begin_write().await.expect("begin");
+        let lost = Change::LeaseRecorded(record(&second, "lease.lost", 3));
+        tx.persist(&[lost], T0).await.expect("persist");
+    }
+    let of = |lease: Uuid| store.lease_records(lease);
+    let kept = [written[0].clone(), written[2].clone(), written[3].clone()];
+    assert_eq!(
+        of(first.id).await.expect("records"),
+        kept,
+        "records outlive the lease"
+    );
+    assert_eq!(of(second.id).await.expect("records"), [written[1].clone()]);
+    assert!(of(uuid(99)).await.expect("records").is_empty());
+    check_records_after(store, &written).await;
+}
+
+/// `records_after` pages through exactly `written`, in order.
+async fn check_records_after<S: Store>(store: &S, written: &[LeaseRecord]) {
+    let all = store.records_after(0, 100).await.expect("records");
+    let entries: Vec<LeaseRecord> = all.iter().map(|(_, r)| r.clone()).collect();
+    assert_eq!(entries, written);
+    let seqs: Vec<u64> = all.iter().map(|(seq, _)| *seq).collect();
+    assert!(seqs[0] > 0, "sequence numbers start above 0: {seqs:?}");
+    assert!(seqs.is_sorted_by(|a, b| a < b), "increasing: {seqs:?}");
+    let page = store.records_after(seqs[1], 1).await.expect("page");
+    assert_eq!(page, all[2..3]);
+    let rest = store.records_after(seqs[1], 10).await.expect("rest");
+    assert_eq!(rest, all[2..]);
+    let last = seqs[seqs.len() - 1];
+    for (after, limit) in [(last, 10), (u64::MAX, 10), (0, 0)] {
+        let none = store.records_after(after, limit).await.expect("records");
+        assert!(none.is_empty(), "nothing after {after} (limit {limit})");
+    }
 }

@@ -16,6 +16,8 @@ pub struct ApiError {
     code: &'static str,
     detail: String,
     versions: Option<(String, String)>,
+    /// Machine-readable members added to Blazar and berth error bodies.
+    extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// Placement's generic error code.
@@ -29,6 +31,7 @@ impl ApiError {
             code,
             detail: detail.into(),
             versions: None,
+            extra: None,
         }
     }
 
@@ -77,6 +80,14 @@ impl ApiError {
     /// Replaces the code (for Placement's per-endpoint quirks).
     pub fn with_code(mut self, code: &'static str) -> ApiError {
         self.code = code;
+        self
+    }
+
+    /// Adds machine-readable members (an object's keys) to Blazar and berth error bodies.
+    pub fn with_extra(mut self, extra: serde_json::Value) -> ApiError {
+        if let serde_json::Value::Object(map) = extra {
+            self.extra = Some(Box::new(map));
+        }
         self
     }
 
@@ -138,15 +149,18 @@ impl IntoResponse for ApiError {
                 (self.status, Json(json!({ "errors": [error] }))).into_response()
             }
             Surface::Blazar => {
-                let body = json!({
+                let mut body = json!({
                     "error_code": self.status.as_u16(),
                     "error_message": self.detail,
                     "error_name": self.status.as_u16(),
                 });
+                if let (Some(out), Some(extra)) = (body.as_object_mut(), self.extra) {
+                    out.extend(*extra);
+                }
                 (self.status, Json(body)).into_response()
             }
             Surface::Berth => {
-                let body = json!({
+                let mut body = json!({
                     "type": format!("https://berth.dev/errors/{}", self.code),
                     "title": title,
                     "status": self.status.as_u16(),
@@ -154,6 +168,9 @@ impl IntoResponse for ApiError {
                     "code": self.code,
                     "request_id": ctx.request_id,
                 });
+                if let (Some(out), Some(extra)) = (body.as_object_mut(), self.extra) {
+                    out.extend(*extra);
+                }
                 let mut response = (self.status, Json(body)).into_response();
                 response.headers_mut().insert(
                     axum::http::header::CONTENT_TYPE,

@@ -8,6 +8,8 @@ use berth_core::Rejection;
 pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
 /// Placement's code for a name or uuid collision.
 pub const DUPLICATE_NAME: &str = "placement.duplicate_name";
+/// berth's code for a lease request that does not fit (the body carries the counter-offer).
+pub const NOT_ENOUGH_RESOURCES: &str = "not_enough_resources";
 /// Placement's code for removing an inventory that is in use.
 pub const INVENTORY_INUSE: &str = "placement.inventory.inuse";
 
@@ -62,7 +64,18 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::NothingToUpdate
         | Rejection::AllocationProviderNotFound(_)
         | Rejection::DuplicateConsumer(_)
-        | Rejection::TooMany(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+        | Rejection::TooMany(_)
+        | Rejection::BadLease(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+        Rejection::LeaseNotFound(_) | Rejection::FloatingIpNotFound(_) => {
+            (StatusCode::NOT_FOUND, UNDEFINED)
+        }
+        Rejection::CantUpdate(_)
+        | Rejection::FloatingIpExists(_)
+        | Rejection::FloatingIpInUse(_) => (StatusCode::CONFLICT, UNDEFINED),
+        Rejection::DoesNotFit(refusal) => {
+            return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
+                .with_extra(crate::http::blazar::lease_wire::refusal_json(refusal));
+        }
     };
     ApiError::new(status, code, detail)
 }

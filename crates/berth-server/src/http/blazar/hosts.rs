@@ -151,7 +151,7 @@ fn amount(body: &Map<String, Value>, key: &str) -> Result<Option<u64>, ApiError>
     }
 }
 
-fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
+pub(super) fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),

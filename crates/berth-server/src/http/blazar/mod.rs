@@ -1,6 +1,10 @@
 //! The OpenStack Blazar reservation API under `/reservation`, version 1.0.
 
+mod allocations;
+mod floating_ips;
 mod hosts;
+pub(crate) mod lease_wire;
+mod leases;
 
 use crate::http::routes::Routes;
 use axum::Json;
@@ -23,7 +27,10 @@ pub fn register(routes: &mut Routes) {
             "Reservation API versions",
             versions,
         );
+    allocations::register(routes);
     hosts::register(routes);
+    leases::register(routes);
+    floating_ips::register(routes);
 }
 
 async fn versions() -> Json<Value> {

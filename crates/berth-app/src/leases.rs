@@ -1,0 +1,353 @@
+//! Lease use cases: create, update and delete leases, register floating IPs, search
+//! availability, and the lifecycle engine that fires lease events on time.
+//!
+//! The lifecycle engine is a loop over the catalog's due-event index: it fires every event due
+//! now through the one write path, then waits until the next event is due, a lease write in this
+//! process wakes it, or [`LIFECYCLE_POLL`] passes (which bounds how late it notices leases
+//! another replica wrote). Firing is idempotent in the core and serialized by the store's
+//! writer lock, so with several replicas each event fires exactly once.
+
+use crate::{AppError, Berth};
+use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
+use berth_core::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
+use berth_core::ledger::Window;
+use berth_core::reserve::{self, Refusal, Wanted};
+use berth_core::{Change, Instant, Rejection};
+use std::collections::HashMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Longest the lifecycle engine sleeps before looking for new due events.
+pub const LIFECYCLE_POLL: Duration = Duration::from_millis(500);
+/// Failed attempts at firing one event before it is recorded as failed.
+pub const EVENT_ATTEMPTS_MAX: u32 = 8;
+/// The first retry delay of a failed event; each further attempt doubles it.
+pub const EVENT_RETRY_FIRST: Duration = Duration::from_millis(200);
+/// How far ahead of the requested start the counter-offer searches by default: 30 days.
+pub const SEARCH_HORIZON_DEFAULT_MICROS: i64 = 30 * 24 * 3600 * 1_000_000;
+
+/// A lease to create.
+#[derive(Debug, Clone)]
+pub struct CreateLease {
+    /// Its name.
+    pub name: String,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// Window start.
+    pub start: Instant,
+    /// Window end.
+    pub end: Instant,
+    /// When `before_end_lease` fires, if not the default.
+    pub before_end: Option<Instant>,
+    /// The reservations.
+    pub reservations: Vec<ReservationSpec>,
+    /// How far after `start` the counter-offer searches.
+    pub horizon_micros: i64,
+}
+
+/// A floating IP to register.
+#[derive(Debug, Clone)]
+pub struct RegisterFloatingIp {
+    /// The external network.
+    pub network_id: String,
+    /// The subnet, when known.
+    pub subnet_id: Option<String>,
+    /// The address, canonical text.
+    pub address: String,
+}
+
+/// Free capacity of one availability zone over a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneCapacity {
+    /// The zone (`None`: hosts without one).
+    pub zone: Option<String>,
+    /// Reservable hosts.
+    pub hosts: u32,
+    /// Reservable hosts entirely free over the window.
+    pub free_hosts: u32,
+    /// Per class, the capacity left at the busiest instant of the window, summed over hosts.
+    pub free: Vec<(String, u64)>,
+}
+
+/// The answer of an availability search.
+#[derive(Debug, Clone)]
+pub struct Availability {
+    /// `None` when the request fits now; otherwise why not and what would.
+    pub refusal: Option<Refusal>,
+    /// What the request would get if it fits: per reservation, hosts with slots.
+    pub hosts: Vec<Vec<(Uuid, u32)>>,
+    /// Free capacity per availability zone over the window.
+    pub zones: Vec<ZoneCapacity>,
+}
+
+fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
+    Instant::from_micros(start.as_micros().saturating_add(horizon_micros.max(0)))
+}
+
+impl Berth {
+    /// Admits a lease all-or-nothing and returns it.
+    pub async fn create_lease(&self, cmd: CreateLease) -> Result<Lease, AppError> {
+        let new = NewLease {
+            id: self.new_uuid(),
+            name: cmd.name,
+            project_id: cmd.project_id,
+            user_id: cmd.user_id,
+            start: cmd.start,
+            end: cmd.end,
+            before_end: cmd.before_end,
+            reservations: cmd
+                .reservations
+                .into_iter()
+                .map(|spec| (self.new_uuid(), spec))
+                .collect(),
+            event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
+        };
+        let horizon = horizon_end(cmd.start, cmd.horizon_micros);
+        let lease = self
+            .write(move |catalog, now| decide::create_lease(catalog, &new, now, horizon))
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(lease)
+    }
+
+    /// Updates a lease, re-admitting it atomically when its window or amounts change.
+    pub async fn update_lease(
+        &self,
+        id: Uuid,
+        update: LeaseUpdate,
+        horizon_micros: i64,
+    ) -> Result<Lease, AppError> {
+        let lease = self
+            .write(move |catalog, now| {
+                let start = update
+                    .start
+                    .or_else(|| catalog.lease(id).map(|l| l.start))
+                    .unwrap_or(now);
+                decide::update_lease(
+                    catalog,
+                    id,
+                    &update,
+                    now,
+                    horizon_end(start, horizon_micros),
+                )
+            })
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(lease)
+    }
+
+    /// Deletes a lease, releasing what it holds.
+    pub async fn delete_lease(&self, id: Uuid) -> Result<(), AppError> {
+        self.write(move |catalog, now| decide::delete_lease(catalog, id, now).map(|c| (c, ())))
+            .await
+    }
+
+    /// Registers a floating IP and returns it.
+    pub async fn register_floating_ip(
+        &self,
+        cmd: RegisterFloatingIp,
+    ) -> Result<FloatingIp, AppError> {
+        let id = self.new_uuid();
+        self.write(move |catalog, now| {
+            let fip = FloatingIp {
+                id,
+                network_id: cmd.network_id,
+                subnet_id: cmd.subnet_id,
+                address: cmd.address,
+                reservable: true,
+                created_at: now,
+                updated_at: now,
+            };
+            decide::register_floating_ip(catalog, fip.clone()).map(|c| (c, fip))
+        })
+        .await
+    }
+
+    /// Removes a floating IP no lease holds.
+    pub async fn delete_floating_ip(&self, id: Uuid) -> Result<(), AppError> {
+        self.write(move |catalog, _| decide::delete_floating_ip(catalog, id).map(|c| (c, ())))
+            .await
+    }
+
+    /// The lifecycle record of a lease, oldest first.
+    pub async fn lease_records(&self, id: Uuid) -> Result<Vec<LeaseRecord>, AppError> {
+        Ok(self.store.lease_records(id).await?)
+    }
+
+    /// Whether `specs` fit over `[start, end)`, the counter-offer when they do not, and free
+    /// capacity per availability zone. Admits nothing.
+    pub async fn availability(
+        &self,
+        start: Instant,
+        end: Instant,
+        specs: Vec<ReservationSpec>,
+        horizon_micros: i64,
+    ) -> Result<Availability, AppError> {
+        let window = Window::new(start, end)
+            .ok_or_else(|| Rejection::BadLease("End date must be later than start date.".into()))?;
+        let horizon = horizon_end(start, horizon_micros);
+        let answer = self
+            .read(move |catalog| {
+                let mut want = Vec::with_capacity(specs.len());
+                for spec in &specs {
+                    decide::check_spec(catalog, spec)?;
+                    want.push(Wanted {
+                        spec,
+                        filter: decide::filter_of(catalog, spec)?,
+                        current: Vec::new(),
+                        current_fips: Vec::new(),
+                    });
+                }
+                let (refusal, hosts) =
+                    match reserve::admit_or_offer(catalog, window, &want, &[], horizon) {
+                        Ok(granted) => (None, granted.hosts),
+                        Err(refusal) => (Some(refusal), Vec::new()),
+                    };
+                let zones = zone_capacity(catalog, window);
+                Ok::<_, Rejection>(Availability {
+                    refusal,
+                    hosts,
+                    zones,
+                })
+            })
+            .await??;
+        Ok(answer)
+    }
+
+    /// Fires every lifecycle event due now; returns how many events fired.
+    pub async fn fire_due_events(&self) -> Result<usize, AppError> {
+        let now = self.now();
+        let due = self.read(|catalog| catalog.due_events(now)).await?;
+        let mut fired = 0;
+        for (_, kind, lease) in due {
+            let changed = self
+                .write(move |catalog, now| {
+                    decide::fire_event(catalog, lease, kind, now).map(|c| {
+                        let events = c
+                            .iter()
+                            .filter(|c| matches!(c, Change::LeaseRecorded(_)))
+                            .count();
+                        (c, events)
+                    })
+                })
+                .await?;
+            fired += changed;
+        }
+        Ok(fired)
+    }
+
+    /// Records that an event's action failed for good.
+    async fn fail_event(
+        &self,
+        lease: Uuid,
+        kind: EventKind,
+        reason: String,
+    ) -> Result<(), AppError> {
+        self.write(move |catalog, now| {
+            decide::fail_event(catalog, lease, kind, &reason, now).map(|c| (c, ()))
+        })
+        .await
+    }
+
+    /// How long the lifecycle engine may sleep: until the next due event, at most the poll.
+    async fn lifecycle_pause(&self) -> Duration {
+        let next = self
+            .read(berth_core::Catalog::next_due)
+            .await
+            .ok()
+            .flatten();
+        let now = self.now();
+        next.map_or(LIFECYCLE_POLL, |(at, _, _)| {
+            let micros = at.as_micros().saturating_sub(now.as_micros()).max(0);
+            Duration::from_micros(u64::try_from(micros).unwrap_or(0)).min(LIFECYCLE_POLL)
+        })
+    }
+
+    /// Runs the lifecycle engine until `stop` resolves. Events that fell due while berth was
+    /// down fire on the first pass. A failing event is retried with doubling delays and, after
+    /// [`EVENT_ATTEMPTS_MAX`] attempts, recorded as failed (the lease goes to ERROR).
+    pub async fn run_lifecycle(&self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        let mut attempts: HashMap<Uuid, u32> = HashMap::new();
+        loop {
+            let pause = match self.fire_due_events().await {
+                Ok(_) => {
+                    attempts.clear();
+                    self.lifecycle_pause().await
+                }
+                Err(error) => self.after_failure(&mut attempts, &error).await,
+            };
+            tokio::select! {
+                () = &mut stop => return,
+                () = self.lifecycle.notified() => {}
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+    }
+
+    /// Counts a failed pass against the first due event; returns the back-off delay.
+    async fn after_failure(&self, attempts: &mut HashMap<Uuid, u32>, error: &AppError) -> Duration {
+        tracing::warn!(%error, "firing lease events failed; retrying");
+        let now = self.now();
+        let Ok(Some((_, kind, lease))) = self.read(|c| c.due_events(now).first().copied()).await
+        else {
+            return EVENT_RETRY_FIRST;
+        };
+        let count = attempts.entry(lease).or_insert(0);
+        *count += 1;
+        if *count >= EVENT_ATTEMPTS_MAX {
+            let reason = format!("failed {count} times: {error}");
+            if let Err(error) = self.fail_event(lease, kind, reason).await {
+                tracing::error!(%error, %lease, "cannot record a failed lease event");
+            }
+            attempts.remove(&lease);
+            return EVENT_RETRY_FIRST;
+        }
+        EVENT_RETRY_FIRST * 2u32.saturating_pow(*count - 1)
+    }
+}
+
+/// Free capacity per availability zone over `window`, zones sorted (hosts without one last).
+fn zone_capacity(catalog: &berth_core::Catalog, window: Window) -> Vec<ZoneCapacity> {
+    let mut zones: std::collections::BTreeMap<Option<String>, ZoneCapacity> = Default::default();
+    let ledger = catalog.ledger();
+    for provider in catalog.providers() {
+        if !provider.host().is_some_and(|h| h.reservable) {
+            continue;
+        }
+        let zone_name = provider.availability_zone().map(str::to_owned);
+        let zone = zones
+            .entry(zone_name.clone())
+            .or_insert_with(|| ZoneCapacity {
+                zone: zone_name,
+                hosts: 0,
+                free_hosts: 0,
+                free: Vec::new(),
+            });
+        zone.hosts += 1;
+        let peak = ledger.peak(provider.uuid(), window, &[]);
+        let free = ledger.is_free(provider.uuid(), window, &[]) && !provider.has_usage();
+        zone.free_hosts += u32::from(free);
+        for (class, record) in provider.inventories() {
+            let left = match peak.exclusive {
+                0 => record
+                    .capacity()
+                    .saturating_sub(provider.used(class) + peak.amount(class)),
+                _ => 0,
+            };
+            match zone.free.iter_mut().find(|(c, _)| c == class.as_str()) {
+                Some((_, n)) => *n += left,
+                None => zone.free.push((class.as_str().to_owned(), left)),
+            }
+        }
+    }
+    let mut out: Vec<ZoneCapacity> = zones.into_values().collect();
+    let unzoned = usize::from(out.first().is_some_and(|z| z.zone.is_none()));
+    out.rotate_left(unzoned);
+    for zone in &mut out {
+        zone.free.sort();
+    }
+    out
+}

@@ -1,0 +1,282 @@
+//! Lease use cases and the lifecycle engine over the in-memory reference store, with a clock
+//! the tests move by hand.
+
+use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
+use berth_core::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
+use berth_core::{Instant, Rejection};
+use berth_store::MemStore;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+use uuid::Uuid;
+
+const T0: i64 = 1_800_000_000_000_000;
+const SECOND: i64 = 1_000_000;
+
+#[derive(Clone)]
+struct ManualClock(Arc<AtomicI64>);
+impl ManualClock {
+    fn new() -> ManualClock {
+        ManualClock(Arc::new(AtomicI64::new(T0)))
+    }
+    fn set(&self, micros: i64) {
+        self.0.store(micros, Ordering::SeqCst);
+    }
+}
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        Instant::from_micros(self.0.load(Ordering::SeqCst))
+    }
+}
+
+struct CountingIds(AtomicU64);
+impl IdGen for CountingIds {
+    fn uuid(&self) -> Uuid {
+        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
+    }
+}
+
+async fn replica(store: &MemStore, clock: &ManualClock, first_id: u64) -> Arc<Berth> {
+    let berth = Berth::open(
+        Arc::new(store.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(CountingIds(AtomicU64::new(first_id))),
+    )
+    .await
+    .expect("open");
+    Arc::new(berth)
+}
+
+async fn enroll(berth: &Berth, name: &str, zone: &str) {
+    berth
+        .enroll_host(EnrollHost {
+            name: name.into(),
+            vcpus: Some(8),
+            memory_mb: Some(16_384),
+            local_gb: Some(100),
+            availability_zone: Some(zone.into()),
+            hypervisor_type: None,
+            service_name: None,
+            attributes: BTreeMap::new(),
+        })
+        .await
+        .expect("enroll");
+}
+
+fn hosts(min: u32, max: u32) -> ReservationSpec {
+    ReservationSpec::Host {
+        min,
+        max,
+        hypervisor_properties: String::new(),
+        resource_properties: String::new(),
+        before_end: "default".into(),
+    }
+}
+
+fn lease(start: i64, end: i64, reservations: Vec<ReservationSpec>) -> CreateLease {
+    CreateLease {
+        name: "lease".into(),
+        project_id: "p1".into(),
+        user_id: "u1".into(),
+        start: Instant::from_micros(start),
+        end: Instant::from_micros(end),
+        before_end: None,
+        reservations,
+        horizon_micros: berth_app::SEARCH_HORIZON_DEFAULT_MICROS,
+    }
+}
+
+async fn status(berth: &Berth, id: Uuid) -> (LeaseStatus, Vec<ReservationStatus>, usize) {
+    berth
+        .read(|c| {
+            let lease = c.lease(id).expect("lease");
+            let statuses = lease.reservations.iter().map(|r| r.status).collect();
+            (lease.status, statuses, c.ledger().len())
+        })
+        .await
+        .expect("read")
+}
+
+async fn kinds(berth: &Berth, id: Uuid) -> Vec<String> {
+    berth
+        .lease_records(id)
+        .await
+        .expect("records")
+        .into_iter()
+        .map(|r| r.kind)
+        .collect()
+}
+
+#[tokio::test]
+async fn events_fire_when_due_and_move_the_lease_through_its_lifecycle() {
+    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    let created = berth
+        .create_lease(lease(T0 + 10 * SECOND, T0 + 20 * SECOND, vec![hosts(1, 1)]))
+        .await
+        .expect("admitted");
+    assert_eq!(
+        berth.fire_due_events().await.expect("fire"),
+        0,
+        "nothing is due yet"
+    );
+    assert_eq!(status(&berth, created.id).await.0, LeaseStatus::Pending);
+
+    clock.set(T0 + 10 * SECOND);
+    // The start and the warning (an hour before the end, clamped to the start) are both due.
+    assert_eq!(berth.fire_due_events().await.expect("fire"), 2);
+    assert_eq!(
+        status(&berth, created.id).await,
+        (LeaseStatus::Active, vec![ReservationStatus::Active], 1)
+    );
+    assert_eq!(
+        berth.fire_due_events().await.expect("fire"),
+        0,
+        "each event fires once"
+    );
+
+    clock.set(T0 + 20 * SECOND);
+    assert_eq!(berth.fire_due_events().await.expect("fire"), 1);
+    assert_eq!(
+        status(&berth, created.id).await,
+        (LeaseStatus::Terminated, vec![ReservationStatus::Deleted], 0),
+        "the ended lease holds nothing"
+    );
+    assert_eq!(
+        kinds(&berth, created.id).await,
+        [
+            "lease.create",
+            "lease.event.start_lease",
+            "lease.event.before_end_lease",
+            "lease.event.end_lease"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn events_that_fell_due_while_down_fire_at_startup() {
+    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    let created = berth
+        .create_lease(lease(T0 + SECOND, T0 + 2 * SECOND, vec![hosts(1, 1)]))
+        .await
+        .expect("admitted");
+    drop(berth);
+
+    clock.set(T0 + 3600 * SECOND);
+    let restarted = replica(&store, &clock, 1_000).await;
+    let engine = Arc::clone(&restarted);
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let handle = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            engine
+                .run_lifecycle(async move { stop.notified().await })
+                .await
+        }
+    });
+    let ended = wait_for(&restarted, created.id, LeaseStatus::Terminated).await;
+    stop.notify_one();
+    handle.await.expect("engine stops");
+    assert!(ended, "the lease ended after the restart");
+    assert_eq!(
+        kinds(&restarted, created.id).await,
+        [
+            "lease.create",
+            "lease.event.start_lease",
+            "lease.event.before_end_lease",
+            "lease.event.end_lease"
+        ],
+        "it passed through ACTIVE, in order"
+    );
+}
+
+/// Waits (bounded: 5 s) until the lease has `wanted` status.
+async fn wait_for(berth: &Berth, id: Uuid, wanted: LeaseStatus) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < deadline {
+        if status(berth, id).await.0 == wanted {
+            return true;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn two_replicas_fire_each_event_exactly_once() {
+    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let a = replica(&store, &clock, 0).await;
+    let b = replica(&store, &clock, 1_000_000).await;
+    enroll(&a, "h1", "az1").await;
+    let created = a
+        .create_lease(lease(T0 + SECOND, T0 + 2 * SECOND, vec![hosts(1, 1)]))
+        .await
+        .expect("admitted");
+    clock.set(T0 + 3 * SECOND);
+    let (fa, fb) = tokio::join!(a.fire_due_events(), b.fire_due_events());
+    let fired = fa.expect("a") + fb.expect("b");
+    let records = kinds(&a, created.id).await;
+    let starts = records
+        .iter()
+        .filter(|k| *k == "lease.event.start_lease")
+        .count();
+    let ends = records
+        .iter()
+        .filter(|k| *k == "lease.event.end_lease")
+        .count();
+    assert_eq!((starts, ends), (1, 1), "{records:?}");
+    assert!(fired >= 1);
+    assert_eq!(status(&b, created.id).await.0, LeaseStatus::Terminated);
+}
+
+#[tokio::test]
+async fn a_request_that_does_not_fit_gets_a_counter_offer() {
+    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    enroll(&berth, "h2", "az1").await;
+    berth
+        .create_lease(lease(T0, T0 + 100 * SECOND, vec![hosts(1, 1)]))
+        .await
+        .expect("first lease");
+    let refused = berth
+        .create_lease(lease(
+            T0 + 50 * SECOND,
+            T0 + 150 * SECOND,
+            vec![hosts(2, 2)],
+        ))
+        .await
+        .expect_err("only one host is free");
+    let AppError::Rejected(Rejection::DoesNotFit(refusal)) = refused else {
+        panic!("a capacity refusal, got {refused:?}");
+    };
+    assert_eq!(refusal.amounts, [1], "one host fits in the window");
+    assert_eq!(
+        refusal.earliest_start,
+        Some(Instant::from_micros(T0 + 100 * SECOND)),
+        "both hosts are free once the first lease ends"
+    );
+    let instance = ReservationSpec::Instance {
+        vcpus: 4,
+        memory_mb: 4096,
+        disk_gb: 10,
+        amount: 4,
+        affinity: Affinity::DifferentHosts,
+        resource_properties: String::new(),
+    };
+    let err = berth
+        .create_lease(lease(T0 + 10 * SECOND, T0 + 20 * SECOND, vec![instance]))
+        .await
+        .expect_err("one free host cannot hold four anti-affine instances");
+    assert!(matches!(err, AppError::Rejected(Rejection::DoesNotFit(_))));
+    assert_eq!(
+        berth.read(|c| c.leases().count()).await.expect("read"),
+        1,
+        "a refused request admits nothing"
+    );
+}

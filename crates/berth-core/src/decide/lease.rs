@@ -1,0 +1,366 @@
+//! Decisions about leases and floating IPs: create, update, delete, fire a lifecycle event,
+//! record a failed action, register and remove addresses. Each returns the whole new state of
+//! what it touches plus a [`LeaseRecord`] for the durable lifecycle record.
+
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::filter::Filter;
+use crate::lease::{
+    Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseRecord, LeaseStatus,
+    Reservation, ReservationSpec, ReservationStatus,
+};
+use crate::ledger::Window;
+use crate::rejection::Rejection;
+use crate::reserve::{self, Wanted};
+use crate::time::Instant;
+use uuid::Uuid;
+
+/// `before_end_lease` fires this long before the end unless the lease says when (Blazar's
+/// `minutes_before_end_lease` default, 60 minutes).
+pub const BEFORE_END_DEFAULT_MICROS: i64 = 60 * 60 * 1_000_000;
+/// Longest lease name.
+pub const LEASE_NAME_LEN_MAX: usize = 255;
+/// Most reservations in one lease.
+pub const RESERVATIONS_PER_LEASE_MAX: usize = 64;
+/// Largest amount, host count or size one reservation may ask for.
+pub const AMOUNT_MAX: u32 = 1_000_000;
+
+/// A new lease, with the ids the application generated for it.
+#[derive(Debug, Clone)]
+pub struct NewLease {
+    /// Its id.
+    pub id: Uuid,
+    /// Its name.
+    pub name: String,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// Window start.
+    pub start: Instant,
+    /// Window end.
+    pub end: Instant,
+    /// When `before_end_lease` fires, if not the default.
+    pub before_end: Option<Instant>,
+    /// Reservations with their ids.
+    pub reservations: Vec<(Uuid, ReservationSpec)>,
+    /// Ids of the start, before-end and end events.
+    pub event_ids: [Uuid; 3],
+}
+
+/// Changes to a lease (`None` keeps the current value).
+#[derive(Debug, Clone, Default)]
+pub struct LeaseUpdate {
+    /// New name.
+    pub name: Option<String>,
+    /// New start.
+    pub start: Option<Instant>,
+    /// New end.
+    pub end: Option<Instant>,
+    /// New before-end time.
+    pub before_end: Option<Instant>,
+    /// Per-reservation changes.
+    pub reservations: Vec<ReservationUpdate>,
+}
+
+/// Changes to one reservation of a lease.
+#[derive(Debug, Clone, Default)]
+pub struct ReservationUpdate {
+    /// The reservation.
+    pub id: Uuid,
+    /// The resource type the client named, if any (it may not change).
+    pub resource_type: Option<String>,
+    /// Hosts: new minimum.
+    pub min: Option<u32>,
+    /// Hosts: new maximum.
+    pub max: Option<u32>,
+    /// Instances and addresses: new amount.
+    pub amount: Option<u32>,
+    /// Instances: new size.
+    pub vcpus: Option<u64>,
+    /// Instances: new size.
+    pub memory_mb: Option<u64>,
+    /// Instances: new size.
+    pub disk_gb: Option<u64>,
+    /// Instances: new affinity.
+    pub affinity: Option<Affinity>,
+    /// New host filter.
+    pub hypervisor_properties: Option<String>,
+    /// New resource filter.
+    pub resource_properties: Option<String>,
+}
+
+fn bad(text: impl Into<String>) -> Rejection {
+    Rejection::BadLease(text.into())
+}
+
+fn check_name(name: &str) -> Result<(), Rejection> {
+    match name.trim().chars().count() {
+        1..=LEASE_NAME_LEN_MAX => Ok(()),
+        _ => Err(bad(format!(
+            "name must be between 1 and {LEASE_NAME_LEN_MAX} characters"
+        ))),
+    }
+}
+
+fn check_amount(field: &str, value: u64, min: u64) -> Result<(), Rejection> {
+    match (min..=u64::from(AMOUNT_MAX)).contains(&value) {
+        true => Ok(()),
+        false => Err(bad(format!(
+            "{field} must be an integer from {min} to {AMOUNT_MAX}, not {value}"
+        ))),
+    }
+}
+
+/// Checks a reservation's own fields.
+pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<(), Rejection> {
+    match spec {
+        ReservationSpec::Host { min, max, .. } => {
+            check_amount("min", u64::from(*min), 1)?;
+            check_amount("max", u64::from(*max), 1)?;
+            if min > max {
+                return Err(bad(format!(
+                    "Invalid values for min/max of hosts: min ({min}) must not be greater than max ({max})"
+                )));
+            }
+        }
+        ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            disk_gb,
+            amount,
+            ..
+        } => {
+            check_amount("amount", u64::from(*amount), 1)?;
+            check_amount("vcpus", *vcpus, 1)?;
+            check_amount("memory_mb", *memory_mb, 1)?;
+            check_amount("disk_gb", *disk_gb, 0)?;
+        }
+        ReservationSpec::FloatingIp {
+            network_id,
+            amount,
+            required_floatingips,
+        } => {
+            check_amount("amount", u64::from(*amount), 1)?;
+            if required_floatingips.len() > *amount as usize {
+                return Err(bad("required_floatingips lists more addresses than amount"));
+            }
+            for (idx, address) in required_floatingips.iter().enumerate() {
+                if required_floatingips[..idx].contains(address) {
+                    return Err(bad(format!(
+                        "Floating IP {address} is listed twice in required_floatingips"
+                    )));
+                }
+                let known = catalog
+                    .floating_ips()
+                    .any(|f| f.network_id == *network_id && f.address == *address);
+                if !known {
+                    return Err(bad(format!(
+                        "Floating IP {address} is not in the pool of network {network_id}"
+                    )));
+                }
+            }
+        }
+    }
+    filter_of(catalog, spec).map(|_| ())
+}
+
+fn parse_filter(catalog: &Catalog, field: &str, text: &str) -> Result<Filter, Rejection> {
+    let filter = Filter::parse(text).map_err(|e| bad(format!("Invalid {field}: {e}")))?;
+    filter
+        .check_known(|name| reserve::is_known_property(catalog, name))
+        .map_err(|e| bad(format!("Invalid {field}: {e}")))?;
+    Ok(filter)
+}
+
+/// The filter of a reservation: its host and resource filters together.
+pub fn filter_of(catalog: &Catalog, spec: &ReservationSpec) -> Result<Filter, Rejection> {
+    match spec {
+        ReservationSpec::Host {
+            hypervisor_properties,
+            resource_properties,
+            ..
+        } => Ok(
+            parse_filter(catalog, "hypervisor_properties", hypervisor_properties)?.and(
+                parse_filter(catalog, "resource_properties", resource_properties)?,
+            ),
+        ),
+        ReservationSpec::Instance {
+            resource_properties,
+            ..
+        } => parse_filter(catalog, "resource_properties", resource_properties),
+        ReservationSpec::FloatingIp { .. } => Ok(Filter::All),
+    }
+}
+
+fn check_window(start: Instant, end: Instant) -> Result<Window, Rejection> {
+    Window::new(start, end).ok_or_else(|| bad("End date must be later than start date."))
+}
+
+/// When `before_end_lease` fires: the given time, which must lie strictly inside the window,
+/// or the default offset before the end, clamped to the start.
+fn before_end_at(window: Window, given: Option<Instant>) -> Result<Instant, Rejection> {
+    match given {
+        Some(at) if at > window.start && at < window.end => Ok(at),
+        Some(_) => Err(bad(
+            "before_end_date must lie strictly inside the lease window",
+        )),
+        None => Ok(Instant::from_micros(
+            (window.end.as_micros() - BEFORE_END_DEFAULT_MICROS).max(window.start.as_micros()),
+        )),
+    }
+}
+
+fn record(lease: &Lease, kind: &str, at: Instant, details: serde_json::Value) -> Change {
+    Change::LeaseRecorded(LeaseRecord {
+        lease_id: lease.id,
+        kind: kind.to_owned(),
+        at,
+        details: details.to_string(),
+    })
+}
+
+fn wanted<'a>(
+    catalog: &Catalog,
+    specs: impl Iterator<Item = (&'a ReservationSpec, Option<&'a Reservation>)>,
+) -> Result<Vec<Wanted<'a>>, Rejection> {
+    specs
+        .map(|(spec, current)| {
+            Ok(Wanted {
+                spec,
+                filter: filter_of(catalog, spec)?,
+                current: current.map(|r| r.hosts.clone()).unwrap_or_default(),
+                current_fips: current.map(|r| r.floating_ips.clone()).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// Admits a new lease all-or-nothing, or refuses it with a counter-offer searched until
+/// `horizon_end`.
+pub fn create_lease(
+    catalog: &Catalog,
+    new: &NewLease,
+    now: Instant,
+    horizon_end: Instant,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    check_name(&new.name)?;
+    let window = check_window(new.start, new.end)?;
+    let before_end = before_end_at(window, new.before_end)?;
+    if new.reservations.len() > RESERVATIONS_PER_LEASE_MAX {
+        return Err(Rejection::TooMany("reservations"));
+    }
+    for (_, spec) in &new.reservations {
+        check_spec(catalog, spec)?;
+    }
+    let want = wanted(catalog, new.reservations.iter().map(|(_, s)| (s, None)))?;
+    let granted = reserve::admit_or_offer(catalog, window, &want, &[], horizon_end)
+        .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
+    let reservations = new
+        .reservations
+        .iter()
+        .enumerate()
+        .map(|(idx, (id, spec))| Reservation {
+            id: *id,
+            spec: spec.clone(),
+            status: ReservationStatus::Pending,
+            hosts: granted.hosts[idx].clone(),
+            floating_ips: granted.floating_ips[idx].clone(),
+            created_at: now,
+            updated_at: now,
+        })
+        .collect();
+    let event = |id: Uuid, kind: EventKind, at: Instant| LeaseEvent {
+        id,
+        kind,
+        at,
+        status: EventStatus::Undone,
+        created_at: now,
+        updated_at: now,
+    };
+    let [start_id, before_id, end_id] = new.event_ids;
+    let lease = Lease {
+        id: new.id,
+        name: new.name.trim().to_owned(),
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        start: window.start,
+        end: window.end,
+        status: LeaseStatus::Pending,
+        status_reason: None,
+        degraded: false,
+        reservations,
+        events: vec![
+            event(start_id, EventKind::StartLease, window.start),
+            event(before_id, EventKind::BeforeEndLease, before_end),
+            event(end_id, EventKind::EndLease, window.end),
+        ],
+        created_at: now,
+        updated_at: now,
+    };
+    let changes = vec![
+        record(
+            &lease,
+            "lease.create",
+            now,
+            serde_json::json!({"status": "PENDING"}),
+        ),
+        Change::LeaseSet {
+            id: lease.id,
+            lease: Some(Box::new(lease.clone())),
+        },
+    ];
+    Ok((changes, lease))
+}
+
+fn lease(catalog: &Catalog, id: Uuid) -> Result<&Lease, Rejection> {
+    catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))
+}
+
+/// Deletes a lease: whatever it holds is released at once.
+pub fn delete_lease(catalog: &Catalog, id: Uuid, now: Instant) -> Result<Vec<Change>, Rejection> {
+    let current = lease(catalog, id)?;
+    Ok(vec![
+        record(
+            current,
+            "lease.delete",
+            now,
+            serde_json::json!({"status": current.status.as_str()}),
+        ),
+        Change::LeaseSet { id, lease: None },
+    ])
+}
+
+/// Registers a floating IP for reservation.
+pub fn register_floating_ip(catalog: &Catalog, fip: FloatingIp) -> Result<Vec<Change>, Rejection> {
+    let taken = catalog
+        .floating_ips()
+        .any(|f| f.network_id == fip.network_id && f.address == fip.address);
+    if taken {
+        return Err(Rejection::FloatingIpExists(fip.address));
+    }
+    Ok(vec![Change::FloatingIpSet {
+        id: fip.id,
+        fip: Some(fip),
+    }])
+}
+
+/// Removes a floating IP no lease holds.
+pub fn delete_floating_ip(catalog: &Catalog, id: Uuid) -> Result<Vec<Change>, Rejection> {
+    if catalog.floating_ip(id).is_none() {
+        return Err(Rejection::FloatingIpNotFound(id));
+    }
+    if catalog.ledger().holds_any(id) {
+        return Err(Rejection::FloatingIpInUse(id));
+    }
+    Ok(vec![Change::FloatingIpSet { id, fip: None }])
+}
+
+mod events;
+mod update;
+
+pub use events::{fail_event, fire_event};
+pub use update::update_lease;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,138 @@
+//! Lifecycle events: firing a due event moves the lease and its reservations along
+//! PENDING -> ACTIVE -> TERMINATED; a failed action moves them to ERROR with the reason.
+//!
+//! Firing is idempotent: an event that is not due, already fired, or whose lease is gone
+//! decides nothing, so a retried or duplicated firing (another replica got there first) is
+//! harmless.
+
+use super::record;
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::lease::{EventKind, EventStatus, Lease, LeaseStatus, ReservationStatus};
+use crate::rejection::Rejection;
+use crate::time::Instant;
+use uuid::Uuid;
+
+fn mark(lease: &mut Lease, kind: EventKind, status: EventStatus, now: Instant) {
+    if let Some(event) = lease.events.iter_mut().find(|e| e.kind == kind) {
+        event.status = status;
+        event.updated_at = now;
+    }
+}
+
+fn set_reservations(lease: &mut Lease, status: ReservationStatus, now: Instant) {
+    for reservation in &mut lease.reservations {
+        if reservation.status != ReservationStatus::Error {
+            reservation.status = status;
+        }
+        reservation.updated_at = now;
+    }
+}
+
+/// Applies one event to `lease` and returns the record of it.
+fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
+    match kind {
+        EventKind::StartLease => {
+            if lease.status == LeaseStatus::Pending {
+                lease.status = LeaseStatus::Active;
+            }
+            set_reservations(lease, ReservationStatus::Active, now);
+        }
+        EventKind::BeforeEndLease => {}
+        EventKind::EndLease => {
+            if lease.status != LeaseStatus::Error {
+                lease.status = LeaseStatus::Terminated;
+            }
+            set_reservations(lease, ReservationStatus::Deleted, now);
+        }
+    }
+    mark(lease, kind, EventStatus::Done, now);
+    lease.updated_at = now;
+    let due = lease.event(kind).map_or(now, |e| e.at);
+    record(
+        lease,
+        &format!("lease.event.{}", kind.as_str()),
+        now,
+        serde_json::json!({"status": lease.status.as_str(), "due": due.as_micros()}),
+    )
+}
+
+/// Fires `kind` of lease `id` if it is due at `now` and not fired yet. An event due after a
+/// later one of the same lease never fires after it: firing `end_lease` first fires the start
+/// and before-end events still undone, in order, so a lease whose whole window passed while
+/// berth was down still goes PENDING -> ACTIVE -> TERMINATED.
+pub fn fire_event(
+    catalog: &Catalog,
+    id: Uuid,
+    kind: EventKind,
+    now: Instant,
+) -> Result<Vec<Change>, Rejection> {
+    let Some(current) = catalog.lease(id) else {
+        return Ok(Vec::new());
+    };
+    let due = current
+        .event(kind)
+        .is_some_and(|e| e.status == EventStatus::Undone && e.at <= now);
+    if !due {
+        return Ok(Vec::new());
+    }
+    let mut lease = current.clone();
+    let mut changes = Vec::new();
+    let order = [
+        EventKind::StartLease,
+        EventKind::BeforeEndLease,
+        EventKind::EndLease,
+    ];
+    let upto = order.iter().position(|k| *k == kind).unwrap_or(0);
+    for earlier in &order[..=upto] {
+        let undone = lease
+            .event(*earlier)
+            .is_some_and(|e| e.status == EventStatus::Undone);
+        if undone && (*earlier == kind || *earlier == EventKind::StartLease) {
+            changes.push(apply(&mut lease, *earlier, now));
+        } else if undone && kind == EventKind::EndLease {
+            // The warning is moot once the lease ends.
+            mark(&mut lease, *earlier, EventStatus::Done, now);
+        }
+    }
+    changes.push(Change::LeaseSet {
+        id,
+        lease: Some(Box::new(lease)),
+    });
+    Ok(changes)
+}
+
+/// Records that the action of `kind` failed for good: the event and the lease go to ERROR with
+/// `reason`. The lease keeps what it holds until it ends or is deleted.
+pub fn fail_event(
+    catalog: &Catalog,
+    id: Uuid,
+    kind: EventKind,
+    reason: &str,
+    now: Instant,
+) -> Result<Vec<Change>, Rejection> {
+    let Some(current) = catalog.lease(id) else {
+        return Ok(Vec::new());
+    };
+    let mut lease = current.clone();
+    mark(&mut lease, kind, EventStatus::Error, now);
+    lease.status = LeaseStatus::Error;
+    lease.status_reason = Some(format!("{}: {reason}", kind.as_str()));
+    lease.updated_at = now;
+    for reservation in &mut lease.reservations {
+        reservation.status = ReservationStatus::Error;
+        reservation.updated_at = now;
+    }
+    Ok(vec![
+        record(
+            &lease,
+            &format!("lease.event.{}", kind.as_str()),
+            now,
+            serde_json::json!({"status": "ERROR", "reason": reason}),
+        ),
+        Change::LeaseSet {
+            id,
+            lease: Some(Box::new(lease)),
+        },
+    ])
+}

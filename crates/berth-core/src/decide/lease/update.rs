@@ -1,0 +1,293 @@
+//! Lease updates: rename; move, extend or shorten the window; change host counts, amounts and
+//! (before the start) sizes and filters. Every change that touches capacity re-admits the
+//! whole lease against the ledger with its own holds set aside, so a refused update changes
+//! nothing.
+//!
+//! Rules for started and ended leases (as Blazar): an ended lease can only be renamed; a
+//! started lease cannot move its start, and its reservations keep the hosts they hold (an
+//! instance reservation may only change its amount, a host reservation its counts).
+
+use super::{bad, before_end_at, check_name, check_spec, check_window, record, wanted};
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::decide::lease::LeaseUpdate;
+use crate::decide::lease::ReservationUpdate;
+use crate::lease::{EventKind, EventStatus, Lease, Reservation, ReservationSpec};
+use crate::ledger::Window;
+use crate::rejection::Rejection;
+use crate::reserve::{self, Refusal, Shortfall};
+use crate::time::Instant;
+use uuid::Uuid;
+
+fn changes_capacity(update: &LeaseUpdate) -> bool {
+    update.start.is_some()
+        || update.end.is_some()
+        || update.before_end.is_some()
+        || !update.reservations.is_empty()
+}
+
+/// The reservation's spec with `change` applied; refuses what may not change.
+fn changed_spec(
+    reservation: &Reservation,
+    change: &ReservationUpdate,
+    started: bool,
+) -> Result<ReservationSpec, Rejection> {
+    if let Some(kind) = &change.resource_type
+        && kind != reservation.spec.resource_type()
+    {
+        return Err(Rejection::CantUpdate(format!(
+            "Cannot change the resource_type of reservation {} from {} to {kind}",
+            reservation.id,
+            reservation.spec.resource_type()
+        )));
+    }
+    let mut spec = reservation.spec.clone();
+    let refuse = |field: &str| {
+        Err(Rejection::CantUpdate(format!(
+            "{field} of reservation {} cannot change after the lease started",
+            reservation.id
+        )))
+    };
+    match &mut spec {
+        ReservationSpec::Host {
+            min,
+            max,
+            hypervisor_properties,
+            resource_properties,
+            ..
+        } => {
+            *min = change.min.unwrap_or(*min);
+            *max = change.max.unwrap_or(*max);
+            for (field, new, old) in [
+                (
+                    "hypervisor_properties",
+                    &change.hypervisor_properties,
+                    hypervisor_properties,
+                ),
+                (
+                    "resource_properties",
+                    &change.resource_properties,
+                    resource_properties,
+                ),
+            ] {
+                if let Some(new) = new.as_ref().filter(|n| *n != old) {
+                    if started {
+                        return refuse(field);
+                    }
+                    *old = new.clone();
+                }
+            }
+        }
+        ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            disk_gb,
+            amount,
+            affinity,
+            resource_properties,
+        } => {
+            let size_changes = change.vcpus.is_some_and(|v| v != *vcpus)
+                || change.memory_mb.is_some_and(|v| v != *memory_mb)
+                || change.disk_gb.is_some_and(|v| v != *disk_gb)
+                || change.affinity.is_some_and(|v| v != *affinity)
+                || change
+                    .resource_properties
+                    .as_ref()
+                    .is_some_and(|v| v != resource_properties);
+            if started && size_changes {
+                return refuse("Only the amount");
+            }
+            *vcpus = change.vcpus.unwrap_or(*vcpus);
+            *memory_mb = change.memory_mb.unwrap_or(*memory_mb);
+            *disk_gb = change.disk_gb.unwrap_or(*disk_gb);
+            *affinity = change.affinity.unwrap_or(*affinity);
+            *amount = change.amount.unwrap_or(*amount);
+            if let Some(text) = &change.resource_properties {
+                resource_properties.clone_from(text);
+            }
+        }
+        ReservationSpec::FloatingIp { amount, .. } => {
+            *amount = change.amount.unwrap_or(*amount);
+        }
+    }
+    Ok(spec)
+}
+
+/// The new specs of every reservation of `lease`, in order.
+fn new_specs(
+    catalog: &Catalog,
+    lease: &Lease,
+    update: &LeaseUpdate,
+) -> Result<Vec<ReservationSpec>, Rejection> {
+    for change in &update.reservations {
+        if !lease.reservations.iter().any(|r| r.id == change.id) {
+            return Err(bad(format!(
+                "Reservation {} is not part of lease {}",
+                change.id, lease.id
+            )));
+        }
+    }
+    let started = lease.started();
+    let mut specs = Vec::with_capacity(lease.reservations.len());
+    for reservation in &lease.reservations {
+        let spec = match update.reservations.iter().find(|c| c.id == reservation.id) {
+            Some(change) => changed_spec(reservation, change, started)?,
+            None => reservation.spec.clone(),
+        };
+        check_spec(catalog, &spec)?;
+        specs.push(spec);
+    }
+    Ok(specs)
+}
+
+/// The new window, checked against the rules for started leases.
+fn new_window(lease: &Lease, update: &LeaseUpdate) -> Result<Window, Rejection> {
+    let start = update.start.unwrap_or(lease.start);
+    if lease.started() && start != lease.start {
+        return Err(bad(
+            "Cannot modify the start date of already started leases",
+        ));
+    }
+    check_window(start, update.end.unwrap_or(lease.end))
+}
+
+/// A started reservation must keep every host it holds unless it asks for less.
+fn keeps_hosts(old: &Reservation, spec: &ReservationSpec, hosts: &[(Uuid, u32)]) -> bool {
+    if spec.amount() < old.spec.amount() {
+        return true;
+    }
+    old.hosts
+        .iter()
+        .all(|(host, slots)| hosts.iter().any(|(h, n)| h == host && n >= slots))
+}
+
+fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Instant) {
+    for event in &mut lease.events {
+        let at = match event.kind {
+            EventKind::StartLease => window.start,
+            EventKind::BeforeEndLease => before_end,
+            EventKind::EndLease => window.end,
+        };
+        if at == event.at {
+            continue;
+        }
+        if event.kind == EventKind::BeforeEndLease && event.status == EventStatus::Done && at > now
+        {
+            event.status = EventStatus::Undone;
+        }
+        event.at = at;
+        event.updated_at = now;
+    }
+}
+
+/// Where `before_end_lease` goes after an update: the given time, or the old offset from the
+/// end kept, clamped to the start.
+fn new_before_end(
+    lease: &Lease,
+    window: Window,
+    given: Option<Instant>,
+) -> Result<Instant, Rejection> {
+    if given.is_some() {
+        return before_end_at(window, given);
+    }
+    let old = lease
+        .event(EventKind::BeforeEndLease)
+        .map_or(lease.end, |e| e.at);
+    let offset = lease.end.as_micros() - old.as_micros();
+    Ok(Instant::from_micros(
+        (window.end.as_micros() - offset).max(window.start.as_micros()),
+    ))
+}
+
+/// Updates a lease, re-admitting it atomically when capacity is touched.
+pub fn update_lease(
+    catalog: &Catalog,
+    id: Uuid,
+    update: &LeaseUpdate,
+    now: Instant,
+    horizon_end: Instant,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    let current = catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))?;
+    if update.name.is_none() && !changes_capacity(update) {
+        return Err(Rejection::NothingToUpdate);
+    }
+    if let Some(name) = &update.name {
+        check_name(name)?;
+    }
+    if current.ended() && changes_capacity(update) {
+        return Err(bad("Terminated leases can only be renamed"));
+    }
+    let mut lease = current.clone();
+    if let Some(name) = &update.name {
+        lease.name = name.trim().to_owned();
+    }
+    if changes_capacity(update) {
+        readmit(catalog, current, &mut lease, update, now, horizon_end)?;
+    }
+    lease.updated_at = now;
+    let changes = vec![
+        record(
+            &lease,
+            "lease.update",
+            now,
+            serde_json::json!({"status": lease.status.as_str()}),
+        ),
+        Change::LeaseSet {
+            id,
+            lease: Some(Box::new(lease.clone())),
+        },
+    ];
+    Ok((changes, lease))
+}
+
+fn readmit(
+    catalog: &Catalog,
+    current: &Lease,
+    lease: &mut Lease,
+    update: &LeaseUpdate,
+    now: Instant,
+    horizon_end: Instant,
+) -> Result<(), Rejection> {
+    let window = new_window(current, update)?;
+    let before_end = new_before_end(current, window, update.before_end)?;
+    let specs = new_specs(catalog, current, update)?;
+    let want = wanted(
+        catalog,
+        specs.iter().zip(current.reservations.iter().map(Some)),
+    )?;
+    let own: Vec<Uuid> = current.reservations.iter().map(|r| r.id).collect();
+    let granted = reserve::admit_or_offer(catalog, window, &want, &own, horizon_end)
+        .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
+    let started = current.started();
+    let mut lost = Vec::new();
+    for (idx, reservation) in lease.reservations.iter_mut().enumerate() {
+        let hosts = &granted.hosts[idx];
+        if started && !keeps_hosts(reservation, &specs[idx], hosts) {
+            lost.push(Shortfall {
+                index: idx,
+                resource_type: specs[idx].resource_type(),
+                requested: specs[idx].amount(),
+                available: 0,
+                reason: "held_hosts_unavailable",
+            });
+        }
+        reservation.spec = specs[idx].clone();
+        reservation.hosts.clone_from(hosts);
+        reservation
+            .floating_ips
+            .clone_from(&granted.floating_ips[idx]);
+        reservation.updated_at = now;
+    }
+    if !lost.is_empty() {
+        let amounts = reserve::largest_amounts(&lost, &want, &granted);
+        return Err(Rejection::DoesNotFit(Box::new(Refusal {
+            shortfalls: lost,
+            amounts,
+            earliest_start: None,
+        })));
+    }
+    lease.start = window.start;
+    lease.end = window.end;
+    moved_events(lease, window, before_end, now);
+    Ok(())
+}

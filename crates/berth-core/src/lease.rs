@@ -1,0 +1,405 @@
+//! Leases: a named time window holding one or more reservations (whole hosts, instance slots,
+//! floating IPs), with the events that move it through its lifecycle.
+//!
+//! A lease is stored and applied as one value: every decision about a lease produces its whole
+//! new state ([`crate::Change::LeaseSet`]). What a lease holds in the capacity ledger is derived
+//! from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
+
+use crate::ledger::{Hold, Window};
+use crate::name::ResourceClass;
+use crate::time::Instant;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A lease's status, as Blazar names it (upper case on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LeaseStatus {
+    /// Admitted; the window has not started.
+    Pending,
+    /// The window is running.
+    Active,
+    /// The window ended.
+    Terminated,
+    /// An action failed; `status_reason` says which and why.
+    Error,
+}
+
+impl LeaseStatus {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseStatus::Pending => "PENDING",
+            LeaseStatus::Active => "ACTIVE",
+            LeaseStatus::Terminated => "TERMINATED",
+            LeaseStatus::Error => "ERROR",
+        }
+    }
+
+    /// Parses the wire form (case-insensitive).
+    pub fn parse(text: &str) -> Option<LeaseStatus> {
+        [
+            LeaseStatus::Pending,
+            LeaseStatus::Active,
+            LeaseStatus::Terminated,
+            LeaseStatus::Error,
+        ]
+        .into_iter()
+        .find(|s| s.as_str().eq_ignore_ascii_case(text))
+    }
+}
+
+/// A reservation's status, as Blazar names it (lower case on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReservationStatus {
+    /// Waiting for the lease to start.
+    Pending,
+    /// Holding its resources for a running lease.
+    Active,
+    /// The lease ended; nothing is held any more.
+    Deleted,
+    /// An action on it failed.
+    Error,
+}
+
+impl ReservationStatus {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationStatus::Pending => "pending",
+            ReservationStatus::Active => "active",
+            ReservationStatus::Deleted => "deleted",
+            ReservationStatus::Error => "error",
+        }
+    }
+}
+
+/// The three lifecycle events of a lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum EventKind {
+    /// Ends the window (ordered first, so back-to-back leases hand over cleanly).
+    EndLease,
+    /// Warns that the window is about to end.
+    BeforeEndLease,
+    /// Starts the window.
+    StartLease,
+}
+
+impl EventKind {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::StartLease => "start_lease",
+            EventKind::BeforeEndLease => "before_end_lease",
+            EventKind::EndLease => "end_lease",
+        }
+    }
+}
+
+/// Where a lifecycle event stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventStatus {
+    /// Not yet fired.
+    Undone,
+    /// Fired and its action succeeded.
+    Done,
+    /// Fired and its action failed.
+    Error,
+}
+
+impl EventStatus {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventStatus::Undone => "UNDONE",
+            EventStatus::Done => "DONE",
+            EventStatus::Error => "ERROR",
+        }
+    }
+}
+
+/// A lifecycle event of a lease, fired by the lifecycle engine when its time comes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseEvent {
+    /// Its id.
+    pub id: Uuid,
+    /// What it does.
+    pub kind: EventKind,
+    /// When it is due.
+    pub at: Instant,
+    /// Where it stands.
+    pub status: EventStatus,
+    /// Creation time.
+    pub created_at: Instant,
+    /// Last change.
+    pub updated_at: Instant,
+}
+
+/// How the instances of an instance reservation are spread over hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Affinity {
+    /// All on one host (`affinity: true`).
+    SameHost,
+    /// Each on a different host (`affinity: false`).
+    DifferentHosts,
+    /// Packed onto any hosts (`affinity: null`).
+    Any,
+}
+
+/// What a reservation asks for. Filters are kept as the text the client sent (Blazar echoes it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReservationSpec {
+    /// `physical:host`: between `min` and `max` whole hosts.
+    Host {
+        /// Fewest hosts that will do.
+        min: u32,
+        /// Most hosts wanted.
+        max: u32,
+        /// Filter on host fields.
+        hypervisor_properties: String,
+        /// Filter on host fields and extra capabilities.
+        resource_properties: String,
+        /// Action before the end (`default`, `snapshot`, ...), echoed.
+        before_end: String,
+    },
+    /// `virtual:instance`: `amount` instance slots of one size.
+    Instance {
+        /// VCPUs per instance.
+        vcpus: u64,
+        /// MEMORY_MB per instance.
+        memory_mb: u64,
+        /// DISK_GB per instance.
+        disk_gb: u64,
+        /// Number of instances.
+        amount: u32,
+        /// Spreading rule.
+        affinity: Affinity,
+        /// Filter on host fields and extra capabilities.
+        resource_properties: String,
+    },
+    /// `virtual:floatingip`: `amount` addresses of one network.
+    FloatingIp {
+        /// The external network.
+        network_id: String,
+        /// Number of addresses.
+        amount: u32,
+        /// Addresses that must be among those reserved.
+        required_floatingips: Vec<String>,
+    },
+}
+
+impl ReservationSpec {
+    /// Blazar's `resource_type`.
+    pub fn resource_type(&self) -> &'static str {
+        match self {
+            ReservationSpec::Host { .. } => "physical:host",
+            ReservationSpec::Instance { .. } => "virtual:instance",
+            ReservationSpec::FloatingIp { .. } => "virtual:floatingip",
+        }
+    }
+
+    /// How much is asked: hosts (`max`), instances or addresses.
+    pub fn amount(&self) -> u32 {
+        match self {
+            ReservationSpec::Host { max, .. } => *max,
+            ReservationSpec::Instance { amount, .. }
+            | ReservationSpec::FloatingIp { amount, .. } => *amount,
+        }
+    }
+}
+
+/// One reservation of a lease, with what it was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    /// Its id.
+    pub id: Uuid,
+    /// What it asks for.
+    pub spec: ReservationSpec,
+    /// Where it stands.
+    pub status: ReservationStatus,
+    /// Hosts it holds, with the number of instance slots on each (1 for a whole host), in
+    /// provider order.
+    pub hosts: Vec<(Uuid, u32)>,
+    /// Floating IPs it holds.
+    pub floating_ips: Vec<Uuid>,
+    /// Creation time.
+    pub created_at: Instant,
+    /// Last change.
+    pub updated_at: Instant,
+}
+
+impl Reservation {
+    /// The holds this reservation places in the ledger over `window`.
+    pub fn holds(&self, window: Window) -> Vec<Hold> {
+        let host = |host: Uuid, exclusive: bool, amounts: Vec<(ResourceClass, u64)>| Hold {
+            reservation: self.id,
+            host,
+            window,
+            exclusive,
+            amounts,
+        };
+        match &self.spec {
+            ReservationSpec::Host { .. } => self
+                .hosts
+                .iter()
+                .map(|(uuid, _)| host(*uuid, true, Vec::new()))
+                .collect(),
+            ReservationSpec::Instance {
+                vcpus,
+                memory_mb,
+                disk_gb,
+                ..
+            } => self
+                .hosts
+                .iter()
+                .map(|(uuid, slots)| {
+                    let n = u64::from(*slots);
+                    host(
+                        *uuid,
+                        false,
+                        instance_amounts(*vcpus, *memory_mb, *disk_gb, n),
+                    )
+                })
+                .collect(),
+            ReservationSpec::FloatingIp { .. } => self
+                .floating_ips
+                .iter()
+                .map(|fip| host(*fip, true, Vec::new()))
+                .collect(),
+        }
+    }
+}
+
+/// The amounts `slots` instances of one size take, by class (classes of size 0 left out).
+pub fn instance_amounts(
+    vcpus: u64,
+    memory_mb: u64,
+    disk_gb: u64,
+    slots: u64,
+) -> Vec<(ResourceClass, u64)> {
+    [
+        ("VCPU", vcpus),
+        ("MEMORY_MB", memory_mb),
+        ("DISK_GB", disk_gb),
+    ]
+    .into_iter()
+    .filter(|(_, size)| *size > 0)
+    .map(|(class, size)| {
+        (
+            ResourceClass::parse(class).expect("invariant: standard class names parse"),
+            size.saturating_mul(slots),
+        )
+    })
+    .collect()
+}
+
+/// A lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// Its id.
+    pub id: Uuid,
+    /// Its name (not unique, as in Blazar).
+    pub name: String,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// Start of the window.
+    pub start: Instant,
+    /// End of the window (exclusive).
+    pub end: Instant,
+    /// Where it stands.
+    pub status: LeaseStatus,
+    /// Why it is in `Error`, when it is.
+    pub status_reason: Option<String>,
+    /// Set when a reservation lost resources.
+    pub degraded: bool,
+    /// Its reservations.
+    pub reservations: Vec<Reservation>,
+    /// Its lifecycle events.
+    pub events: Vec<LeaseEvent>,
+    /// Creation time.
+    pub created_at: Instant,
+    /// Last change.
+    pub updated_at: Instant,
+}
+
+impl Lease {
+    /// The lease's window.
+    pub fn window(&self) -> Window {
+        Window::new(self.start, self.end).expect("invariant: a lease ends after it starts")
+    }
+
+    /// Whether the lease still holds capacity (it has not ended).
+    pub fn holds_capacity(&self) -> bool {
+        self.status != LeaseStatus::Terminated && !self.ended()
+    }
+
+    /// Every hold of every reservation, or nothing once the lease has ended.
+    pub fn holds(&self) -> Vec<Hold> {
+        if !self.holds_capacity() {
+            return Vec::new();
+        }
+        let window = self.window();
+        self.reservations
+            .iter()
+            .flat_map(|r| r.holds(window))
+            .collect()
+    }
+
+    /// The event of a kind.
+    pub fn event(&self, kind: EventKind) -> Option<&LeaseEvent> {
+        self.events.iter().find(|e| e.kind == kind)
+    }
+
+    /// The events not yet fired, as `(due, kind)`.
+    pub fn pending_events(&self) -> impl Iterator<Item = (Instant, EventKind)> + '_ {
+        self.events
+            .iter()
+            .filter(|e| e.status == EventStatus::Undone)
+            .map(|e| (e.at, e.kind))
+    }
+
+    /// Whether the window has started (its start event fired).
+    pub fn started(&self) -> bool {
+        self.event(EventKind::StartLease)
+            .is_some_and(|e| e.status != EventStatus::Undone)
+    }
+
+    /// Whether the window has ended (its end event fired).
+    pub fn ended(&self) -> bool {
+        self.event(EventKind::EndLease)
+            .is_some_and(|e| e.status != EventStatus::Undone)
+    }
+}
+
+/// A floating IP address registered for reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloatingIp {
+    /// Its id.
+    pub id: Uuid,
+    /// The external network it belongs to.
+    pub network_id: String,
+    /// The subnet, when known.
+    pub subnet_id: Option<String>,
+    /// The address, in canonical text form.
+    pub address: String,
+    /// Whether leases may take it.
+    pub reservable: bool,
+    /// Registration time.
+    pub created_at: Instant,
+    /// Last change.
+    pub updated_at: Instant,
+}
+
+/// One entry of the durable lifecycle record (the outbox notifications are delivered from).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseRecord {
+    /// The lease.
+    pub lease_id: Uuid,
+    /// What happened, for example `lease.create`, `lease.event.start_lease`, `lease.delete`.
+    pub kind: String,
+    /// When.
+    pub at: Instant,
+    /// Details as a JSON object (statuses, reasons, what changed).
+    pub details: String,
+}

@@ -1,0 +1,640 @@
+//! The time-indexed capacity ledger: what leases reserve on each host, as step functions of time.
+//!
+//! A [`Hold`] is what one reservation holds on one host (a provider) over a half-open [`Window`]
+//! `[start, end)`: an amount per resource class, and possibly the whole host exclusively.
+//! Back-to-back windows (one ends exactly when the next starts) share no instant.
+//!
+//! Every hold is stored once, by reservation. Per host, a [`Ledger`] keeps a *timeline*: a step
+//! function from instants to levels (`BTreeMap<Instant, Level>`, where a breakpoint's level holds
+//! from that instant until the next breakpoint, and the level before the first breakpoint is
+//! zero). A level counts the holds and the exclusive holds covering an instant and sums their
+//! amounts. The map is kept canonical: no breakpoint repeats its predecessor's level. So
+//! [`Ledger::peak`] and [`Ledger::is_free`] cost `O(log n + k)`, `k` being the breakpoints inside
+//! the window, and never scan the reservations; adding or removing a hold costs the same over its
+//! own window. Holds of the reservations a query excludes are subtracted instant by instant.
+//!
+//! Compactness: each timeline interns the classes it has seen in a small `Vec<ResourceClass>`,
+//! and a level stores its amounts as a `Box<[u64]>` indexed by that table, trailing zeros trimmed
+//! (no allocation at all for a level without amounts). The cost of one stored hold with three
+//! classes, on a 64-bit target, is about:
+//!
+//! | part                                                     | bytes |
+//! |----------------------------------------------------------|------:|
+//! | the [`Hold`] itself                                      |    80 |
+//! | its amounts (3 × 24, shared class names)                 |    72 |
+//! | its reservation's entry in the by-reservation map        |   ~60 |
+//! | its `(start, reservation)` key in the host's start index |   ~35 |
+//! | its `(end, reservation)` key in the end index            |   ~35 |
+//! | at most 2 breakpoints (8 + 24 each, 32 of amounts, map)  | ~170 |
+//!
+//! that is about 450 bytes per hold, under the 1 KiB budget; 1,000,000 holds take about 450 MB.
+//! Class names are shared `Arc<str>`s; the per-host class tables are negligible.
+
+use crate::name::ResourceClass;
+use crate::time::Instant;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::{Bound, ControlFlow};
+use uuid::Uuid;
+
+/// A half-open window `[start, end)` of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Window {
+    /// The first instant inside the window.
+    pub start: Instant,
+    /// The first instant after the window.
+    pub end: Instant,
+}
+
+impl Window {
+    /// The window `[start, end)`; `None` unless `start < end`.
+    pub fn new(start: Instant, end: Instant) -> Option<Window> {
+        (start < end).then_some(Window { start, end })
+    }
+
+    /// Whether the window holds no instant (`start >= end`, only possible through the fields).
+    pub fn is_empty(&self) -> bool {
+        self.start >= self.end
+    }
+
+    /// Whether `t` is inside the window.
+    pub fn contains(&self, t: Instant) -> bool {
+        self.start <= t && t < self.end
+    }
+
+    /// Whether both windows share at least one instant. Back-to-back windows do not.
+    pub fn overlaps(&self, other: &Window) -> bool {
+        self.start.max(other.start) < self.end.min(other.end)
+    }
+
+    /// The length in microseconds (0 for an empty window).
+    pub fn duration_micros(&self) -> i64 {
+        let length = self.end.as_micros().saturating_sub(self.start.as_micros());
+        length.max(0)
+    }
+
+    /// The window of the same duration starting at `start` (its end saturates at the far future).
+    pub fn shifted_to(&self, start: Instant) -> Window {
+        let end = start.as_micros().saturating_add(self.duration_micros());
+        Window {
+            start,
+            end: Instant::from_micros(end),
+        }
+    }
+}
+
+/// What one reservation holds on one host over a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    /// The reservation holding.
+    pub reservation: Uuid,
+    /// The host (provider) held.
+    pub host: Uuid,
+    /// When.
+    pub window: Window,
+    /// The whole host, exclusively (a host reservation).
+    pub exclusive: bool,
+    /// Amounts by class (an instance reservation's slots on this host, summed); may be empty.
+    pub amounts: Vec<(ResourceClass, u64)>,
+}
+
+/// Peak use of a host over a window: the maximum over the instants of the window of each
+/// dimension separately (the maxima may be reached at different instants).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Peak {
+    /// Most exclusive holds at any instant of the window.
+    pub exclusive: u32,
+    /// Most holds of any kind at any instant of the window.
+    pub holds: u32,
+    /// Per class, the largest amount reserved at any instant of the window, sorted by class.
+    /// Classes never held in the window are absent.
+    pub amounts: Vec<(ResourceClass, u64)>,
+}
+
+impl Peak {
+    /// The peak amount of `class` (0 when never held in the window).
+    pub fn amount(&self, class: &ResourceClass) -> u64 {
+        self.amounts
+            .iter()
+            .find(|(held, _)| held == class)
+            .map_or(0, |(_, amount)| *amount)
+    }
+}
+
+/// The level of a step: what is reserved from one breakpoint until the next.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Level {
+    holds: u32,
+    exclusive: u32,
+    /// By the timeline's class index; trailing zeros trimmed, so equal levels compare equal.
+    amounts: Box<[u64]>,
+}
+
+impl Level {
+    /// The contribution of `hold`, its classes indexed by `index` (unknown classes are skipped).
+    fn of(hold: &Hold, mut index: impl FnMut(&ResourceClass) -> Option<usize>) -> Level {
+        let mut amounts: Vec<u64> = Vec::new();
+        for (class, amount) in &hold.amounts {
+            if *amount == 0 {
+                continue;
+            }
+            let Some(i) = index(class) else { continue };
+            if amounts.len() <= i {
+                amounts.resize(i + 1, 0);
+            }
+            amounts[i] = amounts[i].saturating_add(*amount);
+        }
+        Level {
+            holds: 1,
+            exclusive: u32::from(hold.exclusive),
+            amounts: amounts.into_boxed_slice(),
+        }
+    }
+
+    fn is_zero(&self) -> bool {
+        self.holds == 0 && self.exclusive == 0 && self.amounts.is_empty()
+    }
+
+    fn amount(&self, index: usize) -> u64 {
+        self.amounts.get(index).copied().unwrap_or(0)
+    }
+
+    fn grow_to(&mut self, len: usize) {
+        if self.amounts.len() < len {
+            let mut grown = self.amounts.to_vec();
+            grown.resize(len, 0);
+            self.amounts = grown.into_boxed_slice();
+        }
+    }
+
+    fn trim(&mut self) {
+        let keep = self
+            .amounts
+            .iter()
+            .rposition(|&a| a != 0)
+            .map_or(0, |i| i + 1);
+        if keep < self.amounts.len() {
+            self.amounts = Box::from(&self.amounts[..keep]);
+        }
+    }
+
+    fn add(&mut self, delta: &Level) {
+        self.holds = self.holds.saturating_add(delta.holds);
+        self.exclusive = self.exclusive.saturating_add(delta.exclusive);
+        self.grow_to(delta.amounts.len());
+        for (mine, more) in self.amounts.iter_mut().zip(&delta.amounts) {
+            *mine = mine.saturating_add(*more);
+        }
+    }
+
+    fn sub(&mut self, delta: &Level) {
+        debug_assert!(self.holds >= delta.holds && self.exclusive >= delta.exclusive);
+        self.holds = self.holds.saturating_sub(delta.holds);
+        self.exclusive = self.exclusive.saturating_sub(delta.exclusive);
+        for (mine, less) in self.amounts.iter_mut().zip(&delta.amounts) {
+            debug_assert!(*mine >= *less);
+            *mine = mine.saturating_sub(*less);
+        }
+        self.trim();
+    }
+
+    /// Raises every dimension to at least `other`'s.
+    fn raise_to(&mut self, other: &Level) {
+        self.holds = self.holds.max(other.holds);
+        self.exclusive = self.exclusive.max(other.exclusive);
+        self.grow_to(other.amounts.len());
+        for (mine, theirs) in self.amounts.iter_mut().zip(&other.amounts) {
+            *mine = (*mine).max(*theirs);
+        }
+    }
+
+    /// Whether going from `self` to `next` lowers some dimension.
+    fn decreases_to(&self, next: &Level) -> bool {
+        next.holds < self.holds
+            || next.exclusive < self.exclusive
+            || self
+                .amounts
+                .iter()
+                .enumerate()
+                .any(|(i, &a)| next.amount(i) < a)
+    }
+}
+
+/// One host's share of the ledger.
+#[derive(Debug, Clone, Default)]
+struct Timeline {
+    /// The classes seen on this host; a level's amounts are indexed by position here.
+    classes: Vec<ResourceClass>,
+    /// The canonical step function.
+    steps: BTreeMap<Instant, Level>,
+    /// `(start, reservation)` of every hold on this host, for [`Ledger::holds_on`].
+    starts: BTreeSet<(Instant, Uuid)>,
+    /// The longest window ever held here (never lowered while the timeline lives).
+    max_span: i64,
+    /// How many holds are on this host.
+    holds: usize,
+}
+
+impl Timeline {
+    fn find_class(&self, class: &ResourceClass) -> Option<usize> {
+        self.classes
+            .iter()
+            .position(|known| known.is_same(class) || known == class)
+    }
+
+    fn intern(&mut self, class: &ResourceClass) -> usize {
+        self.find_class(class).unwrap_or_else(|| {
+            self.classes.push(class.clone());
+            self.classes.len() - 1
+        })
+    }
+
+    /// The contribution of a hold already on this host.
+    fn delta(&self, hold: &Hold) -> Level {
+        Level::of(hold, |class| self.find_class(class))
+    }
+
+    fn insert(&mut self, hold: &Hold) {
+        let delta = Level::of(hold, |class| Some(self.intern(class)));
+        self.holds += 1;
+        self.starts.insert((hold.window.start, hold.reservation));
+        self.max_span = self.max_span.max(hold.window.duration_micros());
+        self.change(hold.window, &delta, Level::add);
+    }
+
+    /// Takes `hold` off; `keep_start` when another hold still has its `(start, reservation)`.
+    fn remove(&mut self, hold: &Hold, keep_start: bool) {
+        let delta = self.delta(hold);
+        self.holds -= 1;
+        if !keep_start {
+            self.starts.remove(&(hold.window.start, hold.reservation));
+        }
+        self.change(hold.window, &delta, Level::sub);
+    }
+
+    fn level_at(&self, t: Instant) -> Option<&Level> {
+        self.steps.range(..=t).next_back().map(|(_, level)| level)
+    }
+
+    fn change(&mut self, window: Window, delta: &Level, op: fn(&mut Level, &Level)) {
+        if window.is_empty() {
+            return;
+        }
+        self.split(window.start);
+        self.split(window.end);
+        for (_, level) in self.steps.range_mut(window.start..window.end) {
+            op(level, delta);
+        }
+        self.merge(window.end);
+        self.merge(window.start);
+    }
+
+    /// Makes `t` a breakpoint (with the level already in force there).
+    fn split(&mut self, t: Instant) {
+        if !self.steps.contains_key(&t) {
+            let level = self.level_at(t).cloned().unwrap_or_default();
+            self.steps.insert(t, level);
+        }
+    }
+
+    /// Drops the breakpoint at `t` if it does not change the level.
+    fn merge(&mut self, t: Instant) {
+        let Some(level) = self.steps.get(&t) else {
+            return;
+        };
+        let redundant = match self.steps.range(..t).next_back() {
+            Some((_, previous)) => previous == level,
+            None => level.is_zero(),
+        };
+        if redundant {
+            self.steps.remove(&t);
+        }
+    }
+
+    /// Visits the level in force at every instant of `window` where it may change (the start,
+    /// and each breakpoint or excluded hold's boundary inside), the `excluded` contributions
+    /// subtracted, until `visit` breaks.
+    fn walk(
+        &self,
+        window: Window,
+        excluded: &[(Window, Level)],
+        mut visit: impl FnMut(&Level) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        if window.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let zero = Level::default();
+        let first = self.level_at(window.start).unwrap_or(&zero);
+        let inside = self
+            .steps
+            .range((Bound::Excluded(window.start), Bound::Excluded(window.end)))
+            .map(|(t, level)| (*t, Some(level)));
+        if excluded.is_empty() {
+            visit(first)?;
+            return inside.filter_map(|(_, level)| level).try_for_each(visit);
+        }
+        let cuts = excluded
+            .iter()
+            .flat_map(|(held, _)| [held.start, held.end])
+            .filter(|t| window.start < *t && *t < window.end)
+            .map(|t| (t, None));
+        let mut events: Vec<(Instant, Option<&Level>)> = inside.chain(cuts).collect();
+        events.sort_by_key(|(t, level)| (*t, level.is_none()));
+        let mut current = first;
+        visit(&without(current, window.start, excluded))?;
+        for (t, level) in events {
+            current = level.unwrap_or(current);
+            visit(&without(current, t, excluded))?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn peak_of(&self, top: &Level) -> Peak {
+        let mut amounts: Vec<(ResourceClass, u64)> = top
+            .amounts
+            .iter()
+            .enumerate()
+            .filter(|(_, amount)| **amount > 0)
+            .map(|(i, amount)| (self.classes[i].clone(), *amount))
+            .collect();
+        amounts.sort_by(|a, b| a.0.cmp(&b.0));
+        Peak {
+            exclusive: top.exclusive,
+            holds: top.holds,
+            amounts,
+        }
+    }
+}
+
+/// `level` at `t`, less the excluded holds covering `t`.
+fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
+    let mut rest = level.clone();
+    for (held, delta) in excluded {
+        if held.contains(t) {
+            rest.sub(delta);
+        }
+    }
+    rest
+}
+
+/// The time-indexed capacity ledger of every host. See the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    /// Every hold, once, by reservation, in the order added.
+    reservations: BTreeMap<Uuid, Vec<Hold>>,
+    /// The timeline of every host with at least one hold.
+    hosts: BTreeMap<Uuid, Timeline>,
+    /// `(end, reservation)` of every hold, for [`Ledger::forget_before`].
+    ends: BTreeSet<(Instant, Uuid)>,
+    /// How many holds are stored.
+    len: usize,
+}
+
+impl Ledger {
+    /// An empty ledger.
+    pub fn new() -> Ledger {
+        Ledger::default()
+    }
+
+    /// Adds a hold. A reservation may hold several hosts; holding the same host twice for the
+    /// same reservation is allowed (amounts add up, both windows apply). A hold whose window is
+    /// empty (only constructible through [`Window`]'s fields) is stored but covers no instant.
+    pub fn add(&mut self, hold: Hold) {
+        self.hosts.entry(hold.host).or_default().insert(&hold);
+        self.ends.insert((hold.window.end, hold.reservation));
+        self.reservations
+            .entry(hold.reservation)
+            .or_default()
+            .push(hold);
+        self.len += 1;
+    }
+
+    /// Removes every hold of `reservation`; returns them, in the order they were added.
+    pub fn remove(&mut self, reservation: Uuid) -> Vec<Hold> {
+        let Some(holds) = self.reservations.remove(&reservation) else {
+            return Vec::new();
+        };
+        for hold in &holds {
+            self.ends.remove(&(hold.window.end, reservation));
+            self.withdraw(hold, false);
+        }
+        self.len -= holds.len();
+        holds
+    }
+
+    fn withdraw(&mut self, hold: &Hold, keep_start: bool) {
+        let Some(line) = self.hosts.get_mut(&hold.host) else {
+            return;
+        };
+        line.remove(hold, keep_start);
+        if line.holds == 0 {
+            self.hosts.remove(&hold.host);
+        }
+    }
+
+    /// The holds of a reservation, in the order they were added.
+    pub fn holds_of(&self, reservation: Uuid) -> impl Iterator<Item = &Hold> {
+        self.reservations.get(&reservation).into_iter().flatten()
+    }
+
+    /// The contributions of the holds of `excluding` on `host` overlapping `window`.
+    fn excluded(
+        &self,
+        line: &Timeline,
+        host: Uuid,
+        window: Window,
+        excluding: &[Uuid],
+    ) -> Vec<(Window, Level)> {
+        let mut ids = excluding.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.iter()
+            .filter_map(|id| self.reservations.get(id))
+            .flatten()
+            .filter(|hold| hold.host == host && hold.window.overlaps(&window))
+            .map(|hold| (hold.window, line.delta(hold)))
+            .collect()
+    }
+
+    /// Peak use of `host` over `window`, ignoring the holds of the reservations in `excluding`
+    /// (used when a reservation is re-admitted on update: its own holds must not count). Equals
+    /// the peak in a ledger from which those reservations were removed.
+    pub fn peak(&self, host: Uuid, window: Window, excluding: &[Uuid]) -> Peak {
+        let Some(line) = self.hosts.get(&host) else {
+            return Peak::default();
+        };
+        let excluded = self.excluded(line, host, window, excluding);
+        let mut top = Level::default();
+        let _ = line.walk(window, &excluded, |level| {
+            top.raise_to(level);
+            ControlFlow::Continue(())
+        });
+        line.peak_of(&top)
+    }
+
+    /// Whether `host` has no hold at all over `window` (ignoring the holds of `excluding`).
+    pub fn is_free(&self, host: Uuid, window: Window, excluding: &[Uuid]) -> bool {
+        let Some(line) = self.hosts.get(&host) else {
+            return true;
+        };
+        let excluded = self.excluded(line, host, window, excluding);
+        line.walk(window, &excluded, |level| {
+            if level.holds > 0 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .is_continue()
+    }
+
+    /// Instants in `[from, until)` at which use of `host` decreases in some dimension (holds,
+    /// exclusive holds or the amount of some class), ascending: the only instants at which a
+    /// request that does not fit can start to fit. An instant where one hold ends and an equal
+    /// one starts is not among them.
+    pub fn release_times(&self, host: Uuid, from: Instant, until: Instant) -> Vec<Instant> {
+        let Some(line) = self.hosts.get(&host) else {
+            return Vec::new();
+        };
+        if from >= until {
+            return Vec::new();
+        }
+        let zero = Level::default();
+        let mut previous = line
+            .steps
+            .range(..from)
+            .next_back()
+            .map_or(&zero, |(_, level)| level);
+        let mut times = Vec::new();
+        for (t, level) in line.steps.range(from..until) {
+            if previous.decreases_to(level) {
+                times.push(*t);
+            }
+            previous = level;
+        }
+        times
+    }
+
+    /// Holds on `host` overlapping `window` (for allocation views), in start order, then by
+    /// reservation, then in the order added.
+    pub fn holds_on(&self, host: Uuid, window: Window) -> Vec<&Hold> {
+        let Some(line) = self.hosts.get(&host) else {
+            return Vec::new();
+        };
+        if window.is_empty() {
+            return Vec::new();
+        }
+        let earliest = Instant::from_micros(window.start.as_micros().saturating_sub(line.max_span));
+        line.starts
+            .range((earliest, Uuid::nil())..(window.end, Uuid::nil()))
+            .flat_map(|&(start, reservation)| {
+                self.holds_of(reservation).filter(move |hold| {
+                    hold.host == host && hold.window.start == start && hold.window.overlaps(&window)
+                })
+            })
+            .collect()
+    }
+
+    /// Every host with at least one hold, ascending.
+    pub fn hosts(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.hosts.keys().copied()
+    }
+
+    /// Whether `host` has at least one hold, at any time.
+    pub fn holds_any(&self, host: Uuid) -> bool {
+        self.hosts.contains_key(&host)
+    }
+
+    /// Number of holds stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no hold is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Removes every hold whose window ended at or before `t` (housekeeping); returns how many.
+    pub fn forget_before(&mut self, t: Instant) -> usize {
+        let due: Vec<(Instant, Uuid)> = self.ends.range(..=(t, Uuid::max())).copied().collect();
+        let mut reservations: Vec<Uuid> = due.iter().map(|(_, id)| *id).collect();
+        reservations.sort_unstable();
+        reservations.dedup();
+        for key in &due {
+            self.ends.remove(key);
+        }
+        let forgotten: usize = reservations
+            .into_iter()
+            .map(|id| self.forget_holds(id, t))
+            .sum();
+        self.len -= forgotten;
+        forgotten
+    }
+
+    fn forget_holds(&mut self, reservation: Uuid, t: Instant) -> usize {
+        let Some(holds) = self.reservations.remove(&reservation) else {
+            return 0;
+        };
+        let (gone, kept): (Vec<Hold>, Vec<Hold>) =
+            holds.into_iter().partition(|hold| hold.window.end <= t);
+        for hold in &gone {
+            let keep_start = kept
+                .iter()
+                .any(|k| k.host == hold.host && k.window.start == hold.window.start);
+            self.withdraw(hold, keep_start);
+        }
+        if !kept.is_empty() {
+            self.reservations.insert(reservation, kept);
+        }
+        gone.len()
+    }
+
+    /// Checks the internal indexes against the stored holds (for tests).
+    #[cfg(test)]
+    fn check_invariants(&self) -> Result<(), String> {
+        let all: Vec<&Hold> = self.reservations.values().flatten().collect();
+        if all.len() != self.len || self.reservations.values().any(Vec::is_empty) {
+            return Err("len or empty reservation entry".into());
+        }
+        let ends: BTreeSet<(Instant, Uuid)> =
+            all.iter().map(|h| (h.window.end, h.reservation)).collect();
+        if ends != self.ends {
+            return Err("end index".into());
+        }
+        for (host, line) in &self.hosts {
+            line.check(host, &all)?;
+        }
+        if all.iter().any(|h| !self.hosts.contains_key(&h.host)) {
+            return Err("host without timeline".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Timeline {
+    fn check(&self, host: &Uuid, all: &[&Hold]) -> Result<(), String> {
+        let mine: Vec<&&Hold> = all.iter().filter(|h| h.host == *host).collect();
+        let starts: BTreeSet<(Instant, Uuid)> = mine
+            .iter()
+            .map(|h| (h.window.start, h.reservation))
+            .collect();
+        if mine.len() != self.holds || mine.is_empty() || starts != self.starts {
+            return Err(format!("host {host}: hold count or start index"));
+        }
+        let mut previous = &Level::default();
+        for (t, level) in &self.steps {
+            if level == previous || level.amounts.last() == Some(&0) {
+                return Err(format!("host {host}: non-canonical breakpoint at {t:?}"));
+            }
+            previous = level;
+        }
+        if !previous.is_zero() {
+            return Err(format!("host {host}: the last level is not zero"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

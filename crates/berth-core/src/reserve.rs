@@ -1,0 +1,571 @@
+//! Admission of lease requests against the capacity ledger: which hosts, instance slots and
+//! floating IPs a request gets, or why it does not fit and what would (a counter-offer).
+//!
+//! One capacity model serves every reservation type. Over a window `[start, end)`:
+//! - a whole host is free when no hold of any kind overlaps the window, it is reservable, and no
+//!   consumer holds an allocation on it now;
+//! - a host offers `min over classes of (capacity - used now - peak reserved) / size` instance
+//!   slots, where capacity is `(total - reserved) * allocation_ratio` as in Placement, the peak
+//!   is the ledger's exact peak over the window, and a host held whole offers none;
+//! - a floating IP is free when no hold overlaps the window.
+//!
+//! Reservations of one request are admitted in order, each seeing what the earlier ones took,
+//! so a request is admitted all-or-nothing.
+
+use crate::catalog::Catalog;
+use crate::filter::Filter;
+use crate::lease::{Affinity, ReservationSpec};
+use crate::ledger::Window;
+use crate::name::ResourceClass;
+use crate::provider::{AttrValue, Provider};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+
+/// Host fields every filter may name, besides extra capabilities.
+pub const HOST_PROPERTIES: [&str; 9] = [
+    "availability_zone",
+    "hypervisor_hostname",
+    "hypervisor_type",
+    "service_name",
+    "vcpus",
+    "memory_mb",
+    "local_gb",
+    "reservable",
+    "id",
+];
+
+/// Most start times the earliest-start search tries before giving up.
+pub const EARLIEST_START_PROBES_MAX: usize = 512;
+
+/// The value of a host property, for filters.
+pub fn host_property(provider: &Provider, name: &str) -> Option<AttrValue> {
+    let total = |class: &str| {
+        ResourceClass::parse(class)
+            .and_then(|c| provider.inventories().get(&c).map(|i| i.total() as f64))
+            .map(AttrValue::Number)
+    };
+    let host = provider.host();
+    match name {
+        "availability_zone" => provider
+            .availability_zone()
+            .map(|az| AttrValue::String(az.to_owned())),
+        "hypervisor_hostname" => Some(AttrValue::String(provider.name().to_owned())),
+        "hypervisor_type" => host
+            .and_then(|h| h.hypervisor_type.clone())
+            .map(AttrValue::String),
+        "service_name" => host
+            .and_then(|h| h.service_name.clone())
+            .map(AttrValue::String),
+        "vcpus" => total("VCPU"),
+        "memory_mb" => total("MEMORY_MB"),
+        "local_gb" => total("DISK_GB"),
+        "reservable" => host.map(|h| AttrValue::Bool(h.reservable)),
+        "id" => Some(AttrValue::Number(provider.id() as f64)),
+        other => provider.attributes().get(other).cloned(),
+    }
+}
+
+/// Whether some host could answer a filter on `name`.
+pub fn is_known_property(catalog: &Catalog, name: &str) -> bool {
+    HOST_PROPERTIES.contains(&name)
+        || catalog
+            .providers()
+            .any(|p| p.host().is_some() && p.attributes().contains_key(name))
+}
+
+/// Why one reservation of a request does not fit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shortfall {
+    /// Position of the reservation in the request.
+    pub index: usize,
+    /// Blazar's resource type.
+    pub resource_type: &'static str,
+    /// What was asked (hosts: `min`; instances and addresses: `amount`).
+    pub requested: u32,
+    /// The most that fits in the requested window, after the request's earlier reservations.
+    pub available: u32,
+    /// Machine-readable reason.
+    pub reason: &'static str,
+}
+
+/// What a request was given: per reservation, hosts with slots, and floating IPs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Granted {
+    /// Per reservation, in request order: hosts with their slot counts.
+    pub hosts: Vec<Vec<(Uuid, u32)>>,
+    /// Per reservation, in request order: floating IPs.
+    pub floating_ips: Vec<Vec<Uuid>>,
+}
+
+/// One reservation to admit, with its parsed filter.
+#[derive(Debug, Clone)]
+pub struct Wanted<'a> {
+    /// What it asks for.
+    pub spec: &'a ReservationSpec,
+    /// Its filter (hypervisor and resource properties together).
+    pub filter: Filter,
+    /// What it holds now, when it is being re-admitted (preferred, and not counted as used).
+    pub current: Vec<(Uuid, u32)>,
+    /// Floating IPs it holds now, when it is being re-admitted.
+    pub current_fips: Vec<Uuid>,
+}
+
+/// The scratch state of one admission: the catalog, the window, the reservations whose holds
+/// do not count (they are being replaced), and what earlier reservations of the request took.
+struct Pool<'c> {
+    catalog: &'c Catalog,
+    window: Window,
+    excluding: &'c [Uuid],
+    whole: HashSet<Uuid>,
+    added: HashMap<Uuid, Vec<(ResourceClass, u64)>>,
+}
+
+impl<'c> Pool<'c> {
+    fn new(catalog: &'c Catalog, window: Window, excluding: &'c [Uuid]) -> Pool<'c> {
+        Pool {
+            catalog,
+            window,
+            excluding,
+            whole: HashSet::new(),
+            added: HashMap::new(),
+        }
+    }
+
+    /// Reservable hosts matching `filter`, in enrolment order.
+    fn hosts<'f>(&'f self, filter: &'f Filter) -> impl Iterator<Item = &'c Provider> + 'f {
+        self.catalog.providers().filter(move |p| {
+            p.host().is_some_and(|h| h.reservable)
+                && filter.matches(&|name: &str| host_property(p, name))
+        })
+    }
+
+    /// Whether `provider` is free as a whole host. Workloads running on a host the reservation
+    /// already holds are its own (they were placed in its window), so they do not count.
+    fn host_free(&self, provider: &Provider, held: bool) -> bool {
+        let uuid = provider.uuid();
+        !self.whole.contains(&uuid)
+            && !self.added.contains_key(&uuid)
+            && (held || !provider.has_usage())
+            && self
+                .catalog
+                .ledger()
+                .is_free(uuid, self.window, self.excluding)
+    }
+
+    /// Instance slots of the given size `host` offers over the window.
+    fn slots(&self, provider: &Provider, size: &[(ResourceClass, u64)]) -> u32 {
+        let uuid = provider.uuid();
+        if self.whole.contains(&uuid) {
+            return 0;
+        }
+        let peak = self
+            .catalog
+            .ledger()
+            .peak(uuid, self.window, self.excluding);
+        if peak.exclusive > 0 {
+            return 0;
+        }
+        let added = self.added.get(&uuid);
+        let mut slots = u64::from(u32::MAX);
+        for (class, each) in size {
+            let Some(record) = provider.inventories().get(class) else {
+                return 0;
+            };
+            if !record.fits_unit_rules(*each) {
+                return 0;
+            }
+            let taken = provider.used(class)
+                + peak.amount(class)
+                + added
+                    .and_then(|a| a.iter().find(|(c, _)| c == class))
+                    .map_or(0, |(_, n)| *n);
+            let free = (record.capacity_exact() - taken as f64).max(0.0);
+            slots = slots.min((free / *each as f64).floor() as u64);
+        }
+        u32::try_from(slots).unwrap_or(u32::MAX)
+    }
+
+    fn take_slots(&mut self, host: Uuid, size: &[(ResourceClass, u64)], slots: u32) {
+        let added = self.added.entry(host).or_default();
+        for (class, each) in size {
+            let amount = each.saturating_mul(u64::from(slots));
+            match added.iter_mut().find(|(c, _)| c == class) {
+                Some((_, n)) => *n += amount,
+                None => added.push((class.clone(), amount)),
+            }
+        }
+    }
+}
+
+/// Admits `wanted` over `window`, ignoring the holds of `excluding`. On refusal, every
+/// reservation that does not fit is reported with the most that would.
+pub fn admit(
+    catalog: &Catalog,
+    window: Window,
+    wanted: &[Wanted<'_>],
+    excluding: &[Uuid],
+) -> Result<Granted, Vec<Shortfall>> {
+    let (granted, shortfalls) = admit_each(catalog, window, wanted, excluding);
+    match shortfalls.is_empty() {
+        true => Ok(granted),
+        false => Err(shortfalls),
+    }
+}
+
+/// Admits the reservations of `wanted` one by one, in order: what each that fits was granted
+/// (nothing for those that do not), and a shortfall for each that does not.
+fn admit_each(
+    catalog: &Catalog,
+    window: Window,
+    wanted: &[Wanted<'_>],
+    excluding: &[Uuid],
+) -> (Granted, Vec<Shortfall>) {
+    let mut pool = Pool::new(catalog, window, excluding);
+    let mut granted = Granted::default();
+    let mut shortfalls = Vec::new();
+    for (index, want) in wanted.iter().enumerate() {
+        let (hosts, fips) = match want.spec {
+            ReservationSpec::Host { min, max, .. } => {
+                match pick_hosts(&mut pool, want, *min, *max) {
+                    Ok(hosts) => (hosts, Vec::new()),
+                    Err(available) => {
+                        shortfalls.push(shortfall(index, want.spec, *min, available));
+                        (Vec::new(), Vec::new())
+                    }
+                }
+            }
+            ReservationSpec::Instance { .. } => match pick_slots(&mut pool, want) {
+                Ok(hosts) => (hosts, Vec::new()),
+                Err(available) => {
+                    shortfalls.push(shortfall(index, want.spec, want.spec.amount(), available));
+                    (Vec::new(), Vec::new())
+                }
+            },
+            ReservationSpec::FloatingIp { .. } => match pick_fips(&mut pool, want) {
+                Ok(fips) => (Vec::new(), fips),
+                Err((available, reason)) => {
+                    let mut s = shortfall(index, want.spec, want.spec.amount(), available);
+                    s.reason = reason;
+                    shortfalls.push(s);
+                    (Vec::new(), Vec::new())
+                }
+            },
+        };
+        granted.hosts.push(hosts);
+        granted.floating_ips.push(fips);
+    }
+    (granted, shortfalls)
+}
+
+fn shortfall(index: usize, spec: &ReservationSpec, requested: u32, available: u32) -> Shortfall {
+    let reason = match spec {
+        ReservationSpec::Host { .. } => "not_enough_hosts",
+        ReservationSpec::Instance { .. } => "not_enough_capacity",
+        ReservationSpec::FloatingIp { .. } => "not_enough_floating_ips",
+    };
+    Shortfall {
+        index,
+        resource_type: spec.resource_type(),
+        requested,
+        available,
+        reason,
+    }
+}
+
+/// Hosts in the order a reservation should consider them: those it holds now first.
+fn ordered<'c>(pool: &Pool<'c>, want: &Wanted<'_>) -> Vec<&'c Provider> {
+    let current: HashSet<Uuid> = want.current.iter().map(|(h, _)| *h).collect();
+    let (mut first, rest): (Vec<&Provider>, Vec<&Provider>) = pool
+        .hosts(&want.filter)
+        .partition(|p| current.contains(&p.uuid()));
+    first.extend(rest);
+    first
+}
+
+/// Up to `max` free hosts, at least `min`; on refusal the number of free hosts.
+fn pick_hosts(
+    pool: &mut Pool<'_>,
+    want: &Wanted<'_>,
+    min: u32,
+    max: u32,
+) -> Result<Vec<(Uuid, u32)>, u32> {
+    let mut taken = Vec::new();
+    for provider in ordered(pool, want) {
+        if taken.len() as u32 >= max {
+            break;
+        }
+        let held = want.current.iter().any(|(h, _)| *h == provider.uuid());
+        if pool.host_free(provider, held) {
+            taken.push((provider.uuid(), 1));
+        }
+    }
+    if (taken.len() as u32) < min {
+        return Err(taken.len() as u32);
+    }
+    pool.whole.extend(taken.iter().map(|(h, _)| *h));
+    taken.sort_by_key(|(h, _)| pool.catalog.provider(*h).map(Provider::id));
+    Ok(taken)
+}
+
+/// Instance slots by the reservation's affinity; on refusal the most instances that fit.
+fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(Uuid, u32)>, u32> {
+    let ReservationSpec::Instance {
+        vcpus,
+        memory_mb,
+        disk_gb,
+        amount,
+        affinity,
+        ..
+    } = want.spec
+    else {
+        unreachable!("pick_slots is called for instance reservations only");
+    };
+    let size = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, 1);
+    let hosts = ordered(pool, want);
+    let mut taken: Vec<(Uuid, u32)> = Vec::new();
+    let mut best = 0u32;
+    let mut got = 0u32;
+    if *affinity == Affinity::Any {
+        taken = pack(pool, &hosts, want, &size, *amount);
+        got = taken.iter().map(|(_, n)| *n).sum();
+    }
+    let spread = *affinity != Affinity::Any;
+    for provider in hosts.into_iter().filter(|_| spread) {
+        if got >= *amount {
+            break;
+        }
+        let slots = pool.slots(provider, &size);
+        if slots == 0 {
+            continue;
+        }
+        match affinity {
+            Affinity::SameHost => {
+                best = best.max(slots);
+                if slots >= *amount {
+                    taken = vec![(provider.uuid(), *amount)];
+                    got = *amount;
+                }
+            }
+            Affinity::DifferentHosts => {
+                taken.push((provider.uuid(), 1));
+                got += 1;
+            }
+            Affinity::Any => unreachable!("instances with any affinity are packed above"),
+        }
+    }
+    if got < *amount {
+        return Err(match affinity {
+            Affinity::SameHost => best,
+            _ => got,
+        });
+    }
+    for (host, n) in &taken {
+        pool.take_slots(*host, &size, *n);
+    }
+    taken.sort_by_key(|(h, _)| pool.catalog.provider(*h).map(Provider::id));
+    Ok(taken)
+}
+
+/// Packs `amount` instances onto `hosts` in order (affinity `Any`), as many on each as it
+/// offers. A reservation being re-admitted first keeps, on each host it holds (they come first
+/// in `hosts`), up to the instances it has there, so growing it never moves instances off a
+/// host to make room on an earlier one. Takes everything offered when `amount` does not fit.
+fn pack(
+    pool: &Pool<'_>,
+    hosts: &[&Provider],
+    want: &Wanted<'_>,
+    size: &[(ResourceClass, u64)],
+    amount: u32,
+) -> Vec<(Uuid, u32)> {
+    let held = |host: Uuid| -> u32 {
+        want.current
+            .iter()
+            .filter(|(h, _)| *h == host)
+            .map(|(_, n)| *n)
+            .sum()
+    };
+    // (host, taken, offered), in the order of `hosts`.
+    let mut taken: Vec<(Uuid, u32, u32)> = Vec::new();
+    let mut got = 0u32;
+    for provider in hosts.iter().take_while(|p| held(p.uuid()) > 0) {
+        let offered = pool.slots(provider, size);
+        let keep = offered.min(held(provider.uuid())).min(amount - got);
+        taken.push((provider.uuid(), keep, offered));
+        got += keep;
+    }
+    for (idx, provider) in hosts.iter().enumerate() {
+        if got >= amount {
+            break;
+        }
+        if idx == taken.len() {
+            taken.push((provider.uuid(), 0, pool.slots(provider, size)));
+        }
+        let (_, n, offered) = &mut taken[idx];
+        let more = (*offered - *n).min(amount - got);
+        *n += more;
+        got += more;
+    }
+    taken
+        .into_iter()
+        .filter(|(_, n, _)| *n > 0)
+        .map(|(host, n, _)| (host, n))
+        .collect()
+}
+
+/// Floating IPs of the network, required ones first; on refusal how many are free and why.
+fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, &'static str)> {
+    let ReservationSpec::FloatingIp {
+        network_id,
+        amount,
+        required_floatingips,
+    } = want.spec
+    else {
+        unreachable!("pick_fips is called for floating-IP reservations only");
+    };
+    let ledger = pool.catalog.ledger();
+    let free: Vec<&crate::lease::FloatingIp> = pool
+        .catalog
+        .floating_ips()
+        .filter(|f| f.network_id == *network_id && f.reservable)
+        .filter(|f| !pool.whole.contains(&f.id))
+        .filter(|f| ledger.is_free(f.id, pool.window, pool.excluding))
+        .collect();
+    let mut taken = Vec::new();
+    for address in required_floatingips {
+        match free.iter().find(|f| f.address == *address) {
+            Some(fip) => taken.push(fip.id),
+            None => return Err((free.len() as u32, "required_floating_ip_unavailable")),
+        }
+    }
+    let current: HashSet<Uuid> = want.current_fips.iter().copied().collect();
+    let mut rest: Vec<&&crate::lease::FloatingIp> =
+        free.iter().filter(|f| !taken.contains(&f.id)).collect();
+    rest.sort_by_key(|f| !current.contains(&f.id));
+    for fip in rest {
+        if taken.len() as u32 >= *amount {
+            break;
+        }
+        taken.push(fip.id);
+    }
+    if (taken.len() as u32) < *amount {
+        return Err((free.len() as u32, "not_enough_floating_ips"));
+    }
+    pool.whole.extend(taken.iter().copied());
+    Ok(taken)
+}
+
+/// The earliest start at or after `window.start` and before `horizon_end` at which the whole
+/// request fits for the same duration, trying the instants at which capacity is released.
+pub fn earliest_start(
+    catalog: &Catalog,
+    window: Window,
+    wanted: &[Wanted<'_>],
+    excluding: &[Uuid],
+    horizon_end: crate::time::Instant,
+) -> Option<crate::time::Instant> {
+    let mut instants: Vec<crate::time::Instant> = Vec::new();
+    let ledger = catalog.ledger();
+    let pool = Pool::new(catalog, window, excluding);
+    for want in wanted {
+        let held: Vec<Uuid> = match want.spec {
+            ReservationSpec::FloatingIp { network_id, .. } => catalog
+                .floating_ips()
+                .filter(|f| f.network_id == *network_id)
+                .map(|f| f.id)
+                .collect(),
+            _ => pool.hosts(&want.filter).map(Provider::uuid).collect(),
+        };
+        for uuid in held {
+            instants.extend(ledger.release_times(uuid, window.start, horizon_end));
+        }
+    }
+    // Where an excluded hold starts, the ledger's level may stay level (another hold ending
+    // there hands over to it) although the level without the excluded holds drops.
+    for id in excluding {
+        instants.extend(
+            ledger
+                .holds_of(*id)
+                .map(|hold| hold.window.start)
+                .filter(|t| *t < horizon_end),
+        );
+    }
+    instants.sort_unstable();
+    instants.dedup();
+    instants.retain(|t| *t > window.start);
+    instants
+        .into_iter()
+        .take(EARLIEST_START_PROBES_MAX)
+        .find(|t| admit(catalog, window.shifted_to(*t), wanted, excluding).is_ok())
+}
+
+/// The most each reservation could get in the requested window, taken one by one in request
+/// order (the counter-offer's amounts): hosts for host reservations, instances, addresses.
+/// A reservation that does not fit gets what its shortfall says is available; one that fits
+/// gets what `granted` gave it (a host reservation may have got fewer hosts than its `max`).
+pub fn largest_amounts(
+    shortfalls: &[Shortfall],
+    wanted: &[Wanted<'_>],
+    granted: &Granted,
+) -> Vec<u32> {
+    wanted
+        .iter()
+        .enumerate()
+        .map(
+            |(idx, want)| match shortfalls.iter().find(|s| s.index == idx) {
+                Some(s) => s.available,
+                None => match want.spec {
+                    ReservationSpec::Host { .. } => granted
+                        .hosts
+                        .get(idx)
+                        .map_or(want.spec.amount(), |hosts| hosts.len() as u32),
+                    _ => want.spec.amount(),
+                },
+            },
+        )
+        .collect()
+}
+
+/// Why a request was refused and what would fit instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Every reservation that does not fit.
+    pub shortfalls: Vec<Shortfall>,
+    /// Per reservation, in request order, the most that fits in the requested window.
+    pub amounts: Vec<u32>,
+    /// The earliest start within the search horizon at which the whole request fits for the
+    /// same duration, if one was found.
+    pub earliest_start: Option<crate::time::Instant>,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Not enough resources available for the requested window")?;
+        for s in &self.shortfalls {
+            write!(
+                f,
+                "; reservation {} ({}): {} requested, {} available",
+                s.index, s.resource_type, s.requested, s.available
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Admits `wanted`, or explains the refusal with a counter-offer searched up to `horizon_end`.
+pub fn admit_or_offer(
+    catalog: &Catalog,
+    window: Window,
+    wanted: &[Wanted<'_>],
+    excluding: &[Uuid],
+    horizon_end: crate::time::Instant,
+) -> Result<Granted, Refusal> {
+    let (granted, shortfalls) = admit_each(catalog, window, wanted, excluding);
+    if shortfalls.is_empty() {
+        return Ok(granted);
+    }
+    Err(Refusal {
+        amounts: largest_amounts(&shortfalls, wanted, &granted),
+        earliest_start: earliest_start(catalog, window, wanted, excluding, horizon_end),
+        shortfalls,
+    })
+}

@@ -1,0 +1,193 @@
+//! `/reservation/v1/os-hosts/allocations` and `/os-hosts/{id}/allocation`: which reservations
+//! hold each host, from the ledger; and `/os-hosts/properties`: what filters may name.
+
+use super::lease_wire::lease_time;
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::Caller;
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::Method;
+use berth_core::ledger::Window;
+use berth_core::reserve::HOST_PROPERTIES;
+use berth_core::{Catalog, Instant, Provider};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::GET,
+            "/reservation/v1/os-hosts/allocations",
+            "Reservations holding each host",
+            list,
+        )
+        .add(
+            Method::GET,
+            "/reservation/v1/os-hosts/{host_id}/allocation",
+            "Reservations holding one host",
+            show,
+        )
+        .add(
+            Method::GET,
+            "/reservation/v1/os-hosts/properties",
+            "Properties filters may name, with their values",
+            properties,
+        );
+}
+
+/// From `now` on, for ever: current and future holds.
+fn ahead(now: Instant) -> Window {
+    Window::new(now, Instant::from_micros(i64::MAX))
+        .expect("invariant: now is before the end of time")
+}
+
+/// The allocation entry of one host, filtered by lease and reservation ids.
+fn allocation(
+    catalog: &Catalog,
+    provider: &Provider,
+    leases_of: &HashMap<Uuid, Uuid>,
+    query: &BTreeMap<String, String>,
+    now: Instant,
+) -> Value {
+    let mut seen = BTreeSet::new();
+    let reservations: Vec<Value> = catalog
+        .ledger()
+        .holds_on(provider.uuid(), ahead(now))
+        .into_iter()
+        .filter(|hold| seen.insert(hold.reservation))
+        .filter_map(|hold| {
+            let lease_id = leases_of.get(&hold.reservation)?;
+            let lease = catalog.lease(*lease_id)?;
+            let wanted = query
+                .get("lease_id")
+                .is_none_or(|id| *id == lease.id.to_string())
+                && query
+                    .get("reservation_id")
+                    .is_none_or(|id| *id == hold.reservation.to_string());
+            wanted.then(|| {
+                json!({
+                    "id": hold.reservation,
+                    "lease_id": lease.id,
+                    "start_date": lease_time(hold.window.start),
+                    "end_date": lease_time(hold.window.end),
+                })
+            })
+        })
+        .collect();
+    json!({"resource_id": provider.id().to_string(), "reservations": reservations})
+}
+
+fn leases_of(catalog: &Catalog) -> HashMap<Uuid, Uuid> {
+    catalog
+        .leases()
+        .flat_map(|l| l.reservations.iter().map(move |r| (r.id, l.id)))
+        .collect()
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let now = state.berth.now();
+    let allocations = state
+        .berth
+        .read(move |catalog| {
+            let index = leases_of(catalog);
+            catalog
+                .providers()
+                .filter(|p| p.host().is_some())
+                .map(|p| allocation(catalog, p, &index, &query, now))
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "allocations": allocations })))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let missing = || ApiError::not_found(format!("Host {id} not found"));
+    let host = id.parse::<i64>().map_err(|_| missing())?;
+    let now = state.berth.now();
+    let found = state
+        .berth
+        .read(move |catalog| {
+            let provider = catalog
+                .provider_by_id(host)
+                .filter(|p| p.host().is_some())?;
+            Some(allocation(
+                catalog,
+                provider,
+                &leases_of(catalog),
+                &query,
+                now,
+            ))
+        })
+        .await?;
+    found
+        .map(|a| Json(json!({ "allocation": a })))
+        .ok_or_else(missing)
+}
+
+async fn properties(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let detail = query
+        .get("detail")
+        .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "True" | "yes"));
+    let values = state
+        .berth
+        .read(|catalog| {
+            let mut values: BTreeMap<String, BTreeSet<String>> = HOST_PROPERTIES
+                .iter()
+                .map(|name| ((*name).to_owned(), BTreeSet::new()))
+                .collect();
+            for provider in catalog.providers().filter(|p| p.host().is_some()) {
+                for name in HOST_PROPERTIES {
+                    if let Some(value) = berth_core::reserve::host_property(provider, name) {
+                        values
+                            .entry(name.to_owned())
+                            .or_default()
+                            .insert(show_value(&value));
+                    }
+                }
+                for (key, value) in provider.attributes() {
+                    values
+                        .entry(key.clone())
+                        .or_default()
+                        .insert(show_value(value));
+                }
+            }
+            values
+        })
+        .await?;
+    let out: Vec<Value> = values
+        .into_iter()
+        .map(|(name, vals)| match detail {
+            true => json!({"property": name, "private": false, "values": vals}),
+            false => json!({"property": name}),
+        })
+        .collect();
+    Ok(Json(json!({ "resource_properties": out })))
+}
+
+fn show_value(value: &berth_core::AttrValue) -> String {
+    match value {
+        berth_core::AttrValue::String(text) => text.clone(),
+        berth_core::AttrValue::Bool(flag) => flag.to_string(),
+        berth_core::AttrValue::Number(n) if n.fract() == 0.0 => format!("{}", *n as i64),
+        berth_core::AttrValue::Number(n) => n.to_string(),
+    }
+}

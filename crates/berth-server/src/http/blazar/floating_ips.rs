@@ -1,0 +1,119 @@
+//! `/reservation/v1/floatingips`: the addresses floating-IP reservations are taken from.
+//! Admins register and remove them; anyone may list and show them.
+
+use super::hosts::text;
+use super::record_time;
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use berth_app::RegisterFloatingIp;
+use berth_core::lease::FloatingIp;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::GET,
+            "/reservation/v1/floatingips",
+            "List floating IPs",
+            list,
+        )
+        .add(
+            Method::POST,
+            "/reservation/v1/floatingips",
+            "Register a floating IP",
+            create,
+        )
+        .add(
+            Method::GET,
+            "/reservation/v1/floatingips/{fip_id}",
+            "Show a floating IP",
+            show,
+        )
+        .add(
+            Method::DELETE,
+            "/reservation/v1/floatingips/{fip_id}",
+            "Remove a floating IP",
+            delete,
+        );
+}
+
+fn fip_json(fip: &FloatingIp) -> Value {
+    json!({
+        "id": fip.id,
+        "floating_network_id": fip.network_id,
+        "subnet_id": fip.subnet_id,
+        "floating_ip_address": fip.address,
+        "reservable": fip.reservable,
+        "created_at": record_time(fip.created_at),
+        "updated_at": record_time(fip.updated_at),
+    })
+}
+
+fn fip_id(text: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text)
+        .map_err(|_| ApiError::not_found(format!("Floating IP {text} could not be found")))
+}
+
+async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let fips = state
+        .berth
+        .read(|c| c.floating_ips().map(fip_json).collect::<Vec<_>>())
+        .await?;
+    Ok(Json(json!({ "floatingips": fips })))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = fip_id(&id)?;
+    let fip = state
+        .berth
+        .read(|c| c.floating_ip(id).map(fip_json))
+        .await?;
+    fip.map(|f| Json(json!({ "floatingip": f })))
+        .ok_or_else(|| ApiError::not_found(format!("Floating IP {id} could not be found")))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    caller.require_admin()?;
+    let network_id = text(&body, "floating_network_id")?
+        .ok_or_else(|| ApiError::bad_request("Missing parameter: floating_network_id"))?;
+    let address = text(&body, "floating_ip_address")?
+        .ok_or_else(|| ApiError::bad_request("Missing parameter: floating_ip_address"))?;
+    let address = address
+        .parse::<std::net::IpAddr>()
+        .map_err(|_| ApiError::bad_request(format!("{address} is not a valid IP address")))?
+        .to_string();
+    let cmd = RegisterFloatingIp {
+        network_id,
+        subnet_id: text(&body, "subnet_id")?,
+        address,
+    };
+    let fip = state.berth.register_floating_ip(cmd).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "floatingip": fip_json(&fip) })),
+    ))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    state.berth.delete_floating_ip(fip_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

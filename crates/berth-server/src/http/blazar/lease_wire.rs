@@ -1,0 +1,380 @@
+//! The Blazar lease wire format: dates in and out, lenient typed fields as the Blazar client
+//! sends them, reservation specs, and the lease, event and counter-offer representations.
+
+use super::record_time;
+use crate::http::error::ApiError;
+use berth_core::Instant;
+use berth_core::decide::lease::{AMOUNT_MAX, LeaseUpdate, ReservationUpdate};
+use berth_core::lease::{Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec};
+use berth_core::reserve::Refusal;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+/// A lease date as Blazar returns it: `%Y-%m-%dT%H:%M:%S.%f` (microseconds), UTC.
+pub(crate) fn lease_time(at: Instant) -> String {
+    let micros = at.as_micros();
+    let seconds = micros.div_euclid(1_000_000);
+    let fraction = micros.rem_euclid(1_000_000);
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| format!("{}.{fraction:06}", t.strftime("%Y-%m-%dT%H:%M:%S")))
+        .unwrap_or_default()
+}
+
+/// Parses a request date: `now`, Blazar's `YYYY-MM-DD HH:MM` (UTC), the same with seconds, or
+/// RFC 3339 with any offset (converted to UTC).
+pub(crate) fn parse_date(field: &str, text: &str, now: Instant) -> Result<Instant, ApiError> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("now") {
+        return Ok(now);
+    }
+    let civil = ["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
+        .iter()
+        .find_map(|format| jiff::civil::DateTime::strptime(format, text).ok())
+        .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
+        .map(|z| z.timestamp());
+    let stamp = civil.or_else(|| text.parse::<jiff::Timestamp>().ok());
+    stamp
+        .map(|t| Instant::from_micros(t.as_microsecond()))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{field}: {text} is an invalid date. Required format: %Y-%m-%d %H:%M, RFC 3339 or now"
+            ))
+        })
+}
+
+/// A required or optional date field.
+pub(crate) fn date_field(
+    body: &Map<String, Value>,
+    field: &str,
+    now: Instant,
+) -> Result<Option<Instant>, ApiError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => parse_date(field, text, now).map(Some),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "{field}: {other} is an invalid date. Required format: %Y-%m-%d %H:%M, RFC 3339 or now"
+        ))),
+    }
+}
+
+/// An integer field given as a JSON number or a numeric string, in `[min, AMOUNT_MAX]`.
+pub(crate) fn count(
+    body: &Map<String, Value>,
+    field: &str,
+    min: u64,
+) -> Result<Option<u64>, ApiError> {
+    let bad = || {
+        ApiError::bad_request(format!(
+            "{field} must be an integer from {min} to {AMOUNT_MAX}"
+        ))
+    };
+    let value = match body.get(field) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_i64().ok_or_else(bad)?,
+        Some(Value::String(text)) => text.trim().parse::<i64>().map_err(|_| bad())?,
+        Some(_) => return Err(bad()),
+    };
+    u64::try_from(value)
+        .ok()
+        .filter(|v| (min..=u64::from(AMOUNT_MAX)).contains(v))
+        .map(Some)
+        .ok_or_else(bad)
+}
+
+fn required_count(body: &Map<String, Value>, field: &str, min: u64) -> Result<u64, ApiError> {
+    count(body, field, min)?.ok_or_else(|| missing(field))
+}
+
+fn missing(field: &str) -> ApiError {
+    ApiError::bad_request(format!("Missing parameter: {field}"))
+}
+
+fn small(value: u64) -> u32 {
+    u32::try_from(value).expect("invariant: counts are bounded by AMOUNT_MAX")
+}
+
+/// A string field; filters may also be given as JSON (kept as its text).
+pub(crate) fn text(body: &Map<String, Value>, field: &str) -> Result<Option<String>, ApiError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other @ Value::Array(_)) if field.ends_with("_properties") => {
+            Ok(Some(other.to_string()))
+        }
+        Some(_) => Err(ApiError::bad_request(format!("{field} must be a string"))),
+    }
+}
+
+/// Blazar's affinity: `true`, `false`, `null` or the strings the client sends.
+pub(crate) fn affinity(body: &Map<String, Value>) -> Result<Option<Affinity>, ApiError> {
+    match body.get("affinity") {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(Affinity::Any)),
+        Some(Value::Bool(true)) => Ok(Some(Affinity::SameHost)),
+        Some(Value::Bool(false)) => Ok(Some(Affinity::DifferentHosts)),
+        Some(Value::String(text)) => match text.as_str() {
+            "True" | "true" => Ok(Some(Affinity::SameHost)),
+            "False" | "false" => Ok(Some(Affinity::DifferentHosts)),
+            "None" | "none" | "null" => Ok(Some(Affinity::Any)),
+            other => Err(bad_affinity(other)),
+        },
+        Some(other) => Err(bad_affinity(&other.to_string())),
+    }
+}
+
+fn bad_affinity(value: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "affinity must be true, false or null (or \"True\", \"False\", \"None\"), not {value}"
+    ))
+}
+
+fn addresses(body: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+    let bad = |v: &Value| {
+        ApiError::bad_request(format!("Invalid IP address in required_floatingips: {v}"))
+    };
+    match body.get("required_floatingips") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .and_then(|t| t.trim().parse::<std::net::IpAddr>().ok())
+                    .map(|ip| ip.to_string())
+                    .ok_or_else(|| bad(item))
+            })
+            .collect(),
+        Some(other) => Err(bad(other)),
+    }
+}
+
+/// A reservation of a create request.
+pub(crate) fn reservation_spec(body: &Map<String, Value>) -> Result<ReservationSpec, ApiError> {
+    let kind = text(body, "resource_type")?.ok_or_else(|| missing("resource_type"))?;
+    match kind.as_str() {
+        "physical:host" => Ok(ReservationSpec::Host {
+            min: small(required_count(body, "min", 1)?),
+            max: small(required_count(body, "max", 1)?),
+            hypervisor_properties: text(body, "hypervisor_properties")?.unwrap_or_default(),
+            resource_properties: text(body, "resource_properties")?.unwrap_or_default(),
+            before_end: text(body, "before_end")?.unwrap_or_else(|| "default".into()),
+        }),
+        "virtual:instance" => Ok(ReservationSpec::Instance {
+            vcpus: required_count(body, "vcpus", 1)?,
+            memory_mb: required_count(body, "memory_mb", 1)?,
+            disk_gb: required_count(body, "disk_gb", 0)?,
+            amount: small(required_count(body, "amount", 1)?),
+            affinity: affinity(body)?.unwrap_or(Affinity::Any),
+            resource_properties: text(body, "resource_properties")?.unwrap_or_default(),
+        }),
+        "virtual:floatingip" => Ok(ReservationSpec::FloatingIp {
+            network_id: text(body, "network_id")?
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| missing("network_id"))?,
+            amount: small(required_count(body, "amount", 1)?),
+            required_floatingips: addresses(body)?,
+        }),
+        other => Err(ApiError::bad_request(format!(
+            "Unsupported resource type: {other} (supported: physical:host, virtual:instance, virtual:floatingip)"
+        ))),
+    }
+}
+
+/// The reservations array of a request body.
+pub(crate) fn reservation_objects(
+    body: &Map<String, Value>,
+) -> Result<Vec<&Map<String, Value>>, ApiError> {
+    match body.get("reservations") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                item.as_object()
+                    .ok_or_else(|| ApiError::bad_request("each reservation must be an object"))
+            })
+            .collect(),
+        Some(_) => Err(ApiError::bad_request("reservations must be a list")),
+    }
+}
+
+/// One reservation change of an update request.
+pub(crate) fn reservation_update(body: &Map<String, Value>) -> Result<ReservationUpdate, ApiError> {
+    let id = text(body, "id")?.ok_or_else(|| missing("reservations[].id"))?;
+    let id = Uuid::parse_str(id.trim())
+        .map_err(|_| ApiError::bad_request(format!("Invalid reservation id: {id}")))?;
+    Ok(ReservationUpdate {
+        id,
+        resource_type: text(body, "resource_type")?,
+        min: count(body, "min", 1)?.map(small),
+        max: count(body, "max", 1)?.map(small),
+        amount: count(body, "amount", 1)?.map(small),
+        vcpus: count(body, "vcpus", 1)?,
+        memory_mb: count(body, "memory_mb", 1)?,
+        disk_gb: count(body, "disk_gb", 0)?,
+        affinity: affinity(body)?,
+        hypervisor_properties: text(body, "hypervisor_properties")?,
+        resource_properties: text(body, "resource_properties")?,
+    })
+}
+
+/// An update request.
+pub(crate) fn lease_update(
+    body: &Map<String, Value>,
+    now: Instant,
+) -> Result<LeaseUpdate, ApiError> {
+    let name = match body.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(name.clone()),
+        Some(_) => return Err(ApiError::bad_request("name must be a string")),
+    };
+    Ok(LeaseUpdate {
+        name,
+        start: date_field(body, "start_date", now)?,
+        end: date_field(body, "end_date", now)?,
+        before_end: date_field(body, "before_end_date", now)?,
+        reservations: reservation_objects(body)?
+            .into_iter()
+            .map(reservation_update)
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+fn affinity_json(affinity: Affinity) -> Value {
+    match affinity {
+        Affinity::SameHost => Value::Bool(true),
+        Affinity::DifferentHosts => Value::Bool(false),
+        Affinity::Any => Value::Null,
+    }
+}
+
+/// A reservation as Blazar returns it, with the hosts it holds (berth's addition).
+pub(crate) fn reservation_json(
+    lease: &Lease,
+    r: &Reservation,
+    host_ids: &dyn Fn(Uuid) -> Option<i64>,
+) -> Value {
+    let mut out = json!({
+        "id": r.id,
+        "lease_id": lease.id,
+        "status": r.status.as_str(),
+        "missing_resources": false,
+        "resources_changed": false,
+        "resource_id": r.id,
+        "resource_type": r.spec.resource_type(),
+        "created_at": record_time(r.created_at),
+        "updated_at": record_time(r.updated_at),
+    });
+    let extra = match &r.spec {
+        ReservationSpec::Host {
+            min,
+            max,
+            hypervisor_properties,
+            resource_properties,
+            before_end,
+        } => json!({
+            "min": min, "max": max,
+            "hypervisor_properties": hypervisor_properties,
+            "resource_properties": resource_properties,
+            "before_end": before_end,
+        }),
+        ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            disk_gb,
+            amount,
+            affinity,
+            resource_properties,
+        } => json!({
+            "vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb, "amount": amount,
+            "affinity": affinity_json(*affinity),
+            "resource_properties": resource_properties,
+            "flavor_id": r.id,
+            "aggregate_id": r.id,
+            "server_group_id": match affinity { Affinity::Any => Value::Null, _ => json!(r.id) },
+        }),
+        ReservationSpec::FloatingIp {
+            network_id,
+            amount,
+            required_floatingips,
+        } => json!({
+            "network_id": network_id, "amount": amount,
+            "required_floatingips": required_floatingips,
+            "floatingip_ids": r.floating_ips,
+        }),
+    };
+    merge(&mut out, extra);
+    out["allocations"] = r
+        .hosts
+        .iter()
+        .map(|(host, slots)| {
+            json!({"host_id": host_ids(*host).map(|id| id.to_string()), "provider_uuid": host, "slots": slots})
+        })
+        .collect();
+    out
+}
+
+fn merge(out: &mut Value, extra: Value) {
+    if let (Some(out), Value::Object(extra)) = (out.as_object_mut(), extra) {
+        out.extend(extra);
+    }
+}
+
+/// A lifecycle event as Blazar returns it.
+pub(crate) fn event_json(lease: &Lease, event: &LeaseEvent) -> Value {
+    json!({
+        "id": event.id,
+        "lease_id": lease.id,
+        "event_type": event.kind.as_str(),
+        "time": lease_time(event.at),
+        "status": event.status.as_str(),
+        "created_at": record_time(event.created_at),
+        "updated_at": record_time(event.updated_at),
+    })
+}
+
+/// A lease as Blazar returns it.
+pub(crate) fn lease_json(lease: &Lease, host_ids: &dyn Fn(Uuid) -> Option<i64>) -> Value {
+    json!({
+        "id": lease.id,
+        "name": lease.name,
+        "start_date": lease_time(lease.start),
+        "end_date": lease_time(lease.end),
+        "status": lease.status.as_str(),
+        "status_reason": lease.status_reason,
+        "degraded": lease.degraded,
+        "user_id": lease.user_id,
+        "project_id": lease.project_id,
+        "trust_id": Value::Null,
+        "created_at": record_time(lease.created_at),
+        "updated_at": record_time(lease.updated_at),
+        "reservations": lease.reservations.iter().map(|r| reservation_json(lease, r, host_ids)).collect::<Vec<_>>(),
+        "events": lease.events.iter().map(|e| event_json(lease, e)).collect::<Vec<_>>(),
+    })
+}
+
+/// One entry of the lifecycle record.
+pub(crate) fn record_json(record: &LeaseRecord) -> Value {
+    let details: Value = serde_json::from_str(&record.details).unwrap_or(Value::Null);
+    json!({
+        "lease_id": record.lease_id,
+        "type": record.kind,
+        "time": lease_time(record.at),
+        "details": details,
+    })
+}
+
+/// Why a request does not fit and the counter-offer, as berth adds them to a 409.
+pub(crate) fn refusal_json(refusal: &Refusal) -> Value {
+    json!({
+        "reservations": refusal.shortfalls.iter().map(|s| json!({
+            "index": s.index,
+            "resource_type": s.resource_type,
+            "requested": s.requested,
+            "available": s.available,
+            "reason": s.reason,
+        })).collect::<Vec<_>>(),
+        "counter_offer": {
+            "amounts": refusal.amounts,
+            "earliest_start": refusal.earliest_start.map(lease_time),
+        },
+    })
+}
