@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves that the real OpenStack CLI clients work unchanged against berth:
 #   - `openstack resource ...` (python-openstackclient + osc-placement) against /placement
-#   - `blazar host-...` (python-blazarclient) against /reservation/v1
+#   - `blazar host-...`, `blazar lease-...`, `blazar allocation-list` and the
+#     `openstack reservation ...` equivalents (python-blazarclient) against /reservation/v1
 #
 # Usage: bash scripts/openstack-clients.sh
 #
@@ -549,6 +550,102 @@ check "d['gpu'] == 'false' and d['newcap'] == 'x' and d['rack'] == 'r1'"
 
 fails "host-show of an unknown id" "ERROR: Host 987654 not found" \
     "${RESERVATION[@]}" host-show 987654
+
+# --- 3. reservation: leases (blazar lease-... and openstack reservation lease ...) ---------------
+
+OSC_RESERVATION=("$OPENSTACK" --os-auth-type none --os-endpoint "$BASE/reservation/v1")
+at() { date -u -d "$1" '+%Y-%m-%d %H:%M'; }
+plus() { date -u -d "$1 UTC $2" '+%Y-%m-%d %H:%M'; }
+HOST_START=$(at '+4 hours')
+HOST_END=$(at '+5 hours')
+INST_END=$(at '+3 hours')
+
+ok "host-create with inventory and a zone (compute-3, az1)" \
+    "${RESERVATION[@]}" host-create --extra vcpus=8 --extra memory_mb=16384 --extra local_gb=100 \
+    --extra availability_zone=az1 compute-3 -f json
+check "d['hypervisor_hostname'] == 'compute-3' and d['availability_zone'] == 'az1' and d['vcpus'] == 8"
+ok "host-create with inventory and a zone (compute-4, az2)" \
+    "${RESERVATION[@]}" host-create --extra vcpus=8 --extra memory_mb=16384 --extra local_gb=100 \
+    --extra availability_zone=az2 compute-4 -f json
+check "d['availability_zone'] == 'az2'"
+
+ok "lease-create --physical-reservation with hypervisor and AZ filters" \
+    "${RESERVATION[@]}" lease-create \
+    --physical-reservation 'min=1,max=2,hypervisor_properties=[">=", "$vcpus", "4"],resource_properties=["==", "$availability_zone", "az1"]' \
+    --start-date "$HOST_START" --end-date "$HOST_END" hostlease -f json
+check "lines[0] == 'Created a new lease:'"
+check "d['name'] == 'hostlease' and d['status'] == 'PENDING' and d['start_date'].startswith('$HOST_START'.replace(' ', 'T'))"
+check "'physical:host' in d['reservations'] and '\"min\": 1' in d['reservations']"
+
+ok "lease-create --reservation virtual:instance, anti-affine, starting now" \
+    "${RESERVATION[@]}" lease-create \
+    --reservation resource_type=virtual:instance,vcpus=1,memory_mb=1024,disk_gb=10,amount=2,affinity=False \
+    --end-date "$INST_END" instlease -f json
+check "d['name'] == 'instlease' and 'virtual:instance' in d['reservations']"
+check "'\"affinity\": false' in d['reservations'] and '\"flavor_id\"' in d['reservations']"
+
+fails "lease-create that does not fit (3 anti-affine instances on 2 hosts)" "Not enough resources" \
+    "${RESERVATION[@]}" lease-create \
+    --reservation resource_type=virtual:instance,vcpus=1,memory_mb=1024,disk_gb=10,amount=3,affinity=False \
+    --end-date "$INST_END" toomany
+
+ok "lease-list" \
+    "${RESERVATION[@]}" lease-list -f json
+check "sorted(by('name')) == ['hostlease', 'instlease']"
+
+ok "lease-show by name" \
+    "${RESERVATION[@]}" lease-show hostlease -f json
+check "d['name'] == 'hostlease' and d['end_date'].startswith('$HOST_END'.replace(' ', 'T'))"
+HOST_LEASE=$(printf '%s' "$OUT" | python3 -c 'import json, sys; t = sys.stdin.read(); print(json.loads(t[t.find("{"):])["id"])' 2>/dev/null) \
+    || HOST_LEASE=unknown
+
+ok "lease-show by id" \
+    "${RESERVATION[@]}" lease-show "$HOST_LEASE" -f json
+check "d['id'] == '$HOST_LEASE'"
+
+ok "lease-update --prolong-for 1h" \
+    "${RESERVATION[@]}" lease-update --prolong-for 1h hostlease
+ok "lease-show after lease-update" \
+    "${RESERVATION[@]}" lease-show "$HOST_LEASE" -f json
+check "d['end_date'].startswith('$(plus "$HOST_END" '+1 hour')'.replace(' ', 'T'))"
+
+ok "allocation-list host" \
+    "${RESERVATION[@]}" allocation-list host -f json
+check "any('$HOST_LEASE' in str(row['reservations']) for row in d)"
+
+ok "openstack reservation lease list" \
+    "${OSC_RESERVATION[@]}" reservation lease list -f json
+check "sorted(by('name')) == ['hostlease', 'instlease']"
+ok "openstack reservation lease show" \
+    "${OSC_RESERVATION[@]}" reservation lease show instlease -f json
+check "d['name'] == 'instlease' and d['status'] in ('PENDING', 'ACTIVE')"
+ok "openstack reservation lease set --prolong-for 30m" \
+    "${OSC_RESERVATION[@]}" reservation lease set --prolong-for 30m hostlease
+ok "openstack reservation lease show after set" \
+    "${OSC_RESERVATION[@]}" reservation lease show "$HOST_LEASE" -f json
+check "d['end_date'].startswith('$(plus "$HOST_END" '+90 minutes')'.replace(' ', 'T'))"
+ok "openstack reservation lease create (physical:host via --reservation)" \
+    "${OSC_RESERVATION[@]}" reservation lease create \
+    --reservation 'resource_type=physical:host,min=1,max=1,hypervisor_properties=,resource_properties=["==", "$availability_zone", "az2"]' \
+    --start-date "$HOST_START" --end-date "$HOST_END" osclease -f json
+check "d['name'] == 'osclease'"
+ok "openstack reservation allocation list host" \
+    "${OSC_RESERVATION[@]}" reservation allocation list host -f json
+check "sum(len(row['reservations']) if isinstance(row['reservations'], list) else str(row['reservations']).count('lease_id') for row in d) >= 2"
+ok "openstack reservation lease delete" \
+    "${OSC_RESERVATION[@]}" reservation lease delete osclease
+
+ok "lease-delete (host lease)" \
+    "${RESERVATION[@]}" lease-delete hostlease
+ok "lease-delete (instance lease)" \
+    "${RESERVATION[@]}" lease-delete instlease
+ok "lease-list (empty)" \
+    "${RESERVATION[@]}" lease-list -f json
+check "d == []"
+ok "host-delete compute-3" \
+    "${RESERVATION[@]}" host-delete compute-3
+ok "host-delete compute-4" \
+    "${RESERVATION[@]}" host-delete compute-4
 
 ok "host-delete by name" \
     "${RESERVATION[@]}" host-delete compute-2
