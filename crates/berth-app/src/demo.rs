@@ -158,6 +158,7 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
                 ),
             ]);
             let host = NewHost {
+                reservable: true,
                 name: name.clone(),
                 uuid: next(),
                 vcpus: Some(size.vcpus),

@@ -37,6 +37,8 @@ pub struct EnrollHost {
     pub service_name: Option<String>,
     /// Extra capabilities.
     pub attributes: BTreeMap<String, AttrValue>,
+    /// Whether leases may take the host (the freepool).
+    pub reservable: bool,
 }
 
 fn with<T>(changes: Vec<Change>, value: T) -> (Vec<Change>, T) {
@@ -270,6 +272,7 @@ impl Berth {
             hypervisor_type: cmd.hypervisor_type,
             service_name: cmd.service_name,
             attributes: cmd.attributes,
+            reservable: cmd.reservable,
         };
         self.write(move |catalog, now| {
             let changes = decide::enroll_host(catalog, &new, now)?;

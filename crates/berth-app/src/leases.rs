@@ -171,6 +171,14 @@ impl Berth {
             .await
     }
 
+    /// Marks a host property private or public.
+    pub async fn set_property_privacy(&self, name: String, private: bool) -> Result<(), AppError> {
+        self.write(move |catalog, _| {
+            decide::set_property_privacy(catalog, &name, private).map(|c| (c, ()))
+        })
+        .await
+    }
+
     /// The lifecycle record of a lease, oldest first.
     pub async fn lease_records(&self, id: Uuid) -> Result<Vec<LeaseRecord>, AppError> {
         Ok(self.store.lease_records(id).await?)

@@ -51,6 +51,7 @@ async fn replica(store: &MemStore, clock: &ManualClock, first_id: u64) -> Arc<Be
 async fn enroll(berth: &Berth, name: &str, zone: &str) {
     berth
         .enroll_host(EnrollHost {
+            reservable: true,
             name: name.into(),
             vcpus: Some(8),
             memory_mb: Some(16_384),

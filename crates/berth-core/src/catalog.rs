@@ -45,6 +45,8 @@ pub struct CatalogRows {
     pub leases: Vec<Lease>,
     /// Floating IPs registered for reservation.
     pub floating_ips: Vec<FloatingIp>,
+    /// Host properties marked private.
+    pub private_properties: Vec<String>,
 }
 
 impl CatalogRows {
@@ -64,6 +66,7 @@ impl CatalogRows {
         self.consumers.sort_by_key(|c| c.0);
         self.leases.sort_by_key(|l| l.id);
         self.floating_ips.sort_by_key(|f| f.id);
+        self.private_properties.sort();
     }
 }
 
@@ -91,6 +94,7 @@ pub struct Catalog {
     /// Lifecycle events not yet fired, by due time.
     due: BTreeSet<(Instant, EventKind, Uuid)>,
     floating_ips: IndexMap<Uuid, FloatingIp>,
+    private_properties: BTreeSet<String>,
 }
 
 impl Catalog {
@@ -146,6 +150,7 @@ impl Catalog {
         for lease in rows.leases {
             catalog.insert_lease(lease);
         }
+        catalog.private_properties = rows.private_properties.into_iter().collect();
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -399,6 +404,12 @@ impl Catalog {
                 self.floating_ips.shift_remove(id);
             }
             Change::LeaseRecorded(_) => {}
+            Change::PropertyPrivacy { name, private } => {
+                match private {
+                    true => self.private_properties.insert(name.clone()),
+                    false => self.private_properties.remove(name),
+                };
+            }
         }
     }
 
@@ -463,6 +474,11 @@ impl Catalog {
     /// Floating IPs registered for reservation, in registration order.
     pub fn floating_ips(&self) -> impl Iterator<Item = &FloatingIp> {
         self.floating_ips.values()
+    }
+
+    /// Whether a host property is marked private.
+    pub fn is_private_property(&self, name: &str) -> bool {
+        self.private_properties.contains(name)
     }
 
     /// One floating IP.
@@ -641,6 +657,7 @@ impl Catalog {
             .collect();
         rows.leases = self.leases.values().cloned().collect();
         rows.floating_ips = self.floating_ips.values().cloned().collect();
+        rows.private_properties = self.private_properties.iter().cloned().collect();
         rows.normalize();
         rows
     }

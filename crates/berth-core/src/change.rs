@@ -91,4 +91,11 @@ pub enum Change {
     },
     /// An entry appended to the durable lifecycle record (the notification outbox).
     LeaseRecorded(LeaseRecord),
+    /// A host property (extra capability or host field) marked private or public.
+    PropertyPrivacy {
+        /// The property's name.
+        name: String,
+        /// Whether it is hidden from property listings unless asked for.
+        private: bool,
+    },
 }

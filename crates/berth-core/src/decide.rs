@@ -523,6 +523,8 @@ pub struct NewHost {
     pub service_name: Option<String>,
     /// Extra capabilities.
     pub attributes: Attributes,
+    /// Whether leases may take the host (the freepool).
+    pub reservable: bool,
 }
 
 /// Enrolls a host: adopts the root provider with that name, or creates one.
@@ -591,7 +593,7 @@ pub fn enroll_host(catalog: &Catalog, new: &NewHost, now: Instant) -> Decision {
     let host = HostRecord {
         hypervisor_type: new.hypervisor_type.clone(),
         service_name: new.service_name.clone(),
-        reservable: true,
+        reservable: new.reservable,
         enrolled_at: now,
     };
     changes.extend([
@@ -625,7 +627,15 @@ pub fn update_host(
         return Err(Rejection::NothingToUpdate);
     }
     let mut attributes = current.attributes.clone();
+    let mut host_record = current.host.clone();
     for (key, value) in updates {
+        if key == "reservable" {
+            let flag = reservable_flag(value.as_ref())?;
+            if let Some(record) = host_record.as_mut() {
+                record.reservable = flag;
+            }
+            continue;
+        }
         check_attribute(key, value.as_ref())?;
         match value {
             Some(value) => attributes.insert(key.clone(), value.clone()),
@@ -635,13 +645,31 @@ pub fn update_host(
     if attributes.len() > limits::ATTRIBUTES_PER_PROVIDER_MAX {
         return Err(Rejection::TooMany("attributes"));
     }
-    Ok(vec![
-        Change::AttributesReplaced {
+    let mut changes = vec![Change::AttributesReplaced {
+        uuid: current.uuid,
+        attributes,
+    }];
+    if host_record != current.host {
+        changes.push(Change::HostSet {
             uuid: current.uuid,
-            attributes,
-        },
-        Change::ProviderUpdated(bumped(current, now)),
-    ])
+            host: host_record,
+        });
+    }
+    changes.push(Change::ProviderUpdated(bumped(current, now)));
+    Ok(changes)
+}
+
+/// The `reservable` flag of a host update: a boolean, or the strings the clients send.
+fn reservable_flag(value: Option<&AttrValue>) -> Result<bool, Rejection> {
+    match value {
+        Some(AttrValue::Bool(flag)) => Ok(*flag),
+        Some(AttrValue::String(text)) if text.eq_ignore_ascii_case("true") => Ok(true),
+        Some(AttrValue::String(text)) if text.eq_ignore_ascii_case("false") => Ok(false),
+        _ => Err(Rejection::BadAttribute {
+            key: "reservable".into(),
+            reason: "must be true or false",
+        }),
+    }
 }
 
 /// Un-enrolls a host and removes its provider; refused while anything uses it.

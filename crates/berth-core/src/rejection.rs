@@ -220,6 +220,9 @@ pub enum Rejection {
     /// The address is already registered on that network.
     #[error("Floating IP {0} is already registered")]
     FloatingIpExists(String),
+    /// No host has, or could have, a property of that name.
+    #[error("Resource property {0} not found")]
+    PropertyNotFound(String),
     /// The floating IP is held by a lease.
     #[error("Floating IP {0} is reserved by a lease and cannot be deleted")]
     FloatingIpInUse(Uuid),

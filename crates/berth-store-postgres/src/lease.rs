@@ -35,6 +35,11 @@ pub(crate) async fn load(
 ) -> Result<(), StoreError> {
     rows.leases = load_leases(conn).await?;
     rows.floating_ips = load_floating_ips(conn).await?;
+    rows.private_properties =
+        sqlx::query_scalar("SELECT name FROM resource_properties WHERE private")
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_err)?;
     Ok(())
 }
 
@@ -202,4 +207,27 @@ pub(crate) async fn records_after(
     .await
     .map_err(map_err)?;
     rows.iter().map(decode_record).collect()
+}
+
+/// Marks a host property private, or public (by removing its row).
+#[tracing::instrument(skip_all)]
+pub(crate) async fn set_property_privacy(
+    conn: &mut PgConnection,
+    name: &str,
+    private: bool,
+    now: i64,
+) -> Result<(), StoreError> {
+    match private {
+        true => sqlx::query(
+            "INSERT INTO resource_properties (name, private, updated_at) VALUES ($1, TRUE, $2)
+             ON CONFLICT (name) DO UPDATE SET private = TRUE, updated_at = excluded.updated_at",
+        )
+        .bind(name)
+        .bind(now),
+        false => sqlx::query("DELETE FROM resource_properties WHERE name = $1").bind(name),
+    }
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    Ok(())
 }

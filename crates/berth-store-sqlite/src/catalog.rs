@@ -283,6 +283,9 @@ pub(crate) async fn persist(
         Change::LeaseSet { id, lease } => lease::set_lease(conn, *id, lease.as_deref()).await,
         Change::FloatingIpSet { id, fip } => lease::set_floating_ip(conn, *id, fip.as_ref()).await,
         Change::LeaseRecorded(record) => lease::append_record(conn, record).await,
+        Change::PropertyPrivacy { name, private } => {
+            lease::set_property_privacy(conn, name, *private, now).await
+        }
     }
 }
 

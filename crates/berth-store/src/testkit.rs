@@ -37,6 +37,26 @@ where
     leases_round_trip(&make().await).await;
     floating_ips_round_trip(&make().await).await;
     lease_records_are_appended(&make().await).await;
+    private_properties_round_trip(&make().await).await;
+}
+
+/// Marking properties private and public again round-trips.
+async fn private_properties_round_trip<S: Store>(store: &S) {
+    let mut catalog = Catalog::new();
+    let privacy = |name: &str, private: bool| Change::PropertyPrivacy {
+        name: name.to_owned(),
+        private,
+    };
+    let marks = vec![privacy("gpu", true), privacy("rack", true)];
+    write_changes(store, &mut catalog, marks).await;
+    assert_same(store, &catalog).await;
+    assert!(catalog.is_private_property("gpu"));
+    // Marking again is harmless; marking public removes the mark.
+    let again = vec![privacy("gpu", true), privacy("rack", false)];
+    write_changes(store, &mut catalog, again).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.private_properties, ["gpu"]);
 }
 
 /// Applies one decision through the store and to the catalog, as the application does.
@@ -152,6 +172,7 @@ async fn changes_round_trip<S: Store>(store: &S) {
     })
     .await;
     let host = NewHost {
+        reservable: true,
         name: "compute-7".to_owned(),
         uuid: uuid(7),
         vcpus: Some(32),
@@ -245,6 +266,7 @@ async fn dropped_transaction_rolls_back<S: Store>(store: &S) {
 async fn deletes_cascade<S: Store>(store: &S) {
     let mut catalog = Catalog::new();
     let host = NewHost {
+        reservable: true,
         name: "compute-1".to_owned(),
         uuid: uuid(1),
         vcpus: Some(8),

@@ -356,6 +356,21 @@ pub fn delete_floating_ip(catalog: &Catalog, id: Uuid) -> Result<Vec<Change>, Re
     Ok(vec![Change::FloatingIpSet { id, fip: None }])
 }
 
+/// Marks a host property private (hidden from property listings unless asked for) or public.
+pub fn set_property_privacy(
+    catalog: &Catalog,
+    name: &str,
+    private: bool,
+) -> Result<Vec<Change>, Rejection> {
+    if !reserve::is_known_property(catalog, name) {
+        return Err(Rejection::PropertyNotFound(name.to_owned()));
+    }
+    Ok(vec![Change::PropertyPrivacy {
+        name: name.to_owned(),
+        private,
+    }])
+}
+
 mod events;
 mod update;
 

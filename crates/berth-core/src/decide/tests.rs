@@ -159,6 +159,7 @@ fn hosts_adopt_existing_root_providers() {
     let mut catalog = Catalog::new();
     create(&mut catalog, 1, "compute-1", None);
     let host = NewHost {
+        reservable: true,
         name: "compute-1".into(),
         uuid: uuid(7),
         vcpus: Some(16),

@@ -66,9 +66,9 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::DuplicateConsumer(_)
         | Rejection::TooMany(_)
         | Rejection::BadLease(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
-        Rejection::LeaseNotFound(_) | Rejection::FloatingIpNotFound(_) => {
-            (StatusCode::NOT_FOUND, UNDEFINED)
-        }
+        Rejection::LeaseNotFound(_)
+        | Rejection::FloatingIpNotFound(_)
+        | Rejection::PropertyNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
         | Rejection::FloatingIpInUse(_) => (StatusCode::CONFLICT, UNDEFINED),

@@ -149,7 +149,7 @@ async fn bad_host_input_gets_blazar_errors() {
         json!({"name": "h", "vcpus": -1}),
         json!({"name": "h", "vcpus": "many"}),
         json!({"name": "h", "id": "5"}),
-        json!({"name": "h", "reservable": false}),
+        json!({"name": "h", "reservable": "maybe"}),
         json!({"name": "h", "nested": {"a": 1}}),
         json!({"name": "h", "k".repeat(65): "v"}),
     ];
@@ -196,4 +196,130 @@ async fn bad_host_input_gets_blazar_errors() {
         1,
         "refused requests wrote nothing"
     );
+}
+
+#[tokio::test]
+async fn properties_are_listed_and_can_be_made_private() {
+    let app = TestApp::spawn().await;
+    let body = json!({"name": "compute-1", "vcpus": 8, "availability_zone": "az1", "gpu": true, "rack": "r1"});
+    let (status, _) = app.call(Method::POST, HOSTS, None, Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let names = |body: &serde_json::Value| -> Vec<String> {
+        body["resource_properties"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter_map(|p| p["property"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (status, listed) = app.get(&format!("{HOSTS}/properties"), None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert!(
+        names(&listed).contains(&"gpu".to_owned())
+            && names(&listed).contains(&"availability_zone".to_owned())
+    );
+    let (status, detail) = app
+        .get(&format!("{HOSTS}/properties?detail=true"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let rack = detail["resource_properties"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["property"] == "rack"))
+        .cloned()
+        .expect("rack is listed");
+    assert_eq!(
+        (rack["private"].clone(), rack["values"].clone()),
+        (json!(false), json!(["r1"]))
+    );
+
+    let (status, patched) = app
+        .call(
+            Method::PATCH,
+            &format!("{HOSTS}/properties/gpu"),
+            None,
+            Some(json!({"private": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    assert_eq!(patched["resource_property"]["private"], true);
+    let (_, listed) = app.get(&format!("{HOSTS}/properties"), None).await;
+    assert!(
+        !names(&listed).contains(&"gpu".to_owned()),
+        "private properties are hidden"
+    );
+    let (_, everything) = app
+        .get(&format!("{HOSTS}/properties?all=true&detail=true"), None)
+        .await;
+    let gpu = everything["resource_properties"]
+        .as_array()
+        .and_then(|all| all.iter().find(|p| p["property"] == "gpu"))
+        .cloned()
+        .expect("all=true lists private properties");
+    assert_eq!(gpu["private"], true);
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            &format!("{HOSTS}/properties/nonexistent"),
+            None,
+            Some(json!({"private": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            &format!("{HOSTS}/properties/gpu"),
+            None,
+            Some(json!({"private": "yes"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn hosts_leave_and_rejoin_the_freepool() {
+    let app = TestApp::spawn().await;
+    let body = json!({"name": "compute-1", "vcpus": 8, "reservable": false});
+    let (status, created) = app.call(Method::POST, HOSTS, None, Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["host"]["reservable"], false);
+    let id = created["host"]["id"].as_str().expect("id").to_owned();
+    let lease = json!({"name": "l", "start_date": "2040-01-01 10:00", "end_date": "2040-01-01 12:00",
+                       "reservations": [{"resource_type": "physical:host", "min": 1, "max": 1}]});
+    let (status, _) = app
+        .call(
+            Method::POST,
+            "/reservation/v1/leases",
+            None,
+            Some(lease.clone()),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "a host outside the freepool is not reservable"
+    );
+    let (status, updated) = app
+        .call(
+            Method::PUT,
+            &format!("{HOSTS}/{id}"),
+            None,
+            Some(json!({"reservable": "true"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    assert_eq!(updated["host"]["reservable"], true);
+    let (status, admitted) = app
+        .call(Method::POST, "/reservation/v1/leases", None, Some(lease))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{admitted}");
+    let (status, _) = app
+        .call(
+            Method::PUT,
+            &format!("{HOSTS}/{id}"),
+            None,
+            Some(json!({"reservable": 3})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }

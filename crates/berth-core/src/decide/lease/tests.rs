@@ -112,6 +112,7 @@ impl World {
         let uuid = self.id();
         let [vcpus, memory_mb, local_gb] = sizes;
         let new = NewHost {
+            reservable: true,
             name: name.into(),
             uuid,
             vcpus: Some(vcpus),
@@ -155,14 +156,24 @@ impl World {
         self.apply(&changes);
     }
 
+    /// Takes the host out of the freepool the way the hosts API does (`reservable: false`).
     fn unreservable(&mut self, host: Uuid) {
-        let provider = self.catalog.provider(host);
-        let mut record = provider.and_then(Provider::host).cloned().expect("a host");
-        record.reservable = false;
-        self.apply(&[Change::HostSet {
-            uuid: host,
-            host: Some(record),
-        }]);
+        let id = self
+            .catalog
+            .provider(host)
+            .map(Provider::id)
+            .expect("a host");
+        let updates = [("reservable".to_owned(), Some(AttrValue::Bool(false)))];
+        let changes = crate::decide::update_host(&self.catalog, id, &updates, now())
+            .expect("reservable is a host field");
+        self.apply(&changes);
+        let record = self.catalog.provider(host).and_then(Provider::host);
+        assert!(record.is_some_and(|h| !h.reservable));
+        assert!(
+            self.catalog
+                .provider(host)
+                .is_some_and(|p| p.attributes().is_empty())
+        );
     }
 
     fn floating_ip(&mut self, network: &str, address: &str) -> Uuid {

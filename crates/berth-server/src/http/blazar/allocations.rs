@@ -4,7 +4,7 @@
 use super::lease_wire::lease_time;
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::http::extract::Caller;
+use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -35,6 +35,12 @@ pub(super) fn register(routes: &mut Routes) {
             "/reservation/v1/os-hosts/properties",
             "Properties filters may name, with their values",
             properties,
+        )
+        .add(
+            Method::PATCH,
+            "/reservation/v1/os-hosts/properties/{property_name}",
+            "Mark a property private or public",
+            set_privacy,
         );
 }
 
@@ -144,10 +150,13 @@ async fn properties(
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require_admin()?;
-    let detail = query
-        .get("detail")
-        .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "True" | "yes"));
-    let values = state
+    let flag = |key: &str| {
+        query
+            .get(key)
+            .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "True" | "yes"))
+    };
+    let (detail, all) = (flag("detail"), flag("all"));
+    let (values, private) = state
         .berth
         .read(|catalog| {
             let mut values: BTreeMap<String, BTreeSet<String>> = HOST_PROPERTIES
@@ -170,13 +179,19 @@ async fn properties(
                         .insert(show_value(value));
                 }
             }
-            values
+            let private: BTreeSet<String> = values
+                .keys()
+                .filter(|name| catalog.is_private_property(name))
+                .cloned()
+                .collect();
+            (values, private)
         })
         .await?;
     let out: Vec<Value> = values
         .into_iter()
+        .filter(|(name, _)| all || !private.contains(name))
         .map(|(name, vals)| match detail {
-            true => json!({"property": name, "private": false, "values": vals}),
+            true => json!({"property": name, "private": private.contains(&name), "values": vals}),
             false => json!({"property": name}),
         })
         .collect();
@@ -190,4 +205,30 @@ fn show_value(value: &berth_core::AttrValue) -> String {
         berth_core::AttrValue::Number(n) if n.fract() == 0.0 => format!("{}", *n as i64),
         berth_core::AttrValue::Number(n) => n.to_string(),
     }
+}
+
+async fn set_privacy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<serde_json::Map<String, Value>>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let private = match body.get("private") {
+        Some(Value::Bool(flag)) => *flag,
+        _ => return Err(ApiError::bad_request("private must be true or false")),
+    };
+    state
+        .berth
+        .set_property_privacy(name.clone(), private)
+        .await?;
+    let now = super::record_time(state.berth.now());
+    Ok(Json(json!({"resource_property": {
+        "id": name,
+        "resource_type": "physical:host",
+        "property_name": name,
+        "private": private,
+        "created_at": now,
+        "updated_at": now,
+    }})))
 }

@@ -161,8 +161,9 @@ pub(super) fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String
     }
 }
 
-const HOST_FIELDS: [&str; 7] = [
+const HOST_FIELDS: [&str; 8] = [
     "name",
+    "reservable",
     "vcpus",
     "memory_mb",
     "local_gb",
@@ -197,6 +198,13 @@ async fn create(
         hypervisor_type: text(&body, "hypervisor_type")?,
         service_name: text(&body, "service_name")?,
         attributes,
+        reservable: match body.get("reservable") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(flag)) => *flag,
+            Some(Value::String(text)) if text.eq_ignore_ascii_case("true") => true,
+            Some(Value::String(text)) if text.eq_ignore_ascii_case("false") => false,
+            Some(_) => return Err(ApiError::bad_request("reservable must be true or false")),
+        },
     };
     let id = state.berth.enroll_host(cmd).await?;
     let host = state.berth.read(|catalog| find(catalog, id)).await??;

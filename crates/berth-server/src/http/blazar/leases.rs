@@ -7,6 +7,7 @@ use super::lease_wire::{
     self, date_field, lease_json, lease_update, record_json, refusal_json, reservation_objects,
     reservation_spec,
 };
+use crate::auth::Role;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
@@ -45,6 +46,19 @@ pub(super) fn register(routes: &mut Routes) {
 /// The Blazar host id of a provider, for allocation listings in lease bodies.
 pub(crate) fn host_ids(catalog: &Catalog) -> impl Fn(Uuid) -> Option<i64> + '_ {
     |uuid| catalog.provider(uuid).map(berth_core::Provider::id)
+}
+
+/// 403 for a read-only caller (the `reader` role without `member` or `admin`): leases are
+/// written by members of their project and by admins.
+fn require_writer(caller: &Caller) -> Result<(), ApiError> {
+    let roles = &caller.0.roles;
+    let read_only = roles.contains(&Role::Reader)
+        && !roles.contains(&Role::Member)
+        && !roles.contains(&Role::Admin);
+    match read_only {
+        true => Err(ApiError::forbidden()),
+        false => Ok(()),
+    }
 }
 
 fn visible(caller: &Caller, lease: &Lease) -> bool {
@@ -187,6 +201,7 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_writer(&caller)?;
     let cmd = create_command(&body, &caller, state.berth.now())?;
     let lease = state.berth.create_lease(cmd).await?;
     let body = state
@@ -216,6 +231,7 @@ async fn update(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
+    require_writer(&caller)?;
     let id = lease_id(&id)?;
     check_visible(&state, &caller, id).await?;
     let now = state.berth.now();
@@ -247,6 +263,7 @@ async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    require_writer(&caller)?;
     let id = lease_id(&id)?;
     check_visible(&state, &caller, id).await?;
     state.berth.delete_lease(id).await?;
