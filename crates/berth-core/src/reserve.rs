@@ -133,10 +133,15 @@ impl<'c> Pool<'c> {
 
     /// Reservable hosts matching `filter`, in enrolment order.
     fn hosts<'f>(&'f self, filter: &'f Filter) -> impl Iterator<Item = &'c Provider> + 'f {
-        self.catalog.providers().filter(move |p| {
-            p.host().is_some_and(|h| h.reservable)
-                && filter.matches(&|name: &str| host_property(p, name))
-        })
+        self.catalog
+            .providers()
+            .filter(move |p| self.admits(p, filter))
+    }
+
+    /// Whether `provider` is a reservable host matching `filter`.
+    fn admits(&self, provider: &Provider, filter: &Filter) -> bool {
+        provider.host().is_some_and(|h| h.reservable)
+            && filter.matches(&|name: &str| host_property(provider, name))
     }
 
     /// Whether `provider` is free as a whole host. Workloads running on a host the reservation
@@ -272,14 +277,23 @@ fn shortfall(index: usize, spec: &ReservationSpec, requested: u32, available: u3
     }
 }
 
-/// Hosts in the order a reservation should consider them: those it holds now first.
-fn ordered<'c>(pool: &Pool<'c>, want: &Wanted<'_>) -> Vec<&'c Provider> {
+/// Hosts in the order a reservation should consider them: those it holds now first, then the
+/// others in enrolment order. Lazy: a search that is satisfied early never evaluates the filter
+/// on the remaining hosts.
+fn ordered<'a, 'c>(
+    pool: &'a Pool<'c>,
+    want: &'a Wanted<'_>,
+) -> impl Iterator<Item = &'c Provider> + 'a {
     let current: HashSet<Uuid> = want.current.iter().map(|(h, _)| *h).collect();
-    let (mut first, rest): (Vec<&Provider>, Vec<&Provider>) = pool
+    let held = want
+        .current
+        .iter()
+        .filter_map(|(h, _)| pool.catalog.provider(*h))
+        .filter(|p| pool.admits(p, &want.filter));
+    let rest = pool
         .hosts(&want.filter)
-        .partition(|p| current.contains(&p.uuid()));
-    first.extend(rest);
-    first
+        .filter(move |p| !current.contains(&p.uuid()));
+    held.chain(rest)
 }
 
 /// Up to `max` free hosts, at least `min`; on refusal the number of free hosts.
@@ -321,16 +335,15 @@ fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(Uuid, u32)>
         unreachable!("pick_slots is called for instance reservations only");
     };
     let size = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, 1);
-    let hosts = ordered(pool, want);
     let mut taken: Vec<(Uuid, u32)> = Vec::new();
     let mut best = 0u32;
     let mut got = 0u32;
     if *affinity == Affinity::Any {
-        taken = pack(pool, &hosts, want, &size, *amount);
+        taken = pack(pool, ordered(pool, want), want, &size, *amount);
         got = taken.iter().map(|(_, n)| *n).sum();
     }
     let spread = *affinity != Affinity::Any;
-    for provider in hosts.into_iter().filter(|_| spread) {
+    for provider in ordered(pool, want).filter(|_| spread) {
         if got >= *amount {
             break;
         }
@@ -370,9 +383,9 @@ fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(Uuid, u32)>
 /// offers. A reservation being re-admitted first keeps, on each host it holds (they come first
 /// in `hosts`), up to the instances it has there, so growing it never moves instances off a
 /// host to make room on an earlier one. Takes everything offered when `amount` does not fit.
-fn pack(
-    pool: &Pool<'_>,
-    hosts: &[&Provider],
+fn pack<'c>(
+    pool: &Pool<'c>,
+    hosts: impl Iterator<Item = &'c Provider>,
     want: &Wanted<'_>,
     size: &[(ResourceClass, u64)],
     amount: u32,
@@ -387,22 +400,25 @@ fn pack(
     // (host, taken, offered), in the order of `hosts`.
     let mut taken: Vec<(Uuid, u32, u32)> = Vec::new();
     let mut got = 0u32;
-    for provider in hosts.iter().take_while(|p| held(p.uuid()) > 0) {
+    let mut hosts = hosts.peekable();
+    while let Some(provider) = hosts.next_if(|p| held(p.uuid()) > 0) {
         let offered = pool.slots(provider, size);
         let keep = offered.min(held(provider.uuid())).min(amount - got);
         taken.push((provider.uuid(), keep, offered));
         got += keep;
     }
-    for (idx, provider) in hosts.iter().enumerate() {
+    for (_, n, offered) in &mut taken {
+        let more = (*offered - *n).min(amount - got);
+        *n += more;
+        got += more;
+    }
+    for provider in hosts {
         if got >= amount {
             break;
         }
-        if idx == taken.len() {
-            taken.push((provider.uuid(), 0, pool.slots(provider, size)));
-        }
-        let (_, n, offered) = &mut taken[idx];
-        let more = (*offered - *n).min(amount - got);
-        *n += more;
+        let offered = pool.slots(provider, size);
+        let more = offered.min(amount - got);
+        taken.push((provider.uuid(), more, offered));
         got += more;
     }
     taken
