@@ -200,6 +200,54 @@ impl<'c> Pool<'c> {
             }
         }
     }
+
+    fn give_back_slots(&mut self, host: Uuid, size: &[(ResourceClass, u64)], slots: u32) {
+        let Some(added) = self.added.get_mut(&host) else {
+            return;
+        };
+        for (class, each) in size {
+            if let Some((_, n)) = added.iter_mut().find(|(c, _)| c == class) {
+                *n = n.saturating_sub(each.saturating_mul(u64::from(slots)));
+            }
+        }
+        if added.iter().all(|(_, n)| *n == 0) {
+            self.added.remove(&host);
+        }
+    }
+
+    /// Sets aside (`claim`) or releases what a reservation being re-admitted holds now, so that
+    /// its siblings in the same lease cannot take it while it is not its turn.
+    fn claim(&mut self, want: &Wanted<'_>, claim: bool) {
+        match want.spec {
+            ReservationSpec::Instance {
+                vcpus,
+                memory_mb,
+                disk_gb,
+                ..
+            } => {
+                let size = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, 1);
+                for (host, slots) in &want.current {
+                    match claim {
+                        true => self.take_slots(*host, &size, *slots),
+                        false => self.give_back_slots(*host, &size, *slots),
+                    }
+                }
+            }
+            ReservationSpec::Host { .. } | ReservationSpec::FloatingIp { .. } => {
+                let held = want
+                    .current
+                    .iter()
+                    .map(|(h, _)| *h)
+                    .chain(want.current_fips.iter().copied());
+                for id in held {
+                    match claim {
+                        true => self.whole.insert(id),
+                        false => self.whole.remove(&id),
+                    };
+                }
+            }
+        }
+    }
 }
 
 /// Admits `wanted` over `window`, ignoring the holds of `excluding`. On refusal, every
@@ -228,7 +276,11 @@ fn admit_each(
     let mut pool = Pool::new(catalog, window, excluding);
     let mut granted = Granted::default();
     let mut shortfalls = Vec::new();
+    for want in wanted {
+        pool.claim(want, true);
+    }
     for (index, want) in wanted.iter().enumerate() {
+        pool.claim(want, false);
         let (hosts, fips) = match want.spec {
             ReservationSpec::Host { min, max, .. } => {
                 match pick_hosts(&mut pool, want, *min, *max) {

@@ -5,6 +5,7 @@
 
 mod binary;
 mod blazar_hosts;
+mod blazar_leases;
 mod placement_allocations;
 mod placement_candidates;
 mod placement_inventories;

@@ -1,6 +1,10 @@
 //! The server over PostgreSQL: persistence across restarts and two replicas over one database.
 //! Runs when `BERTH_TEST_POSTGRES_URL` is set; otherwise each test says loudly that it skipped.
 
+use crate::blazar_leases::{
+    LEASES, check_race, create, enroll, kinds, lateness, lease_body, now_micros, race_for_hosts,
+    records, rfc3339, tomorrow, wait_for_status, whole_hosts,
+};
 use crate::support::{Options, TestApp};
 use berth_store_postgres::scratch;
 use reqwest::{Method, StatusCode};
@@ -161,6 +165,88 @@ async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
         for app in [&first, &second] {
             let (_, usages) = app.get(&format!("/placement/resource_providers/{rp}/usages"), Some("1.39")).await;
             assert_eq!(usages["usages"]["VCPU"], 10);
+        }
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
+    .await;
+}
+
+/// A replica over the database at `url`.
+async fn replica(url: &str) -> TestApp {
+    TestApp::spawn_with(Options {
+        database: Some(url.to_owned()),
+        ..Options::default()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn two_replicas_racing_for_hosts_admit_exactly_the_capacity() {
+    let test = "two_replicas_racing_for_hosts_admit_exactly_the_capacity";
+    on_scratch_database(test, |url| async move {
+        let first = replica(&url).await;
+        let second = replica(&url).await;
+        for n in 0..4 {
+            enroll(&first, &format!("r{n}"), "az1", 8).await;
+        }
+        let (admitted, refused) = race_for_hosts(&[&first, &second], 32, tomorrow()).await;
+        assert_eq!(refused.len(), 28);
+        check_race(&admitted, &refused, 4);
+        for app in [&first, &second] {
+            let (_, list) = app.get(LEASES, None).await;
+            assert_eq!(list["leases"].as_array().expect("leases").len(), 4);
+        }
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_replicas_fire_each_lease_event_exactly_once() {
+    let test = "two_replicas_fire_each_lease_event_exactly_once";
+    on_scratch_database(test, |url| async move {
+        let first = replica(&url).await;
+        let second = replica(&url).await;
+        enroll(&first, "h1", "az1", 8).await;
+        enroll(&first, "h2", "az1", 8).await;
+        // One lease written on each replica; each ends 1.5 to 2.5 seconds from now.
+        let created = tokio::time::Instant::now();
+        let end = rfc3339(now_micros() + 2_500_000);
+        let mut ids = Vec::new();
+        for app in [&first, &second] {
+            let body = lease_body("brief", "now", &end, json!([whole_hosts(1, 1, "az1")]));
+            ids.push(
+                create(app, body).await["id"]
+                    .as_str()
+                    .expect("id")
+                    .to_owned(),
+            );
+        }
+        // Read from the replica that did not write it; both engines had their chance.
+        for (id, reader) in ids.iter().zip([&second, &first]) {
+            let deadline = created + std::time::Duration::from_millis(4000);
+            let ended = wait_for_status(reader, id, "TERMINATED", deadline).await;
+            assert!(ended.is_some(), "lease {id} ended within 4 s");
+        }
+        // One more poll of both engines: a second firing would show now.
+        tokio::time::sleep(berth_app::LIFECYCLE_POLL + std::time::Duration::from_millis(200)).await;
+        for id in &ids {
+            let (from_first, from_second) = (records(&first, id).await, records(&second, id).await);
+            assert_eq!(
+                from_first, from_second,
+                "one record, read from either replica"
+            );
+            let kinds = kinds(&from_first);
+            for kind in ["lease.event.start_lease", "lease.event.end_lease"] {
+                let fired = kinds.iter().filter(|k| *k == kind).count();
+                assert_eq!(fired, 1, "{kind} fired exactly once: {kinds:?}");
+                assert!(
+                    lateness(&from_first, kind) <= 1_000_000,
+                    "{kind} on time: {kinds:?}"
+                );
+            }
         }
         let _ = first.stop().await;
         let _ = second.stop().await;

@@ -23,6 +23,14 @@ pub(crate) struct Options {
     pub(crate) demo: bool,
 }
 
+/// A caller in `headers` auth mode: project, user and comma-separated roles.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Who<'a> {
+    pub(crate) project: &'a str,
+    pub(crate) user: &'a str,
+    pub(crate) roles: &'a str,
+}
+
 impl TestApp {
     /// A server over a fresh SQLite file, noauth.
     pub(crate) async fn spawn() -> TestApp {
@@ -95,6 +103,25 @@ impl TestApp {
         }
         let response = builder.send().await.expect("send");
         parse(response).await
+    }
+
+    /// Sends a JSON body (or none) as `who` (for `headers` auth) and returns status and body.
+    pub(crate) async fn call_as(
+        &self,
+        who: Who<'_>,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut builder = self
+            .request(method, path, None)
+            .header("x-project-id", who.project)
+            .header("x-user-id", who.user)
+            .header("x-roles", who.roles);
+        if let Some(body) = body {
+            builder = builder.json(&body);
+        }
+        parse(builder.send().await.expect("send")).await
     }
 
     /// `GET` at a microversion.

@@ -1797,3 +1797,34 @@ fn a_held_host_running_the_leases_workloads_can_be_extended() {
     let refusal = w.refused((30, 40), vec![hosts(1, 1)]);
     assert_eq!(refusal.shortfalls[0].available, 0);
 }
+
+#[test]
+fn growing_one_reservation_never_takes_what_a_sibling_holds() {
+    let mut w = World::new();
+    for name in ["h1", "h2", "h3"] {
+        w.host(name);
+    }
+    // Two reservations of one lease: four 4-VCPU instances fill h1 and h2 (8 VCPUs each).
+    let specs = vec![
+        instances(4, 2, Affinity::Any),
+        instances(4, 2, Affinity::Any),
+    ];
+    let lease = w.lease((0, 10), specs);
+    assert_eq!(w.held(&lease, 0), [("h1".to_owned(), 2)]);
+    assert_eq!(w.held(&lease, 1), [("h2".to_owned(), 2)]);
+    w.fire(lease.id, EventKind::StartLease, 0);
+    let grow = LeaseUpdate {
+        reservations: vec![amount_update(lease.reservations[0].id, 3)],
+        ..LeaseUpdate::default()
+    };
+    let grown = w.update(lease.id, &grow, 1).expect("h3 has room");
+    assert_eq!(
+        w.held(&grown, 0),
+        [("h1".to_owned(), 2), ("h3".to_owned(), 1)]
+    );
+    assert_eq!(
+        w.held(&grown, 1),
+        [("h2".to_owned(), 2)],
+        "the sibling keeps h2"
+    );
+}
