@@ -453,6 +453,11 @@ async fn delete_host_leases(app: &TestApp, a: &str, c: &str, host: &str) {
         (StatusCode::NOT_FOUND, &json!(404)),
         "{body}"
     );
+    // The lifecycle record outlives the lease, for admins.
+    assert_eq!(
+        kinds(&records(app, &a).await).last().map(String::as_str),
+        Some("lease.delete")
+    );
     assert_eq!(
         delete(app, &format!("{LEASES}/{a}")).await,
         StatusCode::NOT_FOUND
@@ -474,13 +479,9 @@ async fn delete_host_leases(app: &TestApp, a: &str, c: &str, host: &str) {
     );
 }
 
-// KNOWN BUG (left failing on purpose, see the report): re-admitting a lease sets aside the
-// holds of all its reservations (crates/berth-core/src/decide/lease/update.rs:258, `own`), so
-// while the reservations are re-admitted in order (crates/berth-core/src/reserve.rs:286,
-// `pick_hosts`, with `ordered` at :276 and `Pool::host_free` at :144), an earlier reservation
-// that grows takes the hosts a later reservation of the same lease holds. The later one is
-// pushed onto another host, and in a started lease that is refused as
-// `held_hosts_unavailable`, although a free host was there for the growing one.
+// Re-admitting a lease sets its own holds aside; each reservation must still keep what its
+// siblings hold, or a growing reservation would push a sibling off its hosts (and a started
+// lease would then be refused as `held_hosts_unavailable`).
 #[tokio::test]
 async fn growing_one_reservation_of_a_running_lease_leaves_the_others_hosts_alone() {
     let app = TestApp::spawn().await;
