@@ -234,8 +234,9 @@ impl Berth {
 
     /// Replaces the allocations of every consumer in `writes`, atomically.
     pub async fn set_allocations(&self, writes: Vec<ConsumerWrite>) -> Result<(), AppError> {
+        let policy = self.fence_policy();
         self.write(move |catalog, now| {
-            allocation::set_allocations(catalog, &writes, now).map(|c| with(c, ()))
+            allocation::set_allocations_with(catalog, &writes, now, policy).map(|c| with(c, ()))
         })
         .await
     }

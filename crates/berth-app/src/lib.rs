@@ -71,6 +71,8 @@ pub struct Berth {
     queue: std::sync::Mutex<VecDeque<Pending>>,
     /// Wakes the lifecycle engine when a lease changes in this process.
     lifecycle: Notify,
+    /// Whether unreserved consumers are kept out of fenced capacity (`true` by default).
+    fence_unreserved: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Berth {
@@ -102,7 +104,27 @@ impl Berth {
             writer: Mutex::new(working),
             queue: std::sync::Mutex::new(VecDeque::new()),
             lifecycle: Notify::new(),
+            fence_unreserved: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// Sets whether unreserved consumers are kept out of capacity leases hold (the default) or
+    /// not (strict Placement behaviour).
+    pub fn set_fence_policy(&self, policy: berth_core::fence::FencePolicy) {
+        let on = policy == berth_core::fence::FencePolicy::Enforced;
+        self.fence_unreserved
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether unreserved consumers are kept out of capacity leases hold.
+    pub fn fence_policy(&self) -> berth_core::fence::FencePolicy {
+        match self
+            .fence_unreserved
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            true => berth_core::fence::FencePolicy::Enforced,
+            false => berth_core::fence::FencePolicy::Off,
+        }
     }
 
     /// The name of the storage backend.

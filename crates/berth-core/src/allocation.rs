@@ -9,6 +9,7 @@ use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::consumer::{Allocations, Consumer};
 use crate::decide::Decision;
+use crate::fence::{self, FencePolicy};
 use crate::name::ResourceClass;
 use crate::provider::Provider;
 use crate::rejection::Rejection;
@@ -42,6 +43,8 @@ pub struct ConsumerWrite {
     pub generation: ConsumerGeneration,
     /// The full new set; empty removes the consumer.
     pub allocations: Allocations,
+    /// The reservation the consumer presents, if any (see [`crate::fence`]).
+    pub reservation: Option<Uuid>,
 }
 
 fn check_generation(catalog: &Catalog, write: &ConsumerWrite) -> Result<(), Rejection> {
@@ -87,8 +90,93 @@ fn holder<'c>(
     }
 }
 
-/// Replaces the allocations of every consumer in `writes`, atomically.
+/// Replaces the allocations of every consumer in `writes`, atomically, with the fence enforced.
 pub fn set_allocations(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -> Decision {
+    set_allocations_with(catalog, writes, now, FencePolicy::Enforced)
+}
+
+/// The reservation each write presents (named, through a reservation class, or a host
+/// reservation of its project on a host it allocates), checked: usable now by the consumer's
+/// project, and the allocations within what it holds.
+fn presented(catalog: &Catalog, write: &ConsumerWrite) -> Result<Option<Uuid>, Rejection> {
+    if write.allocations.is_empty() {
+        return Ok(None);
+    }
+    let named = write
+        .reservation
+        .or_else(|| fence::reservation_in(&write.allocations))
+        .or_else(|| {
+            write
+                .allocations
+                .keys()
+                .find_map(|p| fence::host_reservation_for(catalog, *p, &write.project_id))
+        });
+    let Some(reservation) = named else {
+        return Ok(None);
+    };
+    let (_, found) = fence::check_presented(catalog, reservation, &write.project_id)?;
+    fence::check_within(catalog, found, write.consumer, &write.allocations)?;
+    Ok(Some(reservation))
+}
+
+/// Unreserved, non-preemptible amounts per `(provider, class)`: held before and after.
+fn unreserved_totals(
+    catalog: &Catalog,
+    writes: &[ConsumerWrite],
+    reservations: &[Option<Uuid>],
+) -> BTreeMap<(Uuid, ResourceClass), (u64, u64)> {
+    let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
+    for (write, reservation) in writes.iter().zip(reservations) {
+        if let Some(existing) = catalog.consumer(write.consumer)
+            && existing.reservation.is_none()
+        {
+            for (provider, class, amount) in existing.entries() {
+                totals.entry((provider, class.clone())).or_default().0 += amount;
+            }
+        }
+        let preemptible = write.consumer_type.as_deref() == Some(fence::PREEMPTIBLE);
+        if reservation.is_some() || preemptible {
+            continue;
+        }
+        for (provider, by_class) in &write.allocations {
+            for (class, amount) in by_class {
+                totals.entry((*provider, class.clone())).or_default().1 += amount;
+            }
+        }
+    }
+    totals
+}
+
+/// Replaces the allocations of every consumer in `writes`, atomically; `policy` says whether
+/// unreserved consumers are kept out of fenced capacity.
+pub fn set_allocations_with(
+    catalog: &Catalog,
+    writes: &[ConsumerWrite],
+    now: Instant,
+    policy: FencePolicy,
+) -> Decision {
+    let reservations = writes
+        .iter()
+        .map(|w| presented(catalog, w))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut changes = capacity_checked(catalog, writes, now)?;
+    if policy == FencePolicy::Enforced {
+        fence::check_unreserved(catalog, &unreserved_totals(catalog, writes, &reservations))?;
+    }
+    for change in &mut changes {
+        if let Change::ConsumerSet {
+            uuid,
+            consumer: Some(consumer),
+        } = change
+            && let Some(idx) = writes.iter().position(|w| w.consumer == *uuid)
+        {
+            consumer.reservation = reservations[idx];
+        }
+    }
+    Ok(changes)
+}
+
+fn capacity_checked(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -> Decision {
     let mut seen = BTreeSet::new();
     // (provider, class) -> (held before by these consumers, held after).
     let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
@@ -140,6 +228,7 @@ pub fn set_allocations(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant
                 .or_else(|| existing.and_then(|c| c.consumer_type.clone())),
             generation: existing.map_or(1, |c| c.generation + 1),
             allocations: write.allocations.clone(),
+            reservation: None,
             created_at: existing.map_or(now, |c| c.created_at),
             updated_at: now,
         });
@@ -169,6 +258,7 @@ pub fn delete_allocations(catalog: &Catalog, consumer: Uuid, now: Instant) -> De
         .consumer(consumer)
         .ok_or(Rejection::ConsumerNotFound(consumer))?;
     let write = ConsumerWrite {
+        reservation: None,
         consumer,
         project_id: existing.project_id.clone(),
         user_id: existing.user_id.clone(),
@@ -231,6 +321,7 @@ pub fn reshape(
     let fresh: Vec<ConsumerWrite> = writes
         .iter()
         .map(|w| ConsumerWrite {
+            reservation: None,
             generation: ConsumerGeneration::Unchecked,
             ..w.clone()
         })
@@ -311,6 +402,7 @@ mod tests {
                 .insert(vcpu(), *amount);
         }
         ConsumerWrite {
+            reservation: None,
             consumer: uuid(1000 + consumer),
             project_id: "p".into(),
             user_id: "u".into(),

@@ -73,6 +73,9 @@ pub struct CandidateQuery {
     pub limit: Option<usize>,
     /// From 1.29; before it, a candidate may use only one provider per tree.
     pub nested_aware: bool,
+    /// The request presents no reservation and may not borrow: fenced capacity (see
+    /// [`crate::fence`]) is not offered.
+    pub unreserved: bool,
 }
 
 /// One provider's part of a candidate: the amounts it gives.
@@ -121,10 +124,12 @@ struct Index<'c> {
     shared_with: HashMap<Uuid, Vec<&'c Provider>>,
     /// Whether the unsuffixed group must consider spreading over providers.
     spans: bool,
+    /// Whether fenced capacity is kept from the request.
+    fenced: bool,
 }
 
 impl<'c> Index<'c> {
-    fn build(catalog: &'c Catalog) -> Index<'c> {
+    fn build(catalog: &'c Catalog, fenced: bool) -> Index<'c> {
         let mut shared_with: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
         if catalog.sharing_providers().next().is_some() {
             let mut roots_by_aggregate: HashMap<Uuid, BTreeSet<Uuid>> = HashMap::new();
@@ -155,6 +160,7 @@ impl<'c> Index<'c> {
             catalog,
             shared_with,
             spans,
+            fenced,
         }
     }
 
@@ -197,11 +203,25 @@ fn aggregates_pass(group: &Group, provider: &Provider, anchor: &Provider, spans:
     required && !forbidden
 }
 
-/// Whether `provider` can take `amount` of an interned `class` in one more allocation.
-fn fits(provider: &Provider, class: &ResourceClass, amount: u64) -> bool {
+/// Whether `provider` can take `amount` of an interned `class` in one more allocation; a
+/// `fenced` request sees what leases keep as taken.
+fn fits(provider: &Provider, class: &ResourceClass, amount: u64, fenced: bool) -> bool {
+    let used = match fenced {
+        true if provider.fence().whole => return false,
+        true => provider.used_unreserved_interned(class),
+        false => provider.used_interned(class),
+    };
     provider
         .inventory_interned(class)
-        .is_some_and(|record| record.admits(provider.used_interned(class), amount))
+        .is_some_and(|record| record.admits(used, amount))
+}
+
+/// Units of `class` a request must treat as taken on `provider`.
+fn used_for(provider: &Provider, class: &ResourceClass, fenced: bool) -> u64 {
+    match fenced {
+        true => provider.used_unreserved_interned(class),
+        false => provider.used_interned(class),
+    }
 }
 
 /// Options of a group served by a single provider (suffixed groups, or flat deployments).
@@ -209,13 +229,14 @@ fn single_provider_options<'c>(
     group: &'c Group,
     pool: &[(&'c Provider, &'c Provider)],
     spans: bool,
+    fenced: bool,
 ) -> Vec<GroupOption<'c>> {
     let mut options = Vec::new();
     for (provider, anchor) in pool {
         let fits = group
             .resources
             .iter()
-            .all(|(class, amount)| fits(provider, class, *amount));
+            .all(|(class, amount)| fits(provider, class, *amount, fenced));
         if !fits
             || !group.traits.admits(provider.traits())
             || !aggregates_pass(group, provider, anchor, spans)
@@ -241,6 +262,7 @@ fn spanning_options<'c>(
     group: &'c Group,
     pool: &[(&'c Provider, &'c Provider)],
     budget: &mut usize,
+    fenced: bool,
 ) -> Vec<GroupOption<'c>> {
     let mut per_class: Vec<Vec<(&Provider, &ResourceClass, u64)>> =
         Vec::with_capacity(group.resources.len());
@@ -248,7 +270,7 @@ fn spanning_options<'c>(
         let eligible: Vec<_> = pool
             .iter()
             .filter(|(provider, anchor)| {
-                fits(provider, class, *amount)
+                fits(provider, class, *amount, fenced)
                     && group.traits.forbidden.is_disjoint(provider.traits())
                     && aggregates_pass(group, provider, anchor, true)
             })
@@ -384,7 +406,8 @@ fn combine(
             .inventory_interned(class)
             .expect("invariant: options only use inventory");
         if *amount > record.max_unit()
-            || (provider.used_interned(class) + amount) as f64 > record.capacity_exact()
+            || (used_for(provider, class, query.unreserved) + amount) as f64
+                > record.capacity_exact()
         {
             return None;
         }
@@ -429,6 +452,7 @@ fn single(
     group: &Group,
     provider: &Provider,
     resources: &Arc<[(ResourceClass, u64)]>,
+    fenced: bool,
 ) -> Option<Candidate> {
     // Cheapest refusals first: aggregates and traits are set lookups, capacity is arithmetic.
     if !group.member_of.admits(provider.aggregates())
@@ -436,7 +460,7 @@ fn single(
         || !group
             .resources
             .iter()
-            .all(|(class, amount)| fits(provider, class, *amount))
+            .all(|(class, amount)| fits(provider, class, *amount, fenced))
     {
         return None;
     }
@@ -474,7 +498,7 @@ fn interned(catalog: &Catalog, query: &CandidateQuery) -> CandidateQuery {
 pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candidates {
     let canonical = interned(catalog, query);
     let query = &canonical;
-    let index = Index::build(catalog);
+    let index = Index::build(catalog, query.unreserved);
     let limit = query
         .limit
         .unwrap_or(usize::MAX)
@@ -495,7 +519,7 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
             .roots()
             .filter(|r| query.root_required.admits(r.traits()))
         {
-            let Some(candidate) = single(group, root, &resources) else {
+            let Some(candidate) = single(group, root, &resources, query.unreserved) else {
                 continue;
             };
             out.candidates.push(candidate);
@@ -584,8 +608,8 @@ fn group_options<'c>(
     }
     let spans = group.is_unsuffixed() && index.spans;
     match (spans, group.resources.is_empty()) {
-        (true, false) => spanning_options(group, &pool, budget),
-        _ => single_provider_options(group, &pool, spans),
+        (true, false) => spanning_options(group, &pool, budget, index.fenced),
+        _ => single_provider_options(group, &pool, spans, index.fenced),
     }
 }
 

@@ -95,6 +95,10 @@ pub struct Catalog {
     due: BTreeSet<(Instant, EventKind, Uuid)>,
     floating_ips: IndexMap<Uuid, FloatingIp>,
     private_properties: BTreeSet<String>,
+    /// Reservation to the lease holding it.
+    reservation_leases: HashMap<Uuid, Uuid>,
+    /// Reservation to the consumers presenting it.
+    reserved_consumers: HashMap<Uuid, BTreeSet<Uuid>>,
 }
 
 impl Catalog {
@@ -414,8 +418,14 @@ impl Catalog {
     }
 
     fn insert_lease(&mut self, lease: Lease) {
+        let mut touched = BTreeSet::new();
         for hold in lease.holds() {
+            touched.insert(hold.host);
             self.ledger.add(hold);
+        }
+        self.refence(touched);
+        for reservation in &lease.reservations {
+            self.reservation_leases.insert(reservation.id, lease.id);
         }
         self.due.extend(
             lease
@@ -433,12 +443,88 @@ impl Catalog {
         let Some(lease) = self.leases.remove(&id) else {
             return;
         };
+        let mut touched = BTreeSet::new();
         for reservation in &lease.reservations {
-            self.ledger.remove(reservation.id);
+            touched.extend(
+                self.ledger
+                    .remove(reservation.id)
+                    .into_iter()
+                    .map(|h| h.host),
+            );
+            self.reservation_leases.remove(&reservation.id);
         }
+        self.refence(touched);
         for (at, kind) in lease.pending_events() {
             self.due.remove(&(at, kind, id));
         }
+    }
+
+    /// Recomputes the fence of the providers among `hosts` (floating IPs are not providers).
+    fn refence(&mut self, hosts: BTreeSet<Uuid>) {
+        for host in hosts {
+            let fence = crate::fence::fence_of(self, host);
+            let amounts = fence
+                .amounts
+                .into_iter()
+                .map(|(class, n)| (self.intern(&class), n))
+                .collect();
+            if let Some(provider) = self.providers.get_mut(&host) {
+                provider.fence = crate::provider::Fence {
+                    whole: fence.whole,
+                    amounts,
+                };
+            }
+        }
+    }
+
+    /// The lease holding a reservation.
+    pub fn lease_of_reservation(&self, reservation: Uuid) -> Option<&Lease> {
+        self.reservation_leases
+            .get(&reservation)
+            .and_then(|id| self.leases.get(id))
+    }
+
+    /// The leases holding something on `provider`, now or later.
+    pub fn leases_holding(&self, provider: Uuid) -> impl Iterator<Item = &Lease> {
+        let always = crate::ledger::Window::new(
+            Instant::from_micros(i64::MIN),
+            Instant::from_micros(i64::MAX),
+        )
+        .expect("invariant: the whole of time is a window");
+        let ids: BTreeSet<Uuid> = self
+            .ledger
+            .holds_on(provider, always)
+            .into_iter()
+            .filter_map(|hold| self.reservation_leases.get(&hold.reservation).copied())
+            .collect();
+        ids.into_iter().filter_map(|id| self.leases.get(&id))
+    }
+
+    /// The consumers presenting a reservation.
+    pub fn consumers_of_reservation(&self, reservation: Uuid) -> Vec<Uuid> {
+        self.reserved_consumers
+            .get(&reservation)
+            .map(|set| set.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Units of `class` on `provider` that the consumers of `reservation` other than `except`
+    /// hold.
+    pub fn reserved_use(
+        &self,
+        reservation: Uuid,
+        provider: Uuid,
+        class: &ResourceClass,
+        except: Uuid,
+    ) -> u64 {
+        self.reserved_consumers
+            .get(&reservation)
+            .into_iter()
+            .flatten()
+            .filter(|c| **c != except)
+            .filter_map(|c| self.consumers.get(c))
+            .map(|c| c.amount(provider, class))
+            .sum()
     }
 
     /// One lease.
@@ -582,7 +668,17 @@ impl Catalog {
     fn insert_consumer(&mut self, uuid: Uuid, consumer: Consumer) {
         for (provider, class, amount) in consumer.entries() {
             let class = self.intern(class);
-            *self.provider_mut(provider).usages.entry(class).or_insert(0) += amount;
+            let found = self.provider_mut(provider);
+            if consumer.reservation.is_some() {
+                *found.reserved_usages.entry(class.clone()).or_insert(0) += amount;
+            }
+            *found.usages.entry(class).or_insert(0) += amount;
+        }
+        if let Some(reservation) = consumer.reservation {
+            self.reserved_consumers
+                .entry(reservation)
+                .or_default()
+                .insert(uuid);
         }
         let previous = self.consumers.insert(uuid, consumer);
         assert!(
@@ -595,16 +691,33 @@ impl Catalog {
         let Some(consumer) = self.consumers.remove(&uuid) else {
             return;
         };
+        let reserved = consumer.reservation.is_some();
         for (provider, class, amount) in consumer.entries() {
-            let usages = &mut self.provider_mut(provider).usages;
-            let used = usages
-                .get_mut(class)
-                .expect("invariant: a held amount is counted in usage");
-            *used = used
-                .checked_sub(amount)
-                .expect("invariant: usage covers every held amount");
-            if *used == 0 {
-                usages.remove(class);
+            let found = self.provider_mut(provider);
+            for (usages, applies) in [
+                (&mut found.usages, true),
+                (&mut found.reserved_usages, reserved),
+            ] {
+                if !applies {
+                    continue;
+                }
+                let used = usages
+                    .get_mut(class)
+                    .expect("invariant: a held amount is counted in usage");
+                *used = used
+                    .checked_sub(amount)
+                    .expect("invariant: usage covers every held amount");
+                if *used == 0 {
+                    usages.remove(class);
+                }
+            }
+        }
+        if let Some(reservation) = consumer.reservation
+            && let Some(set) = self.reserved_consumers.get_mut(&reservation)
+        {
+            set.remove(&uuid);
+            if set.is_empty() {
+                self.reserved_consumers.remove(&reservation);
             }
         }
     }

@@ -21,6 +21,8 @@ pub struct Consumer {
     pub generation: u64,
     /// What the consumer holds.
     pub allocations: Allocations,
+    /// The reservation its allocations count against, when it presented one.
+    pub reservation: Option<Uuid>,
     /// Creation time.
     pub created_at: Instant,
     /// Last update time.

@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod change;
 pub mod consumer;
 pub mod decide;
+pub mod fence;
 pub mod filter;
 pub mod inventory;
 pub mod lease;

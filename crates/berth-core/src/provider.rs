@@ -40,6 +40,40 @@ pub struct HostRecord {
     pub enrolled_at: Instant,
 }
 
+/// What leases keep from consumers that present no reservation, on one provider: the whole
+/// provider when a host reservation holds it now or later, and otherwise, per class, the most
+/// that instance reservations hold at any instant from now on. Derived from the ledger.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fence {
+    /// A host reservation holds the whole provider, now or later.
+    pub whole: bool,
+    /// Per class, the peak amount instance reservations hold, now or later.
+    pub amounts: Vec<(ResourceClass, u64)>,
+}
+
+impl Fence {
+    /// Whether nothing is fenced.
+    pub fn is_empty(&self) -> bool {
+        !self.whole && self.amounts.is_empty()
+    }
+
+    /// The fenced amount of an interned class, found by pointer.
+    pub fn amount_interned(&self, class: &ResourceClass) -> u64 {
+        self.amounts
+            .iter()
+            .find(|(c, _)| c.is_same(class))
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// The fenced amount of a class.
+    pub fn amount(&self, class: &ResourceClass) -> u64 {
+        self.amounts
+            .iter()
+            .find(|(c, _)| c == class)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
 /// A resource provider as the catalog holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provider {
@@ -58,6 +92,10 @@ pub struct Provider {
     pub(crate) host: Option<HostRecord>,
     pub(crate) created_at: Instant,
     pub(crate) updated_at: Instant,
+    /// What leases keep from unreserved consumers.
+    pub(crate) fence: Fence,
+    /// Units in use by consumers that present a reservation, by class.
+    pub(crate) reserved_usages: BTreeMap<ResourceClass, u64>,
 }
 
 /// Everything needed to rebuild a provider from storage.
@@ -101,6 +139,8 @@ impl Provider {
             host: None,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            fence: Fence::default(),
+            reserved_usages: BTreeMap::new(),
         }
     }
 
@@ -200,6 +240,34 @@ impl Provider {
     pub fn updated_at(&self) -> Instant {
         self.updated_at
     }
+    /// What leases keep from unreserved consumers on this provider.
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// Units of `class` in use by consumers that present a reservation.
+    pub fn reserved_used(&self, class: &ResourceClass) -> u64 {
+        self.reserved_usages.get(class).copied().unwrap_or(0)
+    }
+
+    /// Units of an interned class an unreserved consumer must treat as taken: what unreserved
+    /// consumers use plus what leases keep (reserved consumers use part of that).
+    pub fn used_unreserved_interned(&self, class: &ResourceClass) -> u64 {
+        let reserved = self
+            .reserved_usages
+            .iter()
+            .find(|(key, _)| key.is_same(class))
+            .map_or(0, |(_, used)| *used);
+        let fenced = self.fence.amount_interned(class);
+        (self.used_interned(class) - reserved.min(self.used_interned(class))) + fenced
+    }
+
+    /// [`Provider::used_unreserved_interned`] by class name.
+    pub fn used_unreserved(&self, class: &ResourceClass) -> u64 {
+        let used = self.used(class);
+        used - self.reserved_used(class).min(used) + self.fence.amount(class)
+    }
+
     /// Whether any class has units in use.
     pub fn has_usage(&self) -> bool {
         self.usages.values().any(|&used| used > 0)

@@ -220,6 +220,39 @@ pub enum Rejection {
     /// The address is already registered on that network.
     #[error("Floating IP {0} is already registered")]
     FloatingIpExists(String),
+    /// The reservation presented cannot be used now (unknown, ended, not started).
+    #[error("Reservation {reservation} cannot be used: {reason}")]
+    ReservationUnavailable {
+        /// The reservation.
+        reservation: Uuid,
+        /// `unknown`, `ended` or `not_started`.
+        reason: &'static str,
+    },
+    /// The reservation presented belongs to another project.
+    #[error("Reservation {0} belongs to another project")]
+    ReservationForbidden(Uuid),
+    /// The allocation asks for more than the reservation holds, or lies outside it.
+    #[error(
+        "Allocation of {class} on resource provider {provider} exceeds what reservation {reservation} holds"
+    )]
+    ReservationExceeded {
+        /// The reservation.
+        reservation: Uuid,
+        /// The provider.
+        provider: Uuid,
+        /// The class.
+        class: String,
+    },
+    /// The capacity is kept for reservations; an unreserved consumer cannot have it.
+    #[error(
+        "Unable to allocate inventory: the {class} capacity of resource provider {provider} that is left is reserved by leases"
+    )]
+    Fenced {
+        /// The provider.
+        provider: Uuid,
+        /// The class.
+        class: String,
+    },
     /// No host has, or could have, a property of that name.
     #[error("Resource property {0} not found")]
     PropertyNotFound(String),

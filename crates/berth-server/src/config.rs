@@ -73,6 +73,10 @@ pub struct ServeArgs {
     /// Seed demo inventory when the database is empty.
     #[arg(long, env = "BERTH_DEMO")]
     pub demo: bool,
+    /// Keep consumers that present no reservation out of capacity leases hold [default: true];
+    /// `false` is strict Placement behaviour (callers exclude reservations with `member_of`).
+    #[arg(long, env = "BERTH_FENCE_UNRESERVED")]
+    pub fence_unreserved: Option<bool>,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -88,6 +92,14 @@ struct FileConfig {
     auth: Option<AuthMode>,
     tokens: Option<PathBuf>,
     demo: Option<bool>,
+    placement: Option<PlacementSection>,
+}
+
+/// `[placement]` in the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlacementSection {
+    fence_unreserved: Option<bool>,
 }
 
 /// Where the data lives.
@@ -118,6 +130,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace: Duration,
+    /// Whether unreserved consumers are kept out of capacity leases hold.
+    pub fence_unreserved: bool,
 }
 
 /// Default listen address.
@@ -176,6 +190,10 @@ impl Config {
             auth,
             tokens,
             demo: args.demo || file.demo.unwrap_or(false),
+            fence_unreserved: args
+                .fence_unreserved
+                .or(file.placement.and_then(|p| p.fence_unreserved))
+                .unwrap_or(true),
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
@@ -189,14 +207,15 @@ impl Config {
             StorageUrl::Postgres(url) => redact_url(url),
         };
         format!(
-            "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n",
+            "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\n",
             self.listen,
             storage,
             self.auth,
             self.tokens,
             self.demo,
             self.body_limit_bytes,
-            self.request_timeout.as_secs()
+            self.request_timeout.as_secs(),
+            self.fence_unreserved
         )
         .to_lowercase()
     }

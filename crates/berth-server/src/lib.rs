@@ -87,6 +87,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let store = open_store(&config.storage).await?;
     let berth =
         Arc::new(Berth::open(store, Arc::new(clock::SystemClock), Arc::new(ids::V7Ids)).await?);
+    berth.set_fence_policy(match config.fence_unreserved {
+        true => berth_core::fence::FencePolicy::Enforced,
+        false => berth_core::fence::FencePolicy::Off,
+    });
     if config.demo && berth.seed_demo().await? {
         tracing::info!("seeded the demo inventory");
     }

@@ -569,7 +569,7 @@ async fn describe_aggregate(
 async fn load_consumers(conn: &mut PgConnection, rows: &mut CatalogRows) -> Result<(), StoreError> {
     let mut consumers: BTreeMap<Uuid, Consumer> = BTreeMap::new();
     for row in sqlx::query(
-        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at FROM consumers",
+        "SELECT uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at, updated_at FROM consumers",
     )
     .fetch_all(&mut *conn)
     .await
@@ -581,6 +581,7 @@ async fn load_consumers(conn: &mut PgConnection, rows: &mut CatalogRows) -> Resu
             consumer_type: row.get("consumer_type"),
             generation: decode_u64(row.get("generation"))?,
             allocations: BTreeMap::new(),
+            reservation: row.get("reservation_id"),
             created_at: Instant::from_micros(row.get("created_at")),
             updated_at: Instant::from_micros(row.get("updated_at")),
         };
@@ -625,13 +626,14 @@ async fn set_consumer(
         return Ok(());
     };
     sqlx::query(
-        "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(uuid)
     .bind(&consumer.project_id)
     .bind(&consumer.user_id)
     .bind(&consumer.consumer_type)
+    .bind(consumer.reservation)
     .bind(encode_u64(consumer.generation))
     .bind(encode_instant(consumer.created_at))
     .bind(encode_instant(consumer.updated_at))

@@ -564,7 +564,7 @@ async fn load_consumers(
 ) -> Result<(), StoreError> {
     let mut consumers: BTreeMap<Uuid, Consumer> = BTreeMap::new();
     for row in sqlx::query(
-        "SELECT uuid, project_id, user_id, consumer_type, generation, created_at, updated_at FROM consumers",
+        "SELECT uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at, updated_at FROM consumers",
     )
     .fetch_all(&mut *conn)
     .await
@@ -576,6 +576,10 @@ async fn load_consumers(
             consumer_type: row.get("consumer_type"),
             generation: decode_u64(row.get("generation"))?,
             allocations: BTreeMap::new(),
+            reservation: row
+                .get::<Option<String>, _>("reservation_id")
+                .map(|text| parse_uuid(&text))
+                .transpose()?,
             created_at: Instant::from_micros(row.get("created_at")),
             updated_at: Instant::from_micros(row.get("updated_at")),
         };
@@ -620,13 +624,14 @@ async fn set_consumer(
         return Ok(());
     };
     sqlx::query(
-        "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, generation, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO consumers (uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(uuid.to_string())
     .bind(&consumer.project_id)
     .bind(&consumer.user_id)
     .bind(&consumer.consumer_type)
+    .bind(consumer.reservation.map(|r| r.to_string()))
     .bind(encode_u64(consumer.generation))
     .bind(encode_instant(consumer.created_at))
     .bind(encode_instant(consumer.updated_at))

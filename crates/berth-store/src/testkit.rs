@@ -225,6 +225,7 @@ async fn hold_capacity<S: Store>(store: &S, catalog: &mut Catalog) {
         .or_default()
         .insert(class("DISK_GB"), 100);
     let consumer = ConsumerWrite {
+        reservation: None,
         consumer: uuid(500),
         project_id: "p1".to_owned(),
         user_id: "u1".to_owned(),
@@ -295,6 +296,7 @@ async fn deletes_cascade<S: Store>(store: &S) {
         .or_default()
         .insert(class("VCPU"), 2);
     let consumer = ConsumerWrite {
+        reservation: None,
         consumer: uuid(600),
         project_id: "p".to_owned(),
         user_id: "u".to_owned(),

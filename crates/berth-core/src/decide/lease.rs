@@ -320,15 +320,17 @@ fn lease(catalog: &Catalog, id: Uuid) -> Result<&Lease, Rejection> {
 /// Deletes a lease: whatever it holds is released at once.
 pub fn delete_lease(catalog: &Catalog, id: Uuid, now: Instant) -> Result<Vec<Change>, Rejection> {
     let current = lease(catalog, id)?;
-    Ok(vec![
-        record(
-            current,
-            "lease.delete",
-            now,
-            serde_json::json!({"status": current.status.as_str()}),
-        ),
-        Change::LeaseSet { id, lease: None },
-    ])
+    let mut changes = vec![record(
+        current,
+        "lease.delete",
+        now,
+        serde_json::json!({"status": current.status.as_str()}),
+    )];
+    if current.started() && !current.ended() {
+        changes.extend(crate::fence::lower(catalog, current, now));
+    }
+    changes.push(Change::LeaseSet { id, lease: None });
+    Ok(changes)
 }
 
 /// Registers a floating IP for reservation.

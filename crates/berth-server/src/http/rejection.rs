@@ -71,7 +71,11 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::PropertyNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
-        | Rejection::FloatingIpInUse(_) => (StatusCode::CONFLICT, UNDEFINED),
+        | Rejection::FloatingIpInUse(_)
+        | Rejection::ReservationUnavailable { .. }
+        | Rejection::ReservationExceeded { .. }
+        | Rejection::Fenced { .. } => (StatusCode::CONFLICT, UNDEFINED),
+        Rejection::ReservationForbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
         Rejection::DoesNotFit(refusal) => {
             return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
                 .with_extra(crate::http::blazar::lease_wire::refusal_json(refusal));

@@ -455,7 +455,7 @@ async fn delete_host_leases(app: &TestApp, a: &str, c: &str, host: &str) {
     );
     // The lifecycle record outlives the lease, for admins.
     assert_eq!(
-        kinds(&records(app, &a).await).last().map(String::as_str),
+        kinds(&records(app, a).await).last().map(String::as_str),
         Some("lease.delete")
     );
     assert_eq!(

@@ -8,6 +8,7 @@
 use super::record;
 use crate::catalog::Catalog;
 use crate::change::Change;
+use crate::fence;
 use crate::lease::{EventKind, EventStatus, Lease, LeaseStatus, ReservationStatus};
 use crate::rejection::Rejection;
 use crate::time::Instant;
@@ -57,6 +58,16 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
     )
 }
 
+/// What starting or ending a lease changes in Placement: its fence goes up at the start and
+/// comes down at the end (when it was up).
+fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant) -> Vec<Change> {
+    match kind {
+        EventKind::StartLease => fence::raise(catalog, lease),
+        EventKind::EndLease => fence::lower(catalog, lease, now),
+        EventKind::BeforeEndLease => Vec::new(),
+    }
+}
+
 /// Fires `kind` of lease `id` if it is due at `now` and not fired yet. An event due after a
 /// later one of the same lease never fires after it: firing `end_lease` first fires the start
 /// and before-end events still undone, in order, so a lease whose whole window passed while
@@ -84,16 +95,26 @@ pub fn fire_event(
         EventKind::EndLease,
     ];
     let upto = order.iter().position(|k| *k == kind).unwrap_or(0);
+    let mut fired = Vec::new();
     for earlier in &order[..=upto] {
         let undone = lease
             .event(*earlier)
             .is_some_and(|e| e.status == EventStatus::Undone);
         if undone && (*earlier == kind || *earlier == EventKind::StartLease) {
             changes.push(apply(&mut lease, *earlier, now));
+            fired.push(*earlier);
         } else if undone && kind == EventKind::EndLease {
             // The warning is moot once the lease ends.
             mark(&mut lease, *earlier, EventStatus::Done, now);
         }
+    }
+    // A lease that starts and ends in one decision never raises its fence.
+    let started = fired.contains(&EventKind::StartLease);
+    let ended = fired.contains(&EventKind::EndLease);
+    match (started, ended) {
+        (true, false) => changes.extend(fence_changes(catalog, &lease, EventKind::StartLease, now)),
+        (false, true) => changes.extend(fence_changes(catalog, &lease, EventKind::EndLease, now)),
+        _ => {}
     }
     changes.push(Change::LeaseSet {
         id,

@@ -145,6 +145,7 @@ impl World {
     /// A consumer holding `vcpus` VCPUs on `host` now.
     fn allocate(&mut self, host: Uuid, vcpus: u64) {
         let write = ConsumerWrite {
+            reservation: None,
             consumer: self.id(),
             project_id: "p".into(),
             user_id: "u".into(),

@@ -225,18 +225,20 @@ pub fn update_lease(
         readmit(catalog, current, &mut lease, update, now, horizon_end)?;
     }
     lease.updated_at = now;
-    let changes = vec![
-        record(
-            &lease,
-            "lease.update",
-            now,
-            serde_json::json!({"status": lease.status.as_str()}),
-        ),
-        Change::LeaseSet {
-            id,
-            lease: Some(Box::new(lease.clone())),
-        },
-    ];
+    let mut changes = vec![record(
+        &lease,
+        "lease.update",
+        now,
+        serde_json::json!({"status": lease.status.as_str()}),
+    )];
+    if current.started() && !current.ended() {
+        // A running lease's fence follows its new hosts and slots.
+        changes.extend(crate::fence::resync(catalog, current, &lease));
+    }
+    changes.push(Change::LeaseSet {
+        id,
+        lease: Some(Box::new(lease.clone())),
+    });
     Ok((changes, lease))
 }
 

@@ -162,6 +162,7 @@ fn dict_write(
         resources(provider, &part.resources, &mut allocations)?;
     }
     Ok(ConsumerWrite {
+        reservation: None,
         consumer,
         project_id: owner("project_id", body.project_id, mv)?,
         user_id: owner("user_id", body.user_id, mv)?,
@@ -186,6 +187,7 @@ fn list_write(
         resources(provider, &item.resources, &mut allocations)?;
     }
     Ok(ConsumerWrite {
+        reservation: None,
         consumer,
         project_id: owner("project_id", body.project_id, mv)?,
         user_id: owner("user_id", body.user_id, mv)?,

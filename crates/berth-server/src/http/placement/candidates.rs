@@ -6,14 +6,17 @@ use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
+use crate::http::rejection::to_api_error;
 use crate::http::routes::Routes;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
+use berth_core::fence::FencePolicy;
+use berth_core::lease::ReservationSpec;
 use berth_core::query::TraitFilter;
-use berth_core::{Catalog, Provider, ResourceClass};
+use berth_core::{Catalog, Provider, Rejection, ResourceClass};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -84,10 +87,12 @@ fn parse(
     pairs: &[(String, String)],
     mv: Microversion,
     catalog: &Catalog,
+    fence: FencePolicy,
 ) -> Result<Parsed, ApiError> {
     let mut raw: BTreeMap<&str, RawGroup<'_>> = BTreeMap::new();
     let (mut limit, mut policy, mut root_required, mut same_subtree) =
         (None, None, Vec::new(), Vec::new());
+    let (mut reservation, mut preemptible) = (None, false);
     for (key, value) in pairs {
         match (key.as_str(), group_key(key, mv)) {
             (_, Some((base, suffix))) => {
@@ -103,16 +108,24 @@ fn parse(
             ("group_policy", None) if mv.at_least(25) => policy = policy.or(Some(value.as_str())),
             ("root_required", None) if mv.at_least(35) => root_required.push(value.as_str()),
             ("same_subtree", None) if mv.at_least(36) => same_subtree.push(value.as_str()),
+            ("reservation", None) => reservation = Some(query::uuid_param("reservation", value)?),
+            ("preemptible", None) => preemptible = parse_preemptible(value, mv)?,
             (other, None) => return Err(unexpected(other)),
         }
     }
     let same_subtree = parse_same_subtree(&same_subtree, &raw)?;
     let mut groups = Vec::with_capacity(raw.len());
-    let mut requested = BTreeSet::new();
     for (suffix, group) in &raw {
-        let parsed = parse_group(suffix, group, mv, catalog, &same_subtree)?;
-        requested.extend(parsed.resources.iter().map(|(class, _)| class.clone()));
-        groups.push(parsed);
+        groups.push(parse_group(suffix, group, mv, catalog, &same_subtree)?);
+    }
+    if let Some(reservation) = reservation {
+        present(catalog, reservation, &mut groups)?;
+    }
+    let presents = groups.iter().any(|g| presents_reservation(catalog, g));
+    let unreserved = fence == FencePolicy::Enforced && !presents && !preemptible;
+    let mut requested = BTreeSet::new();
+    for group in &groups {
+        requested.extend(group.resources.iter().map(|(class, _)| class.clone()));
     }
     if groups.iter().all(|g| g.resources.is_empty()) {
         let error = match mv.at_least(36) {
@@ -160,6 +173,7 @@ fn parse(
         same_subtree,
         limit,
         nested_aware: mv.at_least(29),
+        unreserved,
     };
     Ok(Parsed { query, requested })
 }
@@ -208,6 +222,70 @@ fn parse_group(
             .map(|v| query::uuid_param(&format!("in_tree{suffix}"), v))
             .transpose()?,
     })
+}
+
+/// `preemptible=true|false` (a berth extension): the consumer may borrow fenced capacity and be
+/// evicted for it. Preemptible consumers are `consumer_type` PREEMPTIBLE, which needs 1.38.
+fn parse_preemptible(value: &str, mv: Microversion) -> Result<bool, ApiError> {
+    if !mv.at_least(38) {
+        return Err(ApiError::bad_request(
+            "preemptible needs microversion 1.38 or later (consumer_type PREEMPTIBLE)",
+        ));
+    }
+    match value {
+        "true" | "True" | "1" => Ok(true),
+        "false" | "False" | "0" => Ok(false),
+        other => Err(ApiError::bad_request(format!(
+            "Invalid query string parameters: preemptible must be true or false, not {other:?}"
+        ))),
+    }
+}
+
+/// `reservation=<id>` (a berth extension): the request presents a running reservation, so it
+/// gets candidates only inside it: a host reservation's aggregate, or an instance
+/// reservation's class (one slot).
+fn present(catalog: &Catalog, reservation: Uuid, groups: &mut [Group]) -> Result<(), ApiError> {
+    let (lease, found) = berth_core::fence::find(catalog, reservation).ok_or_else(|| {
+        to_api_error(&Rejection::ReservationUnavailable {
+            reservation,
+            reason: "unknown",
+        })
+    })?;
+    berth_core::fence::check_presented(catalog, reservation, &lease.project_id)
+        .map_err(|r| to_api_error(&r))?;
+    let Some(group) = groups.iter_mut().min_by_key(|g| !g.is_unsuffixed()) else {
+        return Ok(());
+    };
+    match found.spec {
+        ReservationSpec::Host { .. } => {
+            group.member_of.required.push(BTreeSet::from([reservation]));
+        }
+        ReservationSpec::Instance { .. } => {
+            let class = berth_core::fence::reservation_class(reservation);
+            group.resources.push((catalog.interned_class(&class), 1));
+        }
+        ReservationSpec::FloatingIp { .. } => {
+            return Err(ApiError::bad_request(format!(
+                "Reservation {reservation} reserves floating IPs, not placement capacity"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a group names a reservation: its aggregate in `member_of`, or its class.
+fn presents_reservation(catalog: &Catalog, group: &Group) -> bool {
+    let by_aggregate = group
+        .member_of
+        .required
+        .iter()
+        .flatten()
+        .any(|agg| catalog.lease_of_reservation(*agg).is_some());
+    let by_class = group
+        .resources
+        .iter()
+        .any(|(class, _)| berth_core::fence::reservation_of_class(class).is_some());
+    by_aggregate || by_class
 }
 
 fn parse_same_subtree(
@@ -472,10 +550,11 @@ async fn list(
     mv.require(10)?;
     caller.require_admin()?;
     let pairs = query::pairs(raw.as_deref())?;
+    let fence = state.berth.fence_policy();
     let (bytes, truncated) = state
         .berth
         .read(|catalog| {
-            let parsed = parse(&pairs, mv, catalog)?;
+            let parsed = parse(&pairs, mv, catalog, fence)?;
             let found = candidates::allocation_candidates(catalog, &parsed.query);
             Ok::<_, ApiError>((
                 render(catalog, &found, mv, &parsed.requested),

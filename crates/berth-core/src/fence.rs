@@ -1,0 +1,393 @@
+//! The fence: reserved capacity kept from consumers that present no reservation.
+//!
+//! What a provider's fence holds is derived from the ledger ([`Fence`], kept on each provider by
+//! the catalog): the whole provider while a host reservation holds it now or later, and per
+//! class the peak that instance reservations hold from now on. An unreserved allocation is
+//! never given fenced capacity, because it has no end: it would still be there when the
+//! reservation needs the capacity.
+//!
+//! A consumer presents a reservation by naming it (`reservation`), by allocating the
+//! reservation's resource class (`CUSTOM_RESERVATION_<ID>`), or, for a host reservation, by
+//! allocating on a host the reservation holds from the lease's own project. Its allocations then
+//! count against the reservation: only while the lease is active, only on the reservation's
+//! hosts, and never more than was reserved.
+//!
+//! While a reservation is active its fence is also visible in Placement terms: an aggregate per
+//! reservation (its id, metadata `reservation: <id>`), and for instance reservations the
+//! resource class `CUSTOM_RESERVATION_<ID>` with one unit per reserved slot on each host.
+//! Reservable hosts belong to the freepool aggregate [`FREEPOOL_AGGREGATE`].
+
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::consumer::Allocations;
+use crate::inventory::{FullReservation, Inventory};
+use crate::lease::{Lease, Reservation, ReservationSpec};
+use crate::name::ResourceClass;
+use crate::provider::AggregateRecord;
+use crate::rejection::Rejection;
+use crate::time::Instant;
+use std::collections::{BTreeMap, BTreeSet};
+use uuid::Uuid;
+
+/// The aggregate of every reservable host (Blazar's freepool).
+pub const FREEPOOL_AGGREGATE: Uuid = Uuid::from_u128(0x0000_0000_6265_7274_6800_0000_0000_0001);
+
+/// The consumer type of consumers that may borrow fenced capacity and be evicted for it.
+pub const PREEMPTIBLE: &str = "PREEMPTIBLE";
+
+/// Whether unreserved consumers are kept out of fenced capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FencePolicy {
+    /// They are (the default).
+    #[default]
+    Enforced,
+    /// They are not: strict Placement behaviour; callers exclude reservations themselves.
+    Off,
+}
+
+/// The resource class of an instance reservation: `CUSTOM_RESERVATION_<ID>`, the id in upper
+/// case with `-` as `_`.
+pub fn reservation_class(reservation: Uuid) -> ResourceClass {
+    let id = reservation
+        .hyphenated()
+        .to_string()
+        .to_uppercase()
+        .replace('-', "_");
+    ResourceClass::parse(&format!("CUSTOM_RESERVATION_{id}"))
+        .expect("invariant: reservation class names are valid custom names")
+}
+
+/// The reservation a `CUSTOM_RESERVATION_<ID>` class stands for.
+pub fn reservation_of_class(class: &ResourceClass) -> Option<Uuid> {
+    let id = class.as_str().strip_prefix("CUSTOM_RESERVATION_")?;
+    Uuid::parse_str(&id.replace('_', "-")).ok()
+}
+
+/// The reservation a consumer's allocations name through a reservation class, if any.
+pub fn reservation_in(allocations: &Allocations) -> Option<Uuid> {
+    allocations
+        .values()
+        .flat_map(|by_class| by_class.keys())
+        .find_map(reservation_of_class)
+}
+
+/// A provider's fence, from the ledger: everything its remaining holds keep.
+pub fn fence_of(catalog: &Catalog, provider: Uuid) -> crate::provider::Fence {
+    let always = crate::ledger::Window::new(
+        Instant::from_micros(i64::MIN),
+        Instant::from_micros(i64::MAX),
+    )
+    .expect("invariant: the whole of time is a window");
+    let peak = catalog.ledger().peak(provider, always, &[]);
+    crate::provider::Fence {
+        whole: peak.exclusive > 0,
+        amounts: peak.amounts,
+    }
+}
+
+/// The lease and reservation a reservation id names.
+pub fn find(catalog: &Catalog, reservation: Uuid) -> Option<(&Lease, &Reservation)> {
+    let lease = catalog.lease_of_reservation(reservation)?;
+    let found = lease.reservations.iter().find(|r| r.id == reservation)?;
+    Some((lease, found))
+}
+
+/// Checks that `project` may present `reservation` now: the lease exists, is the project's,
+/// and is running.
+pub fn check_presented<'c>(
+    catalog: &'c Catalog,
+    reservation: Uuid,
+    project: &str,
+) -> Result<(&'c Lease, &'c Reservation), Rejection> {
+    let unavailable = |reason: &'static str| Rejection::ReservationUnavailable {
+        reservation,
+        reason,
+    };
+    let (lease, found) = find(catalog, reservation).ok_or(unavailable("unknown"))?;
+    if lease.project_id != project {
+        return Err(Rejection::ReservationForbidden(reservation));
+    }
+    if lease.ended() {
+        return Err(unavailable("ended"));
+    }
+    if !lease.started() {
+        return Err(unavailable("not_started"));
+    }
+    Ok((lease, found))
+}
+
+/// The active host reservation of `project` holding `provider`, if there is one: a consumer of
+/// that project allocating there presents it without naming it.
+pub fn host_reservation_for(catalog: &Catalog, provider: Uuid, project: &str) -> Option<Uuid> {
+    catalog
+        .leases_holding(provider)
+        .filter(|lease| lease.project_id == project && lease.started() && !lease.ended())
+        .flat_map(|lease| lease.reservations.iter())
+        .find(|r| {
+            matches!(r.spec, ReservationSpec::Host { .. })
+                && r.hosts.iter().any(|(h, _)| *h == provider)
+        })
+        .map(|r| r.id)
+}
+
+/// Checks allocations that count against `reservation`: only on its hosts, and (instance
+/// reservations) never more than its slots hold, counting what its other consumers use.
+pub fn check_within(
+    catalog: &Catalog,
+    reservation: &Reservation,
+    consumer: Uuid,
+    allocations: &Allocations,
+) -> Result<(), Rejection> {
+    let exceeded = |provider: Uuid, class: &ResourceClass| Rejection::ReservationExceeded {
+        reservation: reservation.id,
+        provider,
+        class: class.as_str().to_owned(),
+    };
+    for (provider, by_class) in allocations {
+        let Some((_, slots)) = reservation.hosts.iter().find(|(h, _)| h == provider) else {
+            return Err(Rejection::ReservationExceeded {
+                reservation: reservation.id,
+                provider: *provider,
+                class: "(host not in the reservation)".into(),
+            });
+        };
+        let ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            disk_gb,
+            ..
+        } = &reservation.spec
+        else {
+            continue;
+        };
+        let share = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, u64::from(*slots));
+        for (class, amount) in by_class {
+            let others = catalog.reserved_use(reservation.id, *provider, class, consumer);
+            let limit = share
+                .iter()
+                .find(|(c, _)| c == class)
+                .map(|(_, n)| *n)
+                .or_else(|| {
+                    (reservation_of_class(class) == Some(reservation.id))
+                        .then_some(u64::from(*slots))
+                });
+            match limit {
+                Some(limit) if others + amount <= limit => {}
+                _ => return Err(exceeded(*provider, class)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks unreserved allocations against the fence: `(provider, class) -> (before, after)` are
+/// the amounts unreserved, non-preemptible writers held before and will hold after.
+pub fn check_unreserved(
+    catalog: &Catalog,
+    totals: &BTreeMap<(Uuid, ResourceClass), (u64, u64)>,
+) -> Result<(), Rejection> {
+    for ((provider, class), (before, after)) in totals {
+        if after <= before {
+            continue;
+        }
+        let Some(found) = catalog.provider(*provider) else {
+            continue;
+        };
+        let fence = found.fence();
+        if fence.is_empty() {
+            continue;
+        }
+        let Some(record) = found.inventories().get(class) else {
+            continue;
+        };
+        let taken = found.used_unreserved(class) - before.min(&found.used_unreserved(class));
+        if fence.whole || (taken + after) as f64 > record.capacity_exact() {
+            return Err(Rejection::Fenced {
+                provider: *provider,
+                class: class.as_str().to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What a lease's fence changes on one host: aggregates joined and left, reservation classes
+/// set (to a slot count) and removed.
+#[derive(Default)]
+struct HostEdit {
+    join: BTreeSet<Uuid>,
+    leave: BTreeSet<Uuid>,
+    set: BTreeMap<ResourceClass, u64>,
+    unset: BTreeSet<ResourceClass>,
+}
+
+/// Which reservation-class inventories an edit may remove.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// Only those no consumer uses.
+    Unused,
+    /// All of them (their consumers are removed in the same decision).
+    Everything,
+}
+
+/// One `AggregatesReplaced` and one `InventoriesReplaced` per host that changes, each computed
+/// once from all of the lease's edits (so two reservations on one host do not undo each other).
+fn emit(catalog: &Catalog, edits: BTreeMap<Uuid, HostEdit>, release: Release) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (host, edit) in edits {
+        let Some(provider) = catalog.provider(host) else {
+            continue;
+        };
+        let mut aggregates = provider.aggregates().clone();
+        aggregates.extend(edit.join);
+        aggregates.retain(|a| !edit.leave.contains(a));
+        if &aggregates != provider.aggregates() {
+            changes.push(Change::AggregatesReplaced {
+                uuid: host,
+                aggregates,
+            });
+        }
+        let mut inventories = provider.inventories().clone();
+        inventories.retain(|class, _| {
+            !edit.unset.contains(class) || (release == Release::Unused && provider.used(class) > 0)
+        });
+        for (class, slots) in edit.set {
+            let record = Inventory::new(slots, 0, [1, slots, 1], 1.0, FullReservation::Refused)
+                .expect("invariant: a slot count is a valid inventory");
+            inventories.insert(class, record);
+        }
+        if &inventories != provider.inventories() {
+            changes.push(Change::InventoriesReplaced {
+                uuid: host,
+                inventories,
+            });
+        }
+    }
+    changes
+}
+
+fn fenced(reservation: &Reservation) -> bool {
+    !matches!(reservation.spec, ReservationSpec::FloatingIp { .. })
+}
+
+fn instances(reservation: &Reservation) -> bool {
+    matches!(reservation.spec, ReservationSpec::Instance { .. })
+}
+
+/// The changes that make a starting lease's reservations visible in Placement: an aggregate per
+/// reservation on each of its hosts and, for instance reservations, the reservation's class
+/// with a unit per slot.
+pub fn raise(catalog: &Catalog, lease: &Lease) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
+    for reservation in lease.reservations.iter().filter(|r| fenced(r)) {
+        changes.push(Change::AggregateDescribed {
+            uuid: reservation.id,
+            record: Some(AggregateRecord {
+                name: None,
+                metadata: BTreeMap::from([("reservation".to_owned(), reservation.id.to_string())]),
+            }),
+        });
+        let class = reservation_class(reservation.id);
+        if instances(reservation) && !catalog.has_resource_class(&class) {
+            changes.push(Change::ResourceClassCreated(class.clone()));
+        }
+        for (host, slots) in &reservation.hosts {
+            let edit = edits.entry(*host).or_default();
+            edit.join.insert(reservation.id);
+            if instances(reservation) {
+                edit.set.insert(class.clone(), u64::from(*slots));
+            }
+        }
+    }
+    changes.extend(emit(catalog, edits, Release::Unused));
+    changes
+}
+
+fn terminated(lease: &Lease, reservation: &Reservation, consumer: Uuid, now: Instant) -> Change {
+    Change::LeaseRecorded(crate::lease::LeaseRecord {
+        lease_id: lease.id,
+        kind: "consumer.terminated".into(),
+        at: now,
+        details: serde_json::json!({
+            "consumer": consumer,
+            "reservation": reservation.id,
+            "reason": "the reservation ended",
+        })
+        .to_string(),
+    })
+}
+
+/// The changes that end a lease in Placement: the consumers still allocated against its
+/// reservations are removed (each recorded as terminated), then its classes and aggregates.
+pub fn lower(catalog: &Catalog, lease: &Lease, now: Instant) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
+    let mut classes = Vec::new();
+    for reservation in lease.reservations.iter().filter(|r| fenced(r)) {
+        for consumer in catalog.consumers_of_reservation(reservation.id) {
+            changes.push(terminated(lease, reservation, consumer, now));
+            changes.push(Change::ConsumerSet {
+                uuid: consumer,
+                consumer: None,
+            });
+        }
+        let class = reservation_class(reservation.id);
+        for provider in catalog.providers().filter(|p| {
+            p.aggregates().contains(&reservation.id) || p.inventories().contains_key(&class)
+        }) {
+            let edit = edits.entry(provider.uuid()).or_default();
+            edit.leave.insert(reservation.id);
+            edit.unset.insert(class.clone());
+        }
+        classes.push(class);
+    }
+    // Every user of a reservation class presents the reservation, so once its consumers are
+    // removed (above, in the same decision) the class is unused everywhere.
+    changes.extend(emit(catalog, edits, Release::Everything));
+    for class in classes
+        .into_iter()
+        .filter(|c| catalog.custom_resource_classes().contains(c))
+    {
+        changes.push(Change::ResourceClassDeleted(class));
+    }
+    for reservation in lease
+        .reservations
+        .iter()
+        .filter(|r| catalog.aggregate(r.id).is_some())
+    {
+        changes.push(Change::AggregateDescribed {
+            uuid: reservation.id,
+            record: None,
+        });
+    }
+    changes
+}
+
+/// The changes that move a running lease's fence from what `old` held to what `new` holds:
+/// hosts a reservation left lose its aggregate and class (unless consumers still use the class
+/// there), hosts it holds get them with the new slot counts.
+pub fn resync(catalog: &Catalog, old: &Lease, new: &Lease) -> Vec<Change> {
+    let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
+    for (before, after) in old.reservations.iter().zip(&new.reservations) {
+        if !fenced(after) {
+            continue;
+        }
+        let class = reservation_class(after.id);
+        for (host, _) in &before.hosts {
+            let edit = edits.entry(*host).or_default();
+            edit.leave.insert(before.id);
+            edit.unset.insert(class.clone());
+        }
+        for (host, slots) in &after.hosts {
+            let edit = edits.entry(*host).or_default();
+            edit.leave.remove(&after.id);
+            edit.unset.remove(&class);
+            edit.join.insert(after.id);
+            if instances(after) {
+                edit.set.insert(class.clone(), u64::from(*slots));
+            }
+        }
+    }
+    emit(catalog, edits, Release::Unused)
+}
