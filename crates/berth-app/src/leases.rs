@@ -103,6 +103,9 @@ impl Berth {
                 .map(|spec| (self.new_uuid(), spec))
                 .collect(),
             event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
+            notice_lead_micros: self
+                .notice_lead_micros
+                .load(std::sync::atomic::Ordering::Relaxed),
         };
         let horizon = horizon_end(cmd.start, cmd.horizon_micros);
         let lease = self

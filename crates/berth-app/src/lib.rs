@@ -73,6 +73,8 @@ pub struct Berth {
     lifecycle: Notify,
     /// Whether unreserved consumers are kept out of fenced capacity (`true` by default).
     fence_unreserved: std::sync::atomic::AtomicBool,
+    /// How long before a lease starts the preemptible consumers in its way are told.
+    notice_lead_micros: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for Berth {
@@ -105,6 +107,9 @@ impl Berth {
             queue: std::sync::Mutex::new(VecDeque::new()),
             lifecycle: Notify::new(),
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
+            notice_lead_micros: std::sync::atomic::AtomicI64::new(
+                berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+            ),
         })
     }
 
@@ -114,6 +119,14 @@ impl Berth {
         let on = policy == berth_core::fence::FencePolicy::Enforced;
         self.fence_unreserved
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sets how long before a lease starts the preemptible consumers it will evict are told
+    /// (for leases created from now on).
+    pub fn set_preemption_notice(&self, lead: std::time::Duration) {
+        let micros = i64::try_from(lead.as_micros()).unwrap_or(i64::MAX);
+        self.notice_lead_micros
+            .store(micros, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether unreserved consumers are kept out of capacity leases hold.

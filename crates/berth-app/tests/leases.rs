@@ -281,3 +281,88 @@ async fn a_request_that_does_not_fit_gets_a_counter_offer() {
         "a refused request admits nothing"
     );
 }
+
+/// A preemptible consumer of `vcpus` on `host`.
+fn borrower(consumer: u128, host: Uuid, vcpus: u64) -> berth_core::allocation::ConsumerWrite {
+    let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
+    berth_core::allocation::ConsumerWrite {
+        consumer: Uuid::from_u128(consumer),
+        project_id: "batch".into(),
+        user_id: "u".into(),
+        consumer_type: Some(berth_core::fence::PREEMPTIBLE.into()),
+        generation: berth_core::allocation::ConsumerGeneration::New,
+        allocations: BTreeMap::from([(host, BTreeMap::from([(vcpu, vcpus)]))]),
+        reservation: None,
+    }
+}
+
+#[tokio::test]
+async fn preemptible_consumers_get_notice_then_make_way_for_a_reservation() {
+    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    let host = berth
+        .read(|c| c.provider_by_name("h1").map(berth_core::Provider::uuid))
+        .await
+        .expect("read")
+        .expect("h1");
+    let minute = 60 * SECOND;
+    let created = berth
+        .create_lease(lease(T0 + 10 * minute, T0 + 20 * minute, vec![hosts(1, 1)]))
+        .await
+        .expect("admitted");
+    // The host is fenced from now on, but preemptible work may borrow it until the start.
+    berth
+        .set_allocations(vec![borrower(900, host, 2), borrower(901, host, 2)])
+        .await
+        .expect("lent");
+    let unreserved = berth_core::allocation::ConsumerWrite {
+        consumer_type: None,
+        ..borrower(902, host, 1)
+    };
+    let refused = berth.set_allocations(vec![unreserved]).await;
+    assert!(
+        matches!(refused, Err(AppError::Rejected(Rejection::Fenced { .. }))),
+        "unreserved work may not take what the lease will need: {refused:?}"
+    );
+
+    clock.set(T0 + 8 * minute);
+    berth.fire_due_events().await.expect("fire");
+    let records = kinds(&berth, created.id).await;
+    let notices = records
+        .iter()
+        .filter(|k| *k == "consumer.preemption_notice")
+        .count();
+    assert_eq!(
+        notices, 2,
+        "two minutes ahead, both borrowers are told: {records:?}"
+    );
+    assert_eq!(
+        berth.read(|c| c.consumers().count()).await.expect("read"),
+        2,
+        "nobody is evicted before the start"
+    );
+
+    clock.set(T0 + 10 * minute);
+    berth.fire_due_events().await.expect("fire");
+    let (status, _, _) = status(&berth, created.id).await;
+    assert_eq!(status, LeaseStatus::Active);
+    let records = kinds(&berth, created.id).await;
+    let evicted = records.iter().filter(|k| *k == "consumer.evicted").count();
+    assert_eq!(evicted, 2, "{records:?}");
+    let (consumers, used) = berth
+        .read(move |c| {
+            let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
+            (
+                c.consumers().count(),
+                c.provider(host).map(|p| p.used(&vcpu)),
+            )
+        })
+        .await
+        .expect("read");
+    assert_eq!(
+        (consumers, used),
+        (0, Some(0)),
+        "the reservation starts with its full host"
+    );
+}

@@ -159,7 +159,7 @@ pub fn set_allocations_with(
         .iter()
         .map(|w| presented(catalog, w))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut changes = capacity_checked(catalog, writes, now)?;
+    let mut changes = with_evictions(catalog, writes, &reservations, now)?;
     if policy == FencePolicy::Enforced {
         fence::check_unreserved(catalog, &unreserved_totals(catalog, writes, &reservations))?;
     }
@@ -174,6 +174,75 @@ pub fn set_allocations_with(
         }
     }
     Ok(changes)
+}
+
+/// Checks capacity; when a reservation holder's write does not fit because preemptible
+/// consumers borrowed the capacity, evicts them (newest first, each recorded) until it fits.
+fn with_evictions(
+    catalog: &Catalog,
+    writes: &[ConsumerWrite],
+    reservations: &[Option<Uuid>],
+    now: Instant,
+) -> Decision {
+    let mut all = writes.to_vec();
+    let mut records = Vec::new();
+    loop {
+        let error = match capacity_checked(catalog, &all, now) {
+            Ok(mut changes) => {
+                records.append(&mut changes);
+                return Ok(records);
+            }
+            Err(error) => error,
+        };
+        let Rejection::CapacityExceeded { provider, .. } = &error else {
+            return Err(error);
+        };
+        let holder = writes
+            .iter()
+            .zip(reservations)
+            .find(|(w, r)| r.is_some() && w.allocations.contains_key(provider));
+        let Some((_, Some(reservation))) = holder else {
+            return Err(error);
+        };
+        let Some(victim) = borrower_on(catalog, *provider, &all) else {
+            return Err(error);
+        };
+        let lease = catalog
+            .lease_of_reservation(*reservation)
+            .expect("invariant: a presented reservation has a lease");
+        records.extend(fence::preemption_records(
+            lease,
+            &[victim],
+            "consumer.evicted",
+            now,
+        ));
+        let existing = catalog
+            .consumer(victim)
+            .expect("invariant: borrowers exist");
+        all.push(ConsumerWrite {
+            consumer: victim,
+            project_id: existing.project_id.clone(),
+            user_id: existing.user_id.clone(),
+            consumer_type: existing.consumer_type.clone(),
+            generation: ConsumerGeneration::Unchecked,
+            allocations: Allocations::new(),
+            reservation: None,
+        });
+    }
+}
+
+/// The newest preemptible consumer on `provider` not already written in `writes`.
+fn borrower_on(catalog: &Catalog, provider: Uuid, writes: &[ConsumerWrite]) -> Option<Uuid> {
+    catalog
+        .consumers()
+        .filter(|(uuid, c)| {
+            c.consumer_type.as_deref() == Some(fence::PREEMPTIBLE)
+                && c.reservation.is_none()
+                && c.allocations.contains_key(&provider)
+                && !writes.iter().any(|w| w.consumer == *uuid)
+        })
+        .max_by_key(|(uuid, c)| (c.created_at, *uuid))
+        .map(|(uuid, _)| uuid)
 }
 
 fn capacity_checked(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -> Decision {

@@ -596,9 +596,18 @@ pub fn enroll_host(catalog: &Catalog, new: &NewHost, now: Instant) -> Decision {
         reservable: new.reservable,
         enrolled_at: now,
     };
+    let mut aggregates = catalog
+        .provider(uuid)
+        .map(|p| p.aggregates.clone())
+        .unwrap_or_default();
+    if new.reservable {
+        aggregates.insert(crate::fence::FREEPOOL_AGGREGATE);
+    }
+    changes.extend(describe_freepool(catalog));
     changes.extend([
         Change::InventoriesReplaced { uuid, inventories },
         Change::AttributesReplaced { uuid, attributes },
+        Change::AggregatesReplaced { uuid, aggregates },
         Change::HostSet {
             uuid,
             host: Some(host),
@@ -606,6 +615,21 @@ pub fn enroll_host(catalog: &Catalog, new: &NewHost, now: Instant) -> Decision {
         Change::ProviderUpdated(row),
     ]);
     Ok(changes)
+}
+
+/// Names the freepool aggregate the first time a host is enrolled.
+fn describe_freepool(catalog: &Catalog) -> Option<Change> {
+    let freepool = crate::fence::FREEPOOL_AGGREGATE;
+    catalog
+        .aggregate(freepool)
+        .is_none()
+        .then(|| Change::AggregateDescribed {
+            uuid: freepool,
+            record: Some(AggregateRecord {
+                name: Some("freepool".to_owned()),
+                metadata: BTreeMap::from([("berth".to_owned(), "freepool".to_owned())]),
+            }),
+        })
 }
 
 fn host(catalog: &Catalog, id: i64) -> Result<&Provider, Rejection> {
@@ -650,6 +674,16 @@ pub fn update_host(
         attributes,
     }];
     if host_record != current.host {
+        let mut aggregates = current.aggregates.clone();
+        match host_record.as_ref().is_some_and(|h| h.reservable) {
+            true => aggregates.insert(crate::fence::FREEPOOL_AGGREGATE),
+            false => aggregates.remove(&crate::fence::FREEPOOL_AGGREGATE),
+        };
+        changes.extend(describe_freepool(catalog));
+        changes.push(Change::AggregatesReplaced {
+            uuid: current.uuid,
+            aggregates,
+        });
         changes.push(Change::HostSet {
             uuid: current.uuid,
             host: host_record,

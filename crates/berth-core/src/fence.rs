@@ -391,3 +391,86 @@ pub fn resync(catalog: &Catalog, old: &Lease, new: &Lease) -> Vec<Change> {
     }
     emit(catalog, edits, Release::Unused)
 }
+
+/// The preemptible consumers a starting lease evicts, in eviction order: on each host a host
+/// reservation holds, all of them; on each host an instance reservation holds, the newest
+/// first until the reservation's share is free. (Preemptible consumers have no priority of
+/// their own yet, so newest first is the whole order.)
+pub fn evictions(catalog: &Catalog, lease: &Lease) -> Vec<Uuid> {
+    let mut borrowers: Vec<(Uuid, &crate::consumer::Consumer)> = catalog
+        .consumers()
+        .filter(|(_, c)| c.consumer_type.as_deref() == Some(PREEMPTIBLE) && c.reservation.is_none())
+        .collect();
+    borrowers.sort_by_key(|(uuid, c)| std::cmp::Reverse((c.created_at, *uuid)));
+    let mut out: Vec<Uuid> = Vec::new();
+    for reservation in lease.reservations.iter().filter(|r| fenced(r)) {
+        for (host, slots) in &reservation.hosts {
+            let Some(provider) = catalog.provider(*host) else {
+                continue;
+            };
+            let on_host: Vec<(Uuid, &crate::consumer::Consumer)> = borrowers
+                .iter()
+                .filter(|(uuid, c)| !out.contains(uuid) && c.allocations.contains_key(host))
+                .copied()
+                .collect();
+            let ReservationSpec::Instance {
+                vcpus,
+                memory_mb,
+                disk_gb,
+                ..
+            } = &reservation.spec
+            else {
+                out.extend(on_host.iter().map(|(uuid, _)| *uuid));
+                continue;
+            };
+            let share =
+                crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, u64::from(*slots));
+            let mut freed: BTreeMap<&ResourceClass, u64> = BTreeMap::new();
+            let short = |freed: &BTreeMap<&ResourceClass, u64>| {
+                share.iter().any(|(class, need)| {
+                    let capacity = provider
+                        .inventories()
+                        .get(class)
+                        .map_or(0, Inventory::capacity);
+                    let used = provider.used(class) - freed.get(class).copied().unwrap_or(0);
+                    capacity.saturating_sub(used) < *need
+                })
+            };
+            for (uuid, consumer) in on_host {
+                if !short(&freed) {
+                    break;
+                }
+                for (class, amount) in consumer.allocations.get(host).into_iter().flatten() {
+                    *freed.entry(class).or_insert(0) += amount;
+                }
+                out.push(uuid);
+            }
+        }
+    }
+    out
+}
+
+/// Records of a notice (`consumer.preemption_notice`) or an eviction (`consumer.evicted`).
+pub fn preemption_records(
+    lease: &Lease,
+    consumers: &[Uuid],
+    kind: &str,
+    now: Instant,
+) -> Vec<Change> {
+    consumers
+        .iter()
+        .map(|consumer| {
+            Change::LeaseRecorded(crate::lease::LeaseRecord {
+                lease_id: lease.id,
+                kind: kind.to_owned(),
+                at: now,
+                details: serde_json::json!({
+                    "consumer": consumer,
+                    "evicted_at": lease.start.as_micros(),
+                    "reason": "a reservation needs the capacity it borrowed",
+                })
+                .to_string(),
+            })
+        })
+        .collect()
+}

@@ -80,6 +80,9 @@ pub enum EventKind {
     EndLease,
     /// Warns that the window is about to end.
     BeforeEndLease,
+    /// Warns preemptible consumers that the lease's start will evict them (derived: scheduled
+    /// `notice_lead_micros` before the start, not stored among the lease's events).
+    PreemptionNotice,
     /// Starts the window.
     StartLease,
 }
@@ -91,6 +94,7 @@ impl EventKind {
             EventKind::StartLease => "start_lease",
             EventKind::BeforeEndLease => "before_end_lease",
             EventKind::EndLease => "end_lease",
+            EventKind::PreemptionNotice => "preemption_notice",
         }
     }
 }
@@ -317,6 +321,12 @@ pub struct Lease {
     pub reservations: Vec<Reservation>,
     /// Its lifecycle events.
     pub events: Vec<LeaseEvent>,
+    /// How long before the start preemptible consumers in its way are told they will be evicted.
+    #[serde(default = "notice_lead_default")]
+    pub notice_lead_micros: i64,
+    /// Whether that notice went out.
+    #[serde(default)]
+    pub preemption_noticed: bool,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -351,12 +361,31 @@ impl Lease {
         self.events.iter().find(|e| e.kind == kind)
     }
 
-    /// The events not yet fired, as `(due, kind)`.
+    /// The events not yet fired, as `(due, kind)`, with the preemption notice when one is due
+    /// before the start.
     pub fn pending_events(&self) -> impl Iterator<Item = (Instant, EventKind)> + '_ {
+        let notice = self.notice_at().map(|at| (at, EventKind::PreemptionNotice));
         self.events
             .iter()
             .filter(|e| e.status == EventStatus::Undone)
             .map(|e| (e.at, e.kind))
+            .chain(notice)
+    }
+
+    /// When the preemption notice is due, while it has not gone out and the lease has not
+    /// started (floating-IP-only leases evict nobody).
+    pub fn notice_at(&self) -> Option<Instant> {
+        let fences = self
+            .reservations
+            .iter()
+            .any(|r| !matches!(r.spec, ReservationSpec::FloatingIp { .. }));
+        (fences && !self.preemption_noticed && !self.started()).then(|| {
+            Instant::from_micros(
+                self.start
+                    .as_micros()
+                    .saturating_sub(self.notice_lead_micros),
+            )
+        })
     }
 
     /// Whether the window has started (its start event fired).
@@ -402,4 +431,11 @@ pub struct LeaseRecord {
     pub at: Instant,
     /// Details as a JSON object (statuses, reasons, what changed).
     pub details: String,
+}
+
+/// The default lead of the preemption notice: 2 minutes.
+pub const PREEMPTION_NOTICE_DEFAULT_MICROS: i64 = 2 * 60 * 1_000_000;
+
+fn notice_lead_default() -> i64 {
+    PREEMPTION_NOTICE_DEFAULT_MICROS
 }

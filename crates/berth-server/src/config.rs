@@ -77,6 +77,10 @@ pub struct ServeArgs {
     /// `false` is strict Placement behaviour (callers exclude reservations with `member_of`).
     #[arg(long, env = "BERTH_FENCE_UNRESERVED")]
     pub fence_unreserved: Option<bool>,
+    /// Seconds before a lease starts that preemptible consumers it will evict are told
+    /// [default: 120].
+    #[arg(long, env = "BERTH_PREEMPTION_NOTICE_SECONDS")]
+    pub preemption_notice_seconds: Option<u64>,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -100,6 +104,7 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct PlacementSection {
     fence_unreserved: Option<bool>,
+    preemption_notice_seconds: Option<u64>,
 }
 
 /// Where the data lives.
@@ -132,6 +137,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Whether unreserved consumers are kept out of capacity leases hold.
     pub fence_unreserved: bool,
+    /// How long before a lease starts the preemptible consumers it will evict are told.
+    pub preemption_notice: Duration,
 }
 
 /// Default listen address.
@@ -181,6 +188,7 @@ impl Config {
             );
         }
         let tokens = args.tokens.clone().or(file.tokens);
+        let placement = file.placement.unwrap_or_default();
         if auth == AuthMode::Token && tokens.is_none() {
             anyhow::bail!("--auth token needs --tokens FILE");
         }
@@ -192,8 +200,13 @@ impl Config {
             demo: args.demo || file.demo.unwrap_or(false),
             fence_unreserved: args
                 .fence_unreserved
-                .or(file.placement.and_then(|p| p.fence_unreserved))
+                .or(placement.fence_unreserved)
                 .unwrap_or(true),
+            preemption_notice: Duration::from_secs(
+                args.preemption_notice_seconds
+                    .or(placement.preemption_notice_seconds)
+                    .unwrap_or(120),
+            ),
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
@@ -207,7 +220,7 @@ impl Config {
             StorageUrl::Postgres(url) => redact_url(url),
         };
         format!(
-            "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\n",
+            "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
             self.listen,
             storage,
             self.auth,
@@ -215,7 +228,8 @@ impl Config {
             self.demo,
             self.body_limit_bytes,
             self.request_timeout.as_secs(),
-            self.fence_unreserved
+            self.fence_unreserved,
+            self.preemption_notice.as_secs()
         )
         .to_lowercase()
     }

@@ -91,6 +91,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         true => berth_core::fence::FencePolicy::Enforced,
         false => berth_core::fence::FencePolicy::Off,
     });
+    berth.set_preemption_notice(config.preemption_notice);
     if config.demo && berth.seed_demo().await? {
         tracing::info!("seeded the demo inventory");
     }

@@ -444,6 +444,8 @@ fn lease(n: u128, project: &str) -> Lease {
             event(n * 10 + 5, EventKind::BeforeEndLease, at_hours(2)),
             event(n * 10 + 6, EventKind::EndLease, at_hours(3)),
         ],
+        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        preemption_noticed: false,
         created_at: T0,
         updated_at: T0,
     }

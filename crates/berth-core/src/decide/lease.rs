@@ -46,6 +46,8 @@ pub struct NewLease {
     pub reservations: Vec<(Uuid, ReservationSpec)>,
     /// Ids of the start, before-end and end events.
     pub event_ids: [Uuid; 3],
+    /// How long before the start preemptible consumers in the way are told.
+    pub notice_lead_micros: i64,
 }
 
 /// Changes to a lease (`None` keeps the current value).
@@ -295,6 +297,8 @@ pub fn create_lease(
             event(before_id, EventKind::BeforeEndLease, before_end),
             event(end_id, EventKind::EndLease, window.end),
         ],
+        notice_lead_micros: new.notice_lead_micros.max(0),
+        preemption_noticed: false,
         created_at: now,
         updated_at: now,
     };

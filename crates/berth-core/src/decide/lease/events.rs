@@ -39,7 +39,7 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
             }
             set_reservations(lease, ReservationStatus::Active, now);
         }
-        EventKind::BeforeEndLease => {}
+        EventKind::BeforeEndLease | EventKind::PreemptionNotice => {}
         EventKind::EndLease => {
             if lease.status != LeaseStatus::Error {
                 lease.status = LeaseStatus::Terminated;
@@ -64,7 +64,7 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
     match kind {
         EventKind::StartLease => fence::raise(catalog, lease),
         EventKind::EndLease => fence::lower(catalog, lease, now),
-        EventKind::BeforeEndLease => Vec::new(),
+        EventKind::BeforeEndLease | EventKind::PreemptionNotice => Vec::new(),
     }
 }
 
@@ -81,6 +81,9 @@ pub fn fire_event(
     let Some(current) = catalog.lease(id) else {
         return Ok(Vec::new());
     };
+    if kind == EventKind::PreemptionNotice {
+        return Ok(notice(catalog, current, now));
+    }
     let due = current
         .event(kind)
         .is_some_and(|e| e.status == EventStatus::Undone && e.at <= now);
@@ -112,7 +115,21 @@ pub fn fire_event(
     let started = fired.contains(&EventKind::StartLease);
     let ended = fired.contains(&EventKind::EndLease);
     match (started, ended) {
-        (true, false) => changes.extend(fence_changes(catalog, &lease, EventKind::StartLease, now)),
+        (true, false) => {
+            let evicted = fence::evictions(catalog, &lease);
+            changes.extend(fence::preemption_records(
+                &lease,
+                &evicted,
+                "consumer.evicted",
+                now,
+            ));
+            changes.extend(evicted.into_iter().map(|uuid| Change::ConsumerSet {
+                uuid,
+                consumer: None,
+            }));
+            lease.preemption_noticed = true;
+            changes.extend(fence_changes(catalog, &lease, EventKind::StartLease, now));
+        }
         (false, true) => changes.extend(fence_changes(catalog, &lease, EventKind::EndLease, now)),
         _ => {}
     }
@@ -156,4 +173,22 @@ pub fn fail_event(
             lease: Some(Box::new(lease)),
         },
     ])
+}
+
+/// Tells the preemptible consumers a lease will evict at its start, once, when the notice is
+/// due.
+fn notice(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
+    if current.notice_at().is_none_or(|at| at > now) {
+        return Vec::new();
+    }
+    let mut lease = current.clone();
+    lease.preemption_noticed = true;
+    let evicted = fence::evictions(catalog, &lease);
+    let mut changes =
+        fence::preemption_records(&lease, &evicted, "consumer.preemption_notice", now);
+    changes.push(Change::LeaseSet {
+        id: lease.id,
+        lease: Some(Box::new(lease)),
+    });
+    changes
 }

@@ -8,6 +8,7 @@ use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use crate::catalog::Attributes;
 use crate::decide::{NewHost, enroll_host, set_inventories};
 use crate::inventory::{FullReservation, Inventory};
+use crate::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
 use crate::ledger::Hold;
 use crate::name::ResourceClass;
 use crate::provider::{AttrValue, Provider};
@@ -196,6 +197,7 @@ impl World {
             before_end: None,
             reservations: specs.into_iter().map(|s| (self.id(), s)).collect(),
             event_ids: [self.id(), self.id(), self.id()],
+            notice_lead_micros: crate::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         }
     }
 
@@ -1006,10 +1008,16 @@ fn moving_a_pending_lease_moves_its_holds_and_events() {
         (EventKind::EndLease, at(40), undone),
     ];
     assert_eq!(event_times(&after), expected);
-    assert!(w.catalog.due_events(at(29)).is_empty());
+    assert!(lifecycle_due(&w, at(29)).is_empty());
+    assert_eq!(
+        lifecycle_due(&w, at(30)).first().copied(),
+        Some((at(30), EventKind::StartLease, lease.id))
+    );
+    let notice = Instant::from_micros(at(30).as_micros() - PREEMPTION_NOTICE_DEFAULT_MICROS);
     assert_eq!(
         w.catalog.next_due(),
-        Some((at(30), EventKind::StartLease, lease.id))
+        Some((notice, EventKind::PreemptionNotice, lease.id)),
+        "the preemption notice moved with the start"
     );
     w.lease((10, 20), vec![hosts(1, 1)]);
     let start_only = LeaseUpdate {
@@ -1447,7 +1455,7 @@ fn due_events_come_in_time_order_with_ends_before_starts() {
     w.host("h1");
     let first = w.lease((0, 10), vec![hosts(1, 1)]);
     let second = w.lease((10, 20), vec![hosts(1, 1)]);
-    let due = w.catalog.due_events(at(10));
+    let due = lifecycle_due(&w, at(10));
     let expected = [
         (at(0), EventKind::StartLease, first.id),
         (at(9), EventKind::BeforeEndLease, first.id),
@@ -1455,7 +1463,18 @@ fn due_events_come_in_time_order_with_ends_before_starts() {
         (at(10), EventKind::StartLease, second.id),
     ];
     assert_eq!(due, expected);
-    assert_eq!(w.catalog.next_due(), Some(expected[0]));
+    let notice =
+        |hour: i64| Instant::from_micros(at(hour).as_micros() - PREEMPTION_NOTICE_DEFAULT_MICROS);
+    assert_eq!(
+        w.catalog.next_due(),
+        Some((notice(0), EventKind::PreemptionNotice, first.id)),
+        "each lease's preemption notice comes before its start"
+    );
+    assert!(w.catalog.due_events(at(10)).contains(&(
+        notice(10),
+        EventKind::PreemptionNotice,
+        second.id
+    )));
     for (_, kind, id) in due {
         w.fire(id, kind, 10);
     }
@@ -1828,4 +1847,13 @@ fn growing_one_reservation_never_takes_what_a_sibling_holds() {
         [("h2".to_owned(), 2)],
         "the sibling keeps h2"
     );
+}
+
+/// The due lifecycle events, without the preemption notices.
+fn lifecycle_due(w: &World, now: Instant) -> Vec<(Instant, EventKind, Uuid)> {
+    w.catalog
+        .due_events(now)
+        .into_iter()
+        .filter(|(_, kind, _)| *kind != EventKind::PreemptionNotice)
+        .collect()
 }

@@ -162,11 +162,16 @@ fn keeps_hosts(old: &Reservation, spec: &ReservationSpec, hosts: &[(Uuid, u32)])
 }
 
 fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Instant) {
+    // A start moved later than the notice's lead gives notice again, at the new time.
+    if !lease.started() && window.start.as_micros() - lease.notice_lead_micros > now.as_micros() {
+        lease.preemption_noticed = false;
+    }
     for event in &mut lease.events {
         let at = match event.kind {
             EventKind::StartLease => window.start,
             EventKind::BeforeEndLease => before_end,
             EventKind::EndLease => window.end,
+            EventKind::PreemptionNotice => continue,
         };
         if at == event.at {
             continue;
