@@ -255,8 +255,10 @@ impl Berth {
         inventories: Vec<InventoryWrite>,
         writes: Vec<ConsumerWrite>,
     ) -> Result<(), AppError> {
+        let policy = self.fence_policy();
         self.write(move |catalog, now| {
-            allocation::reshape(catalog, &inventories, &writes, now).map(|c| with(c, ()))
+            allocation::reshape_with(catalog, &inventories, &writes, now, policy)
+                .map(|c| with(c, ()))
         })
         .await
     }

@@ -98,7 +98,11 @@ pub fn set_allocations(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant
 /// The reservation each write presents (named, through a reservation class, or a host
 /// reservation of its project on a host it allocates), checked: usable now by the consumer's
 /// project, and the allocations within what it holds.
-fn presented(catalog: &Catalog, write: &ConsumerWrite) -> Result<Option<Uuid>, Rejection> {
+fn presented(
+    catalog: &Catalog,
+    write: &ConsumerWrite,
+    now: Instant,
+) -> Result<Option<Uuid>, Rejection> {
     if write.allocations.is_empty() {
         return Ok(None);
     }
@@ -109,12 +113,12 @@ fn presented(catalog: &Catalog, write: &ConsumerWrite) -> Result<Option<Uuid>, R
             write
                 .allocations
                 .keys()
-                .find_map(|p| fence::host_reservation_for(catalog, *p, &write.project_id))
+                .find_map(|p| fence::host_reservation_for(catalog, *p, &write.project_id, now))
         });
     let Some(reservation) = named else {
         return Ok(None);
     };
-    let (_, found) = fence::check_presented(catalog, reservation, &write.project_id)?;
+    let (_, found) = fence::check_presented(catalog, reservation, &write.project_id, now)?;
     fence::check_within(catalog, found, write.consumer, &write.allocations)?;
     Ok(Some(reservation))
 }
@@ -127,8 +131,10 @@ fn unreserved_totals(
 ) -> BTreeMap<(Uuid, ResourceClass), (u64, u64)> {
     let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
     for (write, reservation) in writes.iter().zip(reservations) {
+        // What a borrower held is not unreserved use it may keep: it was lent, not given.
         if let Some(existing) = catalog.consumer(write.consumer)
             && existing.reservation.is_none()
+            && existing.consumer_type.as_deref() != Some(fence::PREEMPTIBLE)
         {
             for (provider, class, amount) in existing.entries() {
                 totals.entry((provider, class.clone())).or_default().0 += amount;
@@ -157,7 +163,7 @@ pub fn set_allocations_with(
 ) -> Decision {
     let reservations = writes
         .iter()
-        .map(|w| presented(catalog, w))
+        .map(|w| presented(catalog, w, now))
         .collect::<Result<Vec<_>, _>>()?;
     let mut changes = with_evictions(catalog, writes, &reservations, now)?;
     if policy == FencePolicy::Enforced {
@@ -359,6 +365,17 @@ pub fn reshape(
     writes: &[ConsumerWrite],
     now: Instant,
 ) -> Decision {
+    reshape_with(catalog, inventories, writes, now, FencePolicy::Enforced)
+}
+
+/// [`reshape`] with the fence policy the service runs with.
+pub fn reshape_with(
+    catalog: &Catalog,
+    inventories: &[InventoryWrite],
+    writes: &[ConsumerWrite],
+    now: Instant,
+    policy: FencePolicy,
+) -> Decision {
     for write in writes {
         check_generation(catalog, write)?;
     }
@@ -395,7 +412,7 @@ pub fn reshape(
             ..w.clone()
         })
         .collect();
-    let mut taken = set_allocations(&draft, &fresh, now)?;
+    let mut taken = set_allocations_with(&draft, &fresh, now, policy)?;
     for change in &mut taken {
         // Consumers keep their history: generation and creation time continue from before.
         let Change::ConsumerSet {

@@ -76,6 +76,12 @@ pub struct CandidateQuery {
     /// The request presents no reservation and may not borrow: fenced capacity (see
     /// [`crate::fence`]) is not offered.
     pub unreserved: bool,
+    /// The request presents this instance reservation: each provider offers at most what the
+    /// reservation holds there, less what its consumers use.
+    pub within: Option<Uuid>,
+    /// Reservation aggregates the request names in `member_of`: providers in them (or under a
+    /// root in them) are offered to it as to their holder, unfenced.
+    pub presented: BTreeSet<Uuid>,
 }
 
 /// One provider's part of a candidate: the amounts it gives.
@@ -124,12 +130,12 @@ struct Index<'c> {
     shared_with: HashMap<Uuid, Vec<&'c Provider>>,
     /// Whether the unsuffixed group must consider spreading over providers.
     spans: bool,
-    /// Whether fenced capacity is kept from the request.
-    fenced: bool,
+    /// What the request may use.
+    rules: Rules<'c>,
 }
 
 impl<'c> Index<'c> {
-    fn build(catalog: &'c Catalog, fenced: bool) -> Index<'c> {
+    fn build(catalog: &'c Catalog, query: &'c CandidateQuery) -> Index<'c> {
         let mut shared_with: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
         if catalog.sharing_providers().next().is_some() {
             let mut roots_by_aggregate: HashMap<Uuid, BTreeSet<Uuid>> = HashMap::new();
@@ -160,7 +166,15 @@ impl<'c> Index<'c> {
             catalog,
             shared_with,
             spans,
-            fenced,
+            rules: Rules {
+                catalog,
+                fenced: query.unreserved,
+                presented: &query.presented,
+                within: query
+                    .within
+                    .and_then(|id| crate::fence::find(catalog, id))
+                    .map(|(_, reservation)| reservation),
+            },
         }
     }
 
@@ -203,10 +217,66 @@ fn aggregates_pass(group: &Group, provider: &Provider, anchor: &Provider, spans:
     required && !forbidden
 }
 
-/// Whether `provider` can take `amount` of an interned `class` in one more allocation; a
-/// `fenced` request sees what leases keep as taken.
-fn fits(provider: &Provider, class: &ResourceClass, amount: u64, fenced: bool) -> bool {
-    let used = match fenced {
+/// What a request may use beyond plain capacity: whether it sees fenced capacity as taken,
+/// and the instance reservation it is confined to.
+#[derive(Clone, Copy)]
+struct Rules<'c> {
+    catalog: &'c Catalog,
+    fenced: bool,
+    within: Option<&'c crate::lease::Reservation>,
+    presented: &'c BTreeSet<Uuid>,
+}
+
+impl Rules<'_> {
+    /// Whether the fence applies to `provider` for this request.
+    fn fences(&self, provider: &Provider) -> bool {
+        if !self.fenced {
+            return false;
+        }
+        if self.presented.is_empty() {
+            return true;
+        }
+        let named = |p: &Provider| !self.presented.is_disjoint(p.aggregates());
+        let root = self.catalog.provider(provider.root());
+        !(named(provider) || root.is_some_and(named))
+    }
+
+    /// Whether `amount` of `class` on `provider` stays within the reservation's share there.
+    fn within_share(&self, provider: &Provider, class: &ResourceClass, amount: u64) -> bool {
+        let Some(reservation) = self.within else {
+            return true;
+        };
+        let Some((_, slots)) = reservation
+            .hosts
+            .iter()
+            .find(|(h, _)| *h == provider.uuid())
+        else {
+            return false;
+        };
+        let crate::lease::ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            disk_gb,
+            ..
+        } = &reservation.spec
+        else {
+            return true;
+        };
+        let share = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, u64::from(*slots));
+        let Some((_, limit)) = share.iter().find(|(c, _)| c == class) else {
+            return true;
+        };
+        let used = self
+            .catalog
+            .reserved_use(reservation.id, provider.uuid(), class, Uuid::nil());
+        used + amount <= *limit
+    }
+}
+
+/// Whether `provider` can take `amount` of an interned `class` in one more allocation under
+/// `rules`.
+fn fits(provider: &Provider, class: &ResourceClass, amount: u64, rules: &Rules<'_>) -> bool {
+    let used = match rules.fences(provider) {
         true if provider.fence().whole => return false,
         true => provider.used_unreserved_interned(class),
         false => provider.used_interned(class),
@@ -214,6 +284,7 @@ fn fits(provider: &Provider, class: &ResourceClass, amount: u64, fenced: bool) -
     provider
         .inventory_interned(class)
         .is_some_and(|record| record.admits(used, amount))
+        && rules.within_share(provider, class, amount)
 }
 
 /// Units of `class` a request must treat as taken on `provider`.
@@ -229,14 +300,14 @@ fn single_provider_options<'c>(
     group: &'c Group,
     pool: &[(&'c Provider, &'c Provider)],
     spans: bool,
-    fenced: bool,
+    rules: &Rules<'_>,
 ) -> Vec<GroupOption<'c>> {
     let mut options = Vec::new();
     for (provider, anchor) in pool {
         let fits = group
             .resources
             .iter()
-            .all(|(class, amount)| fits(provider, class, *amount, fenced));
+            .all(|(class, amount)| fits(provider, class, *amount, rules));
         if !fits
             || !group.traits.admits(provider.traits())
             || !aggregates_pass(group, provider, anchor, spans)
@@ -262,7 +333,7 @@ fn spanning_options<'c>(
     group: &'c Group,
     pool: &[(&'c Provider, &'c Provider)],
     budget: &mut usize,
-    fenced: bool,
+    rules: &Rules<'_>,
 ) -> Vec<GroupOption<'c>> {
     let mut per_class: Vec<Vec<(&Provider, &ResourceClass, u64)>> =
         Vec::with_capacity(group.resources.len());
@@ -270,7 +341,7 @@ fn spanning_options<'c>(
         let eligible: Vec<_> = pool
             .iter()
             .filter(|(provider, anchor)| {
-                fits(provider, class, *amount, fenced)
+                fits(provider, class, *amount, rules)
                     && group.traits.forbidden.is_disjoint(provider.traits())
                     && aggregates_pass(group, provider, anchor, true)
             })
@@ -452,7 +523,7 @@ fn single(
     group: &Group,
     provider: &Provider,
     resources: &Arc<[(ResourceClass, u64)]>,
-    fenced: bool,
+    rules: &Rules<'_>,
 ) -> Option<Candidate> {
     // Cheapest refusals first: aggregates and traits are set lookups, capacity is arithmetic.
     if !group.member_of.admits(provider.aggregates())
@@ -460,7 +531,7 @@ fn single(
         || !group
             .resources
             .iter()
-            .all(|(class, amount)| fits(provider, class, *amount, fenced))
+            .all(|(class, amount)| fits(provider, class, *amount, rules))
     {
         return None;
     }
@@ -498,7 +569,7 @@ fn interned(catalog: &Catalog, query: &CandidateQuery) -> CandidateQuery {
 pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candidates {
     let canonical = interned(catalog, query);
     let query = &canonical;
-    let index = Index::build(catalog, query.unreserved);
+    let index = Index::build(catalog, query);
     let limit = query
         .limit
         .unwrap_or(usize::MAX)
@@ -519,7 +590,7 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
             .roots()
             .filter(|r| query.root_required.admits(r.traits()))
         {
-            let Some(candidate) = single(group, root, &resources, query.unreserved) else {
+            let Some(candidate) = single(group, root, &resources, &index.rules) else {
                 continue;
             };
             out.candidates.push(candidate);
@@ -608,8 +679,8 @@ fn group_options<'c>(
     }
     let spans = group.is_unsuffixed() && index.spans;
     match (spans, group.resources.is_empty()) {
-        (true, false) => spanning_options(group, &pool, budget, index.fenced),
-        _ => single_provider_options(group, &pool, spans, index.fenced),
+        (true, false) => spanning_options(group, &pool, budget, &index.rules),
+        _ => single_provider_options(group, &pool, spans, &index.rules),
     }
 }
 

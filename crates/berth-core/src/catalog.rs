@@ -459,15 +459,24 @@ impl Catalog {
         }
     }
 
-    /// Recomputes the fence of the providers among `hosts` (floating IPs are not providers).
+    /// Recomputes the fence of the providers among `hosts` (floating IPs are not providers);
+    /// a provider nested under a host held whole is held whole with it.
     fn refence(&mut self, hosts: BTreeSet<Uuid>) {
         for host in hosts {
+            if !self.providers.contains_key(&host) {
+                continue;
+            }
             let fence = crate::fence::fence_of(self, host);
             let amounts = fence
                 .amounts
                 .into_iter()
                 .map(|(class, n)| (self.intern(&class), n))
                 .collect();
+            for nested in self.subtree(host).into_iter().skip(1) {
+                if let Some(child) = self.providers.get_mut(&nested) {
+                    child.fence.whole = fence.whole;
+                }
+            }
             if let Some(provider) = self.providers.get_mut(&host) {
                 provider.fence = crate::provider::Fence {
                     whole: fence.whole,
@@ -643,7 +652,13 @@ impl Catalog {
         self.by_name.insert(row.name.clone(), row.uuid);
         self.by_id.insert(row.id, row.uuid);
         self.next_id = self.next_id.max(row.id + 1);
-        self.providers.insert(row.uuid, Provider::from_row(row));
+        let whole = row
+            .parent
+            .and_then(|parent| self.providers.get(&parent))
+            .is_some_and(|parent| parent.fence.whole);
+        let mut provider = Provider::from_row(row);
+        provider.fence.whole = whole;
+        self.providers.insert(provider.uuid, provider);
     }
 
     fn intern(&mut self, class: &ResourceClass) -> ResourceClass {

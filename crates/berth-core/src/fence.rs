@@ -98,6 +98,7 @@ pub fn check_presented<'c>(
     catalog: &'c Catalog,
     reservation: Uuid,
     project: &str,
+    now: Instant,
 ) -> Result<(&'c Lease, &'c Reservation), Rejection> {
     let unavailable = |reason: &'static str| Rejection::ReservationUnavailable {
         reservation,
@@ -107,10 +108,10 @@ pub fn check_presented<'c>(
     if lease.project_id != project {
         return Err(Rejection::ReservationForbidden(reservation));
     }
-    if lease.ended() {
+    if lease.ended() || now >= lease.end {
         return Err(unavailable("ended"));
     }
-    if !lease.started() {
+    if !lease.started() || now < lease.start {
         return Err(unavailable("not_started"));
     }
     Ok((lease, found))
@@ -118,10 +119,16 @@ pub fn check_presented<'c>(
 
 /// The active host reservation of `project` holding `provider`, if there is one: a consumer of
 /// that project allocating there presents it without naming it.
-pub fn host_reservation_for(catalog: &Catalog, provider: Uuid, project: &str) -> Option<Uuid> {
+pub fn host_reservation_for(
+    catalog: &Catalog,
+    provider: Uuid,
+    project: &str,
+    now: Instant,
+) -> Option<Uuid> {
     catalog
         .leases_holding(provider)
         .filter(|lease| lease.project_id == project && lease.started() && !lease.ended())
+        .filter(|lease| lease.start <= now && now < lease.end)
         .flat_map(|lease| lease.reservations.iter())
         .find(|r| {
             matches!(r.spec, ReservationSpec::Host { .. })

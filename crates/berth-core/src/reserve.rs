@@ -150,11 +150,23 @@ impl<'c> Pool<'c> {
         let uuid = provider.uuid();
         !self.whole.contains(&uuid)
             && !self.added.contains_key(&uuid)
-            && (held || !provider.has_usage())
+            && (held || !self.subtree_in_use(provider))
             && self
                 .catalog
                 .ledger()
                 .is_free(uuid, self.window, self.excluding)
+    }
+
+    /// Whether the host or a provider nested under it has allocations.
+    fn subtree_in_use(&self, provider: &Provider) -> bool {
+        provider.has_usage()
+            || (self.catalog.has_nested()
+                && self
+                    .catalog
+                    .subtree(provider.uuid())
+                    .iter()
+                    .filter_map(|uuid| self.catalog.provider(*uuid))
+                    .any(Provider::has_usage))
     }
 
     /// Instance slots of the given size `host` offers over the window.

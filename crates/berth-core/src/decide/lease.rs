@@ -248,6 +248,9 @@ pub fn create_lease(
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     check_name(&new.name)?;
     let window = check_window(new.start, new.end)?;
+    if window.end <= now {
+        return Err(bad("End date must be later than current date."));
+    }
     let before_end = before_end_at(window, new.before_end)?;
     if new.reservations.len() > RESERVATIONS_PER_LEASE_MAX {
         return Err(Rejection::TooMany("reservations"));

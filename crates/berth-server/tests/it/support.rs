@@ -21,6 +21,8 @@ pub(crate) struct Options {
     pub(crate) auth: Option<AuthMode>,
     pub(crate) tokens: Option<PathBuf>,
     pub(crate) demo: bool,
+    /// `--fence-unreserved`; `None` keeps the default (enforced).
+    pub(crate) fence_unreserved: Option<bool>,
 }
 
 /// A caller in `headers` auth mode: project, user and comma-separated roles.
@@ -53,6 +55,7 @@ impl TestApp {
             auth: options.auth,
             tokens: options.tokens,
             demo: options.demo,
+            fence_unreserved: options.fence_unreserved,
             ..ServeArgs::default()
         };
         let config = Config::from_args(&args).expect("config");

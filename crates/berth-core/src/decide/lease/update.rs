@@ -256,6 +256,9 @@ fn readmit(
     horizon_end: Instant,
 ) -> Result<(), Rejection> {
     let window = new_window(current, update)?;
+    if window.end <= now && update.end.is_some() {
+        return Err(bad("End date must be later than current date."));
+    }
     let before_end = new_before_end(current, window, update.before_end)?;
     let specs = new_specs(catalog, current, update)?;
     let want = wanted(

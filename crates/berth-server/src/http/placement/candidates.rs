@@ -88,6 +88,7 @@ fn parse(
     mv: Microversion,
     catalog: &Catalog,
     fence: FencePolicy,
+    now: berth_core::Instant,
 ) -> Result<Parsed, ApiError> {
     let mut raw: BTreeMap<&str, RawGroup<'_>> = BTreeMap::new();
     let (mut limit, mut policy, mut root_required, mut same_subtree) =
@@ -119,10 +120,11 @@ fn parse(
         groups.push(parse_group(suffix, group, mv, catalog, &same_subtree)?);
     }
     if let Some(reservation) = reservation {
-        present(catalog, reservation, &mut groups)?;
+        present(catalog, reservation, &mut groups, now)?;
     }
-    let presents = groups.iter().any(|g| presents_reservation(catalog, g));
-    let unreserved = fence == FencePolicy::Enforced && !presents && !preemptible;
+    let within = confined_to(catalog, reservation, &groups);
+    let unreserved = fence == FencePolicy::Enforced && within.is_none() && !preemptible;
+    let presented = presented_aggregates(catalog, &groups);
     let mut requested = BTreeSet::new();
     for group in &groups {
         requested.extend(group.resources.iter().map(|(class, _)| class.clone()));
@@ -174,6 +176,8 @@ fn parse(
         limit,
         nested_aware: mv.at_least(29),
         unreserved,
+        within,
+        presented,
     };
     Ok(Parsed { query, requested })
 }
@@ -244,14 +248,19 @@ fn parse_preemptible(value: &str, mv: Microversion) -> Result<bool, ApiError> {
 /// `reservation=<id>` (a berth extension): the request presents a running reservation, so it
 /// gets candidates only inside it: a host reservation's aggregate, or an instance
 /// reservation's class (one slot).
-fn present(catalog: &Catalog, reservation: Uuid, groups: &mut [Group]) -> Result<(), ApiError> {
+fn present(
+    catalog: &Catalog,
+    reservation: Uuid,
+    groups: &mut [Group],
+    now: berth_core::Instant,
+) -> Result<(), ApiError> {
     let (lease, found) = berth_core::fence::find(catalog, reservation).ok_or_else(|| {
         to_api_error(&Rejection::ReservationUnavailable {
             reservation,
             reason: "unknown",
         })
     })?;
-    berth_core::fence::check_presented(catalog, reservation, &lease.project_id)
+    berth_core::fence::check_presented(catalog, reservation, &lease.project_id, now)
         .map_err(|r| to_api_error(&r))?;
     let Some(group) = groups.iter_mut().min_by_key(|g| !g.is_unsuffixed()) else {
         return Ok(());
@@ -273,19 +282,31 @@ fn present(catalog: &Catalog, reservation: Uuid, groups: &mut [Group]) -> Result
     Ok(())
 }
 
-/// Whether a group names a reservation: its aggregate in `member_of`, or its class.
-fn presents_reservation(catalog: &Catalog, group: &Group) -> bool {
-    let by_aggregate = group
-        .member_of
-        .required
+/// The instance reservation a query presents (named, or by its class): it gets no more than
+/// the reservation holds on each host.
+fn confined_to(catalog: &Catalog, named: Option<Uuid>, groups: &[Group]) -> Option<Uuid> {
+    named
+        .or_else(|| {
+            groups
+                .iter()
+                .flat_map(|g| g.resources.iter())
+                .find_map(|(class, _)| berth_core::fence::reservation_of_class(class))
+        })
+        .filter(|id| {
+            berth_core::fence::find(catalog, *id)
+                .is_some_and(|(_, r)| matches!(r.spec, ReservationSpec::Instance { .. }))
+        })
+}
+
+/// The reservation aggregates a query names in `member_of`: providers in them are offered as
+/// to their holder (the rest of the query stays fenced).
+fn presented_aggregates(catalog: &Catalog, groups: &[Group]) -> BTreeSet<Uuid> {
+    groups
         .iter()
-        .flatten()
-        .any(|agg| catalog.lease_of_reservation(*agg).is_some());
-    let by_class = group
-        .resources
-        .iter()
-        .any(|(class, _)| berth_core::fence::reservation_of_class(class).is_some());
-    by_aggregate || by_class
+        .flat_map(|g| g.member_of.required.iter().flatten())
+        .filter(|agg| catalog.lease_of_reservation(**agg).is_some())
+        .copied()
+        .collect()
 }
 
 fn parse_same_subtree(
@@ -551,10 +572,11 @@ async fn list(
     caller.require_admin()?;
     let pairs = query::pairs(raw.as_deref())?;
     let fence = state.berth.fence_policy();
+    let now = state.berth.now();
     let (bytes, truncated) = state
         .berth
         .read(|catalog| {
-            let parsed = parse(&pairs, mv, catalog, fence)?;
+            let parsed = parse(&pairs, mv, catalog, fence, now)?;
             let found = candidates::allocation_candidates(catalog, &parsed.query);
             Ok::<_, ApiError>((
                 render(catalog, &found, mv, &parsed.requested),
