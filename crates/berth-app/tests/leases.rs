@@ -366,3 +366,217 @@ async fn preemptible_consumers_get_notice_then_make_way_for_a_reservation() {
         "the reservation starts with its full host"
     );
 }
+
+/// A store that loses the next commits on demand, as a process killed before its commit would.
+#[derive(Clone)]
+struct CrashingStore {
+    inner: MemStore,
+    crashes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl berth_store::Store for CrashingStore {
+    fn backend(&self) -> &'static str {
+        "crashing"
+    }
+    async fn ping(&self) -> Result<(), berth_store::StoreError> {
+        self.inner.ping().await
+    }
+    async fn catalog_seq(&self) -> Result<u64, berth_store::StoreError> {
+        self.inner.catalog_seq().await
+    }
+    async fn load_catalog(
+        &self,
+    ) -> Result<berth_core::catalog::CatalogRows, berth_store::StoreError> {
+        self.inner.load_catalog().await
+    }
+    async fn begin_write(&self) -> Result<Box<dyn berth_store::WriteTx>, berth_store::StoreError> {
+        let tx = self.inner.begin_write().await?;
+        Ok(Box::new(CrashingTx {
+            inner: tx,
+            crashes: Arc::clone(&self.crashes),
+        }))
+    }
+    async fn lease_records(
+        &self,
+        lease: Uuid,
+    ) -> Result<Vec<berth_core::lease::LeaseRecord>, berth_store::StoreError> {
+        self.inner.lease_records(lease).await
+    }
+    async fn records_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, berth_core::lease::LeaseRecord)>, berth_store::StoreError> {
+        self.inner.records_after(seq, limit).await
+    }
+}
+
+struct CrashingTx {
+    inner: Box<dyn berth_store::WriteTx>,
+    crashes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl berth_store::WriteTx for CrashingTx {
+    async fn catalog_seq(&mut self) -> Result<u64, berth_store::StoreError> {
+        self.inner.catalog_seq().await
+    }
+    async fn load_catalog(
+        &mut self,
+    ) -> Result<berth_core::catalog::CatalogRows, berth_store::StoreError> {
+        self.inner.load_catalog().await
+    }
+    async fn persist(
+        &mut self,
+        changes: &[berth_core::Change],
+        now: Instant,
+    ) -> Result<(), berth_store::StoreError> {
+        self.inner.persist(changes, now).await
+    }
+    async fn commit(self: Box<Self>) -> Result<u64, berth_store::StoreError> {
+        let pending = self.crashes.load(Ordering::SeqCst);
+        if pending > 0 {
+            self.crashes.store(pending - 1, Ordering::SeqCst);
+            // Dropping the transaction without committing: nothing of it survives.
+            return Err(berth_store::StoreError::Busy);
+        }
+        self.inner.commit().await
+    }
+}
+
+/// What the store holds about a lease's fence: status, aggregate members, class inventories,
+/// consumers of the reservation.
+async fn stored_fence(store: &MemStore, lease: Uuid) -> (LeaseStatus, usize, usize, usize) {
+    let catalog = berth_core::Catalog::from_rows(
+        berth_store::Store::load_catalog(store).await.expect("load"),
+    );
+    let stored = catalog.lease(lease).expect("the lease is stored");
+    let reservation = stored.reservations[0].id;
+    let class = berth_core::fence::reservation_class(reservation);
+    let members = catalog
+        .providers()
+        .filter(|p| p.aggregates().contains(&reservation))
+        .count();
+    let inventories = catalog
+        .providers()
+        .filter(|p| p.inventories().contains_key(&class))
+        .count();
+    let consumers = catalog.consumers_of_reservation(reservation).len();
+    (stored.status, members, inventories, consumers)
+}
+
+/// A service over `store` whose next commits can be lost on demand.
+async fn crashing(
+    store: &MemStore,
+    clock: &ManualClock,
+    crashes: &Arc<std::sync::atomic::AtomicUsize>,
+    first_id: u64,
+) -> Berth {
+    let store = CrashingStore {
+        inner: store.clone(),
+        crashes: Arc::clone(crashes),
+    };
+    Berth::open(
+        Arc::new(store),
+        Arc::new(clock.clone()),
+        Arc::new(CountingIds(AtomicU64::new(first_id))),
+    )
+    .await
+    .expect("open")
+}
+
+/// A holder of `reservation` (presented by its class) taking one slot of 2 VCPU on `h1`.
+async fn hold_a_slot(berth: &Berth, reservation: Uuid) {
+    let host = berth
+        .read(|c| c.provider_by_name("h1").map(berth_core::Provider::uuid))
+        .await
+        .expect("read")
+        .expect("h1");
+    let class = berth_core::fence::reservation_class(reservation);
+    let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
+    let holder = berth_core::allocation::ConsumerWrite {
+        consumer: Uuid::from_u128(777),
+        project_id: "p1".into(),
+        user_id: "u1".into(),
+        consumer_type: None,
+        generation: berth_core::allocation::ConsumerGeneration::New,
+        allocations: BTreeMap::from([(host, BTreeMap::from([(class, 1), (vcpu, 2)]))]),
+        reservation: None,
+    };
+    berth
+        .set_allocations(vec![holder])
+        .await
+        .expect("presented");
+}
+
+#[tokio::test]
+async fn a_crash_at_start_or_end_leaves_all_or_nothing_and_the_retry_finishes() {
+    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let crashes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let berth = crashing(&store, &clock, &crashes, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    let instances = ReservationSpec::Instance {
+        vcpus: 2,
+        memory_mb: 1024,
+        disk_gb: 1,
+        amount: 2,
+        affinity: Affinity::Any,
+        resource_properties: String::new(),
+    };
+    let created = berth
+        .create_lease(lease(T0 + SECOND, T0 + 2 * SECOND, vec![instances]))
+        .await
+        .expect("admitted");
+
+    // The start is lost once: nothing of it is stored; the retry raises the whole fence.
+    clock.set(T0 + SECOND);
+    crashes.store(1, Ordering::SeqCst);
+    assert!(
+        berth.fire_due_events().await.is_err(),
+        "the commit was lost"
+    );
+    assert_eq!(
+        stored_fence(&store, created.id).await,
+        (LeaseStatus::Pending, 0, 0, 0)
+    );
+    let restarted = replica(&store, &clock, 1_000).await;
+    restarted.fire_due_events().await.expect("the retry fires");
+    assert_eq!(
+        stored_fence(&store, created.id).await,
+        (LeaseStatus::Active, 1, 1, 0)
+    );
+    hold_a_slot(&restarted, created.reservations[0].id).await;
+    assert_eq!(
+        stored_fence(&store, created.id).await,
+        (LeaseStatus::Active, 1, 1, 1)
+    );
+
+    // The end is lost once: the lease, its fence and its consumer are all still there; the
+    // retry lowers everything together.
+    clock.set(T0 + 2 * SECOND);
+    let again = crashing(&store, &clock, &crashes, 2_000).await;
+    crashes.store(1, Ordering::SeqCst);
+    assert!(
+        again.fire_due_events().await.is_err(),
+        "the commit was lost"
+    );
+    assert_eq!(
+        stored_fence(&store, created.id).await,
+        (LeaseStatus::Active, 1, 1, 1)
+    );
+    again.fire_due_events().await.expect("the retry fires");
+    assert_eq!(
+        stored_fence(&store, created.id).await,
+        (LeaseStatus::Terminated, 0, 0, 0)
+    );
+    let records = kinds(&again, created.id).await;
+    assert_eq!(
+        records
+            .iter()
+            .filter(|k| *k == "consumer.terminated")
+            .count(),
+        1,
+        "{records:?}"
+    );
+}

@@ -104,9 +104,87 @@ fn candidates(c: &mut Criterion) {
     });
 }
 
+/// Fences the last 20% of the providers with 1,000 running reservations: 500 host reservations
+/// (one provider each, held whole) and 500 instance reservations (two 4-VCPU slots each).
+fn fence_fifth(catalog: &mut Catalog, n: usize) {
+    use berth_core::lease::{
+        Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
+    };
+    let now = Instant::from_micros(1);
+    for (k, idx) in (n - n / 5..n).enumerate() {
+        let host = Uuid::from_u128(0x1000_0000 + idx as u128);
+        let spec = match k % 2 {
+            0 => ReservationSpec::Host {
+                min: 1,
+                max: 1,
+                hypervisor_properties: String::new(),
+                resource_properties: String::new(),
+                before_end: "default".into(),
+            },
+            _ => ReservationSpec::Instance {
+                vcpus: 4,
+                memory_mb: 4096,
+                disk_gb: 10,
+                amount: 2,
+                affinity: Affinity::Any,
+                resource_properties: String::new(),
+            },
+        };
+        let reservation = Reservation {
+            id: Uuid::from_u128(0x5000_0000 + k as u128),
+            spec,
+            status: ReservationStatus::Active,
+            hosts: vec![(host, if k % 2 == 0 { 1 } else { 2 })],
+            floating_ips: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        let lease = Lease {
+            id: Uuid::from_u128(0x6000_0000 + k as u128),
+            name: format!("fence{k}"),
+            project_id: "p".into(),
+            user_id: "u".into(),
+            start: now,
+            end: Instant::from_micros(1_000_000_000_000),
+            status: LeaseStatus::Active,
+            status_reason: None,
+            degraded: false,
+            reservations: vec![reservation],
+            events: Vec::new(),
+            notice_lead_micros: 0,
+            preemption_noticed: true,
+            created_at: now,
+            updated_at: now,
+        };
+        catalog.apply(&[berth_core::Change::LeaseSet {
+            id: lease.id,
+            lease: Some(Box::new(lease)),
+        }]);
+    }
+}
+
+/// The same query with a fifth of the providers fenced by 1,000 running reservations, asked by a
+/// consumer that presents none (the fence is checked on every provider).
+fn candidates_fenced(c: &mut Criterion) {
+    let mut catalog = catalog(5_000);
+    fence_fifth(&mut catalog, 5_000);
+    let all = CandidateQuery {
+        unreserved: true,
+        ..query(None)
+    };
+    assert_eq!(
+        allocation_candidates(&catalog, &all).candidates.len(),
+        3_250 - 500,
+        "the 500 providers held whole are not offered"
+    );
+    c.bench_function("candidates_5000_all_fenced_fifth", |b| {
+        b.iter(|| allocation_candidates(black_box(&catalog), black_box(&all)))
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
-    targets = candidates
+    targets = candidates, candidates_fenced
 }
 criterion_main!(benches);

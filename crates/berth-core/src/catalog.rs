@@ -88,7 +88,8 @@ pub struct Catalog {
     /// One shared instance of every class name in inventories and usages.
     classes: std::collections::HashSet<ResourceClass>,
     next_id: i64,
-    leases: HashMap<Uuid, Lease>,
+    /// Shared, so that copying the catalog (the writers' working copy) does not copy leases.
+    leases: HashMap<Uuid, std::sync::Arc<Lease>>,
     /// What the leases hold, indexed by host and time.
     ledger: Ledger,
     /// Lifecycle events not yet fired, by due time.
@@ -151,9 +152,12 @@ impl Catalog {
         for fip in rows.floating_ips {
             catalog.floating_ips.insert(fip.id, fip);
         }
+        // Fences are computed once per host at the end, not once per lease.
+        let mut touched = BTreeSet::new();
         for lease in rows.leases {
-            catalog.insert_lease(lease);
+            touched.append(&mut catalog.insert_lease_unfenced(lease));
         }
+        catalog.refence(touched);
         catalog.private_properties = rows.private_properties.into_iter().collect();
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
@@ -418,12 +422,17 @@ impl Catalog {
     }
 
     fn insert_lease(&mut self, lease: Lease) {
+        let touched = self.insert_lease_unfenced(lease);
+        self.refence(touched);
+    }
+
+    /// Inserts a lease and returns the hosts whose fence must be recomputed.
+    fn insert_lease_unfenced(&mut self, lease: Lease) -> BTreeSet<Uuid> {
         let mut touched = BTreeSet::new();
         for hold in lease.holds() {
             touched.insert(hold.host);
             self.ledger.add(hold);
         }
-        self.refence(touched);
         for reservation in &lease.reservations {
             self.reservation_leases.insert(reservation.id, lease.id);
         }
@@ -432,11 +441,12 @@ impl Catalog {
                 .pending_events()
                 .map(|(at, kind)| (at, kind, lease.id)),
         );
-        let previous = self.leases.insert(lease.id, lease);
+        let previous = self.leases.insert(lease.id, std::sync::Arc::new(lease));
         assert!(
             previous.is_none(),
             "invariant: a lease is removed before it is replaced"
         );
+        touched
     }
 
     fn remove_lease(&mut self, id: Uuid) {
@@ -491,6 +501,7 @@ impl Catalog {
         self.reservation_leases
             .get(&reservation)
             .and_then(|id| self.leases.get(id))
+            .map(|lease| &**lease)
     }
 
     /// The leases holding something on `provider`, now or later.
@@ -506,7 +517,8 @@ impl Catalog {
             .into_iter()
             .filter_map(|hold| self.reservation_leases.get(&hold.reservation).copied())
             .collect();
-        ids.into_iter().filter_map(|id| self.leases.get(&id))
+        ids.into_iter()
+            .filter_map(|id| self.leases.get(&id).map(|lease| &**lease))
     }
 
     /// The consumers presenting a reservation.
@@ -538,12 +550,12 @@ impl Catalog {
 
     /// One lease.
     pub fn lease(&self, id: Uuid) -> Option<&Lease> {
-        self.leases.get(&id)
+        self.leases.get(&id).map(|lease| &**lease)
     }
 
     /// Every lease, in no particular order.
     pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.values()
+        self.leases.values().map(|lease| &**lease)
     }
 
     /// What the leases hold, by host and time.
@@ -783,7 +795,11 @@ impl Catalog {
             .iter()
             .map(|(u, c)| (*u, c.clone()))
             .collect();
-        rows.leases = self.leases.values().cloned().collect();
+        rows.leases = self
+            .leases
+            .values()
+            .map(|lease| (**lease).clone())
+            .collect();
         rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.private_properties = self.private_properties.iter().cloned().collect();
         rows.normalize();

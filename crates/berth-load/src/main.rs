@@ -1,11 +1,13 @@
 //! `berth-load`: a small load generator for Placement-compatible servers (berth or OpenStack
-//! Placement). It populates providers, times GETs and drives allocation writes, always against one
-//! loopback URL and always bounded by a request count and a `--max-seconds` deadline.
+//! Placement). It populates providers, times GETs and drives allocation writes, and on berth's
+//! Blazar surface creates leases; always against one loopback URL and always bounded by a request
+//! count and a `--max-seconds` deadline.
 #![forbid(unsafe_code)]
 
 mod allocations;
 mod client;
 mod get;
+mod leases;
 mod pool;
 mod populate;
 mod stats;
@@ -28,7 +30,8 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Args, Clone)]
 struct Common {
-    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement (loopback addresses only).
+    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement; for `create-leases`, the
+    /// server's base URL, e.g. http://127.0.0.1:8778 (loopback addresses only).
     #[arg(long)]
     url: String,
     /// Hard deadline for the whole run, in seconds.
@@ -83,6 +86,23 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Blazar: enroll H hosts, then POST R leases (one small instance reservation each).
+    CreateLeases {
+        #[command(flatten)]
+        common: Common,
+        /// Hosts to enroll first (already enrolled ones are kept).
+        #[arg(long, default_value_t = 100)]
+        hosts: usize,
+        /// Leases to create.
+        #[arg(long, default_value_t = 5000)]
+        leases: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Moves every window later; change it to create again on the same server.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -125,6 +145,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
         } => {
             let target = client::Target::new(&common)?;
             allocations::run(&target, requests, concurrency, seed).await
+        }
+        Command::CreateLeases {
+            common,
+            hosts,
+            leases,
+            concurrency,
+            seed,
+        } => {
+            let target = client::Target::new(&common)?;
+            leases::run(&target, hosts, leases, concurrency, seed).await
         }
     }
 }

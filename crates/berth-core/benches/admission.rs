@@ -1,0 +1,382 @@
+//! Lease admission over large catalogs, and the memory the ledger and the leases take.
+//!
+//! Each catalog holds H hosts (ten zones `az0`..`az9`, VCPU 64, MEMORY_MB 262,144, DISK_GB
+//! 2,000 each, enrolled through `decide::enroll_host`) and R existing leases applied as
+//! `Change::LeaseSet`: each one instance reservation of 1-2 slots (1-4 VCPUs, 2 GiB of memory
+//! and 10 GB of disk per VCPU) on one host, its window starting anywhere in one year and its
+//! length chosen so that a host carries about 7 reservations at any instant, whatever H and R
+//! (hosts busy, not full). Pseudo-random choices come from a seeded generator, so every run
+//! builds the same catalogs.
+//!
+//! The benchmark is `decide::lease::create_lease` for 10 anti-affine instances (VCPU 2,
+//! MEMORY_MB 4096, DISK_GB 20) in `az3` over one day in the middle of the year (`admit`), and
+//! the same with one instance more than `az3` has hosts (`refuse`: every `az3` host is visited,
+//! then the counter-offer is searched). Criterion gives the median; each cell also times single
+//! decisions with `std::time::Instant` and prints p50/p99. Before the grid, the memory of 1,000,000 holds in a fresh `Ledger` and of a
+//! whole catalog with 1,000,000 leases is measured from the process's resident set.
+//!
+//! `-- --test` (smoke mode) runs small sizes only.
+
+use berth_core::Catalog;
+use berth_core::decide::lease::{NewLease, create_lease};
+use berth_core::decide::{self, NewHost};
+use berth_core::lease::{
+    Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
+    ReservationStatus,
+};
+use berth_core::ledger::{Ledger, Window};
+use berth_core::{Change, Instant, ResourceClass};
+use criterion::{BenchmarkId, Criterion};
+use std::hint::black_box;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// 2027-01-01T00:00:00Z: "now", and the start of the year the windows are spread over.
+const T0: i64 = 1_798_761_600_000_000;
+const HOUR: i64 = 3_600_000_000;
+const DAY: i64 = 24 * HOUR;
+const YEAR: i64 = 365 * DAY;
+/// Reservations covering a host at an average instant (by the mean window length).
+const CONCURRENT_PER_HOST: f64 = 7.0;
+/// Leases applied per `Catalog::apply` call while building.
+const CHUNK: usize = 1_000;
+const ZONES: usize = 10;
+const HOST_NAMESPACE: u128 = 0x4057 << 64;
+const LEASE_NAMESPACE: u128 = 0x1ea5e << 64;
+
+/// A small seeded generator (SplitMix64): deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A catalog of `hosts` enrolled hosts, and their uuids in enrolment order.
+fn enroll(hosts: usize) -> (Catalog, Vec<Uuid>) {
+    let mut catalog = Catalog::new();
+    let at = Instant::from_micros(T0 - YEAR);
+    let mut uuids = Vec::with_capacity(hosts);
+    for idx in 0..hosts {
+        let uuid = Uuid::from_u128(HOST_NAMESPACE | idx as u128);
+        let new = NewHost {
+            name: format!("cn{idx:05}"),
+            uuid,
+            vcpus: Some(64),
+            memory_mb: Some(262_144),
+            local_gb: Some(2_000),
+            availability_zone: Some(format!("az{}", idx % ZONES)),
+            hypervisor_type: None,
+            service_name: None,
+            attributes: Default::default(),
+            reservable: true,
+        };
+        let changes = decide::enroll_host(&catalog, &new, at).expect("enroll");
+        catalog.apply(&changes);
+        uuids.push(uuid);
+    }
+    (catalog, uuids)
+}
+
+/// Mean window length that keeps [`CONCURRENT_PER_HOST`] reservations on a host on average,
+/// between one hour and half a year.
+fn mean_duration(hosts: usize, reservations: usize) -> i64 {
+    let years = CONCURRENT_PER_HOST * hosts as f64 / reservations.max(1) as f64;
+    ((years * YEAR as f64) as i64).clamp(HOUR, YEAR / 2)
+}
+
+/// Synthetic lease number `idx`: one instance reservation of 1-2 slots on one random host.
+fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Lease {
+    let id = |part: u128| Uuid::from_u128(LEASE_NAMESPACE | ((idx as u128) << 3) | part);
+    let vcpus = 1 + rng.below(4);
+    let slots = 1 + rng.below(2) as u32;
+    let host = hosts[rng.below(hosts.len() as u64) as usize];
+    let length = mean / 2 + rng.below(mean as u64) as i64;
+    let start = Instant::from_micros(T0 + rng.below(YEAR as u64) as i64);
+    let end = Instant::from_micros(start.as_micros() + length);
+    let now = Instant::from_micros(T0);
+    let event = |part, kind, at| LeaseEvent {
+        id: id(part),
+        kind,
+        at,
+        status: EventStatus::Undone,
+        created_at: now,
+        updated_at: now,
+    };
+    Lease {
+        id: id(0),
+        name: format!("lease-{idx}"),
+        project_id: "project".into(),
+        user_id: "user".into(),
+        start,
+        end,
+        status: LeaseStatus::Pending,
+        status_reason: None,
+        degraded: false,
+        reservations: vec![Reservation {
+            id: id(1),
+            spec: ReservationSpec::Instance {
+                vcpus,
+                memory_mb: vcpus * 2_048,
+                disk_gb: vcpus * 10,
+                amount: slots,
+                affinity: Affinity::Any,
+                resource_properties: String::new(),
+            },
+            status: ReservationStatus::Pending,
+            hosts: vec![(host, slots)],
+            floating_ips: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        }],
+        events: vec![
+            event(2, EventKind::StartLease, start),
+            event(
+                3,
+                EventKind::BeforeEndLease,
+                Instant::from_micros(end.as_micros() - HOUR),
+            ),
+            event(4, EventKind::EndLease, end),
+        ],
+        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        preemption_noticed: false,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Applies `count` synthetic leases to `catalog`, [`CHUNK`] per `apply`.
+fn add_leases(catalog: &mut Catalog, hosts: &[Uuid], count: usize, seed: u64) {
+    let mut rng = Rng(seed);
+    let mean = mean_duration(hosts.len(), count);
+    let mut idx = 0;
+    while idx < count {
+        let changes: Vec<Change> = (idx..count.min(idx + CHUNK))
+            .map(|i| {
+                let lease = synthetic_lease(i, &mut rng, hosts, mean);
+                Change::LeaseSet {
+                    id: lease.id,
+                    lease: Some(Box::new(lease)),
+                }
+            })
+            .collect();
+        idx += changes.len();
+        catalog.apply(&changes);
+    }
+}
+
+/// `amount` anti-affine instances (VCPU 2, MEMORY_MB 4096, DISK_GB 20) in `az3` for one day in
+/// mid-year; the target request asks for 10.
+fn request(amount: u32) -> NewLease {
+    let start = Instant::from_micros(T0 + YEAR / 2);
+    NewLease {
+        id: Uuid::from_u128(0xbe7c_0001),
+        name: "bench".into(),
+        project_id: "project".into(),
+        user_id: "user".into(),
+        start,
+        end: Instant::from_micros(start.as_micros() + DAY),
+        before_end: None,
+        reservations: vec![(
+            Uuid::from_u128(0xbe7c_0002),
+            ReservationSpec::Instance {
+                vcpus: 2,
+                memory_mb: 4_096,
+                disk_gb: 20,
+                amount,
+                affinity: Affinity::DifferentHosts,
+                resource_properties: r#"["==", "$availability_zone", "az3"]"#.into(),
+            },
+        )],
+        event_ids: [
+            Uuid::from_u128(0xbe7c_0003),
+            Uuid::from_u128(0xbe7c_0004),
+            Uuid::from_u128(0xbe7c_0005),
+        ],
+        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+    }
+}
+
+fn decide(catalog: &Catalog, new: &NewLease) -> Result<Lease, berth_core::Rejection> {
+    let now = Instant::from_micros(T0);
+    let horizon = Instant::from_micros(new.start.as_micros() + 30 * DAY);
+    create_lease(catalog, new, now, horizon).map(|(_, lease)| lease)
+}
+
+fn admit(catalog: &Catalog, new: &NewLease) -> Lease {
+    decide(catalog, new).expect("the target lease fits")
+}
+
+fn refuse(catalog: &Catalog, new: &NewLease) -> berth_core::Rejection {
+    decide(catalog, new).expect_err("the request cannot fit")
+}
+
+/// Mean peak VCPU reserved on the `az3` hosts over the request's window, in % of 64.
+fn az3_load(catalog: &Catalog, hosts: &[Uuid], new: &NewLease) -> f64 {
+    let window = Window::new(new.start, new.end).expect("window");
+    let vcpu = ResourceClass::parse("VCPU").expect("class");
+    let az3: Vec<Uuid> = hosts.iter().skip(3).step_by(ZONES).copied().collect();
+    let sum: u64 = az3
+        .iter()
+        .map(|h| catalog.ledger().peak(*h, window, &[]).amount(&vcpu))
+        .sum();
+    100.0 * sum as f64 / (64.0 * az3.len().max(1) as f64)
+}
+
+/// Times `runs` calls of `f` and prints p50, p99 and the maximum.
+fn percentiles<T>(label: &str, runs: usize, f: impl Fn() -> T) {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            black_box(f());
+            start.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    let at = |p: usize| times[(runs * p).div_ceil(100).clamp(1, runs) - 1];
+    eprintln!(
+        "{label}: {runs} single decisions: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        at(50).as_secs_f64() * 1e6,
+        at(99).as_secs_f64() * 1e6,
+        times[runs - 1].as_secs_f64() * 1e6,
+    );
+}
+
+/// The process's resident set in bytes (`VmRSS` of `/proc/self/status`).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status");
+    kib * 1024
+}
+
+/// A ledger of `count` holds of synthetic leases, as `Lease::holds` makes them (each hold with
+/// its own class names) or, with `shared`, with one shared instance of each class name.
+fn ledger_of(count: usize, hosts: &[Uuid], shared: bool) -> Ledger {
+    let names = berth_core::lease::instance_amounts(1, 1, 1, 1);
+    let mean = mean_duration(hosts.len(), count);
+    let mut ledger = Ledger::new();
+    let mut rng = Rng(7);
+    for idx in 0..count {
+        for mut hold in synthetic_lease(idx, &mut rng, hosts, mean).holds() {
+            for (class, _) in hold.amounts.iter_mut().filter(|_| shared) {
+                let (name, _) = names.iter().find(|(n, _)| n == class).expect("known class");
+                *class = name.clone();
+            }
+            ledger.add(hold);
+        }
+    }
+    ledger
+}
+
+/// Prints the resident memory `what` took: in all, and per `count`.
+fn report(what: &str, before: u64, count: usize, unit: &str) {
+    let grown = rss().saturating_sub(before) as f64;
+    eprintln!(
+        "memory: {what}: {:.1} MiB resident, {:.0} bytes per {unit}",
+        grown / 1_048_576.0,
+        grown / count as f64,
+    );
+}
+
+/// Measures the resident memory of `count` holds in a fresh ledger (as built from leases, then
+/// with shared class names), then of a catalog with `count` leases (each one hold) over 10,000
+/// hosts. Each structure stays alive until the end, so none reuses another's freed memory.
+fn memory(count: usize) {
+    let (mut catalog, hosts) = enroll(10_000);
+    let before = rss();
+    let ledger = ledger_of(count, &hosts, false);
+    let label = format!(
+        "ledger with {} holds on {} hosts",
+        ledger.len(),
+        ledger.hosts().count()
+    );
+    report(&label, before, count, "hold");
+    let before = rss();
+    let shared = ledger_of(count, &hosts, true);
+    report("the same ledger, class names shared", before, count, "hold");
+    let before = rss();
+    add_leases(&mut catalog, &hosts, count, 7);
+    report(
+        "catalog with the same leases (lease, ledger holds, due events)",
+        before,
+        count,
+        "lease",
+    );
+    drop((ledger, shared, catalog));
+}
+
+/// One cell of the grid: builds the catalog, checks the answers, times them.
+fn cell(c: &mut Criterion, base: &(Catalog, Vec<Uuid>), reservations: usize, runs: usize) {
+    let (catalog, hosts) = base;
+    let mut catalog = catalog.clone();
+    let built = std::time::Instant::now();
+    add_leases(&mut catalog, hosts, reservations, 42);
+    let new = request(10);
+    let lease = admit(&catalog, &new);
+    assert_eq!(lease.reservations[0].hosts.len(), 10, "10 different hosts");
+    let label = format!("{}_hosts/{reservations}_reservations", hosts.len());
+    let mean_days = match reservations {
+        0 => 0.0,
+        _ => mean_duration(hosts.len(), reservations) as f64 / DAY as f64,
+    };
+    eprintln!(
+        "{label}: built in {:.1} s; mean window {mean_days:.1} days; az3 hosts at {:.0}% VCPU \
+         (peak over the window, mean)",
+        built.elapsed().as_secs_f64(),
+        az3_load(&catalog, hosts, &new),
+    );
+    let id = |name: &str| BenchmarkId::new(format!("{name}/{}_hosts", hosts.len()), reservations);
+    c.benchmark_group("admission")
+        .bench_function(id("admit"), |b| {
+            b.iter(|| admit(black_box(&catalog), black_box(&new)))
+        });
+    percentiles(&format!("admit/{label}"), runs, || admit(&catalog, &new));
+    // One more instance than az3 has hosts: every az3 host is visited, the request is refused
+    // and the counter-offer searched (30 days, at most 512 start times).
+    let too_many = request((hosts.len() / ZONES + 1) as u32);
+    let _ = refuse(&catalog, &too_many);
+    c.benchmark_group("admission")
+        .sample_size(10)
+        .bench_function(id("refuse"), |b| {
+            b.iter(|| refuse(black_box(&catalog), black_box(&too_many)))
+        });
+    percentiles(&format!("refuse/{label}"), runs / 20, || {
+        refuse(&catalog, &too_many)
+    });
+}
+
+fn main() {
+    let smoke = std::env::args().any(|arg| arg == "--test");
+    let (host_counts, reservation_counts, holds, runs): (&[usize], &[usize], usize, usize) =
+        match smoke {
+            true => (&[1_000], &[0, 10_000], 10_000, 40),
+            false => (&[1_000, 10_000], &[0, 100_000, 1_000_000], 1_000_000, 2_000),
+        };
+    memory(holds);
+    let mut c = Criterion::default()
+        .sample_size(50)
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    for &hosts in host_counts {
+        let base = enroll(hosts);
+        for &reservations in reservation_counts {
+            cell(&mut c, &base, reservations, runs);
+        }
+    }
+    c.final_summary();
+}
