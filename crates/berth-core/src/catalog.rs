@@ -153,9 +153,13 @@ impl Catalog {
             catalog.floating_ips.insert(fip.id, fip);
         }
         // Fences are computed once per host at the end, not once per lease.
+        catalog.leases.reserve(rows.leases.len());
+        catalog
+            .reservation_leases
+            .reserve(rows.leases.iter().map(|l| l.reservations.len()).sum());
         let mut touched = BTreeSet::new();
         for lease in rows.leases {
-            touched.append(&mut catalog.insert_lease_unfenced(lease));
+            touched.extend(catalog.insert_lease_unfenced(lease));
         }
         catalog.refence(touched);
         catalog.private_properties = rows.private_properties.into_iter().collect();

@@ -280,20 +280,17 @@ pub fn instance_amounts(
     disk_gb: u64,
     slots: u64,
 ) -> Vec<(ResourceClass, u64)> {
-    [
-        ("VCPU", vcpus),
-        ("MEMORY_MB", memory_mb),
-        ("DISK_GB", disk_gb),
-    ]
-    .into_iter()
-    .filter(|(_, size)| *size > 0)
-    .map(|(class, size)| {
-        (
-            ResourceClass::parse(class).expect("invariant: standard class names parse"),
-            size.saturating_mul(slots),
-        )
-    })
-    .collect()
+    // One shared instance of each name: a million holds share three strings.
+    static CLASSES: std::sync::LazyLock<[ResourceClass; 3]> = std::sync::LazyLock::new(|| {
+        ["VCPU", "MEMORY_MB", "DISK_GB"]
+            .map(|name| ResourceClass::parse(name).expect("invariant: standard class names parse"))
+    });
+    CLASSES
+        .iter()
+        .zip([vcpus, memory_mb, disk_gb])
+        .filter(|(_, size)| *size > 0)
+        .map(|(class, size)| (class.clone(), size.saturating_mul(slots)))
+        .collect()
 }
 
 /// A lease.

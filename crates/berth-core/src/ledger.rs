@@ -380,9 +380,10 @@ fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
     /// Every hold, once, by reservation, in the order added.
-    reservations: BTreeMap<Uuid, Vec<Hold>>,
-    /// The timeline of every host with at least one hold.
-    hosts: BTreeMap<Uuid, Timeline>,
+    reservations: BTreeMap<Uuid, std::sync::Arc<Vec<Hold>>>,
+    /// The timeline of every host with at least one hold; shared between copies of the ledger
+    /// until one of them changes it (copying a ledger copies pointers, not timelines).
+    hosts: BTreeMap<Uuid, std::sync::Arc<Timeline>>,
     /// `(end, reservation)` of every hold, for [`Ledger::forget_before`].
     ends: BTreeSet<(Instant, Uuid)>,
     /// How many holds are stored.
@@ -399,12 +400,9 @@ impl Ledger {
     /// same reservation is allowed (amounts add up, both windows apply). A hold whose window is
     /// empty (only constructible through [`Window`]'s fields) is stored but covers no instant.
     pub fn add(&mut self, hold: Hold) {
-        self.hosts.entry(hold.host).or_default().insert(&hold);
+        std::sync::Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(&hold);
         self.ends.insert((hold.window.end, hold.reservation));
-        self.reservations
-            .entry(hold.reservation)
-            .or_default()
-            .push(hold);
+        std::sync::Arc::make_mut(self.reservations.entry(hold.reservation).or_default()).push(hold);
         self.len += 1;
     }
 
@@ -413,6 +411,7 @@ impl Ledger {
         let Some(holds) = self.reservations.remove(&reservation) else {
             return Vec::new();
         };
+        let holds = std::sync::Arc::unwrap_or_clone(holds);
         for hold in &holds {
             self.ends.remove(&(hold.window.end, reservation));
             self.withdraw(hold, false);
@@ -422,7 +421,7 @@ impl Ledger {
     }
 
     fn withdraw(&mut self, hold: &Hold, keep_start: bool) {
-        let Some(line) = self.hosts.get_mut(&hold.host) else {
+        let Some(line) = self.hosts.get_mut(&hold.host).map(std::sync::Arc::make_mut) else {
             return;
         };
         line.remove(hold, keep_start);
@@ -433,7 +432,10 @@ impl Ledger {
 
     /// The holds of a reservation, in the order they were added.
     pub fn holds_of(&self, reservation: Uuid) -> impl Iterator<Item = &Hold> {
-        self.reservations.get(&reservation).into_iter().flatten()
+        self.reservations
+            .get(&reservation)
+            .into_iter()
+            .flat_map(|holds| holds.iter())
     }
 
     /// The contributions of the holds of `excluding` on `host` overlapping `window`.
@@ -449,7 +451,7 @@ impl Ledger {
         ids.dedup();
         ids.iter()
             .filter_map(|id| self.reservations.get(id))
-            .flatten()
+            .flat_map(|holds| holds.iter())
             .filter(|hold| hold.host == host && hold.window.overlaps(&window))
             .map(|hold| (hold.window, line.delta(hold)))
             .collect()
@@ -575,8 +577,9 @@ impl Ledger {
         let Some(holds) = self.reservations.remove(&reservation) else {
             return 0;
         };
-        let (gone, kept): (Vec<Hold>, Vec<Hold>) =
-            holds.into_iter().partition(|hold| hold.window.end <= t);
+        let (gone, kept): (Vec<Hold>, Vec<Hold>) = std::sync::Arc::unwrap_or_clone(holds)
+            .into_iter()
+            .partition(|hold| hold.window.end <= t);
         for hold in &gone {
             let keep_start = kept
                 .iter()
@@ -584,7 +587,8 @@ impl Ledger {
             self.withdraw(hold, keep_start);
         }
         if !kept.is_empty() {
-            self.reservations.insert(reservation, kept);
+            self.reservations
+                .insert(reservation, std::sync::Arc::new(kept));
         }
         gone.len()
     }
@@ -592,8 +596,12 @@ impl Ledger {
     /// Checks the internal indexes against the stored holds (for tests).
     #[cfg(test)]
     fn check_invariants(&self) -> Result<(), String> {
-        let all: Vec<&Hold> = self.reservations.values().flatten().collect();
-        if all.len() != self.len || self.reservations.values().any(Vec::is_empty) {
+        let all: Vec<&Hold> = self
+            .reservations
+            .values()
+            .flat_map(|holds| holds.iter())
+            .collect();
+        if all.len() != self.len || self.reservations.values().any(|holds| holds.is_empty()) {
             return Err("len or empty reservation entry".into());
         }
         let ends: BTreeSet<(Instant, Uuid)> =
