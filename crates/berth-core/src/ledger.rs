@@ -27,8 +27,12 @@
 //! | its `(end, reservation)` key in the end index            |   ~35 |
 //! | at most 2 breakpoints (8 + 24 each, 32 of amounts, map)  | ~170 |
 //!
-//! that is about 450 bytes per hold, under the 1 KiB budget; 1,000,000 holds take about 450 MB.
-//! Class names are shared `Arc<str>`s; the per-host class tables are negligible.
+//! that is about 450 bytes of payload per hold. Measured in a process's resident memory
+//! (allocator overhead, node slack and the vectors' spare capacity included), a hold costs about
+//! 790 bytes when its class names are shared, under the 1 KiB budget (`docs/benchmarks.md`).
+//! Timelines and per-reservation hold lists sit behind `Arc`s, so copying a ledger (the
+//! writers' working copy of the catalog) copies pointers; a copy that changes a timeline or a
+//! list clones that one alone.
 
 use crate::name::ResourceClass;
 use crate::time::Instant;
