@@ -152,16 +152,7 @@ impl Catalog {
         for fip in rows.floating_ips {
             catalog.floating_ips.insert(fip.id, fip);
         }
-        // Fences are computed once per host at the end, not once per lease.
-        catalog.leases.reserve(rows.leases.len());
-        catalog
-            .reservation_leases
-            .reserve(rows.leases.iter().map(|l| l.reservations.len()).sum());
-        let mut touched = BTreeSet::new();
-        for lease in rows.leases {
-            touched.extend(catalog.insert_lease_unfenced(lease));
-        }
-        catalog.refence(touched);
+        catalog.load_leases(rows.leases);
         catalog.private_properties = rows.private_properties.into_iter().collect();
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
@@ -427,6 +418,48 @@ impl Catalog {
 
     fn insert_lease(&mut self, lease: Lease) {
         let touched = self.insert_lease_unfenced(lease);
+        self.refence(touched);
+    }
+
+    /// Inserts every stored lease at once: the ledger is built on a second thread while this
+    /// one builds the lease indexes (sorted, then bulk-loaded), and fences are computed once per
+    /// host at the end. Same result as inserting the leases one by one.
+    fn load_leases(&mut self, leases: Vec<Lease>) {
+        let leases: Vec<std::sync::Arc<Lease>> =
+            leases.into_iter().map(std::sync::Arc::new).collect();
+        let (ledger, touched) = std::thread::scope(|scope| {
+            let building = scope.spawn(|| {
+                let mut ledger = Ledger::new();
+                let mut touched = BTreeSet::new();
+                for hold in leases.iter().flat_map(|lease| lease.holds()) {
+                    touched.insert(hold.host);
+                    ledger.add(hold);
+                }
+                (ledger, touched)
+            });
+            let mut due: Vec<(Instant, EventKind, Uuid)> = leases
+                .iter()
+                .flat_map(|l| l.pending_events().map(move |(at, kind)| (at, kind, l.id)))
+                .collect();
+            due.sort_unstable();
+            debug_assert!(
+                self.due.is_empty(),
+                "leases are loaded into a fresh catalog"
+            );
+            self.due = due.into_iter().collect();
+            self.reservation_leases.reserve(leases.len());
+            self.leases.reserve(leases.len());
+            for lease in &leases {
+                for reservation in &lease.reservations {
+                    self.reservation_leases.insert(reservation.id, lease.id);
+                }
+                self.leases.insert(lease.id, std::sync::Arc::clone(lease));
+            }
+            building
+                .join()
+                .expect("invariant: building the ledger does not panic")
+        });
+        self.ledger = ledger;
         self.refence(touched);
     }
 
