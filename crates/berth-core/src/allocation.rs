@@ -118,7 +118,7 @@ fn presented(
     let Some(reservation) = named else {
         return Ok(None);
     };
-    let (_, found) = fence::check_presented(catalog, reservation, &write.project_id, now)?;
+    let (_, found) = fence::check_presented(catalog, reservation, Some(&write.project_id), now)?;
     fence::check_within(catalog, found, write.consumer, &write.allocations)?;
     Ok(Some(reservation))
 }

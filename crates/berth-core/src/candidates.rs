@@ -246,30 +246,15 @@ impl Rules<'_> {
         let Some(reservation) = self.within else {
             return true;
         };
-        let Some((_, slots)) = reservation
-            .hosts
-            .iter()
-            .find(|(h, _)| *h == provider.uuid())
-        else {
+        if reservation.slots_on(provider.uuid()).is_none() {
             return false;
-        };
-        let crate::lease::ReservationSpec::Instance {
-            vcpus,
-            memory_mb,
-            disk_gb,
-            ..
-        } = &reservation.spec
-        else {
-            return true;
-        };
-        let share = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, u64::from(*slots));
-        let Some((_, limit)) = share.iter().find(|(c, _)| c == class) else {
-            return true;
-        };
-        let used = self
-            .catalog
-            .reserved_use(reservation.id, provider.uuid(), class, Uuid::nil());
-        used + amount <= *limit
+        }
+        crate::fence::limit_on(reservation, provider.uuid(), class).is_none_or(|limit| {
+            let used =
+                self.catalog
+                    .reserved_use(reservation.id, provider.uuid(), class, Uuid::nil());
+            used + amount <= limit
+        })
     }
 }
 

@@ -416,11 +416,6 @@ impl Catalog {
         }
     }
 
-    fn insert_lease(&mut self, lease: Lease) {
-        let touched = self.insert_lease_unfenced(lease);
-        self.refence(touched);
-    }
-
     /// Inserts every stored lease at once: the ledger is built on a second thread while this
     /// one builds the lease indexes (sorted, then bulk-loaded), and fences are computed once per
     /// host at the end. Same result as inserting the leases one by one.
@@ -463,8 +458,8 @@ impl Catalog {
         self.refence(touched);
     }
 
-    /// Inserts a lease and returns the hosts whose fence must be recomputed.
-    fn insert_lease_unfenced(&mut self, lease: Lease) -> BTreeSet<Uuid> {
+    /// Inserts a lease, its holds and its due events, and recomputes its hosts' fences.
+    fn insert_lease(&mut self, lease: Lease) {
         let mut touched = BTreeSet::new();
         for hold in lease.holds() {
             touched.insert(hold.host);
@@ -483,7 +478,7 @@ impl Catalog {
             previous.is_none(),
             "invariant: a lease is removed before it is replaced"
         );
-        touched
+        self.refence(touched);
     }
 
     fn remove_lease(&mut self, id: Uuid) {
@@ -543,14 +538,9 @@ impl Catalog {
 
     /// The leases holding something on `provider`, now or later.
     pub fn leases_holding(&self, provider: Uuid) -> impl Iterator<Item = &Lease> {
-        let always = crate::ledger::Window::new(
-            Instant::from_micros(i64::MIN),
-            Instant::from_micros(i64::MAX),
-        )
-        .expect("invariant: the whole of time is a window");
         let ids: BTreeSet<Uuid> = self
             .ledger
-            .holds_on(provider, always)
+            .holds_on(provider, crate::ledger::Window::ALWAYS)
             .into_iter()
             .filter_map(|hold| self.reservation_leases.get(&hold.reservation).copied())
             .collect();

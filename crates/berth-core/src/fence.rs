@@ -73,12 +73,9 @@ pub fn reservation_in(allocations: &Allocations) -> Option<Uuid> {
 
 /// A provider's fence, from the ledger: everything its remaining holds keep.
 pub fn fence_of(catalog: &Catalog, provider: Uuid) -> crate::provider::Fence {
-    let always = crate::ledger::Window::new(
-        Instant::from_micros(i64::MIN),
-        Instant::from_micros(i64::MAX),
-    )
-    .expect("invariant: the whole of time is a window");
-    let peak = catalog.ledger().peak(provider, always, &[]);
+    let peak = catalog
+        .ledger()
+        .peak(provider, crate::ledger::Window::ALWAYS, &[]);
     crate::provider::Fence {
         whole: peak.exclusive > 0,
         amounts: peak.amounts,
@@ -92,12 +89,13 @@ pub fn find(catalog: &Catalog, reservation: Uuid) -> Option<(&Lease, &Reservatio
     Some((lease, found))
 }
 
-/// Checks that `project` may present `reservation` now: the lease exists, is the project's,
-/// and is running.
+/// Checks that `reservation` may be presented now: the lease exists, is running, and (when a
+/// `project` is given: the consumer's) belongs to that project. Without a project the caller
+/// acts for the lease's owner (a scheduler asking for candidates).
 pub fn check_presented<'c>(
     catalog: &'c Catalog,
     reservation: Uuid,
-    project: &str,
+    project: Option<&str>,
     now: Instant,
 ) -> Result<(&'c Lease, &'c Reservation), Rejection> {
     let unavailable = |reason: &'static str| Rejection::ReservationUnavailable {
@@ -105,7 +103,7 @@ pub fn check_presented<'c>(
         reason,
     };
     let (lease, found) = find(catalog, reservation).ok_or(unavailable("unknown"))?;
-    if lease.project_id != project {
+    if project.is_some_and(|p| p != lease.project_id) {
         return Err(Rejection::ReservationForbidden(reservation));
     }
     if lease.ended() || now >= lease.end {
@@ -151,40 +149,41 @@ pub fn check_within(
         class: class.as_str().to_owned(),
     };
     for (provider, by_class) in allocations {
-        let Some((_, slots)) = reservation.hosts.iter().find(|(h, _)| h == provider) else {
+        if reservation.slots_on(*provider).is_none() {
             return Err(Rejection::ReservationExceeded {
                 reservation: reservation.id,
                 provider: *provider,
                 class: "(host not in the reservation)".into(),
             });
-        };
-        let ReservationSpec::Instance {
-            vcpus,
-            memory_mb,
-            disk_gb,
-            ..
-        } = &reservation.spec
-        else {
+        }
+        if !matches!(reservation.spec, ReservationSpec::Instance { .. }) {
             continue;
-        };
-        let share = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, u64::from(*slots));
+        }
         for (class, amount) in by_class {
             let others = catalog.reserved_use(reservation.id, *provider, class, consumer);
-            let limit = share
-                .iter()
-                .find(|(c, _)| c == class)
-                .map(|(_, n)| *n)
-                .or_else(|| {
-                    (reservation_of_class(class) == Some(reservation.id))
-                        .then_some(u64::from(*slots))
-                });
-            match limit {
+            match limit_on(reservation, *provider, class) {
                 Some(limit) if others + amount <= limit => {}
                 _ => return Err(exceeded(*provider, class)),
             }
         }
     }
     Ok(())
+}
+
+/// The most of `class` the consumers of an instance reservation may hold together on `host`:
+/// its share there (slots times the instance size), or its slot count for its own reservation
+/// class. `None` when it does not size `class` there (another kind of reservation, another
+/// class, or a host it does not hold).
+pub fn limit_on(reservation: &Reservation, host: Uuid, class: &ResourceClass) -> Option<u64> {
+    let slots = reservation.slots_on(host)?;
+    if reservation_of_class(class) == Some(reservation.id) {
+        return Some(u64::from(slots));
+    }
+    reservation
+        .share_on(host)?
+        .into_iter()
+        .find(|(c, _)| c == class)
+        .map(|(_, n)| n)
 }
 
 /// Checks unreserved allocations against the fence: `(provider, class) -> (before, after)` are
@@ -312,17 +311,12 @@ pub fn raise(catalog: &Catalog, lease: &Lease) -> Vec<Change> {
 }
 
 fn terminated(lease: &Lease, reservation: &Reservation, consumer: Uuid, now: Instant) -> Change {
-    Change::LeaseRecorded(crate::lease::LeaseRecord {
-        lease_id: lease.id,
-        kind: "consumer.terminated".into(),
-        at: now,
-        details: serde_json::json!({
-            "consumer": consumer,
-            "reservation": reservation.id,
-            "reason": "the reservation ended",
-        })
-        .to_string(),
-    })
+    let details = serde_json::json!({
+        "consumer": consumer,
+        "reservation": reservation.id,
+        "reason": "the reservation ended",
+    });
+    crate::lease::record(lease, "consumer.terminated", now, details)
 }
 
 /// The changes that end a lease in Placement: the consumers still allocated against its
@@ -420,18 +414,10 @@ pub fn evictions(catalog: &Catalog, lease: &Lease) -> Vec<Uuid> {
                 .filter(|(uuid, c)| !out.contains(uuid) && c.allocations.contains_key(host))
                 .copied()
                 .collect();
-            let ReservationSpec::Instance {
-                vcpus,
-                memory_mb,
-                disk_gb,
-                ..
-            } = &reservation.spec
-            else {
+            let Some(share) = reservation.spec.instance_amounts(u64::from(*slots)) else {
                 out.extend(on_host.iter().map(|(uuid, _)| *uuid));
                 continue;
             };
-            let share =
-                crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, u64::from(*slots));
             let mut freed: BTreeMap<&ResourceClass, u64> = BTreeMap::new();
             let short = |freed: &BTreeMap<&ResourceClass, u64>| {
                 share.iter().any(|(class, need)| {
@@ -467,17 +453,12 @@ pub fn preemption_records(
     consumers
         .iter()
         .map(|consumer| {
-            Change::LeaseRecorded(crate::lease::LeaseRecord {
-                lease_id: lease.id,
-                kind: kind.to_owned(),
-                at: now,
-                details: serde_json::json!({
-                    "consumer": consumer,
-                    "evicted_at": lease.start.as_micros(),
-                    "reason": "a reservation needs the capacity it borrowed",
-                })
-                .to_string(),
-            })
+            let details = serde_json::json!({
+                "consumer": consumer,
+                "evicted_at": lease.start.as_micros(),
+                "reason": "a reservation needs the capacity it borrowed",
+            });
+            crate::lease::record(lease, kind, now, details)
         })
         .collect()
 }

@@ -192,6 +192,20 @@ pub enum ReservationSpec {
 }
 
 impl ReservationSpec {
+    /// What `slots` instances of an instance reservation take, by class; `None` for the other
+    /// kinds of reservation.
+    pub fn instance_amounts(&self, slots: u64) -> Option<Vec<(ResourceClass, u64)>> {
+        match self {
+            ReservationSpec::Instance {
+                vcpus,
+                memory_mb,
+                disk_gb,
+                ..
+            } => Some(instance_amounts(*vcpus, *memory_mb, *disk_gb, slots)),
+            _ => None,
+        }
+    }
+
     /// Blazar's `resource_type`.
     pub fn resource_type(&self) -> &'static str {
         match self {
@@ -232,6 +246,18 @@ pub struct Reservation {
 }
 
 impl Reservation {
+    /// The slots (1 for a whole host) the reservation holds on `host`, if it holds it.
+    pub fn slots_on(&self, host: Uuid) -> Option<u32> {
+        self.hosts.iter().find(|(h, _)| *h == host).map(|(_, n)| *n)
+    }
+
+    /// What an instance reservation holds on `host`, by class: its slots there times the
+    /// instance size. `None` for other kinds, or when it does not hold `host`.
+    pub fn share_on(&self, host: Uuid) -> Option<Vec<(ResourceClass, u64)>> {
+        let slots = self.slots_on(host)?;
+        self.spec.instance_amounts(u64::from(slots))
+    }
+
     /// The holds this reservation places in the ledger over `window`.
     pub fn holds(&self, window: Window) -> Vec<Hold> {
         let host = |host: Uuid, exclusive: bool, amounts: Vec<(ResourceClass, u64)>| Hold {
@@ -247,21 +273,12 @@ impl Reservation {
                 .iter()
                 .map(|(uuid, _)| host(*uuid, true, Vec::new()))
                 .collect(),
-            ReservationSpec::Instance {
-                vcpus,
-                memory_mb,
-                disk_gb,
-                ..
-            } => self
+            ReservationSpec::Instance { .. } => self
                 .hosts
                 .iter()
                 .map(|(uuid, slots)| {
-                    let n = u64::from(*slots);
-                    host(
-                        *uuid,
-                        false,
-                        instance_amounts(*vcpus, *memory_mb, *disk_gb, n),
-                    )
+                    let amounts = self.spec.instance_amounts(u64::from(*slots));
+                    host(*uuid, false, amounts.unwrap_or_default())
                 })
                 .collect(),
             ReservationSpec::FloatingIp { .. } => self
@@ -396,6 +413,21 @@ impl Lease {
         self.event(EventKind::EndLease)
             .is_some_and(|e| e.status != EventStatus::Undone)
     }
+}
+
+/// An entry of `lease`'s lifecycle record, as the change that appends it.
+pub(crate) fn record(
+    lease: &Lease,
+    kind: &str,
+    at: Instant,
+    details: serde_json::Value,
+) -> crate::Change {
+    crate::Change::LeaseRecorded(LeaseRecord {
+        lease_id: lease.id,
+        kind: kind.to_owned(),
+        at,
+        details: details.to_string(),
+    })
 }
 
 /// A floating IP address registered for reservation.

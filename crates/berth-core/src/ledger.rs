@@ -50,6 +50,12 @@ pub struct Window {
 }
 
 impl Window {
+    /// All of time: for "now or later, for as long as anything is held".
+    pub const ALWAYS: Window = Window {
+        start: Instant::from_micros(i64::MIN),
+        end: Instant::from_micros(i64::MAX),
+    };
+
     /// The window `[start, end)`; `None` unless `start < end`.
     pub fn new(start: Instant, end: Instant) -> Option<Window> {
         (start < end).then_some(Window { start, end })

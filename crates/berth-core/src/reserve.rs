@@ -230,14 +230,8 @@ impl<'c> Pool<'c> {
     /// Sets aside (`claim`) or releases what a reservation being re-admitted holds now, so that
     /// its siblings in the same lease cannot take it while it is not its turn.
     fn claim(&mut self, want: &Wanted<'_>, claim: bool) {
-        match want.spec {
-            ReservationSpec::Instance {
-                vcpus,
-                memory_mb,
-                disk_gb,
-                ..
-            } => {
-                let size = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, 1);
+        match want.spec.instance_amounts(1) {
+            Some(size) => {
                 for (host, slots) in &want.current {
                     match claim {
                         true => self.take_slots(*host, &size, *slots),
@@ -245,7 +239,7 @@ impl<'c> Pool<'c> {
                     }
                 }
             }
-            ReservationSpec::Host { .. } | ReservationSpec::FloatingIp { .. } => {
+            None => {
                 let held = want
                     .current
                     .iter()
@@ -387,18 +381,15 @@ fn pick_hosts(
 
 /// Instance slots by the reservation's affinity; on refusal the most instances that fit.
 fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(Uuid, u32)>, u32> {
-    let ReservationSpec::Instance {
-        vcpus,
-        memory_mb,
-        disk_gb,
-        amount,
-        affinity,
-        ..
-    } = want.spec
+    let (
+        ReservationSpec::Instance {
+            amount, affinity, ..
+        },
+        Some(size),
+    ) = (want.spec, want.spec.instance_amounts(1))
     else {
         unreachable!("pick_slots is called for instance reservations only");
     };
-    let size = crate::lease::instance_amounts(*vcpus, *memory_mb, *disk_gb, 1);
     let mut taken: Vec<(Uuid, u32)> = Vec::new();
     let mut best = 0u32;
     let mut got = 0u32;

@@ -5,9 +5,10 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::filter::Filter;
+use crate::lease::record;
 use crate::lease::{
-    Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseRecord, LeaseStatus,
-    Reservation, ReservationSpec, ReservationStatus,
+    Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseStatus, Reservation,
+    ReservationSpec, ReservationStatus,
 };
 use crate::ledger::Window;
 use crate::rejection::Rejection;
@@ -211,15 +212,6 @@ fn before_end_at(window: Window, given: Option<Instant>) -> Result<Instant, Reje
             (window.end.as_micros() - BEFORE_END_DEFAULT_MICROS).max(window.start.as_micros()),
         )),
     }
-}
-
-fn record(lease: &Lease, kind: &str, at: Instant, details: serde_json::Value) -> Change {
-    Change::LeaseRecorded(LeaseRecord {
-        lease_id: lease.id,
-        kind: kind.to_owned(),
-        at,
-        details: details.to_string(),
-    })
 }
 
 fn wanted<'a>(

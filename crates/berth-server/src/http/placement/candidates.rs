@@ -16,7 +16,7 @@ use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolic
 use berth_core::fence::FencePolicy;
 use berth_core::lease::ReservationSpec;
 use berth_core::query::TraitFilter;
-use berth_core::{Catalog, Provider, Rejection, ResourceClass};
+use berth_core::{Catalog, Provider, ResourceClass};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -254,13 +254,7 @@ fn present(
     groups: &mut [Group],
     now: berth_core::Instant,
 ) -> Result<(), ApiError> {
-    let (lease, found) = berth_core::fence::find(catalog, reservation).ok_or_else(|| {
-        to_api_error(&Rejection::ReservationUnavailable {
-            reservation,
-            reason: "unknown",
-        })
-    })?;
-    berth_core::fence::check_presented(catalog, reservation, &lease.project_id, now)
+    let (_, found) = berth_core::fence::check_presented(catalog, reservation, None, now)
         .map_err(|r| to_api_error(&r))?;
     let Some(group) = groups.iter_mut().min_by_key(|g| !g.is_unsuffixed()) else {
         return Ok(());
