@@ -11,7 +11,7 @@ use crate::{AppError, Berth};
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
 use berth_core::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
 use berth_core::ledger::Window;
-use berth_core::reserve::{self, Refusal, Wanted};
+use berth_core::reserve::{self, Refusal};
 use berth_core::{Change, Instant, Rejection};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -201,16 +201,7 @@ impl Berth {
         let horizon = horizon_end(start, horizon_micros);
         let answer = self
             .read(move |catalog| {
-                let mut want = Vec::with_capacity(specs.len());
-                for spec in &specs {
-                    decide::check_spec(catalog, spec)?;
-                    want.push(Wanted {
-                        spec,
-                        filter: decide::filter_of(catalog, spec)?,
-                        current: Vec::new(),
-                        current_fips: Vec::new(),
-                    });
-                }
+                let want = decide::wanted(catalog, specs.iter().map(|spec| (spec, None)))?;
                 let (refusal, hosts) =
                     match reserve::admit_or_offer(catalog, window, &want, &[], horizon) {
                         Ok(granted) => (None, granted.hosts),

@@ -115,8 +115,8 @@ fn check_amount(field: &str, value: u64, min: u64) -> Result<(), Rejection> {
     }
 }
 
-/// Checks a reservation's own fields.
-pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<(), Rejection> {
+/// Checks a reservation's own fields and returns its parsed filter.
+pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<Filter, Rejection> {
     match spec {
         ReservationSpec::Host { min, max, .. } => {
             check_amount("min", u64::from(*min), 1)?;
@@ -165,7 +165,7 @@ pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<(), Rejec
             }
         }
     }
-    filter_of(catalog, spec).map(|_| ())
+    filter_of(catalog, spec)
 }
 
 fn parse_filter(catalog: &Catalog, field: &str, text: &str) -> Result<Filter, Rejection> {
@@ -214,7 +214,9 @@ fn before_end_at(window: Window, given: Option<Instant>) -> Result<Instant, Reje
     }
 }
 
-fn wanted<'a>(
+/// The reservations to admit, each checked (see [`check_spec`]), with what it holds now when
+/// it is being re-admitted.
+pub fn wanted<'a>(
     catalog: &Catalog,
     specs: impl Iterator<Item = (&'a ReservationSpec, Option<&'a Reservation>)>,
 ) -> Result<Vec<Wanted<'a>>, Rejection> {
@@ -222,7 +224,7 @@ fn wanted<'a>(
         .map(|(spec, current)| {
             Ok(Wanted {
                 spec,
-                filter: filter_of(catalog, spec)?,
+                filter: check_spec(catalog, spec)?,
                 current: current.map(|r| r.hosts.clone()).unwrap_or_default(),
                 current_fips: current.map(|r| r.floating_ips.clone()).unwrap_or_default(),
             })
@@ -246,9 +248,6 @@ pub fn create_lease(
     let before_end = before_end_at(window, new.before_end)?;
     if new.reservations.len() > RESERVATIONS_PER_LEASE_MAX {
         return Err(Rejection::TooMany("reservations"));
-    }
-    for (_, spec) in &new.reservations {
-        check_spec(catalog, spec)?;
     }
     let want = wanted(catalog, new.reservations.iter().map(|(_, s)| (s, None)))?;
     let granted = reserve::admit_or_offer(catalog, window, &want, &[], horizon_end)

@@ -7,7 +7,7 @@
 //! started lease cannot move its start, and its reservations keep the hosts they hold (an
 //! instance reservation may only change its amount, a host reservation its counts).
 
-use super::{bad, before_end_at, check_name, check_spec, check_window, record, wanted};
+use super::{bad, before_end_at, check_name, check_window, record, wanted};
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::decide::lease::LeaseUpdate;
@@ -113,12 +113,8 @@ fn changed_spec(
     Ok(spec)
 }
 
-/// The new specs of every reservation of `lease`, in order.
-fn new_specs(
-    catalog: &Catalog,
-    lease: &Lease,
-    update: &LeaseUpdate,
-) -> Result<Vec<ReservationSpec>, Rejection> {
+/// The new specs of every reservation of `lease`, in order (checked when they are admitted).
+fn new_specs(lease: &Lease, update: &LeaseUpdate) -> Result<Vec<ReservationSpec>, Rejection> {
     for change in &update.reservations {
         if !lease.reservations.iter().any(|r| r.id == change.id) {
             return Err(bad(format!(
@@ -134,7 +130,6 @@ fn new_specs(
             Some(change) => changed_spec(reservation, change, started)?,
             None => reservation.spec.clone(),
         };
-        check_spec(catalog, &spec)?;
         specs.push(spec);
     }
     Ok(specs)
@@ -260,7 +255,7 @@ fn readmit(
         return Err(bad("End date must be later than current date."));
     }
     let before_end = new_before_end(current, window, update.before_end)?;
-    let specs = new_specs(catalog, current, update)?;
+    let specs = new_specs(current, update)?;
     let want = wanted(
         catalog,
         specs.iter().zip(current.reservations.iter().map(Some)),
