@@ -162,6 +162,13 @@ impl Berth {
         Ok(self.read_now(f))
     }
 
+    /// Runs `f` over the catalog as this process last committed or loaded it, without asking the
+    /// store whether another replica wrote since: for answering with what a write of this
+    /// process has just committed (which is in it).
+    pub fn read_local<R>(&self, f: impl FnOnce(&Catalog) -> R) -> R {
+        self.read_now(f)
+    }
+
     fn read_now<R>(&self, f: impl FnOnce(&Catalog) -> R) -> R {
         let catalog = self
             .catalog

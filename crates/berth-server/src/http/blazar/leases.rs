@@ -204,10 +204,10 @@ async fn create(
     require_writer(&caller)?;
     let cmd = create_command(&body, &caller, state.berth.now())?;
     let lease = state.berth.create_lease(cmd).await?;
+    // The write was committed by this process: its catalog already holds it.
     let body = state
         .berth
-        .read(|catalog| json!({"lease": lease_json(&lease, &host_ids(catalog))}))
-        .await?;
+        .read_local(|catalog| json!({"lease": lease_json(&lease, &host_ids(catalog))}));
     Ok((StatusCode::CREATED, Json(body)))
 }
 
@@ -251,10 +251,10 @@ async fn update(
         .berth
         .update_lease(id, update, horizon(&body)?)
         .await?;
+    // The write was committed by this process: its catalog already holds it.
     let body = state
         .berth
-        .read(|catalog| json!({"lease": lease_json(&lease, &host_ids(catalog))}))
-        .await?;
+        .read_local(|catalog| json!({"lease": lease_json(&lease, &host_ids(catalog))}));
     Ok(Json(body))
 }
 
