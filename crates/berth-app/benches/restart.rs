@@ -131,6 +131,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> L
         ],
         notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         preemption_noticed: false,
+        terms: None,
+        outcome: None,
         created_at: now,
         updated_at: now,
     }

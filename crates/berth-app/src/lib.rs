@@ -12,6 +12,7 @@ mod demo;
 mod error;
 mod inventory;
 mod leases;
+mod promise;
 
 pub use error::AppError;
 pub use inventory::{CreateProvider, EnrollHost};
@@ -19,6 +20,7 @@ pub use leases::{
     Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
     RegisterFloatingIp, SEARCH_HORIZON_DEFAULT_MICROS, ZoneCapacity,
 };
+pub use promise::{CreateFlavor, CreateInstance, CreateReservation};
 
 use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{Store, StoreError};

@@ -11,13 +11,16 @@
 //! The benchmark is `decide::lease::create_lease` for 10 anti-affine instances (VCPU 2,
 //! MEMORY_MB 4096, DISK_GB 20) in `az3` over one day in the middle of the year (`admit`), and
 //! the same with one instance more than `az3` has hosts (`refuse`: every `az3` host is visited,
-//! then the counter-offer is searched). Criterion gives the median; each cell also times single
+//! then the counter-offer is searched). Each cell also times the Promise capacity query
+//! (`capacity`): VCPU over every host for 30 days from that start, with its whole step function.
+//! Criterion gives the median; each cell also times single
 //! decisions with `std::time::Instant` and prints p50/p99. Before the grid, the memory of 1,000,000 holds in a fresh `Ledger` and of a
 //! whole catalog with 1,000,000 leases is measured from the process's resident set.
 //!
 //! `-- --test` (smoke mode) runs small sizes only.
 
 use berth_core::Catalog;
+use berth_core::capacity::{self, Measure};
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::{self, NewHost};
 use berth_core::lease::{
@@ -150,6 +153,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Leas
         ],
         notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         preemption_noticed: false,
+        terms: None,
+        outcome: None,
         created_at: now,
         updated_at: now,
     }
@@ -357,6 +362,31 @@ fn cell(c: &mut Criterion, base: &(Catalog, Vec<Uuid>), reservations: usize, run
     percentiles(&format!("refuse/{label}"), runs / 20, || {
         refuse(&catalog, &too_many)
     });
+    capacity_cell(c, &catalog, &new, &label, runs);
+}
+
+/// The capacity query of the Promise surface: VCPU over every host for 30 days from the
+/// request's start, with its whole step function (`show-utilization`).
+fn capacity_cell(c: &mut Criterion, catalog: &Catalog, new: &NewLease, label: &str, runs: usize) {
+    let month = Window::new(
+        new.start,
+        Instant::from_micros(new.start.as_micros() + 30 * DAY),
+    )
+    .expect("window");
+    let vcpu = Measure::Class(ResourceClass::parse("VCPU").expect("class"));
+    let query = || capacity::series(catalog, None, month, &vcpu, &[]).expect("a series");
+    let series = query();
+    eprintln!(
+        "{label}: capacity over 30 days: {} steps, {:?} over the window",
+        series.steps.len(),
+        series.summary()
+    );
+    c.benchmark_group("capacity")
+        .sample_size(10)
+        .bench_function(BenchmarkId::new("utilization_30d", label), |b| {
+            b.iter(|| capacity::series(black_box(catalog), None, month, &vcpu, &[]))
+        });
+    percentiles(&format!("capacity/{label}"), (runs / 100).max(5), query);
 }
 
 fn main() {

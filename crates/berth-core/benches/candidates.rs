@@ -153,6 +153,8 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             events: Vec::new(),
             notice_lead_micros: 0,
             preemption_noticed: true,
+            terms: None,
+            outcome: None,
             created_at: now,
             updated_at: now,
         };

@@ -47,6 +47,12 @@ pub struct CatalogRows {
     pub floating_ips: Vec<FloatingIp>,
     /// Host properties marked private.
     pub private_properties: Vec<String>,
+    /// Flavors.
+    pub flavors: Vec<crate::promise::Flavor>,
+    /// The reservation policy, when one was set.
+    pub policy: Option<crate::promise::Policy>,
+    /// Instances created through Promise.
+    pub instances: Vec<crate::promise::PromiseInstance>,
 }
 
 impl CatalogRows {
@@ -67,6 +73,8 @@ impl CatalogRows {
         self.leases.sort_by_key(|l| l.id);
         self.floating_ips.sort_by_key(|f| f.id);
         self.private_properties.sort();
+        self.flavors.sort_by(|a, b| a.id.cmp(&b.id));
+        self.instances.sort_by_key(|i| i.id);
     }
 }
 
@@ -100,6 +108,12 @@ pub struct Catalog {
     reservation_leases: HashMap<Uuid, Uuid>,
     /// Reservation to the consumers presenting it.
     reserved_consumers: HashMap<Uuid, BTreeSet<Uuid>>,
+    /// Flavors by id.
+    flavors: BTreeMap<String, crate::promise::Flavor>,
+    /// The reservation policy, once one was set.
+    policy: Option<crate::promise::Policy>,
+    /// Instances created through Promise, by id.
+    instances: BTreeMap<Uuid, crate::promise::PromiseInstance>,
 }
 
 impl Catalog {
@@ -154,6 +168,13 @@ impl Catalog {
         }
         catalog.load_leases(rows.leases);
         catalog.private_properties = rows.private_properties.into_iter().collect();
+        catalog.flavors = rows
+            .flavors
+            .into_iter()
+            .map(|f| (f.id.clone(), f))
+            .collect();
+        catalog.policy = rows.policy;
+        catalog.instances = rows.instances.into_iter().map(|i| (i.id, i)).collect();
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -407,6 +428,23 @@ impl Catalog {
                 self.floating_ips.shift_remove(id);
             }
             Change::LeaseRecorded(_) => {}
+            Change::FlavorSet { id, flavor } => match flavor {
+                Some(flavor) => {
+                    self.flavors.insert(id.clone(), flavor.clone());
+                }
+                None => {
+                    self.flavors.remove(id);
+                }
+            },
+            Change::PolicySet(policy) => self.policy = Some(policy.clone()),
+            Change::InstanceSet { id, instance } => match instance {
+                Some(instance) => {
+                    self.instances.insert(*id, instance.clone());
+                }
+                None => {
+                    self.instances.remove(id);
+                }
+            },
             Change::PropertyPrivacy { name, private } => {
                 match private {
                     true => self.private_properties.insert(name.clone()),
@@ -620,6 +658,35 @@ impl Catalog {
         self.floating_ips.get(&id)
     }
 
+    /// Every flavor, by id.
+    pub fn flavors(&self) -> impl Iterator<Item = &crate::promise::Flavor> {
+        self.flavors.values()
+    }
+
+    /// One flavor, by id or else by name.
+    pub fn flavor(&self, id_or_name: &str) -> Option<&crate::promise::Flavor> {
+        self.flavors
+            .get(id_or_name)
+            .or_else(|| self.flavors.values().find(|f| f.name == id_or_name))
+    }
+
+    /// The reservation policy.
+    pub fn policy(&self) -> &crate::promise::Policy {
+        static DEFAULT: std::sync::LazyLock<crate::promise::Policy> =
+            std::sync::LazyLock::new(crate::promise::Policy::default);
+        self.policy.as_ref().unwrap_or(&DEFAULT)
+    }
+
+    /// Every instance created through Promise, by id.
+    pub fn instances(&self) -> impl Iterator<Item = &crate::promise::PromiseInstance> {
+        self.instances.values()
+    }
+
+    /// One instance created through Promise.
+    pub fn instance(&self, id: Uuid) -> Option<&crate::promise::PromiseInstance> {
+        self.instances.get(&id)
+    }
+
     fn update_provider(&mut self, row: &ProviderRow) {
         let old_name = self.provider_mut(row.uuid).name.clone();
         if old_name != row.name {
@@ -829,6 +896,9 @@ impl Catalog {
             .collect();
         rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.private_properties = self.private_properties.iter().cloned().collect();
+        rows.flavors = self.flavors.values().cloned().collect();
+        rows.policy = self.policy.clone();
+        rows.instances = self.instances.values().cloned().collect();
         rows.normalize();
         rows
     }

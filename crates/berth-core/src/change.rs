@@ -91,6 +91,22 @@ pub enum Change {
     },
     /// An entry appended to the durable lifecycle record (the notification outbox).
     LeaseRecorded(LeaseRecord),
+    /// A flavor created (`Some`) or deleted (`None`).
+    FlavorSet {
+        /// The flavor's id.
+        id: String,
+        /// Its record.
+        flavor: Option<crate::promise::Flavor>,
+    },
+    /// The reservation policy replaced.
+    PolicySet(crate::promise::Policy),
+    /// A Promise instance recorded (`Some`) or destroyed (`None`).
+    InstanceSet {
+        /// The instance's id.
+        id: Uuid,
+        /// Its record.
+        instance: Option<crate::promise::PromiseInstance>,
+    },
     /// A host property (extra capability or host field) marked private or public.
     PropertyPrivacy {
         /// The property's name.

@@ -85,6 +85,9 @@ pub enum EventKind {
     PreemptionNotice,
     /// Starts the window.
     StartLease,
+    /// Releases what a Promise reservation has not allocated by its claim deadline (derived
+    /// from its terms, not stored among the lease's events).
+    ClaimExpiry,
 }
 
 impl EventKind {
@@ -95,6 +98,7 @@ impl EventKind {
             EventKind::BeforeEndLease => "before_end_lease",
             EventKind::EndLease => "end_lease",
             EventKind::PreemptionNotice => "preemption_notice",
+            EventKind::ClaimExpiry => "claim_expiry",
         }
     }
 }
@@ -341,6 +345,12 @@ pub struct Lease {
     /// Whether that notice went out.
     #[serde(default)]
     pub preemption_noticed: bool,
+    /// What makes it a Promise reservation, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terms: Option<Box<crate::promise::PromiseTerms>>,
+    /// How it ended early, when it did (expired claim, preempted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::promise::Outcome>,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -379,11 +389,27 @@ impl Lease {
     /// before the start.
     pub fn pending_events(&self) -> impl Iterator<Item = (Instant, EventKind)> + '_ {
         let notice = self.notice_at().map(|at| (at, EventKind::PreemptionNotice));
+        let expiry = self.expiry_at().map(|at| (at, EventKind::ClaimExpiry));
         self.events
             .iter()
             .filter(|e| e.status == EventStatus::Undone)
             .map(|e| (e.at, e.kind))
             .chain(notice)
+            .chain(expiry)
+    }
+
+    /// When the claim deadline of a Promise reservation falls due, while the lease still holds
+    /// capacity and has not passed it.
+    pub fn expiry_at(&self) -> Option<Instant> {
+        let at = self.terms.as_ref()?.expiry?;
+        (self.holds_capacity() && at < self.end).then_some(at)
+    }
+
+    /// Its priority (Blazar leases have the default).
+    pub fn priority(&self) -> u32 {
+        self.terms
+            .as_ref()
+            .map_or(crate::promise::PRIORITY_DEFAULT, |t| t.priority)
     }
 
     /// When the preemption notice is due, while it has not gone out and the lease has not

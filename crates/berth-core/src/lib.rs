@@ -8,6 +8,7 @@
 
 pub mod allocation;
 pub mod candidates;
+pub mod capacity;
 pub mod catalog;
 pub mod change;
 pub mod consumer;
@@ -19,6 +20,7 @@ pub mod lease;
 pub mod ledger;
 pub mod limits;
 pub mod name;
+pub mod promise;
 pub mod provider;
 pub mod query;
 pub mod rejection;

@@ -259,6 +259,29 @@ pub enum Rejection {
     /// The floating IP is held by a lease.
     #[error("Floating IP {0} is reserved by a lease and cannot be deleted")]
     FloatingIpInUse(Uuid),
+    /// The request breaks the reservation policy; `limit` names the rule.
+    #[error("Policy violation ({limit}): {detail}")]
+    Policy {
+        /// The policy rule (`max-duration`, ...).
+        limit: &'static str,
+        /// What it allows.
+        detail: String,
+    },
+    /// No flavor with that id or name.
+    #[error("Flavor {0} could not be found")]
+    FlavorNotFound(String),
+    /// A flavor with that id or name exists.
+    #[error("Flavor {0} already exists")]
+    FlavorExists(String),
+    /// No availability zone of that name.
+    #[error("Zone {0} could not be found")]
+    ZoneNotFound(String),
+    /// No Promise instance with that id.
+    #[error("Instance {0} could not be found")]
+    InstanceNotFound(Uuid),
+    /// An instance cannot be created; the text says why (Promise's rejection reason).
+    #[error("{0}")]
+    InstanceRefused(String),
 }
 
 fn show(generation: Option<u64>) -> String {

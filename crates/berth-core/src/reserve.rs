@@ -256,6 +256,18 @@ impl<'c> Pool<'c> {
     }
 }
 
+/// Instance slots of `size` that `provider` offers over `window`, not counting the holds of
+/// `excluding` (the admission's own count, for capacity queries).
+pub fn slots_on(
+    catalog: &Catalog,
+    provider: &Provider,
+    window: Window,
+    size: &[(ResourceClass, u64)],
+    excluding: &[Uuid],
+) -> u32 {
+    Pool::new(catalog, window, excluding).slots(provider, size)
+}
+
 /// Admits `wanted` over `window`, ignoring the holds of `excluding`. On refusal, every
 /// reservation that does not fit is reported with the most that would.
 pub fn admit(

@@ -5,6 +5,7 @@
 //! variables, command-line flags.
 
 use anyhow::Context as _;
+use berth_core::promise::Policy;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -97,6 +98,51 @@ struct FileConfig {
     tokens: Option<PathBuf>,
     demo: Option<bool>,
     placement: Option<PlacementSection>,
+    promise: Option<PromiseSection>,
+}
+
+/// `[promise]` in the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromiseSection {
+    policy: Option<PolicySection>,
+}
+
+/// `[promise.policy]`: Promise's `policy/reservation`, with its names and units.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct PolicySection {
+    max_future_start_range: Option<u32>,
+    max_future_end_range: Option<u32>,
+    max_duration: Option<u32>,
+    expiry: Option<u32>,
+    preemption: Option<bool>,
+}
+
+impl PolicySection {
+    fn policy(self) -> anyhow::Result<Policy> {
+        let defaults = Policy::default();
+        for (name, days) in [
+            ("max-future-start-range", self.max_future_start_range),
+            ("max-future-end-range", self.max_future_end_range),
+        ] {
+            anyhow::ensure!(
+                days.is_none_or(|d| d <= 365),
+                "[promise.policy] {name} must be between 0 and 365 days"
+            );
+        }
+        anyhow::ensure!(
+            self.max_duration != Some(0),
+            "[promise.policy] max-duration must be at least 1 hour"
+        );
+        Ok(Policy {
+            max_future_start_days: self.max_future_start_range,
+            max_future_end_days: self.max_future_end_range,
+            max_duration_hours: self.max_duration.or(defaults.max_duration_hours),
+            expiry_minutes: self.expiry,
+            preemption: self.preemption.unwrap_or(defaults.preemption),
+        })
+    }
 }
 
 /// `[placement]` in the TOML file.
@@ -139,6 +185,8 @@ pub struct Config {
     pub fence_unreserved: bool,
     /// How long before a lease starts the preemptible consumers it will evict are told.
     pub preemption_notice: Duration,
+    /// The reservation policy set at start (`[promise.policy]`), if the file has one.
+    pub policy: Option<Policy>,
 }
 
 /// Default listen address.
@@ -189,6 +237,11 @@ impl Config {
         }
         let tokens = args.tokens.clone().or(file.tokens);
         let placement = file.placement.unwrap_or_default();
+        let policy = file
+            .promise
+            .and_then(|p| p.policy)
+            .map(PolicySection::policy)
+            .transpose()?;
         if auth == AuthMode::Token && tokens.is_none() {
             anyhow::bail!("--auth token needs --tokens FILE");
         }
@@ -207,6 +260,7 @@ impl Config {
                     .or(placement.preemption_notice_seconds)
                     .unwrap_or(120),
             ),
+            policy,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
@@ -318,5 +372,43 @@ mod tests {
             Config::from_args(&args).is_err(),
             "unknown keys are refused"
         );
+    }
+
+    #[test]
+    fn the_reservation_policy_comes_from_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        let args = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            Config::from_args(&ServeArgs::default())
+                .expect("defaults")
+                .policy,
+            None
+        );
+        std::fs::write(
+            &file,
+            "[promise.policy]\nmax-future-start-range = 30\nmax-duration = 48\nexpiry = 15\npreemption = false\n",
+        )
+        .expect("write");
+        let policy = Config::from_args(&args)
+            .expect("policy")
+            .policy
+            .expect("set");
+        assert_eq!(policy.max_future_start_days, Some(30));
+        assert_eq!(policy.max_future_end_days, None);
+        assert_eq!(policy.max_duration_hours, Some(48));
+        assert_eq!(policy.expiry_minutes, Some(15));
+        assert!(!policy.preemption);
+        for bad in [
+            "[promise.policy]\nmax-future-end-range = 400\n",
+            "[promise.policy]\nmax-duration = 0\n",
+            "[promise.policy]\nmax_duration = 10\n",
+        ] {
+            std::fs::write(&file, bad).expect("write");
+            assert!(Config::from_args(&args).is_err(), "{bad}");
+        }
     }
 }

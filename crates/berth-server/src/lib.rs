@@ -92,6 +92,9 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         false => berth_core::fence::FencePolicy::Off,
     });
     berth.set_preemption_notice(config.preemption_notice);
+    if let Some(policy) = &config.policy {
+        berth.set_policy(policy.clone()).await?;
+    }
     if config.demo && berth.seed_demo().await? {
         tracing::info!("seeded the demo inventory");
     }

@@ -70,6 +70,7 @@ pub(crate) async fn load(conn: &mut PgConnection) -> Result<CatalogRows, StoreEr
     load_aggregates(conn, &mut rows).await?;
     load_consumers(conn, &mut rows).await?;
     lease::load(conn, &mut rows).await?;
+    crate::promise::load(conn, &mut rows).await?;
     rows.normalize();
     Ok(rows)
 }
@@ -295,6 +296,9 @@ pub(crate) async fn persist(
         Change::LeaseRecorded(record) => lease::append_record(conn, record).await,
         Change::PropertyPrivacy { name, private } => {
             lease::set_property_privacy(conn, name, *private, now).await
+        }
+        Change::FlavorSet { .. } | Change::PolicySet(_) | Change::InstanceSet { .. } => {
+            crate::promise::persist(conn, change).await.map(|_| ())
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod catalog;
 mod lease;
+mod promise;
 #[cfg(feature = "testkit")]
 pub mod scratch;
 

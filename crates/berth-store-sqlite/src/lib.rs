@@ -7,6 +7,7 @@
 
 mod catalog;
 mod lease;
+mod promise;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;

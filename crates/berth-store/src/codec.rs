@@ -77,6 +77,53 @@ pub fn encode_bound(value: impl TryInto<i64>) -> i64 {
     value.try_into().unwrap_or(i64::MAX)
 }
 
+/// A Promise object (flavor, policy, instance) as its JSON document.
+pub fn encode_object<T: serde::Serialize>(object: &T) -> String {
+    serde_json::to_string(object).expect("invariant: Promise objects always encode as JSON")
+}
+
+/// A Promise object from its stored JSON document.
+pub fn decode_object<T: serde::de::DeserializeOwned>(document: &str) -> Result<T, StoreError> {
+    serde_json::from_str(document).map_err(|_| corrupt("Promise object document"))
+}
+
+/// The `(kind, id, document)` row a Promise change writes (`None` document: delete), or
+/// `None` for other changes.
+pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String, Option<String>)> {
+    use berth_core::Change;
+    match change {
+        Change::FlavorSet { id, flavor } => {
+            Some(("flavor", id.clone(), flavor.as_ref().map(encode_object)))
+        }
+        Change::PolicySet(policy) => Some((
+            "policy",
+            "reservation".to_owned(),
+            Some(encode_object(policy)),
+        )),
+        Change::InstanceSet { id, instance } => Some((
+            "instance",
+            id.to_string(),
+            instance.as_ref().map(encode_object),
+        )),
+        _ => None,
+    }
+}
+
+/// Puts a stored Promise object into `rows`.
+pub fn load_promise_row(
+    rows: &mut berth_core::catalog::CatalogRows,
+    kind: &str,
+    document: &str,
+) -> Result<(), StoreError> {
+    match kind {
+        "flavor" => rows.flavors.push(decode_object(document)?),
+        "policy" => rows.policy = Some(decode_object(document)?),
+        "instance" => rows.instances.push(decode_object(document)?),
+        _ => return Err(corrupt("Promise object kind")),
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

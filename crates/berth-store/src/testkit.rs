@@ -446,6 +446,8 @@ fn lease(n: u128, project: &str) -> Lease {
         ],
         notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         preemption_noticed: false,
+        terms: None,
+        outcome: None,
         created_at: T0,
         updated_at: T0,
     }

@@ -135,9 +135,12 @@ pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<Filter, R
             ..
         } => {
             check_amount("amount", u64::from(*amount), 1)?;
-            check_amount("vcpus", *vcpus, 1)?;
-            check_amount("memory_mb", *memory_mb, 1)?;
+            check_amount("vcpus", *vcpus, 0)?;
+            check_amount("memory_mb", *memory_mb, 0)?;
             check_amount("disk_gb", *disk_gb, 0)?;
+            if *vcpus == 0 && *memory_mb == 0 && *disk_gb == 0 {
+                return Err(bad("an instance must have vcpus, memory_mb or disk_gb"));
+            }
         }
         ReservationSpec::FloatingIp {
             network_id,
@@ -240,17 +243,30 @@ pub fn create_lease(
     now: Instant,
     horizon_end: Instant,
 ) -> Result<(Vec<Change>, Lease), Rejection> {
+    create_lease_with(catalog, new, now, horizon_end, &[])
+}
+
+/// [`create_lease`], not counting the holds of the reservations in `excluding` (they are being
+/// displaced in the same decision).
+pub fn create_lease_with(
+    catalog: &Catalog,
+    new: &NewLease,
+    now: Instant,
+    horizon_end: Instant,
+    excluding: &[Uuid],
+) -> Result<(Vec<Change>, Lease), Rejection> {
     check_name(&new.name)?;
     let window = check_window(new.start, new.end)?;
     if window.end <= now {
         return Err(bad("End date must be later than current date."));
     }
+    catalog.policy().check(window, now)?;
     let before_end = before_end_at(window, new.before_end)?;
     if new.reservations.len() > RESERVATIONS_PER_LEASE_MAX {
         return Err(Rejection::TooMany("reservations"));
     }
     let want = wanted(catalog, new.reservations.iter().map(|(_, s)| (s, None)))?;
-    let granted = reserve::admit_or_offer(catalog, window, &want, &[], horizon_end)
+    let granted = reserve::admit_or_offer(catalog, window, &want, excluding, horizon_end)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
     let reservations = new
         .reservations
@@ -293,6 +309,8 @@ pub fn create_lease(
         ],
         notice_lead_micros: new.notice_lead_micros.max(0),
         preemption_noticed: false,
+        terms: None,
+        outcome: None,
         created_at: now,
         updated_at: now,
     };

@@ -91,6 +91,22 @@ impl ApiError {
         self
     }
 
+    /// The human-readable detail.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// Adds machine-readable members, keeping those already set (they win).
+    pub fn merge_extra(mut self, extra: serde_json::Value) -> ApiError {
+        if let serde_json::Value::Object(mut map) = extra {
+            if let Some(existing) = self.extra.take() {
+                map.extend(*existing);
+            }
+            self.extra = Some(Box::new(map));
+        }
+        self
+    }
+
     /// Replaces the status (for Placement's per-endpoint quirks).
     pub fn with_status(mut self, status: StatusCode) -> ApiError {
         self.status = status;

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod meta;
 pub mod placement;
+pub mod promise;
 pub mod rejection;
 pub mod routes;
 
@@ -51,6 +52,7 @@ pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -
     meta::register(&mut routes);
     placement::register(&mut routes);
     blazar::register(&mut routes);
+    promise::register(&mut routes);
     let openapi = Arc::new(routes.openapi());
     let state = AppState {
         berth,

@@ -66,9 +66,16 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::DuplicateConsumer(_)
         | Rejection::TooMany(_)
         | Rejection::BadLease(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+        Rejection::Policy { .. } => (StatusCode::BAD_REQUEST, "policy_violation"),
         Rejection::LeaseNotFound(_)
         | Rejection::FloatingIpNotFound(_)
-        | Rejection::PropertyNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
+        | Rejection::PropertyNotFound(_)
+        | Rejection::FlavorNotFound(_)
+        | Rejection::ZoneNotFound(_)
+        | Rejection::InstanceNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
+        Rejection::FlavorExists(_) | Rejection::InstanceRefused(_) => {
+            (StatusCode::CONFLICT, UNDEFINED)
+        }
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
         | Rejection::FloatingIpInUse(_)

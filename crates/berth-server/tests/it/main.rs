@@ -13,6 +13,7 @@ mod placement_inventories;
 mod placement_providers;
 mod placement_traits;
 mod postgres;
+mod promise;
 mod server;
 mod support;
 mod tidy;

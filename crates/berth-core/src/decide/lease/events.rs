@@ -39,7 +39,7 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
             }
             set_reservations(lease, ReservationStatus::Active, now);
         }
-        EventKind::BeforeEndLease | EventKind::PreemptionNotice => {}
+        EventKind::BeforeEndLease | EventKind::PreemptionNotice | EventKind::ClaimExpiry => {}
         EventKind::EndLease => {
             if lease.status != LeaseStatus::Error {
                 lease.status = LeaseStatus::Terminated;
@@ -64,7 +64,9 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
     match kind {
         EventKind::StartLease => fence::raise(catalog, lease),
         EventKind::EndLease => fence::lower(catalog, lease, now),
-        EventKind::BeforeEndLease | EventKind::PreemptionNotice => Vec::new(),
+        EventKind::BeforeEndLease | EventKind::PreemptionNotice | EventKind::ClaimExpiry => {
+            Vec::new()
+        }
     }
 }
 
@@ -83,6 +85,9 @@ pub fn fire_event(
     };
     if kind == EventKind::PreemptionNotice {
         return Ok(notice(catalog, current, now));
+    }
+    if kind == EventKind::ClaimExpiry {
+        return Ok(crate::decide::promise::expire(catalog, current, now));
     }
     let due = current
         .event(kind)

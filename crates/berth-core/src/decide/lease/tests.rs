@@ -866,8 +866,17 @@ fn invalid_leases_are_refused() {
             Box::new(|n| n.reservations[0].1 = instances(1, 0, Affinity::Any)),
         ),
         (
-            "zero vcpus",
-            Box::new(|n| n.reservations[0].1 = instances(0, 1, Affinity::Any)),
+            "an instance of no size",
+            Box::new(|n| {
+                n.reservations[0].1 = ReservationSpec::Instance {
+                    vcpus: 0,
+                    memory_mb: 0,
+                    disk_gb: 0,
+                    amount: 1,
+                    affinity: Affinity::Any,
+                    resource_properties: String::new(),
+                }
+            }),
         ),
         (
             "zero addresses",

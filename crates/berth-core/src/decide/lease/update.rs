@@ -166,7 +166,7 @@ fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Ins
             EventKind::StartLease => window.start,
             EventKind::BeforeEndLease => before_end,
             EventKind::EndLease => window.end,
-            EventKind::PreemptionNotice => continue,
+            EventKind::PreemptionNotice | EventKind::ClaimExpiry => continue,
         };
         if at == event.at {
             continue;
@@ -253,6 +253,9 @@ fn readmit(
     let window = new_window(current, update)?;
     if window.end <= now && update.end.is_some() {
         return Err(bad("End date must be later than current date."));
+    }
+    if window != current.window() {
+        catalog.policy().check(window, now)?;
     }
     let before_end = new_before_end(current, window, update.before_end)?;
     let specs = new_specs(current, update)?;

@@ -63,11 +63,17 @@ pub(crate) fn count(
     field: &str,
     min: u64,
 ) -> Result<Option<u64>, ApiError> {
-    let bad = || {
-        ApiError::bad_request(format!(
-            "{field} must be an integer from {min} to {AMOUNT_MAX}"
-        ))
-    };
+    integer(body, field, min, u64::from(AMOUNT_MAX))
+}
+
+/// An integer field given as a JSON number or a numeric string, in `[min, max]`.
+pub(crate) fn integer(
+    body: &Map<String, Value>,
+    field: &str,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>, ApiError> {
+    let bad = || ApiError::bad_request(format!("{field} must be an integer from {min} to {max}"));
     let value = match body.get(field) {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Number(n)) => n.as_i64().ok_or_else(bad)?,
@@ -76,7 +82,7 @@ pub(crate) fn count(
     };
     u64::try_from(value)
         .ok()
-        .filter(|v| (min..=u64::from(AMOUNT_MAX)).contains(v))
+        .filter(|v| (min..=max).contains(v))
         .map(Some)
         .ok_or_else(bad)
 }

@@ -1,0 +1,215 @@
+//! Promise use cases: flavors, the reservation policy, reservations (leases with Promise terms),
+//! and instances created against a reservation or from unreserved capacity. Capacity queries
+//! are pure reads of the catalog ([`berth_core::capacity`]) and need no use case here.
+
+use crate::{AppError, Berth};
+use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
+use berth_core::lease::Lease;
+use berth_core::promise::{Ask, Flavor, Policy, PromiseInstance, PromiseKind};
+use berth_core::{Change, Instant};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// A flavor to create.
+#[derive(Debug, Clone)]
+pub struct CreateFlavor {
+    /// Its id; generated when absent.
+    pub id: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// Virtual CPUs.
+    pub vcpus: u64,
+    /// Memory, MB.
+    pub ram_mb: u64,
+    /// Disk, GB.
+    pub disk_gb: u64,
+    /// CPU architecture.
+    pub cpu_architecture: Option<String>,
+    /// Extra specs.
+    pub extra_specs: BTreeMap<String, String>,
+}
+
+/// A Promise reservation to create.
+#[derive(Debug, Clone)]
+pub struct CreateReservation {
+    /// The Promise resource type.
+    pub kind: PromiseKind,
+    /// What it asks for.
+    pub ask: Ask,
+    /// `startTime` (absent: now).
+    pub start: Option<Instant>,
+    /// `endTime` (absent: the policy's longest).
+    pub end: Option<Instant>,
+    /// `expiryTime`.
+    pub expiry: Option<Instant>,
+    /// `zoneId`.
+    pub zone: Option<String>,
+    /// Priority, 0 to 100.
+    pub priority: u32,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// How far after the start the counter-offer searches.
+    pub horizon_micros: i64,
+}
+
+/// An instance to create.
+#[derive(Debug, Clone)]
+pub struct CreateInstance {
+    /// Its name.
+    pub name: String,
+    /// Flavor id or name.
+    pub flavor: String,
+    /// Image, echoed.
+    pub image: Option<String>,
+    /// The Promise reservation it draws on.
+    pub reservation: Option<Uuid>,
+    /// The zone, without a reservation.
+    pub zone: Option<String>,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+}
+
+fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
+    Instant::from_micros(start.as_micros().saturating_add(horizon_micros.max(0)))
+}
+
+/// The most ledger reservations one Promise reservation may become.
+const RESERVATION_IDS_MAX: usize = berth_core::decide::lease::RESERVATIONS_PER_LEASE_MAX;
+
+impl Berth {
+    /// Creates a flavor and returns it.
+    pub async fn create_flavor(&self, cmd: CreateFlavor) -> Result<Flavor, AppError> {
+        let id = cmd.id.unwrap_or_else(|| self.new_uuid().to_string());
+        self.write(move |catalog, now| {
+            let flavor = Flavor {
+                id,
+                name: cmd.name.trim().to_owned(),
+                vcpus: cmd.vcpus,
+                ram_mb: cmd.ram_mb,
+                disk_gb: cmd.disk_gb,
+                cpu_architecture: cmd.cpu_architecture,
+                extra_specs: cmd.extra_specs,
+                created_at: now,
+            };
+            decide::create_flavor(catalog, flavor.clone()).map(|c| (c, flavor))
+        })
+        .await
+    }
+
+    /// Deletes a flavor by id or name.
+    pub async fn delete_flavor(&self, id: String) -> Result<(), AppError> {
+        self.write(move |catalog, _| decide::delete_flavor(catalog, &id).map(|c| (c, ())))
+            .await
+    }
+
+    /// Replaces the reservation policy.
+    pub async fn set_policy(&self, policy: Policy) -> Result<Policy, AppError> {
+        self.write(move |_, _| decide::set_policy(policy.clone()).map(|c| (c, policy)))
+            .await
+    }
+
+    /// Admits a Promise reservation (displacing lower priorities when the policy allows) and
+    /// returns its lease.
+    pub async fn create_reservation(&self, cmd: CreateReservation) -> Result<Lease, AppError> {
+        let wanted = cmd.ask.containers.len() + 3;
+        let new = NewReservation {
+            id: self.new_uuid(),
+            reservation_ids: (0..wanted.min(RESERVATION_IDS_MAX + 1))
+                .map(|_| self.new_uuid())
+                .collect(),
+            event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
+            kind: cmd.kind,
+            ask: cmd.ask,
+            start: cmd.start,
+            end: cmd.end,
+            expiry: cmd.expiry,
+            zone: cmd.zone,
+            priority: cmd.priority,
+            project_id: cmd.project_id,
+            user_id: cmd.user_id,
+            notice_lead_micros: self
+                .notice_lead_micros
+                .load(std::sync::atomic::Ordering::Relaxed),
+        };
+        let horizon_micros = cmd.horizon_micros;
+        let lease = self
+            .write(move |catalog, now| {
+                let start = new.start.unwrap_or(now);
+                decide::create_reservation(catalog, &new, now, horizon_end(start, horizon_micros))
+            })
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(lease)
+    }
+
+    /// Updates a Promise reservation of `project` (`None`: any).
+    pub async fn update_reservation(
+        &self,
+        id: Uuid,
+        project: Option<String>,
+        change: ReservationChange,
+        horizon_micros: i64,
+    ) -> Result<Lease, AppError> {
+        let lease = self
+            .write(move |catalog, now| {
+                let current = decide::owned(catalog, id, project.as_deref())?;
+                let start = change.start.unwrap_or(current.start).max(now);
+                decide::update_reservation(
+                    catalog,
+                    id,
+                    &change,
+                    now,
+                    horizon_end(start, horizon_micros),
+                )
+            })
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(lease)
+    }
+
+    /// Cancels (deletes) a reservation of `project` (`None`: any), releasing what it holds.
+    pub async fn cancel_reservation(
+        &self,
+        id: Uuid,
+        project: Option<String>,
+    ) -> Result<(), AppError> {
+        self.write(move |catalog, now| {
+            decide::owned(catalog, id, project.as_deref())?;
+            berth_core::decide::lease::delete_lease(catalog, id, now).map(|c| (c, ()))
+        })
+        .await
+    }
+
+    /// Creates an instance and records its allocations.
+    pub async fn create_instance(&self, cmd: CreateInstance) -> Result<PromiseInstance, AppError> {
+        let new = NewInstance {
+            id: self.new_uuid(),
+            name: cmd.name,
+            flavor: cmd.flavor,
+            image: cmd.image,
+            reservation: cmd.reservation,
+            zone: cmd.zone,
+            project_id: cmd.project_id,
+            user_id: cmd.user_id,
+        };
+        let policy = self.fence_policy();
+        self.write(move |catalog, now| decide::create_instance(catalog, &new, now, policy))
+            .await
+    }
+
+    /// Destroys an instance of `project` (`None`: any), releasing its allocations.
+    pub async fn destroy_instance(
+        &self,
+        id: Uuid,
+        project: Option<String>,
+    ) -> Result<(), AppError> {
+        self.write(move |catalog, _| {
+            decide::destroy_instance(catalog, id, project.as_deref()).map(|c: Vec<Change>| (c, ()))
+        })
+        .await
+    }
+}

@@ -1,0 +1,244 @@
+//! Capacity over time, for a zone (or every zone) and one measure (a resource class, or public
+//! addresses): total, reserved, allocated and available as step functions over a window.
+//!
+//! At every instant `t` of the window, over the providers of the zone that have the class:
+//! - `total` is the usable capacity, `(total - reserved) * allocation_ratio` as in Placement;
+//! - `reserved` is what reservations hold at `t` (a host held whole counts its whole capacity)
+//!   minus what consumers presenting those reservations use (that is allocated, not reserved);
+//! - `allocated` is what consumers hold: unreserved ones for the whole window, those presenting
+//!   a reservation until it ends;
+//! - `available = total - reserved - allocated`, so the four always add up.
+//!
+//! Over the whole window (the `capacityInformation` of a query), `available` and `total` are
+//! their minimum over the window and `reserved` and `allocated` their maximum: what can be
+//! promised for the whole window, and the most that is taken at any instant.
+
+use crate::catalog::Catalog;
+use crate::ledger::Window;
+use crate::name::ResourceClass;
+use crate::provider::Provider;
+use crate::rejection::Rejection;
+use crate::reserve;
+use crate::time::Instant;
+use std::collections::{BTreeMap, HashSet};
+use uuid::Uuid;
+
+/// What is measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Measure {
+    /// One resource class on providers.
+    Class(ResourceClass),
+    /// Public (floating IP) addresses.
+    Addresses,
+}
+
+/// The four figures at one instant, or summarised over a window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Usable capacity.
+    pub total: i64,
+    /// Held by reservations and not used by their consumers.
+    pub reserved: i64,
+    /// Used by consumers.
+    pub allocated: i64,
+    /// Neither reserved nor allocated.
+    pub available: i64,
+}
+
+/// A step function: the figures from each instant until the next (the last until the end of
+/// the window). The first step starts at the window's start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    /// The window.
+    pub window: Window,
+    /// The steps, in time order, each differing from the one before.
+    pub steps: Vec<(Instant, Figures)>,
+}
+
+impl Series {
+    /// The figures over the whole window: least total and available, most reserved and
+    /// allocated.
+    pub fn summary(&self) -> Figures {
+        let mut steps = self.steps.iter().map(|(_, f)| *f);
+        let first = steps.next().unwrap_or_default();
+        steps.fold(first, |acc, f| Figures {
+            total: acc.total.min(f.total),
+            reserved: acc.reserved.max(f.reserved),
+            allocated: acc.allocated.max(f.allocated),
+            available: acc.available.min(f.available),
+        })
+    }
+}
+
+/// Checks a zone name: `Some` must be the zone of some provider.
+pub fn check_zone(catalog: &Catalog, zone: Option<&str>) -> Result<(), Rejection> {
+    match zone {
+        Some(zone) if !crate::decide::promise::zone_known(catalog, zone) => {
+            Err(Rejection::ZoneNotFound(zone.to_owned()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn in_zone(provider: &Provider, zone: Option<&str>) -> bool {
+    zone.is_none_or(|z| provider.availability_zone() == Some(z))
+}
+
+fn usable(provider: &Provider, class: &ResourceClass) -> i64 {
+    provider
+        .inventories()
+        .get(class)
+        .map_or(0, |record| record.capacity_exact().floor() as i64)
+}
+
+/// Collects `(instant, reserved delta, allocated delta)` clipped to a window, plus the levels
+/// at the window's start.
+struct Deltas {
+    window: Window,
+    at_start: (i64, i64),
+    changes: BTreeMap<Instant, (i64, i64)>,
+}
+
+impl Deltas {
+    fn new(window: Window) -> Deltas {
+        Deltas {
+            window,
+            at_start: (0, 0),
+            changes: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `(reserved, allocated)` over `[start, end)`.
+    fn add(&mut self, start: Instant, end: Instant, reserved: i64, allocated: i64) {
+        let from = start.max(self.window.start);
+        let until = end.min(self.window.end);
+        if from >= until || (reserved == 0 && allocated == 0) {
+            return;
+        }
+        if from == self.window.start {
+            self.at_start.0 += reserved;
+            self.at_start.1 += allocated;
+        } else {
+            let entry = self.changes.entry(from).or_default();
+            entry.0 += reserved;
+            entry.1 += allocated;
+        }
+        if until < self.window.end {
+            let entry = self.changes.entry(until).or_default();
+            entry.0 -= reserved;
+            entry.1 -= allocated;
+        }
+    }
+
+    fn series(self, total: i64) -> Series {
+        let figures = |reserved: i64, allocated: i64| Figures {
+            total,
+            reserved,
+            allocated,
+            available: total - reserved - allocated,
+        };
+        let (mut reserved, mut allocated) = self.at_start;
+        let mut steps = vec![(self.window.start, figures(reserved, allocated))];
+        for (at, (dr, da)) in self.changes {
+            if dr == 0 && da == 0 {
+                continue;
+            }
+            reserved += dr;
+            allocated += da;
+            steps.push((at, figures(reserved, allocated)));
+        }
+        Series {
+            window: self.window,
+            steps,
+        }
+    }
+}
+
+/// The reservation ids of the leases in `without`.
+fn excluded(catalog: &Catalog, without: &[Uuid]) -> HashSet<Uuid> {
+    without
+        .iter()
+        .filter_map(|id| catalog.lease(*id))
+        .flat_map(|l| l.reservations.iter().map(|r| r.id))
+        .chain(without.iter().copied())
+        .collect()
+}
+
+/// The capacity of `measure` in `zone` (`None`: every zone) over `window`, leaving out the
+/// leases (or reservations) in `without`.
+pub fn series(
+    catalog: &Catalog,
+    zone: Option<&str>,
+    window: Window,
+    measure: &Measure,
+    without: &[Uuid],
+) -> Result<Series, Rejection> {
+    check_zone(catalog, zone)?;
+    let skip = excluded(catalog, without);
+    let mut deltas = Deltas::new(window);
+    let class = match measure {
+        Measure::Class(class) => class,
+        Measure::Addresses => {
+            let mut total = 0;
+            for fip in catalog.floating_ips().filter(|f| f.reservable) {
+                total += 1;
+                for hold in catalog.ledger().holds_on(fip.id, window) {
+                    if !skip.contains(&hold.reservation) {
+                        deltas.add(hold.window.start, hold.window.end, 1, 0);
+                    }
+                }
+            }
+            return Ok(deltas.series(total));
+        }
+    };
+    let mut total = 0;
+    for provider in catalog.providers().filter(|p| in_zone(p, zone)) {
+        let capacity = usable(provider, class);
+        if !provider.inventories().contains_key(class) {
+            continue;
+        }
+        total += capacity;
+        let uuid = provider.uuid();
+        let mut presented = 0;
+        for hold in catalog.ledger().holds_on(uuid, window) {
+            if skip.contains(&hold.reservation) {
+                continue;
+            }
+            let held = match hold.exclusive {
+                true => capacity,
+                false => hold
+                    .amounts
+                    .iter()
+                    .find(|(c, _)| c == class)
+                    .map_or(0, |(_, n)| *n as i64),
+            };
+            let used = catalog.reserved_use(hold.reservation, uuid, class, Uuid::nil()) as i64;
+            presented += used;
+            deltas.add(hold.window.start, hold.window.end, held, 0);
+            // What its consumers use is allocated, not reserved, until the reservation ends.
+            deltas.add(hold.window.start, hold.window.end, -used, used);
+        }
+        let unreserved = (provider.used(class) as i64 - presented).max(0);
+        deltas.add(window.start, window.end, 0, unreserved);
+    }
+    Ok(deltas.series(total))
+}
+
+/// How many instances of `size` could be reserved in `zone` over the whole `window`: per
+/// reservable host, the instances that fit in what is neither reserved nor allocated at its
+/// busiest instant, summed.
+pub fn instances_that_fit(
+    catalog: &Catalog,
+    zone: Option<&str>,
+    window: Window,
+    size: &[(ResourceClass, u64)],
+    without: &[Uuid],
+) -> Result<u64, Rejection> {
+    check_zone(catalog, zone)?;
+    let skip: Vec<Uuid> = excluded(catalog, without).into_iter().collect();
+    Ok(catalog
+        .providers()
+        .filter(|p| in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))
+        .map(|p| u64::from(reserve::slots_on(catalog, p, window, size, &skip)))
+        .sum())
+}

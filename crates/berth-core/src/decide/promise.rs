@@ -1,0 +1,811 @@
+//! Decisions of the Promise surface: flavors, the policy, reservations (created as leases with
+//! Promise terms, with priorities that may displace lower-priority reservations not yet
+//! started), instances created against a reservation or from unreserved capacity, and the claim
+//! deadline that releases what a reservation has not allocated.
+
+use super::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdate};
+use crate::allocation::{self, ConsumerGeneration, ConsumerWrite};
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::consumer::Allocations;
+use crate::fence::{self, FencePolicy};
+use crate::lease::{
+    EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus, record,
+};
+use crate::name::ResourceClass;
+use crate::promise::{
+    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms,
+};
+use crate::rejection::Rejection;
+use crate::reserve;
+use crate::time::Instant;
+use std::collections::BTreeSet;
+use uuid::Uuid;
+
+/// Most reservations one request may displace.
+pub const DISPLACED_MAX: usize = 64;
+/// Most lower-priority reservations looked at when searching what to displace.
+pub const DISPLACEMENT_CANDIDATES_MAX: usize = 256;
+
+fn bad(text: impl Into<String>) -> Rejection {
+    Rejection::BadLease(text.into())
+}
+
+/// Creates a flavor; ids and names are unique.
+pub fn create_flavor(catalog: &Catalog, flavor: Flavor) -> Result<Vec<Change>, Rejection> {
+    let name_len = flavor.name.trim().chars().count();
+    if !(1..=255).contains(&name_len) {
+        return Err(bad("flavor name must be between 1 and 255 characters"));
+    }
+    if flavor.vcpus == 0 || flavor.ram_mb == 0 {
+        return Err(bad("a flavor needs at least 1 vcpu and 1 MB of ram"));
+    }
+    let limit = u64::from(lease_decide::AMOUNT_MAX);
+    if flavor.vcpus > limit || flavor.ram_mb > limit * 1024 || flavor.disk_gb > limit {
+        return Err(bad("flavor sizes are too large"));
+    }
+    for taken in [&flavor.id, &flavor.name] {
+        if catalog.flavor(taken).is_some() {
+            return Err(Rejection::FlavorExists(taken.clone()));
+        }
+    }
+    Ok(vec![Change::FlavorSet {
+        id: flavor.id.clone(),
+        flavor: Some(flavor),
+    }])
+}
+
+/// Deletes a flavor (instances made from it keep their allocations).
+pub fn delete_flavor(catalog: &Catalog, id: &str) -> Result<Vec<Change>, Rejection> {
+    let flavor = catalog
+        .flavor(id)
+        .ok_or_else(|| Rejection::FlavorNotFound(id.to_owned()))?;
+    Ok(vec![Change::FlavorSet {
+        id: flavor.id.clone(),
+        flavor: None,
+    }])
+}
+
+/// Replaces the reservation policy.
+pub fn set_policy(policy: Policy) -> Result<Vec<Change>, Rejection> {
+    if policy.max_duration_hours == Some(0) {
+        return Err(bad("max-duration must be at least 1 hour"));
+    }
+    for (name, days) in [
+        ("max-future-start-range", policy.max_future_start_days),
+        ("max-future-end-range", policy.max_future_end_days),
+    ] {
+        if days.is_some_and(|d| d > 365) {
+            return Err(bad(format!("{name} must be between 0 and 365 days")));
+        }
+    }
+    Ok(vec![Change::PolicySet(policy)])
+}
+
+/// Whether some provider is in `zone`.
+pub fn zone_known(catalog: &Catalog, zone: &str) -> bool {
+    catalog
+        .providers()
+        .any(|p| p.availability_zone() == Some(zone))
+}
+
+/// A Promise reservation to create, with the ids the application generated.
+#[derive(Debug, Clone)]
+pub struct NewReservation {
+    /// The lease id, which is the Promise reservation id.
+    pub id: Uuid,
+    /// Ids for the ledger reservations (at least one per kind asked for and per container).
+    pub reservation_ids: Vec<Uuid>,
+    /// Ids of the start, before-end and end events.
+    pub event_ids: [Uuid; 3],
+    /// The Promise resource type.
+    pub kind: PromiseKind,
+    /// What it asks for.
+    pub ask: Ask,
+    /// `startTime` (absent: now).
+    pub start: Option<Instant>,
+    /// `endTime` (absent: the policy's longest).
+    pub end: Option<Instant>,
+    /// `expiryTime` (absent: the policy's default, if any).
+    pub expiry: Option<Instant>,
+    /// `zoneId`.
+    pub zone: Option<String>,
+    /// Priority, 0 to 100.
+    pub priority: u32,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// How long before the start preemptible consumers in the way are told.
+    pub notice_lead_micros: i64,
+}
+
+/// Fills the shapes of containers that name a flavor and give no size.
+fn resolve_containers(catalog: &Catalog, ask: &mut Ask) -> Result<(), Rejection> {
+    for container in &mut ask.containers {
+        let sized = container.vcpus > 0 || container.ram_mb > 0 || container.disk_gb > 0;
+        match (&container.flavor_id, sized) {
+            (Some(id), false) => {
+                let flavor = catalog
+                    .flavor(id)
+                    .ok_or_else(|| Rejection::FlavorNotFound(id.clone()))?;
+                container.vcpus = flavor.vcpus;
+                container.ram_mb = flavor.ram_mb;
+                container.disk_gb = flavor.disk_gb;
+                if container.cpu_architecture.is_none() {
+                    container.cpu_architecture = flavor.cpu_architecture.clone();
+                }
+            }
+            (None, false) => {
+                return Err(bad(format!(
+                    "container {} names neither a flavor nor a size",
+                    container.container_id
+                )));
+            }
+            (_, true) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The networks a request for public IPs may draw from, in the order they are tried.
+fn networks(catalog: &Catalog, ask: &Ask) -> Result<Vec<Option<String>>, Rejection> {
+    if ask.public_ips == 0 {
+        return Ok(vec![None]);
+    }
+    let known: BTreeSet<&str> = catalog
+        .floating_ips()
+        .map(|f| f.network_id.as_str())
+        .collect();
+    match &ask.network_id {
+        Some(named) if known.contains(named.as_str()) => Ok(vec![Some(named.clone())]),
+        Some(named) => Err(bad(format!("network {named} has no registered addresses"))),
+        None if known.is_empty() => Ok(vec![Some(String::new())]),
+        None => Ok(known.into_iter().map(|n| Some(n.to_owned())).collect()),
+    }
+}
+
+/// The window and claim deadline of a new reservation.
+fn window_of(
+    catalog: &Catalog,
+    new: &NewReservation,
+    now: Instant,
+) -> Result<(Instant, Instant, Option<Instant>), Rejection> {
+    let start = new.start.unwrap_or(now);
+    let end = new
+        .end
+        .unwrap_or_else(|| catalog.policy().default_end(start, now));
+    if end <= start {
+        return Err(bad("endTime must be later than startTime"));
+    }
+    let window = crate::ledger::Window::new(start, end).ok_or_else(|| bad("empty window"))?;
+    let expiry = new
+        .expiry
+        .or_else(|| catalog.policy().default_expiry(window));
+    check_expiry(expiry, start, end)?;
+    Ok((start, end, expiry))
+}
+
+fn check_expiry(expiry: Option<Instant>, start: Instant, end: Instant) -> Result<(), Rejection> {
+    match expiry {
+        Some(at) if at > end => Err(bad("expiryTime must not be later than endTime")),
+        Some(at) if at < start => Err(bad("expiryTime must not be earlier than startTime")),
+        _ => Ok(()),
+    }
+}
+
+/// Sets the Promise terms on the lease a lease decision produced.
+fn with_terms(changes: &mut [Change], lease: &mut Lease, terms: PromiseTerms) {
+    lease.terms = Some(Box::new(terms));
+    for change in changes.iter_mut() {
+        if let Change::LeaseSet {
+            lease: Some(set), ..
+        } = change
+            && set.id == lease.id
+        {
+            set.terms = lease.terms.clone();
+        }
+    }
+}
+
+/// Admits a Promise reservation all-or-nothing as a lease; when it does not fit and the policy
+/// allows it, displaces not-yet-started reservations of lower priority (lowest first, newest
+/// first among equals, no more than needed). A refusal carries the counter-offer.
+pub fn create_reservation(
+    catalog: &Catalog,
+    new: &NewReservation,
+    now: Instant,
+    horizon_end: Instant,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    let mut ask = new.ask.clone();
+    if ask.is_empty() {
+        return Err(bad(
+            "the request reserves nothing: give a compute pool, containers, public IPs or a storage pool",
+        ));
+    }
+    if new.priority > promise::PRIORITY_MAX {
+        return Err(bad(format!(
+            "priority must be from 0 to {}",
+            promise::PRIORITY_MAX
+        )));
+    }
+    if let Some(zone) = &new.zone
+        && !zone_known(catalog, zone)
+    {
+        return Err(Rejection::ZoneNotFound(zone.clone()));
+    }
+    resolve_containers(catalog, &mut ask)?;
+    let (start, end, expiry) = window_of(catalog, new, now)?;
+    let terms = PromiseTerms {
+        kind: new.kind,
+        ask: ask.clone(),
+        priority: new.priority,
+        expiry,
+        zone: new.zone.clone(),
+    };
+    let mut first_refusal = None;
+    for network in networks(catalog, &ask)? {
+        let specs = promise::specs(&ask, new.zone.as_deref(), network.as_deref());
+        if specs.len() > new.reservation_ids.len() {
+            return Err(Rejection::TooMany("reservations"));
+        }
+        let lease = NewLease {
+            id: new.id,
+            name: format!("promise-{}", new.kind.as_str()),
+            project_id: new.project_id.clone(),
+            user_id: new.user_id.clone(),
+            start,
+            end,
+            before_end: None,
+            reservations: new.reservation_ids.iter().copied().zip(specs).collect(),
+            event_ids: new.event_ids,
+            notice_lead_micros: new.notice_lead_micros,
+        };
+        match admit(catalog, &lease, now, horizon_end) {
+            Ok((mut changes, mut made)) => {
+                with_terms(&mut changes, &mut made, terms);
+                return Ok((changes, made));
+            }
+            Err(Rejection::DoesNotFit(refusal)) => {
+                if let Some(done) = displace(catalog, &lease, &terms, now, horizon_end) {
+                    return Ok(done);
+                }
+                first_refusal.get_or_insert(Rejection::DoesNotFit(refusal));
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Err(first_refusal.unwrap_or_else(|| bad("no network to draw addresses from")))
+}
+
+fn admit(
+    catalog: &Catalog,
+    lease: &NewLease,
+    now: Instant,
+    horizon_end: Instant,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    lease_decide::create_lease(catalog, lease, now, horizon_end)
+}
+
+/// Lower-priority leases not yet started that overlap `window`, in the order they are
+/// displaced: lowest priority first, newest first among equals.
+fn displaceable<'c>(catalog: &'c Catalog, lease: &NewLease, priority: u32) -> Vec<&'c Lease> {
+    let window = crate::ledger::Window::new(lease.start, lease.end);
+    let mut found: Vec<&Lease> = catalog
+        .leases()
+        .filter(|l| l.priority() < priority && l.status == LeaseStatus::Pending && !l.started())
+        .filter(|l| window.is_some_and(|w| l.window().overlaps(&w)))
+        .collect();
+    found.sort_by(|a, b| {
+        a.priority()
+            .cmp(&b.priority())
+            .then(b.created_at.cmp(&a.created_at))
+            .then(a.id.cmp(&b.id))
+    });
+    found.truncate(DISPLACEMENT_CANDIDATES_MAX);
+    found
+}
+
+fn fits(catalog: &Catalog, lease: &NewLease, excluding: &[Uuid]) -> bool {
+    let Some(window) = crate::ledger::Window::new(lease.start, lease.end) else {
+        return false;
+    };
+    let Ok(want) = lease_decide::wanted(catalog, lease.reservations.iter().map(|(_, s)| (s, None)))
+    else {
+        return false;
+    };
+    reserve::admit(catalog, window, &want, excluding).is_ok()
+}
+
+fn reservation_ids(leases: &[&Lease]) -> Vec<Uuid> {
+    leases
+        .iter()
+        .flat_map(|l| l.reservations.iter().map(|r| r.id))
+        .collect()
+}
+
+/// The smallest set of lower-priority reservations (greedy, then pruned) whose displacement
+/// lets `lease` in, and the decision that displaces them and admits it.
+fn displace(
+    catalog: &Catalog,
+    lease: &NewLease,
+    terms: &PromiseTerms,
+    now: Instant,
+    horizon_end: Instant,
+) -> Option<(Vec<Change>, Lease)> {
+    if !catalog.policy().preemption {
+        return None;
+    }
+    let mut chosen: Vec<&Lease> = Vec::new();
+    let mut admitted = false;
+    for candidate in displaceable(catalog, lease, terms.priority) {
+        chosen.push(candidate);
+        if fits(catalog, lease, &reservation_ids(&chosen)) {
+            admitted = true;
+            break;
+        }
+        if chosen.len() >= DISPLACED_MAX {
+            break;
+        }
+    }
+    if !admitted {
+        return None;
+    }
+    for idx in (0..chosen.len()).rev() {
+        let mut without = chosen.clone();
+        without.remove(idx);
+        if fits(catalog, lease, &reservation_ids(&without)) {
+            chosen = without;
+        }
+    }
+    let excluding = reservation_ids(&chosen);
+    let (admitted, mut made) =
+        lease_decide::create_lease_with(catalog, lease, now, horizon_end, &excluding).ok()?;
+    let mut changes: Vec<Change> = chosen
+        .iter()
+        .flat_map(|victim| preempt(victim, lease.id, terms.priority, now))
+        .collect();
+    let mut admitted = admitted;
+    with_terms(&mut admitted, &mut made, terms.clone());
+    changes.extend(admitted);
+    Some((changes, made))
+}
+
+/// Ends a not-yet-started lease displaced by `by`: it holds nothing from now on.
+fn preempt(victim: &Lease, by: Uuid, priority: u32, now: Instant) -> Vec<Change> {
+    let reason = format!(
+        "preempted by reservation {by} of priority {priority} (this one had priority {})",
+        victim.priority()
+    );
+    let mut lease = victim.clone();
+    finish(&mut lease, now);
+    lease.status_reason = Some(reason.clone());
+    lease.outcome = Some(Outcome::Preempted {
+        by,
+        reason: reason.clone(),
+    });
+    vec![
+        record(
+            &lease,
+            "lease.preempted",
+            now,
+            serde_json::json!({"by": by, "reason": reason}),
+        ),
+        Change::LeaseSet {
+            id: lease.id,
+            lease: Some(Box::new(lease)),
+        },
+    ]
+}
+
+/// Marks a lease terminated with every event done, so it holds nothing and fires nothing.
+fn finish(lease: &mut Lease, now: Instant) {
+    lease.status = LeaseStatus::Terminated;
+    for event in &mut lease.events {
+        if event.status == EventStatus::Undone {
+            event.status = EventStatus::Done;
+            event.updated_at = now;
+        }
+    }
+    for reservation in &mut lease.reservations {
+        reservation.status = ReservationStatus::Deleted;
+        reservation.updated_at = now;
+    }
+    if let Some(terms) = &mut lease.terms {
+        terms.expiry = None;
+    }
+    lease.updated_at = now;
+}
+
+/// The Promise reservation (a lease) `id` as `project` may see it (`None`: any project).
+pub fn owned<'c>(
+    catalog: &'c Catalog,
+    id: Uuid,
+    project: Option<&str>,
+) -> Result<&'c Lease, Rejection> {
+    catalog
+        .lease(id)
+        .filter(|l| project.is_none_or(|p| p == l.project_id))
+        .ok_or(Rejection::LeaseNotFound(id))
+}
+
+/// Changes to a Promise reservation.
+#[derive(Debug, Clone, Default)]
+pub struct ReservationChange {
+    /// New `startTime`.
+    pub start: Option<Instant>,
+    /// New `endTime`.
+    pub end: Option<Instant>,
+    /// New `expiryTime`.
+    pub expiry: Option<Instant>,
+    /// New amounts (same kinds as before).
+    pub ask: Option<Ask>,
+}
+
+/// Updates a Promise reservation's window, claim deadline or amounts, re-admitting it
+/// atomically.
+pub fn update_reservation(
+    catalog: &Catalog,
+    id: Uuid,
+    change: &ReservationChange,
+    now: Instant,
+    horizon_end: Instant,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    let current = catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))?;
+    let mut terms = current
+        .terms
+        .as_deref()
+        .cloned()
+        .ok_or_else(|| bad("only Promise reservations are updated here"))?;
+    let mut update = LeaseUpdate {
+        start: change.start,
+        end: change.end,
+        ..LeaseUpdate::default()
+    };
+    if let Some(ask) = &change.ask {
+        let mut ask = ask.clone();
+        resolve_containers(catalog, &mut ask)?;
+        let network = current.reservations.iter().find_map(|r| match &r.spec {
+            ReservationSpec::FloatingIp { network_id, .. } => Some(network_id.clone()),
+            _ => None,
+        });
+        let specs = promise::specs(&ask, terms.zone.as_deref(), network.as_deref());
+        if specs.len() != current.reservations.len()
+            || specs
+                .iter()
+                .zip(&current.reservations)
+                .any(|(s, r)| s.resource_type() != r.spec.resource_type())
+        {
+            return Err(bad(
+                "an update changes amounts only: it cannot add or remove kinds of resource",
+            ));
+        }
+        update.reservations = specs
+            .iter()
+            .zip(&current.reservations)
+            .map(|(spec, r)| amounts_update(r.id, spec))
+            .collect();
+        terms.ask = ask;
+    }
+    let start = change.start.unwrap_or(current.start);
+    let end = change.end.unwrap_or(current.end);
+    if change.expiry.is_some() {
+        terms.expiry = change.expiry;
+    }
+    check_expiry(terms.expiry, start, end)?;
+    let (mut changes, mut lease) =
+        match update.start.is_some() || update.end.is_some() || !update.reservations.is_empty() {
+            true => lease_decide::update_lease(catalog, id, &update, now, horizon_end)?,
+            false => {
+                let mut lease = current.clone();
+                lease.updated_at = now;
+                let changes = vec![Change::LeaseSet {
+                    id,
+                    lease: Some(Box::new(lease.clone())),
+                }];
+                (changes, lease)
+            }
+        };
+    with_terms(&mut changes, &mut lease, terms);
+    Ok((changes, lease))
+}
+
+fn amounts_update(id: Uuid, spec: &ReservationSpec) -> ReservationUpdate {
+    let mut update = ReservationUpdate {
+        id,
+        amount: Some(spec.amount()),
+        ..ReservationUpdate::default()
+    };
+    if let ReservationSpec::Instance {
+        vcpus,
+        memory_mb,
+        disk_gb,
+        ..
+    } = spec
+    {
+        update.vcpus = Some(*vcpus);
+        update.memory_mb = Some(*memory_mb);
+        update.disk_gb = Some(*disk_gb);
+    }
+    update
+}
+
+/// Releases what a Promise reservation has not allocated by its claim deadline: each instance
+/// reservation keeps the slots its instances use on each host; addresses are released. When
+/// nothing is left the lease ends as expired. Idempotent: nothing happens unless the deadline
+/// is due and has not been acted on.
+pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
+    if current.expiry_at().is_none_or(|at| at > now) {
+        return Vec::new();
+    }
+    let mut lease = current.clone();
+    if let Some(terms) = &mut lease.terms {
+        terms.expiry = None;
+    }
+    let mut released = Vec::new();
+    for reservation in &mut lease.reservations {
+        let before = reservation.spec.amount();
+        shrink_to_use(catalog, reservation);
+        let kept: u32 = reservation.hosts.iter().map(|(_, n)| *n).sum::<u32>()
+            + reservation.floating_ips.len() as u32;
+        released.push(serde_json::json!({
+            "reservation": reservation.id, "requested": before, "kept": kept,
+        }));
+        reservation.updated_at = now;
+    }
+    let empty = lease
+        .reservations
+        .iter()
+        .all(|r| r.hosts.is_empty() && r.floating_ips.is_empty());
+    lease.updated_at = now;
+    let mut changes = vec![record(
+        &lease,
+        "reservation.expired",
+        now,
+        serde_json::json!({"released": released, "ended": empty}),
+    )];
+    let running = current.started() && !current.ended();
+    if empty {
+        finish(&mut lease, now);
+        lease.outcome = Some(Outcome::Expired);
+        if running {
+            changes.extend(fence::lower(catalog, current, now));
+        }
+    } else if running {
+        changes.extend(fence::resync(catalog, current, &lease));
+    }
+    changes.push(Change::LeaseSet {
+        id: lease.id,
+        lease: Some(Box::new(lease)),
+    });
+    changes
+}
+
+/// Cuts an instance reservation down to the slots its consumers use on each host (rounded up
+/// per class), and drops addresses (nothing allocates them).
+fn shrink_to_use(catalog: &Catalog, reservation: &mut Reservation) {
+    reservation.floating_ips.clear();
+    let Some(size) = reservation.spec.instance_amounts(1) else {
+        if !matches!(reservation.spec, ReservationSpec::Host { .. }) {
+            reservation.hosts.clear();
+        }
+        return;
+    };
+    let id = reservation.id;
+    reservation.hosts = reservation
+        .hosts
+        .iter()
+        .filter_map(|(host, slots)| {
+            let needed = size
+                .iter()
+                .map(|(class, each)| {
+                    catalog
+                        .reserved_use(id, *host, class, Uuid::nil())
+                        .div_ceil((*each).max(1))
+                })
+                .max()
+                .unwrap_or(0);
+            let keep = u32::try_from(needed).unwrap_or(u32::MAX).min(*slots);
+            (keep > 0).then_some((*host, keep))
+        })
+        .collect();
+}
+
+/// An instance to create.
+#[derive(Debug, Clone)]
+pub struct NewInstance {
+    /// Its id (also its consumer's).
+    pub id: Uuid,
+    /// Its name.
+    pub name: String,
+    /// Flavor id or name.
+    pub flavor: String,
+    /// Image, echoed.
+    pub image: Option<String>,
+    /// The Promise reservation (lease id) it draws on, if any.
+    pub reservation: Option<Uuid>,
+    /// The zone to place it in without a reservation.
+    pub zone: Option<String>,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+}
+
+fn flavor_amounts(flavor: &Flavor, disk: bool) -> Vec<(ResourceClass, u64)> {
+    crate::lease::instance_amounts(
+        flavor.vcpus,
+        flavor.ram_mb,
+        if disk { flavor.disk_gb } else { 0 },
+        1,
+    )
+}
+
+fn write_on(new: &NewInstance, host: Uuid, amounts: &[(ResourceClass, u64)]) -> ConsumerWrite {
+    let mut allocations = Allocations::new();
+    allocations.insert(host, amounts.iter().cloned().collect());
+    ConsumerWrite {
+        consumer: new.id,
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        consumer_type: Some("INSTANCE".to_owned()),
+        generation: ConsumerGeneration::New,
+        allocations,
+        reservation: None,
+    }
+}
+
+/// Instances a lease's compute reservations hold room for (their slots).
+fn instance_slots(lease: &Lease) -> u64 {
+    lease
+        .reservations
+        .iter()
+        .filter(|r| is_compute(&r.spec))
+        .map(|r| r.hosts.iter().map(|(_, n)| u64::from(*n)).sum::<u64>())
+        .sum()
+}
+
+fn is_compute(spec: &ReservationSpec) -> bool {
+    matches!(spec, ReservationSpec::Instance { vcpus, .. } if *vcpus > 0)
+}
+
+/// Creates an instance: against a reservation (which must exist, belong to the caller, be
+/// active and have room for the flavor) or, without one, from unreserved capacity only. The
+/// instance's allocations are an ordinary placement consumer.
+pub fn create_instance(
+    catalog: &Catalog,
+    new: &NewInstance,
+    now: Instant,
+    policy: FencePolicy,
+) -> Result<(Vec<Change>, PromiseInstance), Rejection> {
+    if new.name.trim().is_empty() || new.name.chars().count() > 255 {
+        return Err(bad("name must be between 1 and 255 characters"));
+    }
+    let flavor = catalog
+        .flavor(&new.flavor)
+        .ok_or_else(|| Rejection::FlavorNotFound(new.flavor.clone()))?;
+    let (mut changes, host) = match new.reservation {
+        Some(id) => against_reservation(catalog, new, id, flavor, now, policy)?,
+        None => unreserved(catalog, new, flavor, now, policy)?,
+    };
+    let instance = PromiseInstance {
+        id: new.id,
+        name: new.name.trim().to_owned(),
+        flavor_id: flavor.id.clone(),
+        image: new.image.clone(),
+        reservation: new.reservation,
+        host,
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        created_at: now,
+    };
+    changes.push(Change::InstanceSet {
+        id: new.id,
+        instance: Some(instance.clone()),
+    });
+    Ok((changes, instance))
+}
+
+fn refused(text: impl Into<String>) -> Rejection {
+    Rejection::InstanceRefused(text.into())
+}
+
+fn against_reservation(
+    catalog: &Catalog,
+    new: &NewInstance,
+    id: Uuid,
+    flavor: &Flavor,
+    now: Instant,
+    policy: FencePolicy,
+) -> Result<(Vec<Change>, Uuid), Rejection> {
+    let lease = owned(catalog, id, Some(&new.project_id))?;
+    if lease.outcome.is_some() || lease.status == LeaseStatus::Terminated || now >= lease.end {
+        return Err(refused(format!("reservation {id} has ended")));
+    }
+    if !lease.started() || now < lease.start {
+        return Err(refused(format!(
+            "reservation {id} is not active yet: it starts at {}",
+            lease.start.as_micros()
+        )));
+    }
+    let used = catalog
+        .instances()
+        .filter(|i| i.reservation == Some(id))
+        .count() as u64;
+    let slots = instance_slots(lease);
+    if used >= slots {
+        return Err(refused(format!(
+            "reservation {id} has no instance left: {used} of {slots} in use"
+        )));
+    }
+    for reservation in lease.reservations.iter().filter(|r| is_compute(&r.spec)) {
+        let disk =
+            matches!(reservation.spec, ReservationSpec::Instance { disk_gb, .. } if disk_gb > 0);
+        let amounts = flavor_amounts(flavor, disk);
+        for (host, _) in &reservation.hosts {
+            let mut write = write_on(new, *host, &amounts);
+            write.reservation = Some(reservation.id);
+            if let Ok(changes) = allocation::set_allocations_with(catalog, &[write], now, policy) {
+                return Ok((changes, *host));
+            }
+        }
+    }
+    Err(refused(format!(
+        "reservation {id} has no room left for flavor {} ({} vcpus, {} MB)",
+        flavor.name, flavor.vcpus, flavor.ram_mb
+    )))
+}
+
+fn unreserved(
+    catalog: &Catalog,
+    new: &NewInstance,
+    flavor: &Flavor,
+    now: Instant,
+    policy: FencePolicy,
+) -> Result<(Vec<Change>, Uuid), Rejection> {
+    if let Some(zone) = &new.zone
+        && !zone_known(catalog, zone)
+    {
+        return Err(Rejection::ZoneNotFound(zone.clone()));
+    }
+    let amounts = flavor_amounts(flavor, true);
+    let hosts = catalog.providers().filter(|p| {
+        new.zone
+            .as_deref()
+            .is_none_or(|z| p.availability_zone() == Some(z))
+            && amounts
+                .iter()
+                .all(|(class, _)| p.inventories().contains_key(class))
+    });
+    for host in hosts {
+        let write = write_on(new, host.uuid(), &amounts);
+        if let Ok(changes) = allocation::set_allocations_with(catalog, &[write], now, policy) {
+            return Ok((changes, host.uuid()));
+        }
+    }
+    Err(refused(format!(
+        "no unreserved capacity left for flavor {} ({} vcpus, {} MB, {} GB)",
+        flavor.name, flavor.vcpus, flavor.ram_mb, flavor.disk_gb
+    )))
+}
+
+/// Destroys an instance of `project` (`None`: any), releasing its allocations.
+pub fn destroy_instance(
+    catalog: &Catalog,
+    id: Uuid,
+    project: Option<&str>,
+) -> Result<Vec<Change>, Rejection> {
+    catalog
+        .instance(id)
+        .filter(|i| project.is_none_or(|p| p == i.project_id))
+        .ok_or(Rejection::InstanceNotFound(id))?;
+    let mut changes = Vec::new();
+    if catalog.consumer(id).is_some() {
+        changes.push(Change::ConsumerSet {
+            uuid: id,
+            consumer: None,
+        });
+    }
+    changes.push(Change::InstanceSet { id, instance: None });
+    Ok(changes)
+}

@@ -1,0 +1,470 @@
+//! The Promise model (OPNFV Promise, ETSI NFV IFA005): flavors, the reservation policy, the
+//! terms a Promise reservation carries on its lease, instances created against reservations, and
+//! the translation of a Promise request into the ledger's reservation kinds.
+//!
+//! A Promise reservation is a lease like any other, so the Blazar surface sees and counts it and
+//! the ledger, the fence and the lifecycle engine serve it unchanged. What it asks for maps to:
+//! - a compute pool (`numCpuCores`, `numVcInstances`, `virtualMemSize`): `numVcInstances` instance
+//!   slots of `ceil(cores / instances)` VCPU and `ceil(memory / instances)` MB, packed onto any
+//!   hosts of the zone;
+//! - a virtualisation container: one flavor-shaped instance slot;
+//! - public IPs: a floating-IP reservation;
+//! - a storage pool (`storageSize` GB over `numVolumes` volumes): `numVolumes` slots of
+//!   `ceil(size / volumes)` DISK_GB (snapshots live inside volumes and are only recorded).
+
+use crate::lease::{Affinity, ReservationSpec};
+use crate::ledger::Window;
+use crate::rejection::Rejection;
+use crate::time::Instant;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+const MICROS_PER_MINUTE: i64 = 60 * 1_000_000;
+const MICROS_PER_HOUR: i64 = 60 * MICROS_PER_MINUTE;
+const MICROS_PER_DAY: i64 = 24 * MICROS_PER_HOUR;
+
+/// The priority of a reservation that names none (Blazar leases included).
+pub const PRIORITY_DEFAULT: u32 = 50;
+/// The highest priority.
+pub const PRIORITY_MAX: u32 = 100;
+
+/// A compute flavor: the shape of an instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flavor {
+    /// Its id (given by the admin, or generated).
+    pub id: String,
+    /// Its name, unique.
+    pub name: String,
+    /// Virtual CPUs.
+    pub vcpus: u64,
+    /// Memory, MB.
+    pub ram_mb: u64,
+    /// Root disk, GB.
+    pub disk_gb: u64,
+    /// CPU architecture, when it matters (`x86_64`, `aarch64`, ...).
+    pub cpu_architecture: Option<String>,
+    /// Extra specs, echoed.
+    pub extra_specs: BTreeMap<String, String>,
+    /// Creation time.
+    pub created_at: Instant,
+}
+
+/// The reservation policy (Promise's `policy/reservation`), enforced on every surface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// A reservation must start within this many days from now.
+    pub max_future_start_days: Option<u32>,
+    /// A reservation must end within this many days from now.
+    pub max_future_end_days: Option<u32>,
+    /// A reservation may last at most this many hours (default 8,760: one year).
+    pub max_duration_hours: Option<u32>,
+    /// Minutes after the start when capacity not yet allocated is released, for Promise
+    /// reservations that name no `expiryTime`.
+    pub expiry_minutes: Option<u32>,
+    /// Whether a higher-priority request may displace not-yet-started lower-priority
+    /// reservations.
+    pub preemption: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            max_future_start_days: None,
+            max_future_end_days: None,
+            max_duration_hours: Some(8760),
+            expiry_minutes: None,
+            preemption: true,
+        }
+    }
+}
+
+impl Policy {
+    /// Checks a window requested at `now`; the refusal names the limit.
+    pub fn check(&self, window: Window, now: Instant) -> Result<(), Rejection> {
+        let ahead = |t: Instant| t.as_micros().saturating_sub(now.as_micros());
+        let breach = |limit: &'static str, value: u32, unit: &'static str| Rejection::Policy {
+            limit,
+            detail: format!("the policy allows {limit} of {value} {unit}"),
+        };
+        if let Some(days) = self.max_future_start_days
+            && ahead(window.start) > i64::from(days) * MICROS_PER_DAY
+        {
+            return Err(breach("max-future-start-range", days, "days"));
+        }
+        if let Some(days) = self.max_future_end_days
+            && ahead(window.end) > i64::from(days) * MICROS_PER_DAY
+        {
+            return Err(breach("max-future-end-range", days, "days"));
+        }
+        if let Some(hours) = self.max_duration_hours
+            && window.duration_micros() > i64::from(hours) * MICROS_PER_HOUR
+        {
+            return Err(breach("max-duration", hours, "hours"));
+        }
+        Ok(())
+    }
+
+    /// The end of a reservation that names none: the longest the policy allows (one year when
+    /// it sets no limit), or the furthest end it allows, whichever comes first.
+    pub fn default_end(&self, start: Instant, now: Instant) -> Instant {
+        let hours = i64::from(self.max_duration_hours.unwrap_or(8760));
+        let by_duration = start.as_micros().saturating_add(hours * MICROS_PER_HOUR);
+        let by_range = self.max_future_end_days.map_or(i64::MAX, |days| {
+            now.as_micros()
+                .saturating_add(i64::from(days) * MICROS_PER_DAY)
+        });
+        Instant::from_micros(by_duration.min(by_range))
+    }
+
+    /// The claim deadline of a reservation that names none.
+    pub fn default_expiry(&self, window: Window) -> Option<Instant> {
+        self.expiry_minutes.map(|minutes| {
+            Instant::from_micros(
+                window
+                    .start
+                    .as_micros()
+                    .saturating_add(i64::from(minutes) * MICROS_PER_MINUTE)
+                    .min(window.end.as_micros()),
+            )
+        })
+    }
+}
+
+/// Which Promise resource type a reservation was made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PromiseKind {
+    /// `/reservation/compute/...`.
+    Compute,
+    /// `/reservation/network/...`.
+    Network,
+    /// `/reservation/storage/...`.
+    Storage,
+    /// The RPC `create-reservation` with a `capacity` vector.
+    Capacity,
+}
+
+impl PromiseKind {
+    /// The path segment and wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromiseKind::Compute => "compute",
+            PromiseKind::Network => "network",
+            PromiseKind::Storage => "storage",
+            PromiseKind::Capacity => "capacity",
+        }
+    }
+}
+
+/// A compute pool: cores, memory and instances, in any shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PoolAsk {
+    /// `numCpuCores` / `cores`.
+    pub cores: u64,
+    /// `virtualMemSize` / `ram`, MB.
+    pub ram_mb: u64,
+    /// `numVcInstances` / `instances`.
+    pub instances: u64,
+}
+
+/// One virtualisation container, flavor-shaped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerAsk {
+    /// The client's `containerId`.
+    pub container_id: String,
+    /// The flavor it names, if any.
+    pub flavor_id: Option<String>,
+    /// Virtual CPUs.
+    pub vcpus: u64,
+    /// Memory, MB.
+    pub ram_mb: u64,
+    /// Disk, GB.
+    pub disk_gb: u64,
+    /// CPU architecture, echoed.
+    pub cpu_architecture: Option<String>,
+}
+
+/// A storage pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StorageAsk {
+    /// `storageSize`, GB.
+    pub size_gb: u64,
+    /// `numSnapshots` (recorded).
+    pub snapshots: u64,
+    /// `numVolumes`.
+    pub volumes: u64,
+}
+
+/// What a Promise reservation asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Ask {
+    /// A compute pool.
+    pub pool: Option<PoolAsk>,
+    /// Virtualisation containers.
+    pub containers: Vec<ContainerAsk>,
+    /// Public IP addresses.
+    pub public_ips: u64,
+    /// The network the addresses come from, when named.
+    pub network_id: Option<String>,
+    /// A storage pool.
+    pub storage: Option<StorageAsk>,
+}
+
+impl Ask {
+    /// Whether it asks for nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.pool.is_none()
+            && self.containers.is_empty()
+            && self.public_ips == 0
+            && self.storage.is_none()
+    }
+}
+
+/// What makes a lease a Promise reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromiseTerms {
+    /// The resource type it was made for.
+    pub kind: PromiseKind,
+    /// What it asks for, as the client put it.
+    pub ask: Ask,
+    /// Its priority, 0 (lowest) to 100.
+    pub priority: u32,
+    /// The claim deadline: capacity not allocated by then is released.
+    pub expiry: Option<Instant>,
+    /// The zone it was made in, if one was named.
+    pub zone: Option<String>,
+}
+
+/// How a lease ended early.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Its claim deadline passed with nothing allocated.
+    Expired,
+    /// A higher-priority request displaced it before it started.
+    Preempted {
+        /// The lease that displaced it.
+        by: Uuid,
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// An instance created through Promise's `create-instance`, recorded beside its placement
+/// allocations (the consumer with the same id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromiseInstance {
+    /// Its id (also the consumer's).
+    pub id: Uuid,
+    /// Its name.
+    pub name: String,
+    /// The flavor it was made from.
+    pub flavor_id: String,
+    /// The image, echoed.
+    pub image: Option<String>,
+    /// The reservation it draws on, if any.
+    pub reservation: Option<Uuid>,
+    /// The host it was placed on.
+    pub host: Uuid,
+    /// Owning project.
+    pub project_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// Creation time.
+    pub created_at: Instant,
+}
+
+/// The filter text confining a reservation to a zone (Blazar's filter language).
+pub fn zone_filter(zone: Option<&str>) -> String {
+    match zone {
+        Some(zone) => serde_json::json!(["==", "$availability_zone", zone]).to_string(),
+        None => String::new(),
+    }
+}
+
+fn ceil_div(total: u64, parts: u64) -> u64 {
+    total.div_ceil(parts.max(1))
+}
+
+fn slots(vcpus: u64, memory_mb: u64, disk_gb: u64, amount: u64, zone: &str) -> ReservationSpec {
+    ReservationSpec::Instance {
+        vcpus,
+        memory_mb,
+        disk_gb,
+        amount: u32::try_from(amount).unwrap_or(u32::MAX),
+        affinity: Affinity::Any,
+        resource_properties: zone.to_owned(),
+    }
+}
+
+/// The ledger reservations a Promise ask becomes, in order: pool, containers, addresses (from
+/// `network`), storage.
+pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<ReservationSpec> {
+    let filter = zone_filter(zone);
+    let mut out = Vec::new();
+    if let Some(pool) = ask.pool {
+        let instances = match pool.instances {
+            0 => pool.cores.max(1),
+            n => n,
+        };
+        out.push(slots(
+            ceil_div(pool.cores, instances),
+            ceil_div(pool.ram_mb, instances),
+            0,
+            instances,
+            &filter,
+        ));
+    }
+    for c in &ask.containers {
+        out.push(slots(c.vcpus, c.ram_mb, c.disk_gb, 1, &filter));
+    }
+    if ask.public_ips > 0 {
+        out.push(ReservationSpec::FloatingIp {
+            network_id: network.unwrap_or_default().to_owned(),
+            amount: u32::try_from(ask.public_ips).unwrap_or(u32::MAX),
+            required_floatingips: Vec::new(),
+        });
+    }
+    if let Some(storage) = ask.storage {
+        let volumes = storage.volumes.max(1);
+        out.push(slots(
+            0,
+            0,
+            ceil_div(storage.size_gb, volumes),
+            volumes,
+            &filter,
+        ));
+    }
+    out
+}
+
+/// The ask a counter-offer of `amounts` (per spec, in [`specs`] order) stands for: the same
+/// shapes, fewer of them.
+pub fn offered(ask: &Ask, amounts: &[u32]) -> Ask {
+    let mut next = amounts.iter().map(|n| u64::from(*n));
+    let mut out = ask.clone();
+    if let Some(pool) = &mut out.pool {
+        let instances = match pool.instances {
+            0 => pool.cores.max(1),
+            n => n,
+        };
+        let got = next.next().unwrap_or(0).min(instances);
+        let cores = ceil_div(pool.cores, instances) * got;
+        let ram_mb = ceil_div(pool.ram_mb, instances) * got;
+        *pool = PoolAsk {
+            cores: cores.min(pool.cores),
+            ram_mb: ram_mb.min(pool.ram_mb),
+            instances: if pool.instances == 0 { 0 } else { got },
+        };
+    }
+    let kept: Vec<ContainerAsk> = out
+        .containers
+        .iter()
+        .filter(|_| next.next().unwrap_or(0) > 0)
+        .cloned()
+        .collect();
+    out.containers = kept;
+    if out.public_ips > 0 {
+        out.public_ips = next.next().unwrap_or(0);
+    }
+    if let Some(storage) = &mut out.storage {
+        let volumes = storage.volumes.max(1);
+        let got = next.next().unwrap_or(0).min(volumes);
+        storage.size_gb = (ceil_div(storage.size_gb, volumes) * got).min(storage.size_gb);
+        if storage.volumes > 0 {
+            storage.volumes = got;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(hours: i64) -> Instant {
+        Instant::from_micros(hours * MICROS_PER_HOUR)
+    }
+
+    #[test]
+    fn a_pool_becomes_instance_slots_of_its_average_shape() {
+        let ask = Ask {
+            pool: Some(PoolAsk {
+                cores: 20,
+                ram_mb: 10_240,
+                instances: 5,
+            }),
+            ..Ask::default()
+        };
+        let specs = specs(&ask, Some("az1"), None);
+        assert_eq!(specs.len(), 1);
+        let ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            amount,
+            resource_properties,
+            ..
+        } = &specs[0]
+        else {
+            panic!("a pool is instance slots")
+        };
+        assert_eq!((*vcpus, *memory_mb, *amount), (4, 2048, 5));
+        assert!(resource_properties.contains("az1"));
+    }
+
+    #[test]
+    fn an_offer_keeps_the_shape_and_lowers_the_count() {
+        let ask = Ask {
+            pool: Some(PoolAsk {
+                cores: 20,
+                ram_mb: 10_240,
+                instances: 5,
+            }),
+            public_ips: 3,
+            ..Ask::default()
+        };
+        let offer = offered(&ask, &[2, 1]);
+        assert_eq!(
+            offer.pool,
+            Some(PoolAsk {
+                cores: 8,
+                ram_mb: 4096,
+                instances: 2
+            })
+        );
+        assert_eq!(offer.public_ips, 1);
+        assert_eq!(specs(&offer, None, Some("n")).len(), 2);
+    }
+
+    #[test]
+    fn the_policy_names_the_limit_it_enforces() {
+        let policy = Policy {
+            max_future_start_days: Some(1),
+            max_future_end_days: Some(3),
+            max_duration_hours: Some(24),
+            expiry_minutes: Some(30),
+            preemption: true,
+        };
+        let window = |s, e| Window::new(at(s), at(e)).unwrap();
+        assert_eq!(policy.check(window(1, 20), at(0)), Ok(()));
+        let limit = |r: Result<(), Rejection>| match r {
+            Err(Rejection::Policy { limit, .. }) => limit,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            limit(policy.check(window(25, 30), at(0))),
+            "max-future-start-range"
+        );
+        assert_eq!(
+            limit(policy.check(window(23, 73), at(0))),
+            "max-future-end-range"
+        );
+        assert_eq!(limit(policy.check(window(1, 26), at(0))), "max-duration");
+        assert_eq!(policy.default_end(at(10), at(0)), at(34));
+        assert_eq!(
+            policy.default_expiry(window(1, 20)),
+            Some(Instant::from_micros(
+                at(1).as_micros() + 30 * MICROS_PER_MINUTE
+            ))
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! Capacity over time as a property, through the public API only: random Promise pool
+//! reservations (with priorities that may displace), Blazar host leases, instances created
+//! against reservations or unreserved, instances destroyed, and time passing with the lifecycle
+//! engine firing due events (starts, ends, claim deadlines). After every step, for VCPU and
+//! MEMORY_MB over a window around "now": `total = reserved + allocated + available` at every
+//! step of the series; each step equals a brute-force count at that instant and at random
+//! instants between steps; the summary is the least `available` and the most `reserved`; and
+//! the instances that fit agree with a brute-force count per host.
+
+use berth_core::capacity::{self, Figures, Measure};
+use berth_core::catalog::Attributes;
+use berth_core::decide::lease::{NewLease, create_lease, fire_event};
+use berth_core::decide::promise::{
+    NewInstance, NewReservation, create_flavor, create_instance, create_reservation,
+    destroy_instance,
+};
+use berth_core::decide::{NewHost, enroll_host};
+use berth_core::fence::FencePolicy;
+use berth_core::lease::ReservationSpec;
+use berth_core::ledger::Window;
+use berth_core::promise::{Ask, Flavor, PoolAsk, PromiseKind};
+use berth_core::{Catalog, Change, Instant, ResourceClass};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+const TICK: i64 = 3_600_000_000;
+
+fn class(name: &str) -> ResourceClass {
+    ResourceClass::parse(name).expect("a class name")
+}
+
+struct World {
+    catalog: Catalog,
+    now: i64,
+    last_id: u128,
+}
+
+impl World {
+    fn new() -> World {
+        let mut w = World {
+            catalog: Catalog::new(),
+            now: 10,
+            last_id: 1_000,
+        };
+        for idx in 0..4u128 {
+            let new = NewHost {
+                name: format!("h{idx}"),
+                uuid: Uuid::from_u128(idx + 1),
+                vcpus: Some(8),
+                memory_mb: Some(16_384),
+                local_gb: Some(100),
+                availability_zone: Some(format!("az{}", idx % 2)),
+                hypervisor_type: None,
+                service_name: None,
+                attributes: Attributes::new(),
+                reservable: true,
+            };
+            let changes = enroll_host(&w.catalog, &new, w.at()).expect("enrolled");
+            w.apply(&changes);
+        }
+        let flavor = Flavor {
+            id: "f".into(),
+            name: "small".into(),
+            vcpus: 2,
+            ram_mb: 2048,
+            disk_gb: 0,
+            cpu_architecture: None,
+            extra_specs: BTreeMap::new(),
+            created_at: w.at(),
+        };
+        let changes = create_flavor(&w.catalog, flavor).expect("flavor");
+        w.apply(&changes);
+        w
+    }
+
+    fn at(&self) -> Instant {
+        Instant::from_micros(self.now * TICK)
+    }
+
+    fn id(&mut self) -> Uuid {
+        self.last_id += 1;
+        Uuid::from_u128(self.last_id)
+    }
+
+    fn apply(&mut self, changes: &[Change]) {
+        self.catalog.apply(changes);
+        self.catalog.check_invariants().expect("invariants hold");
+    }
+
+    fn fire_due(&mut self) {
+        for (_, kind, lease) in self.catalog.due_events(self.at()) {
+            let changes = fire_event(&self.catalog, lease, kind, self.at()).expect("fires");
+            self.apply(&changes);
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Pool {
+        start: i64,
+        len: i64,
+        instances: u64,
+        priority: u32,
+        expiry: Option<i64>,
+    },
+    Host {
+        start: i64,
+        len: i64,
+    },
+    Instance {
+        pick: Option<usize>,
+    },
+    Destroy {
+        pick: usize,
+    },
+    Advance {
+        ticks: i64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (
+            0..3i64,
+            1..8i64,
+            1..6u64,
+            0..100u32,
+            prop::option::of(0..4i64)
+        )
+            .prop_map(|(start, len, instances, priority, expiry)| Op::Pool {
+                start,
+                len,
+                instances,
+                priority,
+                expiry,
+            }),
+        (0..6i64, 1..6i64).prop_map(|(start, len)| Op::Host { start, len }),
+        prop::option::of(0..8usize).prop_map(|pick| Op::Instance { pick }),
+        (0..8usize).prop_map(|pick| Op::Instance { pick: Some(pick) }),
+        (0..8usize).prop_map(|pick| Op::Destroy { pick }),
+        (1..3i64).prop_map(|ticks| Op::Advance { ticks }),
+    ]
+}
+
+/// A lease of one whole host over `[start, end)`.
+fn host_lease(w: &mut World, start: Instant, end: Instant) -> NewLease {
+    NewLease {
+        id: w.id(),
+        name: "hosts".into(),
+        project_id: "p".into(),
+        user_id: "u".into(),
+        start,
+        end,
+        before_end: None,
+        reservations: vec![(
+            w.id(),
+            ReservationSpec::Host {
+                min: 1,
+                max: 1,
+                hypervisor_properties: String::new(),
+                resource_properties: String::new(),
+                before_end: "default".into(),
+            },
+        )],
+        event_ids: [w.id(), w.id(), w.id()],
+        notice_lead_micros: 0,
+    }
+}
+
+fn run(w: &mut World, op: &Op) {
+    let now = w.at();
+    let base = w.now;
+    let t = move |ticks: i64| Instant::from_micros((base + ticks) * TICK);
+    match op {
+        Op::Pool {
+            start,
+            len,
+            instances,
+            priority,
+            expiry,
+        } => {
+            let new = NewReservation {
+                id: w.id(),
+                reservation_ids: (0..4).map(|_| w.id()).collect(),
+                event_ids: [w.id(), w.id(), w.id()],
+                kind: PromiseKind::Compute,
+                ask: Ask {
+                    pool: Some(PoolAsk {
+                        cores: 2 * instances,
+                        ram_mb: 2048 * instances,
+                        instances: *instances,
+                    }),
+                    ..Ask::default()
+                },
+                start: Some(t(*start)),
+                end: Some(t(start + len)),
+                expiry: expiry.map(|e| t(start + e.min(*len))),
+                zone: None,
+                priority: *priority,
+                project_id: "p".into(),
+                user_id: "u".into(),
+                notice_lead_micros: 0,
+            };
+            if let Ok((changes, _)) = create_reservation(&w.catalog, &new, now, t(48)) {
+                w.apply(&changes);
+            }
+        }
+        Op::Host { start, len } => {
+            let new = host_lease(w, t(*start), t(start + len));
+            if let Ok((changes, _)) = create_lease(&w.catalog, &new, now, t(48)) {
+                w.apply(&changes);
+            }
+        }
+        Op::Instance { pick } => {
+            let mut leases: Vec<Uuid> = w
+                .catalog
+                .leases()
+                .filter(|l| l.terms.is_some() && l.started() && l.holds_capacity())
+                .map(|l| l.id)
+                .collect();
+            leases.sort();
+            let reservation = pick.and_then(|p| leases.get(p % leases.len().max(1)).copied());
+            let new = NewInstance {
+                id: w.id(),
+                name: "vm".into(),
+                flavor: "small".into(),
+                image: None,
+                reservation,
+                zone: None,
+                project_id: "p".into(),
+                user_id: "u".into(),
+            };
+            if let Ok((changes, _)) = create_instance(&w.catalog, &new, now, FencePolicy::Enforced)
+            {
+                w.apply(&changes);
+            }
+        }
+        Op::Destroy { pick } => {
+            let ids: Vec<Uuid> = w.catalog.instances().map(|i| i.id).collect();
+            if let Some(id) = ids.get(pick % ids.len().max(1)) {
+                let changes = destroy_instance(&w.catalog, *id, None).expect("destroys");
+                w.apply(&changes);
+            }
+        }
+        Op::Advance { ticks } => {
+            w.now += ticks;
+            w.fire_due();
+        }
+    }
+}
+
+/// The four figures of `class` at instant `t`, counted from the leases and consumers directly.
+fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant) -> Figures {
+    let capacity = |host: Uuid| {
+        catalog
+            .provider(host)
+            .and_then(|p| {
+                p.inventories()
+                    .get(class)
+                    .map(|i| i.capacity_exact() as i64)
+            })
+            .unwrap_or(0)
+    };
+    let total: i64 = catalog.providers().map(|p| capacity(p.uuid())).sum();
+    let (mut reserved, mut allocated, mut presented) = (0, 0, 0);
+    for lease in catalog.leases().filter(|l| l.holds_capacity()) {
+        for r in &lease.reservations {
+            for (host, slots) in &r.hosts {
+                let used = catalog.reserved_use(r.id, *host, class, Uuid::nil()) as i64;
+                presented += used;
+                if !(lease.start <= t && t < lease.end) {
+                    continue;
+                }
+                let held = match &r.spec {
+                    ReservationSpec::Host { .. } => capacity(*host),
+                    spec => spec
+                        .instance_amounts(u64::from(*slots))
+                        .and_then(|a| a.into_iter().find(|(c, _)| c == class))
+                        .map_or(0, |(_, n)| n as i64),
+                };
+                reserved += held - used;
+                allocated += used;
+            }
+        }
+    }
+    let used: i64 = catalog.providers().map(|p| p.used(class) as i64).sum();
+    allocated += used - presented;
+    Figures {
+        total,
+        reserved,
+        allocated,
+        available: total - reserved - allocated,
+    }
+}
+
+fn check(w: &World, probes: &[i64]) {
+    let window = Window::new(
+        Instant::from_micros((w.now - 2) * TICK),
+        Instant::from_micros((w.now + 20) * TICK),
+    )
+    .expect("a window");
+    for name in ["VCPU", "MEMORY_MB"] {
+        let class = class(name);
+        let series = capacity::series(
+            &w.catalog,
+            None,
+            window,
+            &Measure::Class(class.clone()),
+            &[],
+        )
+        .expect("a series");
+        assert_eq!(series.steps[0].0, window.start);
+        for (at, figures) in &series.steps {
+            assert_eq!(
+                figures.total,
+                figures.reserved + figures.allocated + figures.available
+            );
+            assert_eq!(
+                *figures,
+                brute_force(&w.catalog, &class, *at),
+                "{name} at {at:?}"
+            );
+        }
+        for probe in probes {
+            let t = Instant::from_micros(window.start.as_micros() + probe.rem_euclid(22 * TICK));
+            let step = series
+                .steps
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= t)
+                .map(|(_, f)| *f)
+                .expect("a step at or before every instant of the window");
+            assert_eq!(step, brute_force(&w.catalog, &class, t), "{name} at {t:?}");
+        }
+        let summary = series.summary();
+        let least = series.steps.iter().map(|(_, f)| f.available).min();
+        let most = series.steps.iter().map(|(_, f)| f.reserved).max();
+        assert_eq!(Some(summary.available), least);
+        assert_eq!(Some(summary.reserved), most);
+    }
+    let size = [(class("VCPU"), 2), (class("MEMORY_MB"), 2048)];
+    let fit = capacity::instances_that_fit(&w.catalog, None, window, &size, &[]).expect("fits");
+    let by_host: u64 = w
+        .catalog
+        .providers()
+        .map(|p| {
+            u64::from(berth_core::reserve::slots_on(
+                &w.catalog,
+                p,
+                window,
+                &size,
+                &[],
+            ))
+        })
+        .sum();
+    assert_eq!(fit, by_host);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn capacity_adds_up_and_matches_a_brute_force_count(
+        ops in prop::collection::vec(op(), 1..40),
+        probes in prop::collection::vec(0..i64::MAX, 8),
+    ) {
+        let mut w = World::new();
+        for op in &ops {
+            run(&mut w, op);
+            check(&w, &probes);
+        }
+    }
+}

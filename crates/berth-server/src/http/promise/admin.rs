@@ -1,0 +1,222 @@
+//! `/promise/flavors` (the flavor catalogue: admins create and delete, anyone lists and shows)
+//! and `/promise/policy` (the reservation policy: anyone reads it, admins set it).
+
+use super::wire::{Input, flag, number, text};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::Caller;
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use berth_app::CreateFlavor;
+use berth_core::decide::lease::AMOUNT_MAX;
+use berth_core::promise::{Flavor, Policy};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(Method::GET, "/promise/flavors", "List flavors", list)
+        .add(Method::POST, "/promise/flavors", "Create a flavor", create)
+        .add(
+            Method::GET,
+            "/promise/flavors/{flavor_id}",
+            "Show a flavor",
+            show,
+        )
+        .add(
+            Method::DELETE,
+            "/promise/flavors/{flavor_id}",
+            "Delete a flavor",
+            delete,
+        )
+        .add(
+            Method::GET,
+            "/promise/policy",
+            "Show the reservation policy",
+            get_policy,
+        )
+        .add(
+            Method::PUT,
+            "/promise/policy",
+            "Set the reservation policy",
+            put_policy,
+        );
+}
+
+pub(super) fn flavor_json(flavor: &Flavor) -> Value {
+    json!({
+        "id": flavor.id,
+        "name": flavor.name,
+        "vcpus": flavor.vcpus,
+        "ram": flavor.ram_mb,
+        "disk": flavor.disk_gb,
+        "cpu_architecture": flavor.cpu_architecture,
+        "extra_specs": flavor.extra_specs,
+        "created_at": super::wire::time(flavor.created_at),
+    })
+}
+
+async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+    let flavors = state
+        .berth
+        .read(|c| c.flavors().map(flavor_json).collect::<Vec<_>>())
+        .await?;
+    Ok(Json(json!({ "flavors": flavors })))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .berth
+        .read(|c| c.flavor(&id).map(flavor_json))
+        .await?
+        .map(|flavor| Json(json!({ "flavor": flavor })))
+        .ok_or_else(|| ApiError::not_found(format!("Flavor {id} could not be found")))
+}
+
+fn extra_specs(body: &Map<String, Value>) -> Result<BTreeMap<String, String>, ApiError> {
+    match body.get("extra_specs") {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
+                _ => Err(ApiError::bad_request(format!(
+                    "extra_specs.{k} must be a string"
+                ))),
+            })
+            .collect(),
+        Some(_) => Err(ApiError::bad_request("extra_specs must be an object")),
+    }
+}
+
+const FLAVOR_FIELDS: [&str; 7] = [
+    "id",
+    "name",
+    "vcpus",
+    "ram",
+    "disk",
+    "cpu_architecture",
+    "extra_specs",
+];
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Input(input): Input,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    caller.require_admin()?;
+    let body = match input.get("flavor") {
+        Some(Value::Object(inner)) => inner.clone(),
+        _ => input,
+    };
+    if let Some(unknown) = body.keys().find(|k| !FLAVOR_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "Unknown flavor field: {unknown}"
+        )));
+    }
+    let required = |field: &str, v: Option<u64>| {
+        v.ok_or_else(|| ApiError::bad_request(format!("Missing parameter: {field}")))
+    };
+    let max = u64::from(AMOUNT_MAX);
+    let cmd = CreateFlavor {
+        id: text(&body, "id")?,
+        name: text(&body, "name")?
+            .ok_or_else(|| ApiError::bad_request("Missing parameter: name"))?,
+        vcpus: required("vcpus", number(&body, "vcpus", max)?)?,
+        ram_mb: required("ram", number(&body, "ram", max * 1024)?)?,
+        disk_gb: number(&body, "disk", max)?.unwrap_or(0),
+        cpu_architecture: text(&body, "cpu_architecture")?,
+        extra_specs: extra_specs(&body)?,
+    };
+    let flavor = state.berth.create_flavor(cmd).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "flavor": flavor_json(&flavor) })),
+    ))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    state.berth.delete_flavor(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn policy_json(policy: &Policy) -> Value {
+    json!({"reservation": {
+        "max-future-start-range": policy.max_future_start_days,
+        "max-future-end-range": policy.max_future_end_days,
+        "max-duration": policy.max_duration_hours,
+        "expiry": policy.expiry_minutes,
+        "preemption": policy.preemption,
+    }})
+}
+
+async fn get_policy(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    let policy = state.berth.read(|c| c.policy().clone()).await?;
+    Ok(Json(policy_json(&policy)))
+}
+
+const POLICY_FIELDS: [&str; 5] = [
+    "max-future-start-range",
+    "max-future-end-range",
+    "max-duration",
+    "expiry",
+    "preemption",
+];
+
+/// Applies the members `body` names to `policy`: a number sets a limit, `null` removes it, an
+/// absent member keeps it.
+pub(crate) fn apply_policy(policy: &mut Policy, body: &Map<String, Value>) -> Result<(), ApiError> {
+    if let Some(unknown) = body.keys().find(|k| !POLICY_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "Unknown policy field: {unknown}"
+        )));
+    }
+    let limit = |field: &str, max: u64, current: Option<u32>| -> Result<Option<u32>, ApiError> {
+        match body.get(field) {
+            None => Ok(current),
+            Some(Value::Null) => Ok(None),
+            Some(_) => Ok(number(body, field, max)?.map(|v| v as u32)),
+        }
+    };
+    policy.max_future_start_days =
+        limit("max-future-start-range", 365, policy.max_future_start_days)?;
+    policy.max_future_end_days = limit("max-future-end-range", 365, policy.max_future_end_days)?;
+    policy.max_duration_hours = limit("max-duration", 876_000, policy.max_duration_hours)?;
+    policy.expiry_minutes = limit("expiry", 52_560_000, policy.expiry_minutes)?;
+    if let Some(on) = flag(body, "preemption")? {
+        policy.preemption = on;
+    }
+    Ok(())
+}
+
+async fn put_policy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Input(input): Input,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let body = match input.get("reservation") {
+        Some(Value::Object(inner)) => inner.clone(),
+        Some(_) => return Err(ApiError::bad_request("reservation must be an object")),
+        None => input,
+    };
+    let mut policy = state.berth.read(|c| c.policy().clone()).await?;
+    apply_policy(&mut policy, &body)?;
+    let policy = state.berth.set_policy(policy).await?;
+    Ok(Json(policy_json(&policy)))
+}

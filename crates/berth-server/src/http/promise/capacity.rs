@@ -1,0 +1,385 @@
+//! Capacity queries: `/promise/capacity/{compute,network,storage}/query` (ETSI style) and
+//! `POST /promise/query-capacity` (Promise RPC). Both read [`berth_core::capacity`]: the four
+//! figures over a window, `available` being its minimum over the window, and on request the
+//! step function of each (`utilization`).
+
+use super::wire::{Input, flag, object, ok, rpc_error, size, text, time, uuids};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::Caller;
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::Method;
+use berth_core::capacity::{self, Figures, Measure, Series};
+use berth_core::ledger::Window;
+use berth_core::{Catalog, Instant, Rejection, ResourceClass};
+use serde_json::{Map, Value, json};
+
+pub(super) fn register(routes: &mut Routes) {
+    for method in [Method::GET, Method::POST] {
+        routes.add(
+            method.clone(),
+            "/promise/capacity/{kind}/query",
+            "Query capacity (ETSI style)",
+            etsi_query,
+        );
+    }
+    routes.add(
+        Method::POST,
+        "/promise/query-capacity",
+        "Query capacity (Promise RPC)",
+        rpc_query,
+    );
+}
+
+/// The window a query names, or the current instant (one second from now) when it names none.
+pub(super) fn window(
+    start: Option<Instant>,
+    end: Option<Instant>,
+    now: Instant,
+) -> Result<Window, ApiError> {
+    let start = start.unwrap_or(now);
+    let end = end.unwrap_or_else(|| Instant::from_micros(start.as_micros() + 1_000_000));
+    Window::new(start, end)
+        .ok_or_else(|| ApiError::bad_request("the end of the time period must be after its start"))
+}
+
+fn class(name: &str) -> Measure {
+    Measure::Class(ResourceClass::parse(name).expect("invariant: standard class names parse"))
+}
+
+/// What an ETSI query measures: one class, addresses, or instances of a shape.
+enum Wanted {
+    Plain(Measure),
+    Shape(Vec<(ResourceClass, u64)>),
+}
+
+fn shape(vcpus: u64, ram_mb: u64, disk_gb: u64) -> Result<Wanted, ApiError> {
+    let amounts = berth_core::lease::instance_amounts(vcpus, ram_mb, disk_gb, 1);
+    match amounts.is_empty() {
+        true => Err(ApiError::bad_request(
+            "resourceCriteria must give a size (virtualCPU.numVirtualCpu, virtualMemory.virtualMemSize or sizeOfStorage)",
+        )),
+        false => Ok(Wanted::Shape(amounts)),
+    }
+}
+
+fn nested_size(body: &Map<String, Value>, outer: &[&str], field: &str) -> Result<u64, ApiError> {
+    for name in outer {
+        if let Some(inner) = object(body, name)? {
+            return Ok(size(inner, field)?.unwrap_or(0));
+        }
+    }
+    Ok(size(body, field)?.unwrap_or(0))
+}
+
+fn criteria_shape(criteria: &Map<String, Value>) -> Result<Wanted, ApiError> {
+    let vcpus = nested_size(criteria, &["virtualCPU", "virtualCpu"], "numVirtualCpu")?;
+    let ram = nested_size(criteria, &["virtualMemory"], "virtualMemSize")?;
+    let disk = nested_size(
+        criteria,
+        &["storageAttributes", "virtualDisk"],
+        "sizeOfStorage",
+    )?;
+    shape(vcpus, ram, disk)
+}
+
+fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wanted, ApiError> {
+    let type_field = match kind {
+        "compute" => "computeResourceTypeId",
+        "network" => "networkResourceTypeId",
+        "storage" => "storageResourceTypeId",
+        other => {
+            return Err(ApiError::not_found(format!(
+                "Unknown resource type {other}: use compute, network or storage"
+            )));
+        }
+    };
+    let type_id = text(body, type_field)?;
+    let criteria = object(body, "resourceCriteria")?;
+    if let Some(flavor) = text(body, "flavorId")? {
+        let found = catalog
+            .flavor(&flavor)
+            .ok_or(Rejection::FlavorNotFound(flavor))
+            .map_err(|r| crate::http::rejection::to_api_error(&r))?;
+        return shape(found.vcpus, found.ram_mb, found.disk_gb);
+    }
+    let unknown = |id: &str, known: &str| {
+        ApiError::bad_request(format!("Unknown {type_field} {id}: use one of {known}"))
+    };
+    match (kind, type_id.as_deref(), criteria) {
+        ("compute", None | Some("vcInstances" | "instances"), Some(criteria)) => {
+            criteria_shape(criteria)
+        }
+        ("storage", None | Some("volumes" | "numVolumes"), Some(criteria)) => {
+            shape(0, 0, size(criteria, "sizeOfStorage")?.unwrap_or(0))
+        }
+        (_, None, _) => Err(ApiError::bad_request(format!("{type_field} is missing"))),
+        ("compute", Some(id), _) => match id {
+            "numCpuCores" | "vcpu" | "cores" | "VCPU" => Ok(Wanted::Plain(class("VCPU"))),
+            "virtualMemSize" | "memory" | "ram" | "MEMORY_MB" => {
+                Ok(Wanted::Plain(class("MEMORY_MB")))
+            }
+            "virtualDisk" | "gigabytes" | "DISK_GB" => Ok(Wanted::Plain(class("DISK_GB"))),
+            "vcInstances" | "instances" => Err(ApiError::bad_request(
+                "vcInstances counts instances of a shape: give flavorId or resourceCriteria",
+            )),
+            other => Err(unknown(
+                other,
+                "numCpuCores, virtualMemSize, virtualDisk, vcInstances",
+            )),
+        },
+        ("network", Some(id), _) => match id {
+            "publicIps" | "addresses" => Ok(Wanted::Plain(Measure::Addresses)),
+            other => Err(unknown(other, "publicIps")),
+        },
+        (_, Some(id), _) => match id {
+            "storageSize" | "gigabytes" | "DISK_GB" => Ok(Wanted::Plain(class("DISK_GB"))),
+            "volumes" | "numVolumes" => Err(ApiError::bad_request(
+                "volumes counts volumes of a size: give resourceCriteria.sizeOfStorage",
+            )),
+            other => Err(unknown(other, "storageSize, volumes")),
+        },
+    }
+}
+
+const SELECTORS: [&str; 4] = ["available", "reserved", "total", "allocated"];
+
+fn selectors(body: &Map<String, Value>) -> Result<Vec<&'static str>, ApiError> {
+    let names: Vec<String> = match body.get("attributeSelector") {
+        None | Some(Value::Null) => return Ok(SELECTORS.to_vec()),
+        Some(Value::String(t)) => t.split(',').map(|s| s.trim().to_owned()).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ApiError::bad_request("attributeSelector must list names"))?,
+        Some(_) => return Err(ApiError::bad_request("attributeSelector must list names")),
+    };
+    names
+        .iter()
+        .map(|n| {
+            SELECTORS.iter().find(|s| **s == n).copied().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Unknown attributeSelector {n}: use available, reserved, total or allocated"
+                ))
+            })
+        })
+        .collect()
+}
+
+pub(super) fn figures_json(figures: &Figures, keep: &[&str]) -> Value {
+    let all = [
+        ("available", figures.available),
+        ("reserved", figures.reserved),
+        ("total", figures.total),
+        ("allocated", figures.allocated),
+    ];
+    Value::Object(
+        all.iter()
+            .filter(|(name, _)| keep.contains(name))
+            .map(|(name, v)| ((*name).to_owned(), json!(v)))
+            .collect(),
+    )
+}
+
+fn utilization_json(series: &Series, keep: &[&str]) -> Value {
+    series
+        .steps
+        .iter()
+        .map(|(at, f)| {
+            let mut step = figures_json(f, keep);
+            step["timestamp"] = json!(time(*at));
+            step
+        })
+        .collect()
+}
+
+fn show_utilization(body: &Map<String, Value>, default: bool) -> Result<bool, ApiError> {
+    Ok(flag(body, "show-utilization")?
+        .or(flag(body, "showUtilization")?)
+        .unwrap_or(default))
+}
+
+async fn etsi_query(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(kind): Path<String>,
+    Input(body): Input,
+) -> Result<Json<Value>, ApiError> {
+    let now = state.berth.now();
+    let period = object(&body, "timePeriod")?;
+    let (start, end) = match period {
+        Some(p) => (
+            super::wire::date(p, "startTime", now)?,
+            super::wire::date(p, "stopTime", now)?.or(super::wire::date(p, "endTime", now)?),
+        ),
+        None => (None, None),
+    };
+    let window = window(start, end, now)?;
+    let zone = text(&body, "zoneId")?;
+    let keep = selectors(&body)?;
+    let utilization = show_utilization(&body, false)?;
+    let without = uuids(&body, "without")?;
+    let answer = state
+        .berth
+        .read(move |c| -> Result<Value, ApiError> {
+            let reject = |r: Rejection| crate::http::rejection::to_api_error(&r);
+            let mut out = json!({
+                "zoneId": zone,
+                "lastUpdate": time(now),
+                "timePeriod": {"startTime": time(window.start), "stopTime": time(window.end)},
+            });
+            match wanted(c, &kind, &body)? {
+                Wanted::Shape(amounts) => {
+                    let fit = capacity::instances_that_fit(
+                        c,
+                        zone.as_deref(),
+                        window,
+                        &amounts,
+                        &without,
+                    )
+                    .map_err(reject)?;
+                    out["capacityInformation"] = json!({"available": fit});
+                }
+                Wanted::Plain(measure) => {
+                    let series = capacity::series(c, zone.as_deref(), window, &measure, &without)
+                        .map_err(reject)?;
+                    out["capacityInformation"] = figures_json(&series.summary(), &keep);
+                    if utilization {
+                        out["utilization"] = utilization_json(&series, &keep);
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await??;
+    Ok(Json(answer))
+}
+
+/// The Promise capacity vector's members and what each measures.
+pub(super) fn vector_measures() -> [(&'static str, Measure); 4] {
+    [
+        ("cores", class("VCPU")),
+        ("ram", class("MEMORY_MB")),
+        ("gigabytes", class("DISK_GB")),
+        ("addresses", Measure::Addresses),
+    ]
+}
+
+/// The selected figure of several series as one step function of capacity vectors.
+pub(super) fn vector_steps(
+    series: &[(&'static str, Series)],
+    pick: fn(&Figures) -> i64,
+) -> Vec<(Instant, Map<String, Value>)> {
+    let mut instants: Vec<Instant> = series
+        .iter()
+        .flat_map(|(_, s)| s.steps.iter().map(|(at, _)| *at))
+        .collect();
+    instants.sort_unstable();
+    instants.dedup();
+    instants
+        .into_iter()
+        .map(|at| {
+            let vector = series
+                .iter()
+                .map(|(name, s)| {
+                    let level = s
+                        .steps
+                        .iter()
+                        .take_while(|(t, _)| *t <= at)
+                        .last()
+                        .map_or(0, |(_, f)| pick(f));
+                    ((*name).to_owned(), json!(level))
+                })
+                .collect();
+            (at, vector)
+        })
+        .collect()
+}
+
+/// Picks one figure.
+type Pick = fn(&Figures) -> i64;
+
+fn selector(body: &Map<String, Value>) -> Result<(&'static str, Pick), ApiError> {
+    match text(body, "capacity")?.as_deref() {
+        None | Some("available") => Ok(("available", |f| f.available)),
+        Some("total") => Ok(("total", |f| f.total)),
+        Some("reserved") => Ok(("reserved", |f| f.reserved)),
+        Some("usage" | "allocated") => Ok(("usage", |f| f.allocated)),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Unknown capacity {other}: use total, reserved, usage or available"
+        ))),
+    }
+}
+
+/// The window of an RPC query: `window.start` / `window.end`.
+pub(super) fn rpc_window(body: &Map<String, Value>, now: Instant) -> Result<Window, ApiError> {
+    let (start, end) = match object(body, "window")? {
+        Some(w) => (
+            super::wire::date(w, "start", now)?,
+            super::wire::date(w, "end", now)?,
+        ),
+        None => (None, None),
+    };
+    window(start, end, now)
+}
+
+async fn rpc_query(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Input(body): Input,
+) -> Result<Json<Value>, ApiError> {
+    let now = state.berth.now();
+    let parsed = (|| {
+        Ok::<_, ApiError>((
+            rpc_window(&body, now)?,
+            selector(&body)?,
+            text(&body, "zone")?,
+            show_utilization(&body, true)?,
+            uuids(&body, "without")?,
+        ))
+    })()
+    .map_err(rpc_error)?;
+    let (window, (name, pick), zone, utilization, without) = parsed;
+    let answer = state
+        .berth
+        .read(move |c| -> Result<Value, ApiError> {
+            let mut series = Vec::new();
+            for (member, measure) in vector_measures() {
+                let s = capacity::series(c, zone.as_deref(), window, &measure, &without)
+                    .map_err(|r| crate::http::rejection::to_api_error(&r))?;
+                series.push((member, s));
+            }
+            let summary: Map<String, Value> = series
+                .iter()
+                .map(|(member, s)| ((*member).to_owned(), json!(pick(&s.summary()))))
+                .collect();
+            let collections: Vec<String> = c
+                .leases()
+                .filter(|l| l.holds_capacity() && l.window().overlaps(&window))
+                .filter(|l| !without.contains(&l.id))
+                .map(|l| format!("ResourceReservation:{}", l.id))
+                .collect();
+            let steps = match utilization {
+                true => vector_steps(&series, pick)
+                    .into_iter()
+                    .map(|(at, capacity)| json!({"timestamp": time(at), "capacity": capacity}))
+                    .collect(),
+                false => Vec::new(),
+            };
+            Ok(ok(
+                "capacity query answered",
+                json!({
+                    "capacity": {name: summary},
+                    "zone": zone,
+                    "collections": collections,
+                    "utilization": steps,
+                }),
+            ))
+        })
+        .await?
+        .map_err(rpc_error)?;
+    Ok(Json(answer))
+}

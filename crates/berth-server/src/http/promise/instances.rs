@@ -1,0 +1,120 @@
+//! `POST /promise/create-instance` and `/promise/destroy-instance` (Promise RPC), and
+//! `GET /promise/instances`: instances created against a reservation or from unreserved
+//! capacity, recorded as placement allocations.
+
+use super::reservations::scope;
+use super::wire::{Input, ok, rpc_error, text, time};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::Caller;
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::State;
+use axum::http::Method;
+use berth_app::CreateInstance;
+use berth_core::promise::PromiseInstance;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::POST,
+            "/promise/create-instance",
+            "Create an instance (Promise RPC)",
+            create,
+        )
+        .add(
+            Method::POST,
+            "/promise/destroy-instance",
+            "Destroy an instance (Promise RPC)",
+            destroy,
+        )
+        .add(Method::GET, "/promise/instances", "List instances", list);
+}
+
+fn instance_json(instance: &PromiseInstance) -> Value {
+    json!({
+        "instance-id": instance.id,
+        "name": instance.name,
+        "flavor": instance.flavor_id,
+        "image": instance.image,
+        "reservation-id": instance.reservation,
+        "host": instance.host,
+        "project-id": instance.project_id,
+        "priority": if instance.reservation.is_some() { "high" } else { "low" },
+        "created-on": time(instance.created_at),
+    })
+}
+
+fn uuid_field(body: &Map<String, Value>, field: &str) -> Result<Option<Uuid>, ApiError> {
+    text(body, field)?
+        .map(|t| {
+            let id = t.rsplit_once(':').map_or(t.as_str(), |(_, id)| id);
+            Uuid::parse_str(id)
+                .map_err(|_| ApiError::bad_request(format!("{field}: {t} is not a uuid")))
+        })
+        .transpose()
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Input(body): Input,
+) -> Result<Json<Value>, ApiError> {
+    let cmd = (|| {
+        Ok::<_, ApiError>(CreateInstance {
+            name: text(&body, "name")?.ok_or_else(|| ApiError::bad_request("name is missing"))?,
+            flavor: text(&body, "flavor")?
+                .ok_or_else(|| ApiError::bad_request("flavor is missing"))?,
+            image: text(&body, "image")?,
+            reservation: uuid_field(&body, "reservation-id")?,
+            zone: text(&body, "zone")?,
+            project_id: caller.0.project_id.clone(),
+            user_id: caller.0.user_id.clone(),
+        })
+    })()
+    .map_err(rpc_error)?;
+    let instance = state
+        .berth
+        .create_instance(cmd)
+        .await
+        .map_err(|e| rpc_error(ApiError::from(e)).merge_extra(json!({"status": "rejected"})))?;
+    Ok(Json(ok(
+        "created-instance request accepted",
+        json!({"instance-id": instance.id, "instance": instance_json(&instance)}),
+    )))
+}
+
+async fn destroy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Input(body): Input,
+) -> Result<Json<Value>, ApiError> {
+    let id = uuid_field(&body, "instance-id")
+        .and_then(|id| id.ok_or_else(|| ApiError::bad_request("instance-id is missing")))
+        .map_err(rpc_error)?;
+    state
+        .berth
+        .destroy_instance(id, scope(&caller))
+        .await
+        .map_err(|e| rpc_error(e.into()))?;
+    Ok(Json(ok(
+        "instance destroyed and resource released back to pool",
+        json!({}),
+    )))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let project = scope(&caller);
+    let instances = state
+        .berth
+        .read(move |c| {
+            c.instances()
+                .filter(|i| project.as_deref().is_none_or(|p| p == i.project_id))
+                .map(instance_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "instances": instances })))
+}
