@@ -38,6 +38,78 @@ where
     floating_ips_round_trip(&make().await).await;
     lease_records_are_appended(&make().await).await;
     private_properties_round_trip(&make().await).await;
+    promise_objects_round_trip(&make().await).await;
+}
+
+/// Flavors, the policy and Promise instances round-trip, are replaced and are deleted.
+async fn promise_objects_round_trip<S: Store>(store: &S) {
+    use berth_core::promise::{Flavor, Policy, PromiseInstance};
+    let mut catalog = Catalog::new();
+    let flavor = |id: &str, vcpus: u64| Flavor {
+        id: id.to_owned(),
+        name: format!("m1.{id}"),
+        vcpus,
+        ram_mb: 2048,
+        disk_gb: 20,
+        cpu_architecture: Some("x86_64".into()),
+        extra_specs: [("hw:cpu_policy".to_owned(), "dedicated".to_owned())].into(),
+        created_at: T0,
+    };
+    let instance = PromiseInstance {
+        id: Uuid::from_u128(0x1257),
+        name: "vm1".into(),
+        flavor_id: "small".into(),
+        image: Some("cirros".into()),
+        reservation: Some(Uuid::from_u128(0x1ea5e)),
+        host: Uuid::from_u128(1),
+        project_id: "p".into(),
+        user_id: "u".into(),
+        created_at: T0,
+    };
+    let policy = Policy {
+        max_future_start_days: Some(30),
+        max_future_end_days: None,
+        max_duration_hours: Some(48),
+        expiry_minutes: Some(15),
+        preemption: false,
+    };
+    let objects = vec![
+        Change::FlavorSet {
+            id: "small".into(),
+            flavor: Some(flavor("small", 2)),
+        },
+        Change::FlavorSet {
+            id: "large".into(),
+            flavor: Some(flavor("large", 8)),
+        },
+        Change::PolicySet(policy.clone()),
+        Change::InstanceSet {
+            id: instance.id,
+            instance: Some(instance.clone()),
+        },
+    ];
+    write_changes(store, &mut catalog, objects).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.policy, Some(policy.clone()));
+    assert_eq!(rows.instances, std::slice::from_ref(&instance));
+    let changed = vec![
+        Change::FlavorSet {
+            id: "large".into(),
+            flavor: None,
+        },
+        Change::PolicySet(Policy::default()),
+        Change::InstanceSet {
+            id: instance.id,
+            instance: None,
+        },
+    ];
+    write_changes(store, &mut catalog, changed).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.flavors.len(), 1);
+    assert_eq!(rows.policy, Some(Policy::default()));
+    assert!(rows.instances.is_empty());
 }
 
 /// Marking properties private and public again round-trips.
