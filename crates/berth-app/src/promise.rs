@@ -5,7 +5,7 @@
 use crate::{AppError, Berth};
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::lease::Lease;
-use berth_core::promise::{Ask, Flavor, Policy, PromiseInstance, PromiseKind};
+use berth_core::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
 use berth_core::{Change, Instant};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -180,6 +180,29 @@ impl Berth {
         self.write(move |catalog, now| {
             decide::owned(catalog, id, project.as_deref())?;
             berth_core::decide::lease::delete_lease(catalog, id, now).map(|c| (c, ()))
+        })
+        .await
+    }
+
+    /// Makes a planned capacity change (the id is generated) and returns it.
+    pub async fn change_capacity(
+        &self,
+        mut change: berth_core::decide::pools::CapacityChange,
+    ) -> Result<CapacityPool, AppError> {
+        change.id = self.new_uuid();
+        let pool = self
+            .write(move |catalog, now| {
+                berth_core::decide::pools::change_capacity(catalog, &change, now)
+            })
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(pool)
+    }
+
+    /// Withdraws a planned capacity change.
+    pub async fn delete_pool(&self, id: Uuid) -> Result<(), AppError> {
+        self.write(move |catalog, _| {
+            berth_core::decide::pools::delete_pool(catalog, id).map(|c| (c, ()))
         })
         .await
     }

@@ -2,7 +2,8 @@
 //! addresses): total, reserved, allocated and available as step functions over a window.
 //!
 //! At every instant `t` of the window, over the providers of the zone that have the class:
-//! - `total` is the usable capacity, `(total - reserved) * allocation_ratio` as in Placement;
+//! - `total` is the usable capacity, `(total - reserved) * allocation_ratio` as in Placement,
+//!   plus the planned capacity changes (`increase-capacity`, `decrease-capacity`) in force at `t`;
 //! - `reserved` is what reservations hold at `t` (a host held whole counts its whole capacity)
 //!   minus what consumers presenting those reservations use (that is allocated, not reserved);
 //! - `allocated` is what consumers hold: unreserved ones for the whole window, those presenting
@@ -91,61 +92,60 @@ fn usable(provider: &Provider, class: &ResourceClass) -> i64 {
         .map_or(0, |record| record.capacity_exact().floor() as i64)
 }
 
-/// Collects `(instant, reserved delta, allocated delta)` clipped to a window, plus the levels
-/// at the window's start.
+/// Collects `(instant, [total, reserved, allocated] deltas)` clipped to a window, plus the
+/// levels at the window's start.
 struct Deltas {
     window: Window,
-    at_start: (i64, i64),
-    changes: BTreeMap<Instant, (i64, i64)>,
+    at_start: [i64; 3],
+    changes: BTreeMap<Instant, [i64; 3]>,
 }
+
+const TOTAL: usize = 0;
+const RESERVED: usize = 1;
+const ALLOCATED: usize = 2;
 
 impl Deltas {
     fn new(window: Window) -> Deltas {
         Deltas {
             window,
-            at_start: (0, 0),
+            at_start: [0; 3],
             changes: BTreeMap::new(),
         }
     }
 
-    /// Adds `(reserved, allocated)` over `[start, end)`.
-    fn add(&mut self, start: Instant, end: Instant, reserved: i64, allocated: i64) {
+    /// Adds `amount` to figure `which` over `[start, end)`.
+    fn add(&mut self, start: Instant, end: Instant, which: usize, amount: i64) {
         let from = start.max(self.window.start);
         let until = end.min(self.window.end);
-        if from >= until || (reserved == 0 && allocated == 0) {
+        if from >= until || amount == 0 {
             return;
         }
-        if from == self.window.start {
-            self.at_start.0 += reserved;
-            self.at_start.1 += allocated;
-        } else {
-            let entry = self.changes.entry(from).or_default();
-            entry.0 += reserved;
-            entry.1 += allocated;
+        match from == self.window.start {
+            true => self.at_start[which] += amount,
+            false => self.changes.entry(from).or_default()[which] += amount,
         }
         if until < self.window.end {
-            let entry = self.changes.entry(until).or_default();
-            entry.0 -= reserved;
-            entry.1 -= allocated;
+            self.changes.entry(until).or_default()[which] -= amount;
         }
     }
 
-    fn series(self, total: i64) -> Series {
-        let figures = |reserved: i64, allocated: i64| Figures {
+    fn series(self) -> Series {
+        let figures = |[total, reserved, allocated]: [i64; 3]| Figures {
             total,
             reserved,
             allocated,
             available: total - reserved - allocated,
         };
-        let (mut reserved, mut allocated) = self.at_start;
-        let mut steps = vec![(self.window.start, figures(reserved, allocated))];
-        for (at, (dr, da)) in self.changes {
-            if dr == 0 && da == 0 {
+        let mut level = self.at_start;
+        let mut steps = vec![(self.window.start, figures(level))];
+        for (at, delta) in self.changes {
+            if delta == [0; 3] {
                 continue;
             }
-            reserved += dr;
-            allocated += da;
-            steps.push((at, figures(reserved, allocated)));
+            for (l, d) in level.iter_mut().zip(delta) {
+                *l += d;
+            }
+            steps.push((at, figures(level)));
         }
         Series {
             window: self.window,
@@ -179,26 +179,27 @@ pub fn series(
     let class = match measure {
         Measure::Class(class) => class,
         Measure::Addresses => {
-            let mut total = 0;
             for fip in catalog.floating_ips().filter(|f| f.reservable) {
-                total += 1;
+                deltas.add(window.start, window.end, TOTAL, 1);
                 for hold in catalog.ledger().holds_on(fip.id, window) {
                     if !skip.contains(&hold.reservation) {
-                        deltas.add(hold.window.start, hold.window.end, 1, 0);
+                        deltas.add(hold.window.start, hold.window.end, RESERVED, 1);
                     }
                 }
             }
-            return Ok(deltas.series(total));
+            return Ok(deltas.series());
         }
     };
-    let mut total = 0;
     for provider in catalog.providers().filter(|p| in_zone(p, zone)) {
         let capacity = usable(provider, class);
         if !provider.inventories().contains_key(class) {
             continue;
         }
-        total += capacity;
         let uuid = provider.uuid();
+        deltas.add(window.start, window.end, TOTAL, capacity);
+        for (changed, delta) in catalog.capacity_changes(uuid, class, window) {
+            deltas.add(changed.start, changed.end, TOTAL, delta);
+        }
         let mut presented = 0;
         for hold in catalog.ledger().holds_on(uuid, window) {
             if skip.contains(&hold.reservation) {
@@ -214,14 +215,15 @@ pub fn series(
             };
             let used = catalog.reserved_use(hold.reservation, uuid, class, Uuid::nil()) as i64;
             presented += used;
-            deltas.add(hold.window.start, hold.window.end, held, 0);
+            deltas.add(hold.window.start, hold.window.end, RESERVED, held);
             // What its consumers use is allocated, not reserved, until the reservation ends.
-            deltas.add(hold.window.start, hold.window.end, -used, used);
+            deltas.add(hold.window.start, hold.window.end, RESERVED, -used);
+            deltas.add(hold.window.start, hold.window.end, ALLOCATED, used);
         }
         let unreserved = (provider.used(class) as i64 - presented).max(0);
-        deltas.add(window.start, window.end, 0, unreserved);
+        deltas.add(window.start, window.end, ALLOCATED, unreserved);
     }
-    Ok(deltas.series(total))
+    Ok(deltas.series())
 }
 
 /// How many instances of `size` could be reserved in `zone` over the whole `window`: per

@@ -53,6 +53,8 @@ pub struct CatalogRows {
     pub policy: Option<crate::promise::Policy>,
     /// Instances created through Promise.
     pub instances: Vec<crate::promise::PromiseInstance>,
+    /// Planned capacity changes.
+    pub pools: Vec<crate::promise::CapacityPool>,
 }
 
 impl CatalogRows {
@@ -75,6 +77,7 @@ impl CatalogRows {
         self.private_properties.sort();
         self.flavors.sort_by(|a, b| a.id.cmp(&b.id));
         self.instances.sort_by_key(|i| i.id);
+        self.pools.sort_by_key(|p| p.id);
     }
 }
 
@@ -114,6 +117,10 @@ pub struct Catalog {
     policy: Option<crate::promise::Policy>,
     /// Instances created through Promise, by id.
     instances: BTreeMap<Uuid, crate::promise::PromiseInstance>,
+    /// Planned capacity changes, by id.
+    pools: BTreeMap<Uuid, crate::promise::CapacityPool>,
+    /// Providers some planned capacity change touches, with the pools touching each.
+    pooled: HashMap<Uuid, BTreeSet<Uuid>>,
 }
 
 impl Catalog {
@@ -175,6 +182,9 @@ impl Catalog {
             .collect();
         catalog.policy = rows.policy;
         catalog.instances = rows.instances.into_iter().map(|i| (i.id, i)).collect();
+        for pool in rows.pools {
+            catalog.insert_pool(pool);
+        }
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -428,6 +438,22 @@ impl Catalog {
                 self.floating_ips.shift_remove(id);
             }
             Change::LeaseRecorded(_) => {}
+            Change::FlavorSet { .. }
+            | Change::PolicySet(_)
+            | Change::PoolSet { .. }
+            | Change::InstanceSet { .. } => self.apply_promise(change),
+            Change::PropertyPrivacy { name, private } => {
+                match private {
+                    true => self.private_properties.insert(name.clone()),
+                    false => self.private_properties.remove(name),
+                };
+            }
+        }
+    }
+
+    /// Applies a change to the Promise objects (flavors, policy, pools, instances).
+    fn apply_promise(&mut self, change: &Change) {
+        match change {
             Change::FlavorSet { id, flavor } => match flavor {
                 Some(flavor) => {
                     self.flavors.insert(id.clone(), flavor.clone());
@@ -437,6 +463,12 @@ impl Catalog {
                 }
             },
             Change::PolicySet(policy) => self.policy = Some(policy.clone()),
+            Change::PoolSet { id, pool } => {
+                self.remove_pool(*id);
+                if let Some(pool) = pool {
+                    self.insert_pool(pool.clone());
+                }
+            }
             Change::InstanceSet { id, instance } => match instance {
                 Some(instance) => {
                     self.instances.insert(*id, instance.clone());
@@ -445,12 +477,7 @@ impl Catalog {
                     self.instances.remove(id);
                 }
             },
-            Change::PropertyPrivacy { name, private } => {
-                match private {
-                    true => self.private_properties.insert(name.clone()),
-                    false => self.private_properties.remove(name),
-                };
-            }
+            _ => {}
         }
     }
 
@@ -687,6 +714,100 @@ impl Catalog {
         self.instances.get(&id)
     }
 
+    /// Every planned capacity change, by id.
+    pub fn pools(&self) -> impl Iterator<Item = &crate::promise::CapacityPool> {
+        self.pools.values()
+    }
+
+    /// One planned capacity change.
+    pub fn pool(&self, id: Uuid) -> Option<&crate::promise::CapacityPool> {
+        self.pools.get(&id)
+    }
+
+    /// The planned changes of `class` on `provider` that overlap `window`, as
+    /// `(window, delta)`.
+    pub fn capacity_changes(
+        &self,
+        provider: Uuid,
+        class: &ResourceClass,
+        window: crate::ledger::Window,
+    ) -> Vec<(crate::ledger::Window, i64)> {
+        let Some(ids) = self.pooled.get(&provider) else {
+            return Vec::new();
+        };
+        ids.iter()
+            .filter_map(|id| self.pools.get(id))
+            .filter(|pool| pool.window().overlaps(&window))
+            .flat_map(|pool| {
+                pool.deltas
+                    .iter()
+                    .filter(|(p, c, _)| *p == provider && c == class.as_str())
+                    .map(|(_, _, delta)| (pool.window(), *delta))
+            })
+            .collect()
+    }
+
+    /// The least the planned changes add to `class` on `provider` at any instant of `window`
+    /// (negative when a decrease applies at some instant; positive only when increases cover
+    /// the whole window).
+    pub fn capacity_change_min(
+        &self,
+        provider: Uuid,
+        class: &ResourceClass,
+        window: crate::ledger::Window,
+    ) -> i64 {
+        let changes = self.capacity_changes(provider, class, window);
+        if changes.is_empty() {
+            return 0;
+        }
+        let mut instants: Vec<Instant> = vec![window.start];
+        for (w, _) in &changes {
+            instants.extend([w.start, w.end].into_iter().filter(|t| window.contains(*t)));
+        }
+        instants
+            .into_iter()
+            .map(|t| {
+                changes
+                    .iter()
+                    .filter(|(w, _)| w.contains(t))
+                    .map(|(_, d)| *d)
+                    .sum::<i64>()
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Whether a planned decrease applies to `provider` at some instant of `window`.
+    pub fn capacity_decreased(&self, provider: Uuid, window: crate::ledger::Window) -> bool {
+        self.pooled.get(&provider).is_some_and(|ids| {
+            ids.iter().filter_map(|id| self.pools.get(id)).any(|pool| {
+                pool.window().overlaps(&window)
+                    && pool.deltas.iter().any(|(p, _, d)| *p == provider && *d < 0)
+            })
+        })
+    }
+
+    fn insert_pool(&mut self, pool: crate::promise::CapacityPool) {
+        for (provider, _, _) in &pool.deltas {
+            self.pooled.entry(*provider).or_default().insert(pool.id);
+        }
+        self.pools.insert(pool.id, pool);
+    }
+
+    fn remove_pool(&mut self, id: Uuid) {
+        let Some(pool) = self.pools.remove(&id) else {
+            return;
+        };
+        for (provider, _, _) in &pool.deltas {
+            if let Some(ids) = self.pooled.get_mut(provider) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    self.pooled.remove(provider);
+                }
+            }
+        }
+    }
+
     fn update_provider(&mut self, row: &ProviderRow) {
         let old_name = self.provider_mut(row.uuid).name.clone();
         if old_name != row.name {
@@ -899,6 +1020,7 @@ impl Catalog {
         rows.flavors = self.flavors.values().cloned().collect();
         rows.policy = self.policy.clone();
         rows.instances = self.instances.values().cloned().collect();
+        rows.pools = self.pools.values().cloned().collect();
         rows.normalize();
         rows
     }

@@ -100,6 +100,13 @@ pub enum Change {
     },
     /// The reservation policy replaced.
     PolicySet(crate::promise::Policy),
+    /// A planned capacity change made (`Some`) or withdrawn (`None`).
+    PoolSet {
+        /// The pool's id.
+        id: Uuid,
+        /// Its record.
+        pool: Option<crate::promise::CapacityPool>,
+    },
     /// A Promise instance recorded (`Some`) or destroyed (`None`).
     InstanceSet {
         /// The instance's id.

@@ -273,6 +273,36 @@ pub struct PromiseInstance {
     pub created_at: Instant,
 }
 
+/// A planned change of total capacity (Promise's `ResourcePool` made by `increase-capacity` or
+/// `decrease-capacity`): per provider and class, an amount added (positive) or removed
+/// (negative) over a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapacityPool {
+    /// Its id (`pool-id`).
+    pub id: Uuid,
+    /// The source as the client named it (`ResourceProvider:<uuid>`, a zone, `ResourcePool:<id>`).
+    pub source: String,
+    /// When the change applies.
+    pub start: Instant,
+    /// Until when (exclusive).
+    pub end: Instant,
+    /// `(provider, class name, delta)`.
+    pub deltas: Vec<(Uuid, String, i64)>,
+    /// Leases the change leaves short (a forced decrease marks them degraded).
+    pub affected: Vec<Uuid>,
+    /// Owning project (the admin who made it).
+    pub project_id: String,
+    /// Creation time.
+    pub created_at: Instant,
+}
+
+impl CapacityPool {
+    /// Its window.
+    pub fn window(&self) -> Window {
+        Window::new(self.start, self.end).expect("invariant: a pool ends after it starts")
+    }
+}
+
 /// The filter text confining a reservation to a zone (Blazar's filter language).
 pub fn zone_filter(zone: Option<&str>) -> String {
     match zone {

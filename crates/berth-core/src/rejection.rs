@@ -279,9 +279,27 @@ pub enum Rejection {
     /// No Promise instance with that id.
     #[error("Instance {0} could not be found")]
     InstanceNotFound(Uuid),
+    /// No provider, zone or pool by that name to change the capacity of.
+    #[error(
+        "Source {0} could not be found: name a provider (ResourceProvider:<uuid> or its name), a zone (Zone:<name>) or a pool (ResourcePool:<id>)"
+    )]
+    SourceNotFound(String),
+    /// No planned capacity change with that id.
+    #[error("Pool {0} could not be found")]
+    PoolNotFound(Uuid),
+    /// A decrease would leave these leases short; an admin may force it.
+    #[error("Decreasing the capacity would leave {} reservation(s) short: {}", .0.len(), list(.0))]
+    CapacityInUse(Vec<Uuid>),
     /// An instance cannot be created; the text says why (Promise's rejection reason).
     #[error("{0}")]
     InstanceRefused(String),
+}
+
+fn list(ids: &[Uuid]) -> String {
+    ids.iter()
+        .map(Uuid::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn show(generation: Option<u64>) -> String {

@@ -155,6 +155,7 @@ impl<'c> Pool<'c> {
                 .catalog
                 .ledger()
                 .is_free(uuid, self.window, self.excluding)
+            && !self.catalog.capacity_decreased(uuid, self.window)
     }
 
     /// Whether the host or a provider nested under it has allocations.
@@ -196,7 +197,9 @@ impl<'c> Pool<'c> {
                 + added
                     .and_then(|a| a.iter().find(|(c, _)| c == class))
                     .map_or(0, |(_, n)| *n);
-            let free = (record.capacity_exact() - taken as f64).max(0.0);
+            // Planned capacity changes: the least they leave at any instant of the window.
+            let change = self.catalog.capacity_change_min(uuid, class, self.window);
+            let free = (record.capacity_exact() + change as f64 - taken as f64).max(0.0);
             slots = slots.min((free / *each as f64).floor() as u64);
         }
         u32::try_from(slots).unwrap_or(u32::MAX)

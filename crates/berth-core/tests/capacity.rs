@@ -10,6 +10,7 @@
 use berth_core::capacity::{self, Figures, Measure};
 use berth_core::catalog::Attributes;
 use berth_core::decide::lease::{NewLease, create_lease, fire_event};
+use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
     NewInstance, NewReservation, create_flavor, create_instance, create_reservation,
     destroy_instance,
@@ -118,6 +119,13 @@ enum Op {
     Advance {
         ticks: i64,
     },
+    Capacity {
+        host: u128,
+        start: i64,
+        len: i64,
+        cores: u64,
+        increase: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -141,7 +149,48 @@ fn op() -> impl Strategy<Value = Op> {
         (0..8usize).prop_map(|pick| Op::Instance { pick: Some(pick) }),
         (0..8usize).prop_map(|pick| Op::Destroy { pick }),
         (1..3i64).prop_map(|ticks| Op::Advance { ticks }),
+        (1..5u128, 0..6i64, 1..8i64, 1..6u64, any::<bool>()).prop_map(
+            |(host, start, len, cores, increase)| Op::Capacity {
+                host,
+                start,
+                len,
+                cores,
+                increase,
+            }
+        ),
     ]
+}
+
+/// A compute pool of `instances` instances of 2 VCPUs and 2 GiB.
+fn pool_request(
+    w: &mut World,
+    (start, end): (Instant, Instant),
+    instances: u64,
+    priority: u32,
+    expiry: Option<Instant>,
+) -> NewReservation {
+    NewReservation {
+        id: w.id(),
+        reservation_ids: (0..4).map(|_| w.id()).collect(),
+        event_ids: [w.id(), w.id(), w.id()],
+        kind: PromiseKind::Compute,
+        ask: Ask {
+            pool: Some(PoolAsk {
+                cores: 2 * instances,
+                ram_mb: 2048 * instances,
+                instances,
+            }),
+            ..Ask::default()
+        },
+        start: Some(start),
+        end: Some(end),
+        expiry,
+        zone: None,
+        priority,
+        project_id: "p".into(),
+        user_id: "u".into(),
+        notice_lead_micros: 0,
+    }
 }
 
 /// A lease of one whole host over `[start, end)`.
@@ -181,28 +230,14 @@ fn run(w: &mut World, op: &Op) {
             priority,
             expiry,
         } => {
-            let new = NewReservation {
-                id: w.id(),
-                reservation_ids: (0..4).map(|_| w.id()).collect(),
-                event_ids: [w.id(), w.id(), w.id()],
-                kind: PromiseKind::Compute,
-                ask: Ask {
-                    pool: Some(PoolAsk {
-                        cores: 2 * instances,
-                        ram_mb: 2048 * instances,
-                        instances: *instances,
-                    }),
-                    ..Ask::default()
-                },
-                start: Some(t(*start)),
-                end: Some(t(start + len)),
-                expiry: expiry.map(|e| t(start + e.min(*len))),
-                zone: None,
-                priority: *priority,
-                project_id: "p".into(),
-                user_id: "u".into(),
-                notice_lead_micros: 0,
-            };
+            let expiry = expiry.map(|e| t(start + e.min(*len)));
+            let new = pool_request(
+                w,
+                (t(*start), t(start + len)),
+                *instances,
+                *priority,
+                expiry,
+            );
             if let Ok((changes, _)) = create_reservation(&w.catalog, &new, now, t(48)) {
                 w.apply(&changes);
             }
@@ -248,6 +283,27 @@ fn run(w: &mut World, op: &Op) {
             w.now += ticks;
             w.fire_due();
         }
+        Op::Capacity {
+            host,
+            start,
+            len,
+            cores,
+            increase,
+        } => {
+            let change = CapacityChange {
+                id: w.id(),
+                source: format!("ResourceProvider:{}", Uuid::from_u128(*host)),
+                increase: *increase,
+                amounts: vec![(class("VCPU"), *cores)],
+                start: Some(t(*start)),
+                end: Some(t(start + len)),
+                force: true,
+                project_id: "ops".into(),
+            };
+            if let Ok((changes, _)) = change_capacity(&w.catalog, &change, now) {
+                w.apply(&changes);
+            }
+        }
     }
 }
 
@@ -263,7 +319,14 @@ fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant) -> Figures 
             })
             .unwrap_or(0)
     };
-    let total: i64 = catalog.providers().map(|p| capacity(p.uuid())).sum();
+    let planned: i64 = catalog
+        .pools()
+        .filter(|pool| pool.start <= t && t < pool.end)
+        .flat_map(|pool| pool.deltas.iter())
+        .filter(|(_, c, _)| c == class.as_str())
+        .map(|(_, _, d)| *d)
+        .sum();
+    let total: i64 = catalog.providers().map(|p| capacity(p.uuid())).sum::<i64>() + planned;
     let (mut reserved, mut allocated, mut presented) = (0, 0, 0);
     for lease in catalog.leases().filter(|l| l.holds_capacity()) {
         for r in &lease.reservations {

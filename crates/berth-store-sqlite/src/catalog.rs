@@ -287,9 +287,10 @@ pub(crate) async fn persist(
         Change::PropertyPrivacy { name, private } => {
             lease::set_property_privacy(conn, name, *private, now).await
         }
-        Change::FlavorSet { .. } | Change::PolicySet(_) | Change::InstanceSet { .. } => {
-            crate::promise::persist(conn, change).await.map(|_| ())
-        }
+        Change::FlavorSet { .. }
+        | Change::PolicySet(_)
+        | Change::InstanceSet { .. }
+        | Change::PoolSet { .. } => crate::promise::persist(conn, change).await.map(|_| ()),
     }
 }
 

@@ -100,6 +100,9 @@ pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String,
             "reservation".to_owned(),
             Some(encode_object(policy)),
         )),
+        Change::PoolSet { id, pool } => {
+            Some(("pool", id.to_string(), pool.as_ref().map(encode_object)))
+        }
         Change::InstanceSet { id, instance } => Some((
             "instance",
             id.to_string(),
@@ -119,6 +122,7 @@ pub fn load_promise_row(
         "flavor" => rows.flavors.push(decode_object(document)?),
         "policy" => rows.policy = Some(decode_object(document)?),
         "instance" => rows.instances.push(decode_object(document)?),
+        "pool" => rows.pools.push(decode_object(document)?),
         _ => return Err(corrupt("Promise object kind")),
     }
     Ok(())

@@ -76,6 +76,13 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::FlavorExists(_) | Rejection::InstanceRefused(_) => {
             (StatusCode::CONFLICT, UNDEFINED)
         }
+        Rejection::SourceNotFound(_) | Rejection::PoolNotFound(_) => {
+            (StatusCode::NOT_FOUND, UNDEFINED)
+        }
+        Rejection::CapacityInUse(leases) => {
+            return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail)
+                .with_extra(serde_json::json!({ "affected": leases }));
+        }
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
         | Rejection::FloatingIpInUse(_)

@@ -827,6 +827,19 @@ async fn flavors_are_an_admin_catalogue() {
         let (status, body) = app.call_as(ADMIN, Method::POST, FLAVORS, Some(bad)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     }
+    let (status, body) = app
+        .call_as(
+            MEMBER,
+            Method::POST,
+            "/promise/increase-capacity",
+            Some(json!({"source": "Zone:az1", "capacity": {"cores": 1}})),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "capacity is the operator's: {body}"
+    );
     let (status, _) = app
         .call_as(ADMIN, Method::DELETE, "/promise/flavors/f1", None)
         .await;
@@ -973,4 +986,139 @@ async fn bad_promise_input_is_refused_with_the_reason() {
             .is_some_and(|m| m.contains("ended")),
         "{late}"
     );
+}
+
+#[tokio::test]
+async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
+    let app = TestApp::spawn().await;
+    world(&app).await;
+    let start = tomorrow();
+    let end = start + DAY;
+    let pool_in = |zone: &str, cores: u32, from: i64, to: i64| {
+        json!({"startTime": rfc3339(from), "endTime": rfc3339(to), "zoneId": zone,
+               "computePoolReservation": {"numCpuCores": cores, "numVcInstances": cores / 2,
+                                          "virtualMemSize": 512 * cores}})
+    };
+    // az2 has one host of 8 VCPUs: 16 do not fit until capacity is added for the window.
+    let (status, _) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        pool_in("az2", 16, start, end),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, grown) = post(
+        &app,
+        "/promise/increase-capacity",
+        json!({"source": "Zone:az2", "start": rfc3339(start), "end": rfc3339(end),
+               "capacity": {"cores": "8", "ram": "8192", "instances": "4"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{grown}");
+    assert_eq!(grown["result"], "ok");
+    assert_eq!(grown["ignored"], json!(["instances"]));
+    let grown_id = grown["pool-id"].as_str().expect("pool id").to_owned();
+    let (status, admitted) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        pool_in("az2", 16, start, end),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{admitted}");
+    // Only over the window the capacity is planned for.
+    let (status, _) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        pool_in("az2", 16, start, end + HOUR),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let zone2 = |from: i64, to: i64| {
+        json!({"zoneId": "az2", "computeResourceTypeId": "numCpuCores", "showUtilization": true,
+               "timePeriod": {"startTime": rfc3339(from), "stopTime": rfc3339(to)}})
+    };
+    let (_, answer) = post(
+        &app,
+        "/promise/capacity/compute/query",
+        zone2(start - HOUR, end),
+    )
+    .await;
+    let steps = answer["utilization"].as_array().expect("steps");
+    assert_eq!(steps[0]["total"], 8, "{answer}");
+    assert_eq!(steps[1]["total"], 16, "{answer}");
+    assert_eq!(steps[1]["reserved"], 16, "{answer}");
+    adds_up(&answer);
+    // A decrease under the Blazar lease on cn1 is refused and names it; forced, it degrades it.
+    let lease = lease_body(
+        "on-cn1",
+        &rfc3339(start),
+        &rfc3339(end),
+        json!([{"resource_type": "physical:host", "min": 1, "max": 1,
+                "resource_properties": r#"["==", "$hypervisor_hostname", "cn1"]"#}]),
+    );
+    let (status, lease) = post(&app, LEASES, lease).await;
+    assert_eq!(status, StatusCode::CREATED, "{lease}");
+    let lease_id = lease["lease"]["id"].as_str().expect("id").to_owned();
+    let decrease = |force: bool| {
+        json!({"source": "cn1", "start": rfc3339(start + HOUR), "end": rfc3339(start + 2 * HOUR),
+               "capacity": {"cores": 4}, "force": force})
+    };
+    let (status, refused) = post(&app, "/promise/decrease-capacity", decrease(false)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["affected"], json!([lease_id]), "{refused}");
+    assert_eq!(refused["result"], "conflict");
+    let (status, forced) = post(&app, "/promise/decrease-capacity", decrease(true)).await;
+    assert_eq!(status, StatusCode::OK, "{forced}");
+    assert_eq!(forced["affected"], json!([lease_id]));
+    let (_, seen) = app.get(&format!("{LEASES}/{lease_id}"), None).await;
+    assert_eq!(seen["lease"]["degraded"], true, "{seen}");
+    // A decrease where nothing is held is simply made; capacity shows it.
+    let (status, maintenance) = post(
+        &app,
+        "/promise/decrease-capacity",
+        json!({"source": "ResourceProvider:cn2", "start": rfc3339(end + HOUR),
+               "end": rfc3339(end + 2 * HOUR), "capacity": {"cores": 16}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{maintenance}");
+    let during = vcpus(&app, end + HOUR, end + 2 * HOUR).await;
+    assert_eq!(figure(&during, "total"), 16, "{during}");
+    // Withdrawing a pool takes its capacity back; unknown sources and pools are 404.
+    let (status, pools) = app.get("/promise/pools", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(pools["pools"].as_array().map(Vec::len), Some(3));
+    let (status, _) = app
+        .call(
+            Method::DELETE,
+            &format!("/promise/pools/{grown_id}"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, after) = post(&app, "/promise/capacity/compute/query", zone2(start, end)).await;
+    assert_eq!(after["capacityInformation"]["total"], 8, "{after}");
+    for (source, expected) in [
+        ("Zone:nowhere", StatusCode::NOT_FOUND),
+        (
+            "ResourcePool:6a4d2b8e-1c1f-4a43-9a59-5b8e1f0c3d21",
+            StatusCode::NOT_FOUND,
+        ),
+        ("no-such-host", StatusCode::NOT_FOUND),
+    ] {
+        let (status, body) = post(
+            &app,
+            "/promise/increase-capacity",
+            json!({"source": source, "capacity": {"cores": 1}}),
+        )
+        .await;
+        assert_eq!(status, expected, "{source}: {body}");
+    }
+    let (status, _) = post(
+        &app,
+        "/promise/increase-capacity",
+        json!({"source": "cn1", "capacity": {"cores": 1, "gpus": 1}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
 }

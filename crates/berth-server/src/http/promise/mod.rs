@@ -10,6 +10,7 @@
 mod admin;
 mod capacity;
 mod instances;
+mod pools;
 mod reservations;
 mod rpc;
 mod wire;
@@ -22,4 +23,5 @@ pub fn register(routes: &mut Routes) {
     capacity::register(routes);
     reservations::register(routes);
     instances::register(routes);
+    pools::register(routes);
 }

@@ -102,6 +102,15 @@ pub(super) fn vector(ask: &Ask) -> Value {
     })
 }
 
+/// The members of the capacity vector that are resource classes.
+pub(super) fn vector_classes() -> [(&'static str, &'static str); 3] {
+    [
+        ("cores", "VCPU"),
+        ("ram", "MEMORY_MB"),
+        ("gigabytes", "DISK_GB"),
+    ]
+}
+
 /// What the lease's instances use, against what its compute reservations hold.
 fn remaining(catalog: &Catalog, lease: &Lease) -> (Value, Vec<Uuid>) {
     let mut held = [0u64; 3];
