@@ -1122,3 +1122,60 @@ async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn storage_pools_are_reserved_and_counted_in_gigabytes() {
+    let app = TestApp::spawn().await;
+    world(&app).await;
+    let start = tomorrow();
+    let end = start + DAY;
+    let period = json!({"startTime": rfc3339(start), "stopTime": rfc3339(end)});
+    let (status, made) = post(
+        &app,
+        "/promise/reservation/storage/create",
+        json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
+               "storagePoolReservation": {"storageSize": "60", "numSnapshots": "3",
+                                          "numVolumes": "2"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let data = &made["reservationData"];
+    assert_eq!(data["storagePoolReserved"]["storageSize"], 60);
+    assert_eq!(data["storagePoolReserved"]["numSnapshots"], 3);
+    let (status, storage) = post(
+        &app,
+        "/promise/capacity/storage/query",
+        json!({"zoneId": "az1", "storageResourceTypeId": "storageSize", "timePeriod": period}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{storage}");
+    assert_eq!(storage["capacityInformation"]["total"], 200);
+    assert_eq!(storage["capacityInformation"]["reserved"], 60);
+    // How many 50 GB volumes still fit over the window beside the 60 GB (hosts of 100 GB).
+    let (status, volumes) = post(
+        &app,
+        "/promise/capacity/storage/query",
+        json!({"zoneId": "az1", "storageResourceTypeId": "volumes",
+               "resourceCriteria": {"typeOfStorage": "volume", "sizeOfStorage": 50},
+               "attributeSelector": "available", "timePeriod": period}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{volumes}");
+    assert_eq!(volumes["capacityInformation"], json!({"available": 2}));
+    // The storage query lists it; the compute query does not.
+    let (_, listed) = post(&app, "/promise/reservation/storage/query", json!({})).await;
+    assert_eq!(listed["queryResult"].as_array().map(Vec::len), Some(1));
+    let (_, compute) = post(&app, "/promise/reservation/compute/query", json!({})).await;
+    assert_eq!(compute["queryResult"], json!([]));
+    let id = data["reservationId"].as_str().expect("id");
+    let (status, gone) = app
+        .call(
+            Method::DELETE,
+            &format!("/promise/reservation/storage/{id}"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{gone}");
+    assert_eq!(gone["reservationId"], id);
+}
