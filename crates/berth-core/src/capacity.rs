@@ -21,7 +21,7 @@ use crate::provider::Provider;
 use crate::rejection::Rejection;
 use crate::reserve;
 use crate::time::Instant;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use uuid::Uuid;
 
 /// What is measured.
@@ -97,7 +97,8 @@ fn usable(provider: &Provider, class: &ResourceClass) -> i64 {
 struct Deltas {
     window: Window,
     at_start: [i64; 3],
-    changes: BTreeMap<Instant, [i64; 3]>,
+    /// Unsorted; sorted once when the series is built.
+    changes: Vec<(Instant, [i64; 3])>,
 }
 
 const TOTAL: usize = 0;
@@ -109,7 +110,7 @@ impl Deltas {
         Deltas {
             window,
             at_start: [0; 3],
-            changes: BTreeMap::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -120,30 +121,40 @@ impl Deltas {
         if from >= until || amount == 0 {
             return;
         }
+        let mut delta = [0; 3];
+        delta[which] = amount;
         match from == self.window.start {
             true => self.at_start[which] += amount,
-            false => self.changes.entry(from).or_default()[which] += amount,
+            false => self.changes.push((from, delta)),
         }
         if until < self.window.end {
-            self.changes.entry(until).or_default()[which] -= amount;
+            delta[which] = -amount;
+            self.changes.push((until, delta));
         }
     }
 
-    fn series(self) -> Series {
+    fn series(mut self) -> Series {
         let figures = |[total, reserved, allocated]: [i64; 3]| Figures {
             total,
             reserved,
             allocated,
             available: total - reserved - allocated,
         };
+        self.changes.sort_unstable_by_key(|(at, _)| *at);
         let mut level = self.at_start;
         let mut steps = vec![(self.window.start, figures(level))];
-        for (at, delta) in self.changes {
-            if delta == [0; 3] {
-                continue;
-            }
+        let mut changes = self.changes.into_iter().peekable();
+        while let Some((at, delta)) = changes.next() {
             for (l, d) in level.iter_mut().zip(delta) {
                 *l += d;
+            }
+            // Every change at one instant makes one step, and a step that changes nothing
+            // is no step.
+            if changes.peek().is_some_and(|(next, _)| *next == at) {
+                continue;
+            }
+            if steps.last().is_some_and(|(_, f)| *f == figures(level)) {
+                continue;
             }
             steps.push((at, figures(level)));
         }

@@ -908,11 +908,15 @@ impl Catalog {
     }
 
     fn insert_consumer(&mut self, uuid: Uuid, consumer: Consumer) {
+        let preemptible = is_preemptible(&consumer);
         for (provider, class, amount) in consumer.entries() {
             let class = self.intern(class);
             let found = self.provider_mut(provider);
             if consumer.reservation.is_some() {
                 *found.reserved_usages.entry(class.clone()).or_insert(0) += amount;
+            }
+            if preemptible {
+                *found.preemptible_usages.entry(class.clone()).or_insert(0) += amount;
             }
             *found.usages.entry(class).or_insert(0) += amount;
         }
@@ -934,11 +938,13 @@ impl Catalog {
             return;
         };
         let reserved = consumer.reservation.is_some();
+        let preemptible = is_preemptible(&consumer);
         for (provider, class, amount) in consumer.entries() {
             let found = self.provider_mut(provider);
             for (usages, applies) in [
                 (&mut found.usages, true),
                 (&mut found.reserved_usages, reserved),
+                (&mut found.preemptible_usages, preemptible),
             ] {
                 if !applies {
                     continue;
@@ -1161,6 +1167,13 @@ impl Catalog {
 pub type Attributes = BTreeMap<String, AttrValue>;
 
 /// Whether a provider has the sharing trait.
+/// Whether a consumer is best-effort work a reservation may evict (preemptible, presenting no
+/// reservation).
+fn is_preemptible(consumer: &Consumer) -> bool {
+    consumer.reservation.is_none()
+        && consumer.consumer_type.as_deref() == Some(crate::fence::PREEMPTIBLE)
+}
+
 fn is_sharing(provider: &Provider) -> bool {
     provider
         .traits

@@ -96,6 +96,9 @@ pub struct Provider {
     pub(crate) fence: Fence,
     /// Units in use by consumers that present a reservation, by class.
     pub(crate) reserved_usages: BTreeMap<ResourceClass, u64>,
+    /// Units in use by preemptible consumers that present no reservation, by class: best-effort
+    /// work a reservation may evict, so admission does not count it.
+    pub(crate) preemptible_usages: BTreeMap<ResourceClass, u64>,
 }
 
 /// Everything needed to rebuild a provider from storage.
@@ -141,6 +144,7 @@ impl Provider {
             updated_at: row.updated_at,
             fence: Fence::default(),
             reserved_usages: BTreeMap::new(),
+            preemptible_usages: BTreeMap::new(),
         }
     }
 
@@ -271,5 +275,23 @@ impl Provider {
     /// Whether any class has units in use.
     pub fn has_usage(&self) -> bool {
         self.usages.values().any(|&used| used > 0)
+    }
+
+    /// Units of `class` in use by preemptible consumers that present no reservation.
+    pub fn preemptible_used(&self, class: &ResourceClass) -> u64 {
+        self.preemptible_usages.get(class).copied().unwrap_or(0)
+    }
+
+    /// Units of `class` in use by consumers a reservation cannot evict (all but the
+    /// preemptible ones).
+    pub fn firm_used(&self, class: &ResourceClass) -> u64 {
+        self.used(class) - self.preemptible_used(class).min(self.used(class))
+    }
+
+    /// Whether consumers a reservation cannot evict have units in use.
+    pub fn has_firm_usage(&self) -> bool {
+        self.usages
+            .iter()
+            .any(|(class, used)| *used > self.preemptible_used(class))
     }
 }

@@ -3,11 +3,14 @@
 //!
 //! One capacity model serves every reservation type. Over a window `[start, end)`:
 //! - a whole host is free when no hold of any kind overlaps the window, it is reservable, and no
-//!   consumer holds an allocation on it now;
+//!   consumer other than a preemptible one holds an allocation on it now;
 //! - a host offers `min over classes of (capacity - used now - peak reserved) / size` instance
 //!   slots, where capacity is `(total - reserved) * allocation_ratio` as in Placement, the peak
 //!   is the ledger's exact peak over the window, and a host held whole offers none;
 //! - a floating IP is free when no hold overlaps the window.
+//!
+//! Preemptible consumers (best-effort work presenting no reservation) are not counted as used:
+//! a reservation evicts them when it starts.
 //!
 //! Reservations of one request are admitted in order, each seeing what the earlier ones took,
 //! so a request is admitted all-or-nothing.
@@ -158,16 +161,17 @@ impl<'c> Pool<'c> {
             && !self.catalog.capacity_decreased(uuid, self.window)
     }
 
-    /// Whether the host or a provider nested under it has allocations.
+    /// Whether the host or a provider nested under it has allocations a reservation cannot
+    /// evict (preemptible consumers are evicted when the reservation starts).
     fn subtree_in_use(&self, provider: &Provider) -> bool {
-        provider.has_usage()
+        provider.has_firm_usage()
             || (self.catalog.has_nested()
                 && self
                     .catalog
                     .subtree(provider.uuid())
                     .iter()
                     .filter_map(|uuid| self.catalog.provider(*uuid))
-                    .any(Provider::has_usage))
+                    .any(Provider::has_firm_usage))
     }
 
     /// Instance slots of the given size `host` offers over the window.
@@ -192,7 +196,7 @@ impl<'c> Pool<'c> {
             if !record.fits_unit_rules(*each) {
                 return 0;
             }
-            let taken = provider.used(class)
+            let taken = provider.firm_used(class)
                 + peak.amount(class)
                 + added
                     .and_then(|a| a.iter().find(|(c, _)| c == class))

@@ -99,7 +99,12 @@ fn headroom(
         true => capacity,
         false => peak.amount(class) as i64,
     };
-    (capacity, held + provider.used_unreserved(class) as i64)
+    // What consumers that present no reservation use (best-effort work aside): reservations'
+    // own consumers use part of what the ledger holds for them.
+    let unreserved = provider
+        .firm_used(class)
+        .saturating_sub(provider.reserved_used(class));
+    (capacity, held + unreserved as i64)
 }
 
 /// Spreads `amount` of `class` over `providers`: an increase evenly, a decrease from the most

@@ -670,8 +670,10 @@ fn is_compute(spec: &ReservationSpec) -> bool {
 }
 
 /// Creates an instance: against a reservation (which must exist, belong to the caller, be
-/// active and have room for the flavor) or, without one, from unreserved capacity only. The
-/// instance's allocations are an ordinary placement consumer.
+/// active and have room for the flavor) or, without one, from unreserved capacity only, as
+/// best-effort work of the lowest priority (a `PREEMPTIBLE` consumer: a reservation that needs
+/// its capacity evicts it when it starts, seed 3.1.4). The instance's allocations are an
+/// ordinary placement consumer.
 pub fn create_instance(
     catalog: &Catalog,
     new: &NewInstance,
@@ -728,9 +730,10 @@ fn against_reservation(
             lease.start.as_micros()
         )));
     }
+    // Instances whose allocations are gone (the lease ended them) no longer count.
     let used = catalog
         .instances()
-        .filter(|i| i.reservation == Some(id))
+        .filter(|i| i.reservation == Some(id) && catalog.consumer(i.id).is_some())
         .count() as u64;
     let slots = instance_slots(lease);
     if used >= slots {
@@ -769,6 +772,11 @@ fn unreserved(
         return Err(Rejection::ZoneNotFound(zone.clone()));
     }
     let amounts = flavor_amounts(flavor, true);
+    let best_effort = |host: Uuid| {
+        let mut write = write_on(new, host, &amounts);
+        write.consumer_type = Some(crate::fence::PREEMPTIBLE.to_owned());
+        write
+    };
     let hosts = catalog.providers().filter(|p| {
         new.zone
             .as_deref()
@@ -778,8 +786,15 @@ fn unreserved(
                 .all(|(class, _)| p.inventories().contains_key(class))
     });
     for host in hosts {
-        let write = write_on(new, host.uuid(), &amounts);
-        if let Ok(changes) = allocation::set_allocations_with(catalog, &[write], now, policy) {
+        // Only unreserved capacity: the write must pass as firm work would (preemptible work
+        // may otherwise borrow what leases hold); it is then recorded as best effort.
+        let firm = write_on(new, host.uuid(), &amounts);
+        if allocation::set_allocations_with(catalog, &[firm], now, policy).is_err() {
+            continue;
+        }
+        if let Ok(changes) =
+            allocation::set_allocations_with(catalog, &[best_effort(host.uuid())], now, policy)
+        {
             return Ok((changes, host.uuid()));
         }
     }

@@ -1179,3 +1179,56 @@ async fn storage_pools_are_reserved_and_counted_in_gigabytes() {
     assert_eq!(status, StatusCode::OK, "{gone}");
     assert_eq!(gone["reservationId"], id);
 }
+
+#[tokio::test]
+async fn unreserved_instances_have_the_lowest_priority() {
+    let app = TestApp::spawn().await;
+    world(&app).await;
+    // az2 is one host of 8 VCPUs; an instance without a reservation takes 2 of them.
+    let (status, made) = post(
+        &app,
+        "/promise/create-instance",
+        json!({"name": "best-effort", "flavor": "m1.small", "zone": "az2"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let instance = made["instance-id"].as_str().expect("id").to_owned();
+    assert_eq!(made["instance"]["priority"], "low");
+    // A reservation of the whole host is admitted all the same, starting shortly.
+    let start = now_micros() + 2_000_000;
+    let (status, reserved) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        json!({"startTime": rfc3339(start), "endTime": rfc3339(start + HOUR), "zoneId": "az2",
+               "computePoolReservation": {"numCpuCores": 8, "numVcInstances": 4,
+                                          "virtualMemSize": 8192}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{reserved}");
+    let id = reserved["reservationData"]["reservationId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // Meanwhile no more unreserved instances fit beside what the reservation will need.
+    let (status, refused) = post(
+        &app,
+        "/promise/create-instance",
+        json!({"name": "no-room", "flavor": "m1.small", "zone": "az2"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    // When it starts, the best-effort instance is withdrawn and the reservation is whole.
+    wait_for(&app, "compute", &id, "active").await;
+    let (status, listed) = app.get("/promise/instances", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let seen = listed["instances"]
+        .as_array()
+        .and_then(|all| all.iter().find(|i| i["instance-id"] == instance.as_str()))
+        .cloned()
+        .expect("listed");
+    assert_eq!(seen["status"], "deleted", "{listed}");
+    for n in 0..4 {
+        let (status, made) = create_instance(&app, &id, &format!("vm{n}")).await;
+        assert_eq!(status, StatusCode::OK, "{made}");
+    }
+}

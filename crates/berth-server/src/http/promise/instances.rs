@@ -33,9 +33,12 @@ pub(super) fn register(routes: &mut Routes) {
         .add(Method::GET, "/promise/instances", "List instances", list);
 }
 
-fn instance_json(instance: &PromiseInstance) -> Value {
+/// An instance; `status` is `active` while it holds its allocations and `deleted` once they
+/// are gone (its reservation ended, or a reservation evicted it as best-effort work).
+fn instance_json(instance: &PromiseInstance, live: bool) -> Value {
     json!({
         "instance-id": instance.id,
+        "status": if live { "active" } else { "deleted" },
         "name": instance.name,
         "flavor": instance.flavor_id,
         "image": instance.image,
@@ -82,7 +85,7 @@ async fn create(
         .map_err(|e| rpc_error(ApiError::from(e)).merge_extra(json!({"status": "rejected"})))?;
     Ok(Json(ok(
         "created-instance request accepted",
-        json!({"instance-id": instance.id, "instance": instance_json(&instance)}),
+        json!({"instance-id": instance.id, "instance": instance_json(&instance, true)}),
     )))
 }
 
@@ -112,7 +115,7 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
         .read(move |c| {
             c.instances()
                 .filter(|i| project.as_deref().is_none_or(|p| p == i.project_id))
-                .map(instance_json)
+                .map(|i| instance_json(i, c.consumer(i.id).is_some()))
                 .collect::<Vec<_>>()
         })
         .await?;

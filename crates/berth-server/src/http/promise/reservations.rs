@@ -131,6 +131,7 @@ fn remaining(catalog: &Catalog, lease: &Lease) -> (Value, Vec<Uuid>) {
     for instance in catalog
         .instances()
         .filter(|i| i.reservation == Some(lease.id))
+        .filter(|i| catalog.consumer(i.id).is_some())
     {
         ids.push(instance.id);
         if let Some(f) = catalog.flavor(&instance.flavor_id) {
