@@ -133,6 +133,21 @@ impl Deltas {
         }
     }
 
+    /// Changes figure `which` by `delta` from `at` on (`at` within the window).
+    fn step(&mut self, at: Instant, which: usize, delta: i64) {
+        if delta == 0 || !self.window.contains(at) {
+            return;
+        }
+        match at == self.window.start {
+            true => self.at_start[which] += delta,
+            false => {
+                let mut change = [0; 3];
+                change[which] = delta;
+                self.changes.push((at, change));
+            }
+        }
+    }
+
     fn series(mut self) -> Series {
         let figures = |[total, reserved, allocated]: [i64; 3]| Figures {
             total,
@@ -202,37 +217,67 @@ pub fn series(
         }
     };
     for provider in catalog.providers().filter(|p| in_zone(p, zone)) {
-        let capacity = usable(provider, class);
         if !provider.inventories().contains_key(class) {
             continue;
         }
+        let capacity = usable(provider, class);
         let uuid = provider.uuid();
         deltas.add(window.start, window.end, TOTAL, capacity);
         for (changed, delta) in catalog.capacity_changes(uuid, class, window) {
             deltas.add(changed.start, changed.end, TOTAL, delta);
         }
-        let mut presented = 0;
-        for hold in catalog.ledger().holds_on(uuid, window) {
-            if skip.contains(&hold.reservation) {
-                continue;
-            }
+        // What the ledger holds, step by step (a host held whole counts its whole capacity).
+        let mut previous = 0;
+        for (at, amount, exclusive) in catalog.ledger().steps_of(uuid, class, window) {
+            let level = if exclusive > 0 {
+                capacity
+            } else {
+                amount as i64
+            };
+            deltas.step(at, RESERVED, level - previous);
+            previous = level;
+        }
+        let unreserved =
+            provider.used(class) - provider.reserved_used(class).min(provider.used(class));
+        deltas.add(window.start, window.end, ALLOCATED, unreserved as i64);
+    }
+    // Reservations left out, and what reservations' own consumers use (allocated, not reserved,
+    // until the reservation ends): few reservations, found through their holds.
+    let zoned = |host: Uuid| {
+        catalog
+            .provider(host)
+            .is_some_and(|p| in_zone(p, zone) && p.inventories().contains_key(class))
+    };
+    for reservation in &skip {
+        for hold in catalog
+            .ledger()
+            .holds_of(*reservation)
+            .filter(|h| zoned(h.host))
+        {
             let held = match hold.exclusive {
-                true => capacity,
+                true => catalog.provider(hold.host).map_or(0, |p| usable(p, class)),
                 false => hold
                     .amounts
                     .iter()
                     .find(|(c, _)| c == class)
                     .map_or(0, |(_, n)| *n as i64),
             };
-            let used = catalog.reserved_use(hold.reservation, uuid, class, Uuid::nil()) as i64;
-            presented += used;
-            deltas.add(hold.window.start, hold.window.end, RESERVED, held);
-            // What its consumers use is allocated, not reserved, until the reservation ends.
+            deltas.add(hold.window.start, hold.window.end, RESERVED, -held);
+        }
+    }
+    for reservation in catalog
+        .presented_reservations()
+        .filter(|r| !skip.contains(r))
+    {
+        for hold in catalog
+            .ledger()
+            .holds_of(reservation)
+            .filter(|h| zoned(h.host))
+        {
+            let used = catalog.reserved_use(reservation, hold.host, class, Uuid::nil()) as i64;
             deltas.add(hold.window.start, hold.window.end, RESERVED, -used);
             deltas.add(hold.window.start, hold.window.end, ALLOCATED, used);
         }
-        let unreserved = (provider.used(class) as i64 - presented).max(0);
-        deltas.add(window.start, window.end, ALLOCATED, unreserved);
     }
     Ok(deltas.series())
 }

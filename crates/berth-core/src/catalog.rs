@@ -613,6 +613,11 @@ impl Catalog {
             .filter_map(|id| self.leases.get(&id).map(|lease| &**lease))
     }
 
+    /// Every reservation some consumer presents.
+    pub fn presented_reservations(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.reserved_consumers.keys().copied()
+    }
+
     /// The consumers presenting a reservation.
     pub fn consumers_of_reservation(&self, reservation: Uuid) -> Vec<Uuid> {
         self.reserved_consumers

@@ -526,6 +526,30 @@ impl Ledger {
         times
     }
 
+    /// The step function of `class` on `host` over `window`, read straight off the timeline:
+    /// `(instant, amount held, exclusive holds)` at the window's start, then at each breakpoint
+    /// inside the window. Empty when nothing was ever held on `host`.
+    pub fn steps_of(
+        &self,
+        host: Uuid,
+        class: &ResourceClass,
+        window: Window,
+    ) -> Vec<(Instant, u64, u32)> {
+        let Some(line) = self.hosts.get(&host) else {
+            return Vec::new();
+        };
+        let index = line.find_class(class);
+        let read = |level: &Level| (index.map_or(0, |i| level.amount(i)), level.exclusive);
+        let (amount, exclusive) = line.level_at(window.start).map_or((0, 0), read);
+        let mut out = vec![(window.start, amount, exclusive)];
+        let inside = (Bound::Excluded(window.start), Bound::Excluded(window.end));
+        for (t, level) in line.steps.range(inside) {
+            let (amount, exclusive) = read(level);
+            out.push((*t, amount, exclusive));
+        }
+        out
+    }
+
     /// Holds on `host` overlapping `window` (for allocation views), in start order, then by
     /// reservation, then in the order added.
     pub fn holds_on(&self, host: Uuid, window: Window) -> Vec<&Hold> {

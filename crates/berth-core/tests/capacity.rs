@@ -308,7 +308,7 @@ fn run(w: &mut World, op: &Op) {
 }
 
 /// The four figures of `class` at instant `t`, counted from the leases and consumers directly.
-fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant) -> Figures {
+fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant, without: &[Uuid]) -> Figures {
     let capacity = |host: Uuid| {
         catalog
             .provider(host)
@@ -333,7 +333,8 @@ fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant) -> Figures 
             for (host, slots) in &r.hosts {
                 let used = catalog.reserved_use(r.id, *host, class, Uuid::nil()) as i64;
                 presented += used;
-                if !(lease.start <= t && t < lease.end) {
+                // A lease left out counts as if it did not exist, with its instances.
+                if without.contains(&lease.id) || !(lease.start <= t && t < lease.end) {
                     continue;
                 }
                 let held = match &r.spec {
@@ -364,16 +365,19 @@ fn check(w: &World, probes: &[i64]) {
         Instant::from_micros((w.now + 20) * TICK),
     )
     .expect("a window");
-    for name in ["VCPU", "MEMORY_MB"] {
+    let mut leases: Vec<Uuid> = w.catalog.leases().map(|l| l.id).collect();
+    leases.sort();
+    let one = leases.get(probes[0].rem_euclid(8) as usize).copied();
+    let cases = [
+        ("VCPU", Vec::new()),
+        ("MEMORY_MB", Vec::new()),
+        ("VCPU", Vec::from_iter(one)),
+    ];
+    for (name, without) in cases {
         let class = class(name);
-        let series = capacity::series(
-            &w.catalog,
-            None,
-            window,
-            &Measure::Class(class.clone()),
-            &[],
-        )
-        .expect("a series");
+        let measure = Measure::Class(class.clone());
+        let series =
+            capacity::series(&w.catalog, None, window, &measure, &without).expect("a series");
         assert_eq!(series.steps[0].0, window.start);
         for (at, figures) in &series.steps {
             assert_eq!(
@@ -382,7 +386,7 @@ fn check(w: &World, probes: &[i64]) {
             );
             assert_eq!(
                 *figures,
-                brute_force(&w.catalog, &class, *at),
+                brute_force(&w.catalog, &class, *at, &without),
                 "{name} at {at:?}"
             );
         }
@@ -395,7 +399,11 @@ fn check(w: &World, probes: &[i64]) {
                 .find(|(at, _)| *at <= t)
                 .map(|(_, f)| *f)
                 .expect("a step at or before every instant of the window");
-            assert_eq!(step, brute_force(&w.catalog, &class, t), "{name} at {t:?}");
+            assert_eq!(
+                step,
+                brute_force(&w.catalog, &class, t, &without),
+                "{name} at {t:?}"
+            );
         }
         let summary = series.summary();
         let least = series.steps.iter().map(|(_, f)| f.available).min();
