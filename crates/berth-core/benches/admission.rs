@@ -17,7 +17,8 @@
 //! decisions with `std::time::Instant` and prints p50/p99. Before the grid, the memory of 1,000,000 holds in a fresh `Ledger` and of a
 //! whole catalog with 1,000,000 leases is measured from the process's resident set.
 //!
-//! `-- --test` (smoke mode) runs small sizes only.
+//! `-- --test` (smoke mode) runs small sizes only; `BENCH_HOSTS` and `BENCH_RESERVATIONS`
+//! (comma-separated) pick cells of the grid.
 
 use berth_core::Catalog;
 use berth_core::capacity::{self, Measure};
@@ -396,15 +397,33 @@ fn main() {
             true => (&[1_000], &[0, 10_000], 10_000, 40),
             false => (&[1_000, 10_000], &[0, 100_000, 1_000_000], 1_000_000, 2_000),
         };
-    memory(holds);
+    // `BENCH_HOSTS=10000 BENCH_RESERVATIONS=1000000` runs one cell of the grid (and skips the
+    // memory measurement).
+    let pick = |name: &str, all: &[usize]| -> Vec<usize> {
+        std::env::var(name).map_or_else(
+            |_| all.to_vec(),
+            |list| {
+                list.split(',')
+                    .filter_map(|n| n.trim().parse().ok())
+                    .collect()
+            },
+        )
+    };
+    let (host_counts, reservation_counts) = (
+        pick("BENCH_HOSTS", host_counts),
+        pick("BENCH_RESERVATIONS", reservation_counts),
+    );
+    if std::env::var("BENCH_HOSTS").is_err() {
+        memory(holds);
+    }
     let mut c = Criterion::default()
         .sample_size(50)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(5))
         .configure_from_args();
-    for &hosts in host_counts {
+    for &hosts in &host_counts {
         let base = enroll(hosts);
-        for &reservations in reservation_counts {
+        for &reservations in &reservation_counts {
             cell(&mut c, &base, reservations, runs);
         }
     }

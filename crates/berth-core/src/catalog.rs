@@ -761,6 +761,9 @@ impl Catalog {
         class: &ResourceClass,
         window: crate::ledger::Window,
     ) -> i64 {
+        if self.pooled.is_empty() {
+            return 0;
+        }
         let changes = self.capacity_changes(provider, class, window);
         if changes.is_empty() {
             return 0;
@@ -784,12 +787,13 @@ impl Catalog {
 
     /// Whether a planned decrease applies to `provider` at some instant of `window`.
     pub fn capacity_decreased(&self, provider: Uuid, window: crate::ledger::Window) -> bool {
-        self.pooled.get(&provider).is_some_and(|ids| {
-            ids.iter().filter_map(|id| self.pools.get(id)).any(|pool| {
-                pool.window().overlaps(&window)
-                    && pool.deltas.iter().any(|(p, _, d)| *p == provider && *d < 0)
+        !self.pooled.is_empty()
+            && self.pooled.get(&provider).is_some_and(|ids| {
+                ids.iter().filter_map(|id| self.pools.get(id)).any(|pool| {
+                    pool.window().overlaps(&window)
+                        && pool.deltas.iter().any(|(p, _, d)| *p == provider && *d < 0)
+                })
             })
-        })
     }
 
     fn insert_pool(&mut self, pool: crate::promise::CapacityPool) {

@@ -285,7 +285,11 @@ impl Provider {
     /// Units of `class` in use by consumers a reservation cannot evict (all but the
     /// preemptible ones).
     pub fn firm_used(&self, class: &ResourceClass) -> u64 {
-        self.used(class) - self.preemptible_used(class).min(self.used(class))
+        let used = self.used(class);
+        match self.preemptible_usages.is_empty() {
+            true => used,
+            false => used - self.preemptible_used(class).min(used),
+        }
     }
 
     /// Whether consumers a reservation cannot evict have units in use.
