@@ -12,6 +12,7 @@ mod demo;
 mod error;
 mod inventory;
 mod leases;
+mod notify;
 mod promise;
 
 pub use error::AppError;
@@ -20,6 +21,7 @@ pub use leases::{
     Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
     RegisterFloatingIp, SEARCH_HORIZON_DEFAULT_MICROS, ZoneCapacity,
 };
+pub use notify::{DELIVERIES_IN_FLIGHT, NOTIFY_POLL, Notifier, Subscribe};
 pub use promise::{CreateFlavor, CreateInstance, CreateReservation};
 
 use berth_core::{Catalog, Change, Instant, Rejection};

@@ -71,6 +71,22 @@ impl Series {
     }
 }
 
+/// The measure a Promise resource type id names (`numCpuCores`, `virtualMemSize`,
+/// `virtualDisk`, `storageSize`, `publicIps`, with a few aliases); `None` for unknown ids and for
+/// the counts of a shape (`vcInstances`, `volumes`), which need a flavor or criteria.
+pub fn measure_of(resource: crate::promise::PromiseKind, type_id: &str) -> Option<Measure> {
+    use crate::promise::PromiseKind::{Compute, Network, Storage};
+    let class = |name: &str| ResourceClass::parse(name).map(Measure::Class);
+    match (resource, type_id) {
+        (Compute, "numCpuCores" | "vcpu" | "cores" | "VCPU") => class("VCPU"),
+        (Compute, "virtualMemSize" | "memory" | "ram" | "MEMORY_MB") => class("MEMORY_MB"),
+        (Compute, "virtualDisk" | "gigabytes" | "DISK_GB")
+        | (Storage, "storageSize" | "gigabytes" | "DISK_GB") => class("DISK_GB"),
+        (Network, "publicIps" | "addresses") => Some(Measure::Addresses),
+        _ => None,
+    }
+}
+
 /// Checks a zone name: `Some` must be the zone of some provider.
 pub fn check_zone(catalog: &Catalog, zone: Option<&str>) -> Result<(), Rejection> {
     match zone {

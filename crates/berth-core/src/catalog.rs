@@ -55,6 +55,12 @@ pub struct CatalogRows {
     pub instances: Vec<crate::promise::PromiseInstance>,
     /// Planned capacity changes.
     pub pools: Vec<crate::promise::CapacityPool>,
+    /// Subscriptions.
+    pub subscriptions: Vec<crate::notify::Subscription>,
+    /// Deliveries pending or dead.
+    pub deliveries: Vec<crate::notify::Delivery>,
+    /// The outbox sequence number expanded up to.
+    pub outbox_cursor: u64,
 }
 
 impl CatalogRows {
@@ -78,6 +84,8 @@ impl CatalogRows {
         self.flavors.sort_by(|a, b| a.id.cmp(&b.id));
         self.instances.sort_by_key(|i| i.id);
         self.pools.sort_by_key(|p| p.id);
+        self.subscriptions.sort_by_key(|s| s.id);
+        self.deliveries.sort_by(|a, b| a.id.cmp(&b.id));
     }
 }
 
@@ -121,6 +129,12 @@ pub struct Catalog {
     pools: BTreeMap<Uuid, crate::promise::CapacityPool>,
     /// Providers some planned capacity change touches, with the pools touching each.
     pooled: HashMap<Uuid, BTreeSet<Uuid>>,
+    /// Subscriptions, by id.
+    subscriptions: BTreeMap<Uuid, crate::notify::Subscription>,
+    /// Deliveries pending or dead, by notification id.
+    deliveries: BTreeMap<String, crate::notify::Delivery>,
+    /// The outbox sequence number expanded up to.
+    outbox_cursor: u64,
 }
 
 impl Catalog {
@@ -185,6 +199,13 @@ impl Catalog {
         for pool in rows.pools {
             catalog.insert_pool(pool);
         }
+        catalog.subscriptions = rows.subscriptions.into_iter().map(|s| (s.id, s)).collect();
+        catalog.deliveries = rows
+            .deliveries
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect();
+        catalog.outbox_cursor = rows.outbox_cursor;
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -441,7 +462,10 @@ impl Catalog {
             Change::FlavorSet { .. }
             | Change::PolicySet(_)
             | Change::PoolSet { .. }
-            | Change::InstanceSet { .. } => self.apply_promise(change),
+            | Change::InstanceSet { .. }
+            | Change::SubscriptionSet { .. }
+            | Change::DeliverySet { .. }
+            | Change::OutboxCursor(_) => self.apply_promise(change),
             Change::PropertyPrivacy { name, private } => {
                 match private {
                     true => self.private_properties.insert(name.clone()),
@@ -451,7 +475,8 @@ impl Catalog {
         }
     }
 
-    /// Applies a change to the Promise objects (flavors, policy, pools, instances).
+    /// Applies a change to the Promise objects (flavors, policy, pools, instances,
+    /// subscriptions, deliveries, the outbox cursor).
     fn apply_promise(&mut self, change: &Change) {
         match change {
             Change::FlavorSet { id, flavor } => match flavor {
@@ -477,6 +502,23 @@ impl Catalog {
                     self.instances.remove(id);
                 }
             },
+            Change::SubscriptionSet { id, subscription } => match subscription {
+                Some(s) => {
+                    self.subscriptions.insert(*id, s.clone());
+                }
+                None => {
+                    self.subscriptions.remove(id);
+                }
+            },
+            Change::DeliverySet { id, delivery } => match delivery {
+                Some(d) => {
+                    self.deliveries.insert(id.clone(), d.clone());
+                }
+                None => {
+                    self.deliveries.remove(id);
+                }
+            },
+            Change::OutboxCursor(seq) => self.outbox_cursor = self.outbox_cursor.max(*seq),
             _ => {}
         }
     }
@@ -717,6 +759,31 @@ impl Catalog {
     /// One instance created through Promise.
     pub fn instance(&self, id: Uuid) -> Option<&crate::promise::PromiseInstance> {
         self.instances.get(&id)
+    }
+
+    /// Every subscription, by id.
+    pub fn subscriptions(&self) -> impl Iterator<Item = &crate::notify::Subscription> {
+        self.subscriptions.values()
+    }
+
+    /// One subscription.
+    pub fn subscription(&self, id: Uuid) -> Option<&crate::notify::Subscription> {
+        self.subscriptions.get(&id)
+    }
+
+    /// Every delivery pending or dead, by notification id.
+    pub fn deliveries(&self) -> impl Iterator<Item = &crate::notify::Delivery> {
+        self.deliveries.values()
+    }
+
+    /// One delivery.
+    pub fn delivery(&self, id: &str) -> Option<&crate::notify::Delivery> {
+        self.deliveries.get(id)
+    }
+
+    /// The outbox sequence number expanded into deliveries up to.
+    pub fn outbox_cursor(&self) -> u64 {
+        self.outbox_cursor
     }
 
     /// Every planned capacity change, by id.
@@ -1036,6 +1103,9 @@ impl Catalog {
         rows.policy = self.policy.clone();
         rows.instances = self.instances.values().cloned().collect();
         rows.pools = self.pools.values().cloned().collect();
+        rows.subscriptions = self.subscriptions.values().cloned().collect();
+        rows.deliveries = self.deliveries.values().cloned().collect();
+        rows.outbox_cursor = self.outbox_cursor;
         rows.normalize();
         rows
     }

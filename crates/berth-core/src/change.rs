@@ -107,6 +107,22 @@ pub enum Change {
         /// Its record.
         pool: Option<crate::promise::CapacityPool>,
     },
+    /// A subscription made or changed (`Some`) or removed (`None`).
+    SubscriptionSet {
+        /// The subscription's id.
+        id: Uuid,
+        /// Its record.
+        subscription: Option<crate::notify::Subscription>,
+    },
+    /// A delivery queued or retried (`Some`), or delivered (`None`).
+    DeliverySet {
+        /// The notification id.
+        id: String,
+        /// Its record.
+        delivery: Option<crate::notify::Delivery>,
+    },
+    /// The outbox has been expanded into deliveries up to this record sequence number.
+    OutboxCursor(u64),
     /// A Promise instance recorded (`Some`) or destroyed (`None`).
     InstanceSet {
         /// The instance's id.

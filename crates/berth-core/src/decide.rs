@@ -725,6 +725,7 @@ pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
 }
 
 pub mod lease;
+pub mod notify;
 pub mod pools;
 pub mod promise;
 

@@ -441,19 +441,35 @@ impl Lease {
     }
 }
 
-/// An entry of `lease`'s lifecycle record, as the change that appends it.
+/// An entry of `lease`'s lifecycle record, as the change that appends it. The details always
+/// carry the lease's `project_id` (the record outlives the lease; notifications are routed by
+/// project).
 pub(crate) fn record(
     lease: &Lease,
     kind: &str,
     at: Instant,
-    details: serde_json::Value,
+    mut details: serde_json::Value,
 ) -> crate::Change {
+    if let serde_json::Value::Object(map) = &mut details {
+        map.insert("project_id".into(), lease.project_id.clone().into());
+    }
     crate::Change::LeaseRecorded(LeaseRecord {
         lease_id: lease.id,
         kind: kind.to_owned(),
         at,
         details: details.to_string(),
     })
+}
+
+impl LeaseRecord {
+    /// The project of the lease the entry is about, when the entry names it.
+    pub fn project_id(&self) -> Option<String> {
+        serde_json::from_str::<serde_json::Value>(&self.details)
+            .ok()?
+            .get("project_id")?
+            .as_str()
+            .map(str::to_owned)
+    }
 }
 
 /// A floating IP address registered for reservation.

@@ -20,6 +20,7 @@ pub mod lease;
 pub mod ledger;
 pub mod limits;
 pub mod name;
+pub mod notify;
 pub mod promise;
 pub mod provider;
 pub mod query;

@@ -290,6 +290,12 @@ pub enum Rejection {
     /// A decrease would leave these leases short; an admin may force it.
     #[error("Decreasing the capacity would leave {} reservation(s) short: {}", .0.len(), list(.0))]
     CapacityInUse(Vec<Uuid>),
+    /// No subscription with that id (or none the caller may see).
+    #[error("Subscription {0} could not be found")]
+    SubscriptionNotFound(Uuid),
+    /// No delivery with that notification id.
+    #[error("Notification {0} could not be found")]
+    DeliveryNotFound(String),
     /// An instance cannot be created; the text says why (Promise's rejection reason).
     #[error("{0}")]
     InstanceRefused(String),

@@ -21,3 +21,8 @@ impl Clock for SystemClock {
         )
     }
 }
+
+/// Now, in whole seconds since the Unix epoch (for signature timestamps).
+pub fn unix_seconds() -> u64 {
+    u64::try_from(SystemClock.now().as_micros() / 1_000_000).unwrap_or(0)
+}

@@ -7,6 +7,7 @@ pub mod config;
 pub mod http;
 pub mod ids;
 pub mod metrics;
+pub mod notifier;
 
 use crate::auth::Authenticator;
 use crate::config::{Config, StorageUrl};
@@ -106,6 +107,14 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(async move { engine.run_lifecycle(halt.cancelled_owned()).await });
+    let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new()?);
+    let engine = Arc::clone(&berth);
+    let halt = stop.clone();
+    tokio::spawn(async move {
+        engine
+            .run_notifications(notifier, halt.cancelled_owned())
+            .await
+    });
     let app = http::router(berth, auth, limits);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -300,7 +300,10 @@ pub(crate) async fn persist(
         Change::FlavorSet { .. }
         | Change::PolicySet(_)
         | Change::InstanceSet { .. }
-        | Change::PoolSet { .. } => crate::promise::persist(conn, change).await.map(|_| ()),
+        | Change::PoolSet { .. }
+        | Change::SubscriptionSet { .. }
+        | Change::DeliverySet { .. }
+        | Change::OutboxCursor(_) => crate::promise::persist(conn, change).await.map(|_| ()),
     }
 }
 

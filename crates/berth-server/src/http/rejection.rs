@@ -76,9 +76,10 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::FlavorExists(_) | Rejection::InstanceRefused(_) => {
             (StatusCode::CONFLICT, UNDEFINED)
         }
-        Rejection::SourceNotFound(_) | Rejection::PoolNotFound(_) => {
-            (StatusCode::NOT_FOUND, UNDEFINED)
-        }
+        Rejection::SourceNotFound(_)
+        | Rejection::PoolNotFound(_)
+        | Rejection::SubscriptionNotFound(_)
+        | Rejection::DeliveryNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::CapacityInUse(leases) => {
             return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail)
                 .with_extra(serde_json::json!({ "affected": leases }));

@@ -7,6 +7,7 @@ mod binary;
 mod blazar_hosts;
 mod blazar_leases;
 mod fence;
+mod notifications;
 mod placement_allocations;
 mod placement_candidates;
 mod placement_inventories;

@@ -13,6 +13,7 @@ mod instances;
 mod pools;
 mod reservations;
 mod rpc;
+mod subscriptions;
 mod wire;
 
 use crate::http::routes::Routes;
@@ -24,4 +25,5 @@ pub fn register(routes: &mut Routes) {
     reservations::register(routes);
     instances::register(routes);
     pools::register(routes);
+    subscriptions::register(routes);
 }

@@ -1,0 +1,183 @@
+//! Subscription use cases and the notification engine.
+//!
+//! The engine is a loop: it expands the outbox entries committed since the catalog's cursor
+//! into deliveries (one decision, so each entry is expanded once across replicas), evaluates
+//! capacity thresholds, then attempts every delivery that is due, at most
+//! [`DELIVERIES_IN_FLIGHT`] at once, each bounded by the notifier's own timeout, and records each
+//! outcome (delivered, retry later, or dead). A delivery that hangs or fails never holds up the
+//! others. After a crash the deliveries still pending are attempted again: at least once.
+
+use crate::{AppError, Berth};
+use berth_core::decide::notify as decide;
+use berth_core::notify::{DeliveryStatus, Subscription, Topic};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// How often the engine looks for new outbox entries and due deliveries.
+pub const NOTIFY_POLL: Duration = Duration::from_millis(200);
+/// Most deliveries attempted at once.
+pub const DELIVERIES_IN_FLIGHT: usize = 16;
+/// Most outbox entries expanded in one decision.
+const EXPAND_BATCH: usize = 256;
+
+/// Sends one notification: a JSON POST of `body` to `url`, signed with `secret` when given.
+/// `Ok` when the receiver answered 2xx; otherwise why not.
+pub trait Notifier: Send + Sync + 'static {
+    /// Posts one notification.
+    fn post(
+        &self,
+        url: String,
+        body: String,
+        secret: Option<String>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+}
+
+/// A subscription to make.
+#[derive(Debug, Clone)]
+pub struct Subscribe {
+    /// Owning project.
+    pub project_id: String,
+    /// What it is about.
+    pub topic: Topic,
+    /// `callbackUri`.
+    pub callback: String,
+    /// Signing secret.
+    pub secret: Option<String>,
+}
+
+impl Berth {
+    /// Records a subscription and returns it.
+    pub async fn subscribe(&self, cmd: Subscribe) -> Result<Subscription, AppError> {
+        let id = self.new_uuid();
+        self.write(move |catalog, now| {
+            let subscription = Subscription {
+                id,
+                project_id: cmd.project_id,
+                topic: cmd.topic,
+                callback: cmd.callback,
+                secret: cmd.secret,
+                triggered: None,
+                fired: 0,
+                created_at: now,
+            };
+            decide::subscribe(catalog, subscription.clone()).map(|c| (c, subscription))
+        })
+        .await
+    }
+
+    /// Removes a subscription of `project` (`None`: any).
+    pub async fn unsubscribe(&self, id: Uuid, project: Option<String>) -> Result<(), AppError> {
+        self.write(move |catalog, _| {
+            decide::unsubscribe(catalog, id, project.as_deref()).map(|c| (c, ()))
+        })
+        .await
+    }
+
+    /// Puts a dead delivery back in the queue.
+    pub async fn redeliver(&self, id: String) -> Result<(), AppError> {
+        self.write(move |catalog, now| decide::redeliver(catalog, &id, now).map(|c| (c, ())))
+            .await
+    }
+
+    /// Outbox entries after `seq`, oldest first, at most `limit` (the notification feed).
+    pub async fn records_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, berth_core::lease::LeaseRecord)>, AppError> {
+        Ok(self.store.records_after(seq, limit).await?)
+    }
+
+    /// Expands the outbox entries committed since the cursor; returns how many it expanded.
+    pub async fn expand_outbox(&self) -> Result<usize, AppError> {
+        let cursor = self.read(berth_core::Catalog::outbox_cursor).await?;
+        let records = self.store.records_after(cursor, EXPAND_BATCH).await?;
+        let now = self.now();
+        let wanted = self
+            .read(|c| !decide::expand(c, cursor, &records, now).is_empty())
+            .await?;
+        if !wanted {
+            return Ok(0);
+        }
+        let count = records.len();
+        self.write(move |catalog, now| Ok((decide::expand(catalog, cursor, &records, now), ())))
+            .await?;
+        Ok(count)
+    }
+
+    /// Attempts every delivery due now; returns how many were attempted.
+    pub async fn deliver_due(&self, notifier: &Arc<dyn Notifier>) -> Result<usize, AppError> {
+        let now = self.now();
+        let due: Vec<(String, String, String, Option<String>)> = self
+            .read(|c| {
+                c.deliveries()
+                    .filter(|d| d.status == DeliveryStatus::Pending && d.next_at <= now)
+                    .filter_map(|d| {
+                        let s = c.subscription(d.subscription)?;
+                        Some((
+                            d.id.clone(),
+                            s.callback.clone(),
+                            d.body.clone(),
+                            s.secret.clone(),
+                        ))
+                    })
+                    .take(DELIVERIES_IN_FLIGHT * 4)
+                    .collect()
+            })
+            .await?;
+        let attempted = due.len();
+        let limit = Arc::new(tokio::sync::Semaphore::new(DELIVERIES_IN_FLIGHT));
+        let mut running = tokio::task::JoinSet::new();
+        for (id, url, body, secret) in due {
+            let permit = Arc::clone(&limit)
+                .acquire_owned()
+                .await
+                .expect("invariant: the semaphore is never closed");
+            let sending = notifier.post(url, body, secret);
+            running.spawn(async move {
+                let outcome = sending.await;
+                drop(permit);
+                (id, outcome)
+            });
+        }
+        while let Some(done) = running.join_next().await {
+            let Ok((id, outcome)) = done else { continue };
+            let jitter = (self.new_uuid().as_u128() % 1_000) as f64 / 1_000.0;
+            self.write(move |catalog, now| {
+                Ok((decide::attempted(catalog, &id, outcome, now, jitter), ()))
+            })
+            .await?;
+        }
+        Ok(attempted)
+    }
+
+    /// Runs the notification engine until `stop` completes.
+    pub async fn run_notifications(
+        &self,
+        notifier: Arc<dyn Notifier>,
+        stop: impl Future<Output = ()> + Send,
+    ) {
+        tokio::pin!(stop);
+        loop {
+            let expanded = match self.expand_outbox().await {
+                Ok(n) => n,
+                Err(error) => {
+                    tracing::warn!(%error, "expanding the outbox failed; will retry");
+                    0
+                }
+            };
+            if let Err(error) = self.deliver_due(&notifier).await {
+                tracing::warn!(%error, "delivering notifications failed; will retry");
+            }
+            if expanded >= EXPAND_BATCH {
+                continue;
+            }
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(NOTIFY_POLL) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Decisions about subscriptions and notifications: subscribe and unsubscribe, expand the
+//! outbox into deliveries (and evaluate capacity thresholds) exactly once, and record the
+//! outcome of a delivery attempt. See [`crate::notify`].
+
+use crate::capacity::{self, Figures, Measure};
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::lease::{EventKind, LeaseRecord};
+use crate::ledger::Window;
+use crate::notify::{
+    DELIVERY_ATTEMPTS_MAX, Delivery, DeliveryStatus, Subscription, Threshold, Topic,
+    reservation_body, retry_delay_micros, wants,
+};
+use crate::rejection::Rejection;
+use crate::time::Instant;
+use uuid::Uuid;
+
+/// Most subscriptions one project may hold.
+pub const SUBSCRIPTIONS_PER_PROJECT_MAX: usize = 256;
+
+/// Records a new subscription.
+pub fn subscribe(catalog: &Catalog, subscription: Subscription) -> Result<Vec<Change>, Rejection> {
+    let held = catalog
+        .subscriptions()
+        .filter(|s| s.project_id == subscription.project_id)
+        .count();
+    if held >= SUBSCRIPTIONS_PER_PROJECT_MAX {
+        return Err(Rejection::TooMany("subscriptions"));
+    }
+    if let Topic::Capacity {
+        zone: Some(zone), ..
+    } = &subscription.topic
+    {
+        capacity::check_zone(catalog, Some(zone))?;
+    }
+    Ok(vec![Change::SubscriptionSet {
+        id: subscription.id,
+        subscription: Some(subscription),
+    }])
+}
+
+/// Removes a subscription of `project` (`None`: any) and its pending deliveries.
+pub fn unsubscribe(
+    catalog: &Catalog,
+    id: Uuid,
+    project: Option<&str>,
+) -> Result<Vec<Change>, Rejection> {
+    catalog
+        .subscription(id)
+        .filter(|s| project.is_none_or(|p| p == s.project_id))
+        .ok_or(Rejection::SubscriptionNotFound(id))?;
+    let mut changes: Vec<Change> = catalog
+        .deliveries()
+        .filter(|d| d.subscription == id)
+        .map(|d| Change::DeliverySet {
+            id: d.id.clone(),
+            delivery: None,
+        })
+        .collect();
+    changes.push(Change::SubscriptionSet {
+        id,
+        subscription: None,
+    });
+    Ok(changes)
+}
+
+fn pending(
+    subscription: &Subscription,
+    id: String,
+    body: &serde_json::Value,
+    now: Instant,
+) -> Change {
+    Change::DeliverySet {
+        id: id.clone(),
+        delivery: Some(Delivery {
+            id,
+            subscription: subscription.id,
+            body: body.to_string(),
+            attempts: 0,
+            next_at: now,
+            status: DeliveryStatus::Pending,
+            last_error: None,
+            created_at: now,
+        }),
+    }
+}
+
+/// The time left before the end, for a before-end warning.
+fn remaining(catalog: &Catalog, record: &LeaseRecord) -> Option<i64> {
+    let due = EventKind::BeforeEndLease.as_str();
+    (record.kind == format!("lease.event.{due}"))
+        .then(|| catalog.lease(record.lease_id))
+        .flatten()
+        .map(|lease| lease.end.as_micros() - record.at.as_micros())
+}
+
+/// Expands the outbox entries after the catalog's cursor into deliveries, evaluates capacity
+/// thresholds, and moves the cursor. `seen` is the cursor the caller read `records` after: if
+/// another writer moved it since, nothing is decided (it did the work).
+pub fn expand(
+    catalog: &Catalog,
+    seen: u64,
+    records: &[(u64, LeaseRecord)],
+    now: Instant,
+) -> Vec<Change> {
+    if catalog.outbox_cursor() != seen {
+        return Vec::new();
+    }
+    let mut changes = Vec::new();
+    for (seq, record) in records {
+        let project = record
+            .project_id()
+            .or_else(|| catalog.lease(record.lease_id).map(|l| l.project_id.clone()));
+        for subscription in catalog
+            .subscriptions()
+            .filter(|s| wants(s, record, project.as_deref()))
+        {
+            let id = format!("{seq}.{}", subscription.id);
+            let body = reservation_body(&id, *seq, record, remaining(catalog, record));
+            changes.push(pending(subscription, id, &body, now));
+        }
+    }
+    changes.extend(thresholds(catalog, now));
+    if let Some((last, _)) = records.last() {
+        changes.push(Change::OutboxCursor(*last));
+    }
+    changes
+}
+
+/// The figures a capacity subscription watches, now.
+fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> Option<Figures> {
+    let Topic::Capacity {
+        resource,
+        type_id,
+        zone,
+        ..
+    } = &subscription.topic
+    else {
+        return None;
+    };
+    let measure = capacity::measure_of(*resource, type_id)?;
+    let window = Window::new(now, Instant::from_micros(now.as_micros() + 1))?;
+    capacity::series(catalog, zone.as_deref(), window, &measure, &[])
+        .ok()
+        .map(|s| s.summary())
+}
+
+fn threshold_body(
+    id: &str,
+    subscription: &Subscription,
+    threshold: &Threshold,
+    figures: &Figures,
+    entered: bool,
+    now: Instant,
+) -> serde_json::Value {
+    let Topic::Capacity {
+        resource,
+        type_id,
+        zone,
+        ..
+    } = &subscription.topic
+    else {
+        return serde_json::Value::Null;
+    };
+    serde_json::json!({
+        "notificationId": id,
+        "notificationType": "CapacityChange",
+        "zoneId": zone,
+        "capacityChangeTime": now.as_micros(),
+        "resourceDescriptor": {format!("{}ResourceTypeId", resource.as_str()): type_id},
+        "capacityInformation": {
+            "available": figures.available, "reserved": figures.reserved,
+            "total": figures.total, "allocated": figures.allocated,
+        },
+        "threshold": {
+            "capacity_info": threshold.info.as_str(),
+            "condition": threshold.condition.as_str(),
+            "value": threshold.value,
+        },
+        "crossing": if entered { "entered" } else { "left" },
+    })
+}
+
+/// Capacity subscriptions whose threshold was crossed: a notification each, and their new
+/// state.
+fn thresholds(catalog: &Catalog, now: Instant) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for subscription in catalog.subscriptions() {
+        let Topic::Capacity { threshold, .. } = &subscription.topic else {
+            continue;
+        };
+        let Some(figures) = figures_now(catalog, subscription, now) else {
+            continue;
+        };
+        let holds = threshold.holds(&figures);
+        let next = match subscription.triggered {
+            Some(true) if threshold.clear(&figures) => Some(false),
+            None | Some(false) if holds => Some(true),
+            None => Some(false),
+            _ => continue,
+        };
+        let mut updated = subscription.clone();
+        updated.triggered = next;
+        // The first evaluation only learns where capacity stands, unless the condition holds.
+        if next == Some(true) || subscription.triggered.is_some() {
+            updated.fired += 1;
+            let id = format!("{}.c{}", subscription.id, updated.fired);
+            let body = threshold_body(&id, subscription, threshold, &figures, holds, now);
+            changes.push(pending(subscription, id, &body, now));
+        }
+        changes.push(Change::SubscriptionSet {
+            id: subscription.id,
+            subscription: Some(updated),
+        });
+    }
+    changes
+}
+
+/// Records the outcome of an attempt at delivery `id`: delivered (`Ok`) removes it; a failure
+/// schedules the next attempt `retry_delay_micros` later (`jitter` in `[0, 1)`), or makes it
+/// dead after [`DELIVERY_ATTEMPTS_MAX`] attempts. An unknown or dead delivery decides nothing.
+pub fn attempted(
+    catalog: &Catalog,
+    id: &str,
+    outcome: Result<(), String>,
+    now: Instant,
+    jitter: f64,
+) -> Vec<Change> {
+    let Some(current) = catalog
+        .delivery(id)
+        .filter(|d| d.status == DeliveryStatus::Pending)
+    else {
+        return Vec::new();
+    };
+    let delivery = match outcome {
+        Ok(()) => None,
+        Err(error) => {
+            let mut next = current.clone();
+            next.attempts += 1;
+            next.last_error = Some(error);
+            match next.attempts >= DELIVERY_ATTEMPTS_MAX {
+                true => next.status = DeliveryStatus::Dead,
+                false => {
+                    let delay = retry_delay_micros(next.attempts, jitter);
+                    next.next_at = Instant::from_micros(now.as_micros().saturating_add(delay));
+                }
+            }
+            Some(next)
+        }
+    };
+    vec![Change::DeliverySet {
+        id: id.to_owned(),
+        delivery,
+    }]
+}
+
+/// Puts a dead delivery back in the queue, due now (an admin's retry).
+pub fn redeliver(catalog: &Catalog, id: &str, now: Instant) -> Result<Vec<Change>, Rejection> {
+    let mut delivery = catalog
+        .delivery(id)
+        .cloned()
+        .ok_or_else(|| Rejection::DeliveryNotFound(id.to_owned()))?;
+    delivery.status = DeliveryStatus::Pending;
+    delivery.attempts = 0;
+    delivery.next_at = now;
+    Ok(vec![Change::DeliverySet {
+        id: id.to_owned(),
+        delivery: Some(delivery),
+    }])
+}
+
+/// The measure a capacity subscription of `resource` and `type_id` watches (for checks).
+pub fn measure(resource: crate::promise::PromiseKind, type_id: &str) -> Option<Measure> {
+    capacity::measure_of(resource, type_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::DELIVERY_ATTEMPTS_MAX;
+
+    fn at(seconds: i64) -> Instant {
+        Instant::from_micros(seconds * 1_000_000)
+    }
+
+    #[test]
+    fn a_delivery_is_retried_then_dead_and_an_admin_can_retry_it() {
+        let mut catalog = Catalog::new();
+        let subscription = Subscription {
+            id: Uuid::from_u128(1),
+            project_id: "p".into(),
+            topic: Topic::Reservations { ids: Vec::new() },
+            callback: "http://127.0.0.1:9/x".into(),
+            secret: None,
+            triggered: None,
+            fired: 0,
+            created_at: at(0),
+        };
+        catalog.apply(&subscribe(&catalog, subscription.clone()).expect("subscribed"));
+        let record = LeaseRecord {
+            lease_id: Uuid::from_u128(2),
+            kind: "lease.create".into(),
+            at: at(0),
+            details: r#"{"project_id": "p"}"#.into(),
+        };
+        let changes = expand(&catalog, 0, &[(7, record.clone())], at(1));
+        catalog.apply(&changes);
+        assert_eq!(catalog.outbox_cursor(), 7);
+        assert!(
+            expand(&catalog, 0, &[(7, record)], at(1)).is_empty(),
+            "expanded once"
+        );
+        let id = format!("7.{}", subscription.id);
+        let mut now = at(1);
+        for attempt in 1..=DELIVERY_ATTEMPTS_MAX {
+            catalog.apply(&attempted(&catalog, &id, Err("500".into()), now, 0.5));
+            let delivery = catalog.delivery(&id).expect("kept");
+            assert_eq!(delivery.attempts, attempt);
+            match attempt < DELIVERY_ATTEMPTS_MAX {
+                true => {
+                    assert_eq!(delivery.status, DeliveryStatus::Pending);
+                    assert!(delivery.next_at > now, "backs off");
+                    now = delivery.next_at;
+                }
+                false => assert_eq!(delivery.status, DeliveryStatus::Dead),
+            }
+        }
+        assert!(
+            attempted(&catalog, &id, Ok(()), now, 0.0).is_empty(),
+            "dead stays dead"
+        );
+        catalog.apply(&redeliver(&catalog, &id, now).expect("retried"));
+        catalog.apply(&attempted(&catalog, &id, Ok(()), now, 0.0));
+        assert!(catalog.delivery(&id).is_none(), "delivered");
+    }
+}

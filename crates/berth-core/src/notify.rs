@@ -1,0 +1,318 @@
+//! Subscriptions and the notifications delivered to them.
+//!
+//! Every state change of a lease is already an entry of the durable lifecycle record (the
+//! outbox). Delivery expands the outbox in order: a decision takes the entries after the
+//! catalog's outbox cursor, makes one [`Delivery`] per entry and matching reservation
+//! subscription, evaluates the capacity subscriptions, and moves the cursor, all in one commit;
+//! so every entry is expanded exactly once, in every replica, and a crash loses nothing. A
+//! delivery then stays pending until its callback answers 2xx, is retried with exponential
+//! back-off and jitter, and after [`DELIVERY_ATTEMPTS_MAX`] failed attempts is kept, visibly,
+//! as dead. Its id (`notificationId`) never changes, so a retried notification can be told
+//! from a new one.
+//!
+//! Capacity thresholds fire on crossing, not on every change: a subscription fires when its
+//! condition starts to hold and again when it stops holding by more than a margin (5% of the
+//! threshold, at least 1), so capacity hovering at the threshold makes no storm.
+
+use crate::capacity::Figures;
+use crate::lease::LeaseRecord;
+use crate::promise::PromiseKind;
+use crate::time::Instant;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Failed attempts after which a delivery is dead.
+pub const DELIVERY_ATTEMPTS_MAX: u32 = 8;
+/// The first retry delay; each further attempt doubles it, up to [`RETRY_DELAY_MAX_MICROS`].
+pub const RETRY_DELAY_FIRST_MICROS: i64 = 500_000;
+/// The longest retry delay: 5 minutes.
+pub const RETRY_DELAY_MAX_MICROS: i64 = 5 * 60 * 1_000_000;
+
+/// Which capacity figure a threshold watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CapacityInfo {
+    /// `available`.
+    Available,
+    /// `reserved`.
+    Reserved,
+    /// `allocated`.
+    Allocated,
+    /// `total`.
+    Total,
+}
+
+impl CapacityInfo {
+    /// Parses the wire name.
+    pub fn parse(text: &str) -> Option<CapacityInfo> {
+        match text {
+            "available" => Some(CapacityInfo::Available),
+            "reserved" => Some(CapacityInfo::Reserved),
+            "allocated" => Some(CapacityInfo::Allocated),
+            "total" => Some(CapacityInfo::Total),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityInfo::Available => "available",
+            CapacityInfo::Reserved => "reserved",
+            CapacityInfo::Allocated => "allocated",
+            CapacityInfo::Total => "total",
+        }
+    }
+
+    fn of(self, figures: &Figures) -> i64 {
+        match self {
+            CapacityInfo::Available => figures.available,
+            CapacityInfo::Reserved => figures.reserved,
+            CapacityInfo::Allocated => figures.allocated,
+            CapacityInfo::Total => figures.total,
+        }
+    }
+}
+
+/// How a figure is compared with the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Condition {
+    /// `lt`.
+    Lt,
+    /// `le`.
+    Le,
+    /// `gt`.
+    Gt,
+    /// `ge`.
+    Ge,
+    /// `eq`.
+    Eq,
+}
+
+impl Condition {
+    /// Parses the wire name.
+    pub fn parse(text: &str) -> Option<Condition> {
+        match text {
+            "lt" => Some(Condition::Lt),
+            "le" => Some(Condition::Le),
+            "gt" => Some(Condition::Gt),
+            "ge" => Some(Condition::Ge),
+            "eq" => Some(Condition::Eq),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Condition::Lt => "lt",
+            Condition::Le => "le",
+            Condition::Gt => "gt",
+            Condition::Ge => "ge",
+            Condition::Eq => "eq",
+        }
+    }
+}
+
+/// A capacity threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// The figure watched.
+    pub info: CapacityInfo,
+    /// The comparison.
+    pub condition: Condition,
+    /// The value compared with.
+    pub value: i64,
+}
+
+impl Threshold {
+    /// Whether the condition holds for `figures`.
+    pub fn holds(&self, figures: &Figures) -> bool {
+        let v = self.info.of(figures);
+        match self.condition {
+            Condition::Lt => v < self.value,
+            Condition::Le => v <= self.value,
+            Condition::Gt => v > self.value,
+            Condition::Ge => v >= self.value,
+            Condition::Eq => v == self.value,
+        }
+    }
+
+    /// Whether the condition is clear of holding by the hysteresis margin.
+    pub fn clear(&self, figures: &Figures) -> bool {
+        let v = self.info.of(figures);
+        let margin = (self.value.abs() / 20).max(1);
+        match self.condition {
+            Condition::Lt | Condition::Le => v >= self.value + margin,
+            Condition::Gt | Condition::Ge => v <= self.value - margin,
+            Condition::Eq => (v - self.value).abs() >= margin,
+        }
+    }
+}
+
+/// What a subscription is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Topic {
+    /// Changes of reservations (Promise reservations and Blazar leases alike).
+    Reservations {
+        /// The reservations (lease ids); empty means every one of the subscriber's project.
+        ids: Vec<Uuid>,
+    },
+    /// A capacity threshold.
+    Capacity {
+        /// The resource type (`compute`, `network`, `storage`).
+        resource: PromiseKind,
+        /// The resource type id (`numCpuCores`, `publicIps`, ...).
+        type_id: String,
+        /// The zone, or every zone.
+        zone: Option<String>,
+        /// The threshold.
+        threshold: Threshold,
+    },
+}
+
+/// A subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subscription {
+    /// Its id.
+    pub id: Uuid,
+    /// Owning project.
+    pub project_id: String,
+    /// What it is about.
+    pub topic: Topic,
+    /// Where notifications are POSTed (`callbackUri`).
+    pub callback: String,
+    /// The secret notifications are signed with, if any.
+    pub secret: Option<String>,
+    /// Capacity subscriptions: whether the condition held at the last evaluation.
+    pub triggered: Option<bool>,
+    /// Capacity subscriptions: notifications made so far (numbers their ids).
+    pub fired: u64,
+    /// Creation time.
+    pub created_at: Instant,
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeliveryStatus {
+    /// Waiting for its next attempt.
+    Pending,
+    /// Given up after [`DELIVERY_ATTEMPTS_MAX`] failed attempts (the dead letter).
+    Dead,
+}
+
+/// One notification to deliver to one subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// `notificationId`: stable across retries.
+    pub id: String,
+    /// The subscription.
+    pub subscription: Uuid,
+    /// The JSON body.
+    pub body: String,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// When the next attempt is due.
+    pub next_at: Instant,
+    /// Where it stands.
+    pub status: DeliveryStatus,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// Creation time.
+    pub created_at: Instant,
+}
+
+/// The notification type of an outbox entry.
+pub fn notification_type(kind: &str) -> &'static str {
+    match kind {
+        "lease.event.before_end_lease" => "BeforeEndWarning",
+        "lease.event.end_lease" | "lease.delete" => "Termination",
+        "consumer.preemption_notice" => "PreemptionNotice",
+        "consumer.evicted" | "consumer.terminated" => "AllocationChange",
+        "lease.degraded" | "lease.event.failed" => "Failure",
+        _ => "ReservationChange",
+    }
+}
+
+/// The body of the notification of an outbox entry (seed 7.2.2.6, with berth's additions).
+pub fn reservation_body(
+    id: &str,
+    seq: u64,
+    record: &LeaseRecord,
+    remaining_micros: Option<i64>,
+) -> serde_json::Value {
+    let details: serde_json::Value =
+        serde_json::from_str(&record.details).unwrap_or(serde_json::Value::Null);
+    let mut body = serde_json::json!({
+        "notificationId": id,
+        "notificationType": notification_type(&record.kind),
+        "changeId": seq,
+        "reservationId": record.lease_id,
+        "vimId": "berth",
+        "changeType": record.kind,
+        "timeStamp": record.at.as_micros(),
+        "changedReservationData": details,
+    });
+    if let Some(left) = remaining_micros {
+        body["remainingSeconds"] = serde_json::json!(left / 1_000_000);
+    }
+    body
+}
+
+/// Whether a reservation subscription wants an outbox entry.
+pub fn wants(subscription: &Subscription, record: &LeaseRecord, project: Option<&str>) -> bool {
+    match &subscription.topic {
+        Topic::Reservations { ids } => {
+            project == Some(subscription.project_id.as_str())
+                && (ids.is_empty() || ids.contains(&record.lease_id))
+        }
+        Topic::Capacity { .. } => false,
+    }
+}
+
+/// The delay before attempt `attempts + 1`, with `jitter` in `[0, 1)` spreading it by up to a
+/// half.
+pub fn retry_delay_micros(attempts: u32, jitter: f64) -> i64 {
+    let base = RETRY_DELAY_FIRST_MICROS
+        .saturating_mul(1_i64 << attempts.saturating_sub(1).min(20))
+        .min(RETRY_DELAY_MAX_MICROS);
+    base + (base as f64 * 0.5 * jitter.clamp(0.0, 1.0)) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(available: i64) -> Figures {
+        Figures {
+            total: 100,
+            reserved: 100 - available,
+            allocated: 0,
+            available,
+        }
+    }
+
+    #[test]
+    fn a_threshold_holds_and_clears_with_a_margin() {
+        let t = Threshold {
+            info: CapacityInfo::Available,
+            condition: Condition::Lt,
+            value: 40,
+        };
+        assert!(t.holds(&figures(39)));
+        assert!(!t.holds(&figures(40)));
+        assert!(
+            !t.clear(&figures(40)),
+            "at the threshold is not clear of it"
+        );
+        assert!(t.clear(&figures(42)));
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_with_bounded_jitter() {
+        assert_eq!(retry_delay_micros(1, 0.0), RETRY_DELAY_FIRST_MICROS);
+        assert_eq!(retry_delay_micros(2, 0.0), 2 * RETRY_DELAY_FIRST_MICROS);
+        assert_eq!(retry_delay_micros(30, 0.0), RETRY_DELAY_MAX_MICROS);
+        let spread = retry_delay_micros(3, 0.999);
+        assert!(spread > 4 * RETRY_DELAY_FIRST_MICROS && spread < 6 * RETRY_DELAY_FIRST_MICROS);
+    }
+}

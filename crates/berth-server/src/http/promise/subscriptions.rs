@@ -1,0 +1,391 @@
+//! Subscriptions and the notification feed: `POST /promise/capacity/{kind}/subscribe` (a
+//! capacity threshold), `POST /promise/reservation/subscribe` (reservation changes), list, show
+//! and delete under `/promise/subscriptions`, the dead letters under `/promise/deliveries`, and
+//! `GET /promise/notifications?after=&limit=&wait=` for consumers that cannot take callbacks.
+
+use super::reservations::{kind_of, scope};
+use super::wire::{Input, number, object, text, time};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::Caller;
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{Method, StatusCode};
+use berth_app::Subscribe;
+use berth_core::notify::{CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::POST,
+            "/promise/capacity/{kind}/subscribe",
+            "Subscribe to capacity changes",
+            capacity,
+        )
+        .add(
+            Method::POST,
+            "/promise/reservation/subscribe",
+            "Subscribe to reservation changes",
+            reservation,
+        )
+        .add(
+            Method::GET,
+            "/promise/subscriptions",
+            "List subscriptions",
+            list,
+        )
+        .add(
+            Method::GET,
+            "/promise/subscriptions/{subscription_id}",
+            "Show a subscription",
+            show,
+        )
+        .add(
+            Method::DELETE,
+            "/promise/subscriptions/{subscription_id}",
+            "Delete a subscription",
+            delete,
+        )
+        .add(
+            Method::GET,
+            "/promise/deliveries",
+            "List undelivered notifications (pending and dead)",
+            deliveries,
+        )
+        .add(
+            Method::POST,
+            "/promise/deliveries/{notification_id}/retry",
+            "Retry a dead notification",
+            retry,
+        )
+        .add(
+            Method::GET,
+            "/promise/notifications",
+            "Read the notification feed",
+            feed,
+        );
+}
+
+fn subscription_json(s: &Subscription) -> Value {
+    let topic = match &s.topic {
+        Topic::Reservations { ids } => json!({
+            "type": "reservation",
+            "inputFilter": ids.iter().map(|id| json!({"reservationId": id})).collect::<Vec<_>>(),
+        }),
+        Topic::Capacity {
+            resource,
+            type_id,
+            zone,
+            threshold,
+        } => json!({
+            "type": "capacity",
+            "resourceType": resource.as_str(),
+            "resourceTypeId": type_id,
+            "zoneId": zone,
+            "threshold": {"thresholdType": "absoluteValue", "threshold": {
+                "capacity_info": threshold.info.as_str(),
+                "condition": threshold.condition.as_str(),
+                "value": threshold.value,
+            }},
+            "triggered": s.triggered,
+        }),
+    };
+    let mut out = json!({
+        "subscriptionId": s.id,
+        "callbackUri": s.callback,
+        "authentication": s.secret.is_some(),
+        "projectId": s.project_id,
+        "created": time(s.created_at),
+    });
+    if let (Some(out), Value::Object(topic)) = (out.as_object_mut(), topic) {
+        out.extend(topic);
+    }
+    out
+}
+
+/// `callbackUri`: an absolute `http` URL (TLS callbacks are not supported by this build).
+fn callback(body: &Map<String, Value>) -> Result<String, ApiError> {
+    let text = text(body, "callbackUri")?
+        .ok_or_else(|| ApiError::bad_request("callbackUri is missing"))?;
+    let parsed = reqwest::Url::parse(&text).map_err(|e| {
+        ApiError::bad_request(format!("callbackUri {text} is not an absolute URL: {e}"))
+    })?;
+    match (parsed.scheme(), parsed.host_str()) {
+        ("http", Some(_)) => Ok(text),
+        ("https", Some(_)) => Err(ApiError::bad_request(
+            "callbackUri: https callbacks are not supported yet; use http (for example through a local relay)",
+        )),
+        _ => Err(ApiError::bad_request(format!(
+            "callbackUri {text} must be an absolute http URL"
+        ))),
+    }
+}
+
+fn secret(body: &Map<String, Value>) -> Result<Option<String>, ApiError> {
+    match object(body, "authentication")? {
+        Some(auth) => text(auth, "secret"),
+        None => text(body, "secret"),
+    }
+}
+
+fn threshold(body: &Map<String, Value>) -> Result<Threshold, ApiError> {
+    let outer =
+        object(body, "threshold")?.ok_or_else(|| ApiError::bad_request("threshold is missing"))?;
+    let inner = object(outer, "threshold")?.unwrap_or(outer);
+    let info = text(inner, "capacity_info")?
+        .ok_or_else(|| ApiError::bad_request("threshold.capacity_info is missing"))?;
+    let condition = text(inner, "condition")?
+        .ok_or_else(|| ApiError::bad_request("threshold.condition is missing"))?;
+    let value = number(inner, "value", i64::MAX as u64)?
+        .ok_or_else(|| ApiError::bad_request("threshold.value is missing"))?;
+    Ok(Threshold {
+        info: CapacityInfo::parse(&info).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Unknown capacity_info {info}: use available, reserved, allocated or total"
+            ))
+        })?,
+        condition: Condition::parse(&condition).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Unknown condition {condition}: use lt, le, gt, ge or eq"
+            ))
+        })?,
+        value: value as i64,
+    })
+}
+
+async fn capacity(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(kind): Path<String>,
+    Input(body): Input,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let resource = kind_of(&kind)?;
+    let field = format!("{}ResourceTypeId", resource.as_str());
+    let type_id =
+        text(&body, &field)?.ok_or_else(|| ApiError::bad_request(format!("{field} is missing")))?;
+    if berth_core::capacity::measure_of(resource, &type_id).is_none() {
+        return Err(ApiError::bad_request(format!(
+            "Unknown {field} {type_id}: use numCpuCores, virtualMemSize, virtualDisk, storageSize or publicIps"
+        )));
+    }
+    let cmd = Subscribe {
+        project_id: caller.0.project_id.clone(),
+        topic: Topic::Capacity {
+            resource,
+            type_id,
+            zone: text(&body, "zoneId")?,
+            threshold: threshold(&body)?,
+        },
+        callback: callback(&body)?,
+        secret: secret(&body)?,
+    };
+    let made = state.berth.subscribe(cmd).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(
+            json!({"created": time(made.created_at), "capacityChangeSubscriptionId": made.id,
+                    "subscription": subscription_json(&made)}),
+        ),
+    ))
+}
+
+fn filter(body: &Map<String, Value>) -> Result<Vec<Uuid>, ApiError> {
+    let items = match body.get("inputFilter") {
+        None | Some(Value::Null) => return Err(ApiError::bad_request("inputFilter is missing")),
+        Some(Value::String(all)) if all == "all" => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "inputFilter must list {\"reservationId\": ...} objects, or be \"all\"",
+            ));
+        }
+    };
+    items
+        .iter()
+        .map(|item| {
+            let id = item
+                .get("reservationId")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ApiError::bad_request("inputFilter: reservationId is missing"))?;
+            Uuid::parse_str(id.trim())
+                .map_err(|_| ApiError::bad_request(format!("inputFilter: {id} is not a uuid")))
+        })
+        .collect()
+}
+
+async fn reservation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Input(body): Input,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let ids = filter(&body)?;
+    let project = scope(&caller);
+    let unknown = state
+        .berth
+        .read(|c| {
+            ids.iter().copied().find(|id| {
+                c.lease(*id)
+                    .is_none_or(|l| project.as_deref().is_some_and(|p| p != l.project_id))
+            })
+        })
+        .await?;
+    if let Some(id) = unknown {
+        return Err(ApiError::not_found(format!(
+            "Reservation {id} could not be found"
+        )));
+    }
+    let cmd = Subscribe {
+        project_id: caller.0.project_id.clone(),
+        topic: Topic::Reservations { ids },
+        callback: callback(&body)?,
+        secret: secret(&body)?,
+    };
+    let made = state.berth.subscribe(cmd).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(
+            json!({"created": time(made.created_at), "reservationChangeSubscriptionId": made.id,
+                    "subscription": subscription_json(&made)}),
+        ),
+    ))
+}
+
+async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let project = scope(&caller);
+    let all = state
+        .berth
+        .read(move |c| {
+            c.subscriptions()
+                .filter(|s| project.as_deref().is_none_or(|p| p == s.project_id))
+                .map(subscription_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "subscriptions": all })))
+}
+
+fn subscription_id(text: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text)
+        .map_err(|_| ApiError::not_found(format!("Subscription {text} could not be found")))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = subscription_id(&id)?;
+    let project = scope(&caller);
+    state
+        .berth
+        .read(move |c| {
+            c.subscription(id)
+                .filter(|s| project.as_deref().is_none_or(|p| p == s.project_id))
+                .map(subscription_json)
+        })
+        .await?
+        .map(|s| Json(json!({ "subscription": s })))
+        .ok_or_else(|| ApiError::not_found(format!("Subscription {id} could not be found")))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = subscription_id(&id)?;
+    state.berth.unsubscribe(id, scope(&caller)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn delivery_json(d: &Delivery) -> Value {
+    json!({
+        "notificationId": d.id,
+        "subscriptionId": d.subscription,
+        "status": format!("{:?}", d.status).to_lowercase(),
+        "attempts": d.attempts,
+        "nextAttempt": time(d.next_at),
+        "lastError": d.last_error,
+        "created": time(d.created_at),
+    })
+}
+
+async fn deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    let project = scope(&caller);
+    let all = state
+        .berth
+        .read(move |c| {
+            c.deliveries()
+                .filter(|d| {
+                    c.subscription(d.subscription)
+                        .is_some_and(|s| project.as_deref().is_none_or(|p| p == s.project_id))
+                })
+                .map(delivery_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "deliveries": all })))
+}
+
+async fn retry(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    state.berth.redeliver(id).await?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// Query of the feed.
+#[derive(Debug, serde::Deserialize)]
+struct FeedQuery {
+    after: Option<u64>,
+    limit: Option<usize>,
+    wait: Option<u64>,
+}
+
+/// Most entries one page of the feed holds.
+const FEED_LIMIT_MAX: usize = 1_000;
+/// Longest a feed request waits for an entry.
+const FEED_WAIT_MAX_SECONDS: u64 = 30;
+
+async fn feed(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<FeedQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = query.limit.unwrap_or(100).clamp(1, FEED_LIMIT_MAX);
+    let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0).min(FEED_WAIT_MAX_SECONDS));
+    let started = std::time::Instant::now();
+    let project = scope(&caller);
+    let mut after = query.after.unwrap_or(0);
+    loop {
+        let page = state.berth.records_after(after, limit).await?;
+        let scanned_to = page.last().map(|(seq, _)| *seq);
+        let mine: Vec<Value> = page
+            .iter()
+            .filter(|(_, r)| project.is_none() || r.project_id().as_deref() == project.as_deref())
+            .map(|(seq, r)| {
+                let body = berth_core::notify::reservation_body(&seq.to_string(), *seq, r, None);
+                json!({"cursor": seq, "notification": body})
+            })
+            .collect();
+        if let Some(last) = scanned_to {
+            after = last;
+        }
+        let exhausted = page.len() < limit;
+        if !mine.is_empty() || (started.elapsed() >= wait && exhausted) {
+            return Ok(Json(json!({"notifications": mine, "next": after})));
+        }
+        if exhausted {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Subscriptions and notifications end to end: a receiver on 127.0.0.1 gets signed
+//! notifications for a scripted scenario (capacity crossing a threshold and back, reservation
+//! changes, before-end and termination), a failing receiver gets retries with the same
+//! `notificationId`, the feed is resumable, and bad subscriptions are refused.
+
+use crate::blazar_leases::{enroll, now_micros, rfc3339};
+use crate::support::{Options, TestApp, Who};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode as AxumStatus};
+use berth_server::config::AuthMode;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const SECRET: &str = "s3cret";
+
+/// A request a receiver got: its body and its signature header.
+type Got = (Value, Option<String>);
+
+/// What a receiver got: body and signature header of every request.
+#[derive(Clone, Default)]
+struct Received {
+    got: Arc<Mutex<Vec<Got>>>,
+    /// Answer 500 to this many requests first.
+    failures: Arc<Mutex<u32>>,
+}
+
+async fn receive(State(received): State<Received>, headers: HeaderMap, body: String) -> AxumStatus {
+    let signature = headers
+        .get("x-berth-signature")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let value = serde_json::from_str(&body).unwrap_or(Value::String(body));
+    received.got.lock().expect("lock").push((value, signature));
+    let mut failures = received.failures.lock().expect("lock");
+    match *failures {
+        0 => AxumStatus::OK,
+        _ => {
+            *failures -= 1;
+            AxumStatus::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
+/// A receiver on 127.0.0.1 port 0; its URL and what it gets.
+async fn receiver(failures: u32) -> (String, Received, tokio::task::JoinHandle<()>) {
+    let received = Received {
+        failures: Arc::new(Mutex::new(failures)),
+        ..Received::default()
+    };
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(receive))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    (format!("http://{addr}/hook"), received, server)
+}
+
+async fn post(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
+    app.call(Method::POST, path, None, Some(body)).await
+}
+
+/// Waits until `done` holds for what was received (at most about 10 s).
+async fn wait_until(received: &Received, done: impl Fn(&[Got]) -> bool) {
+    for _ in 0..200 {
+        if done(&received.got.lock().expect("lock")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "not received in time; got {:#?}",
+        received.got.lock().expect("lock")
+    );
+}
+
+fn of_type<'a>(got: &'a [Got], kind: &str) -> Vec<&'a Value> {
+    got.iter()
+        .map(|(body, _)| body)
+        .filter(|b| b["notificationType"] == kind)
+        .collect()
+}
+
+fn checks_signature(body: &Value, header: Option<&String>) {
+    let header = header.unwrap_or_else(|| panic!("unsigned: {body}"));
+    let (t, _) = header
+        .strip_prefix("t=")
+        .and_then(|rest| rest.split_once(','))
+        .expect("t=...,v1=...");
+    let timestamp: u64 = t.parse().expect("a unix time");
+    assert_eq!(
+        header,
+        &berth_server::notifier::signature(SECRET, timestamp, &body.to_string()),
+        "the signature covers the timestamp and the body"
+    );
+}
+
+#[tokio::test]
+async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "cn1", "az1", 16).await;
+    enroll(&app, "cn2", "az1", 16).await;
+    let (url, received, server) = receiver(0).await;
+    let (status, capacity) = post(
+        &app,
+        "/promise/capacity/compute/subscribe",
+        json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores", "callbackUri": url,
+               "authentication": {"secret": SECRET},
+               "threshold": {"thresholdType": "absoluteValue",
+                             "threshold": {"capacity_info": "available", "condition": "lt",
+                                           "value": 20}}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{capacity}");
+    assert!(capacity["capacityChangeSubscriptionId"].is_string());
+    let (status, changes) = post(
+        &app,
+        "/promise/reservation/subscribe",
+        json!({"inputFilter": "all", "callbackUri": url, "authentication": {"secret": SECRET}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{changes}");
+    // Reserve until available capacity crosses below 20, then cancel so it crosses back.
+    let now = now_micros();
+    let pool = |cores: u32, end: i64| {
+        json!({"endTime": rfc3339(end), "zoneId": "az1",
+               "computePoolReservation": {"numCpuCores": cores, "numVcInstances": cores / 2,
+                                          "virtualMemSize": 512 * cores}})
+    };
+    let (status, big) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        pool(16, now + 3_600_000_000),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{big}");
+    let big = big["reservationData"]["reservationId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    wait_until(&received, |got| of_type(got, "CapacityChange").len() == 1).await;
+    let (status, _) = post(
+        &app,
+        "/promise/cancel-reservation",
+        json!({"reservation-id": big}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    wait_until(&received, |got| of_type(got, "CapacityChange").len() == 2).await;
+    // A short reservation reaches its before-end warning and its end.
+    let (status, short) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        pool(2, now_micros() + 3_000_000),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{short}");
+    let short = short["reservationData"]["reservationId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    wait_until(&received, |got| {
+        of_type(got, "Termination").iter().any(|b| {
+            b["reservationId"] == short.as_str() && b["changeType"] == "lease.event.end_lease"
+        })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = received.got.lock().expect("lock").clone();
+    for (body, signature) in &got {
+        checks_signature(body, signature.as_ref());
+    }
+    // Capacity fired on crossing only: entered, then left.
+    let crossings: Vec<&Value> = of_type(&got, "CapacityChange");
+    assert_eq!(crossings.len(), 2, "{crossings:?}");
+    assert_eq!(crossings[0]["crossing"], "entered");
+    assert_eq!(crossings[0]["capacityInformation"]["available"], 16);
+    assert_eq!(crossings[1]["crossing"], "left");
+    assert_eq!(crossings[1]["capacityInformation"]["available"], 32);
+    // The big reservation: created, started, cancelled.
+    // (Deliveries due together are sent concurrently, so they may arrive in any order.)
+    let about = |id: &str| -> Vec<String> {
+        let mut kinds: Vec<String> = got
+            .iter()
+            .filter(|(b, _)| b["reservationId"] == id)
+            .map(|(b, _)| b["changeType"].as_str().unwrap_or("").to_owned())
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    // (Its window is one hour: the before-end warning, an hour before the end, is at its start.)
+    assert_eq!(
+        about(&big),
+        [
+            "lease.create",
+            "lease.delete",
+            "lease.event.before_end_lease",
+            "lease.event.start_lease"
+        ]
+    );
+    assert_eq!(
+        about(&short),
+        [
+            "lease.create",
+            "lease.event.before_end_lease",
+            "lease.event.end_lease",
+            "lease.event.start_lease"
+        ]
+    );
+    let warning: Vec<&Value> = of_type(&got, "BeforeEndWarning")
+        .into_iter()
+        .filter(|b| b["reservationId"] == short.as_str())
+        .collect();
+    assert_eq!(warning.len(), 1);
+    assert!(
+        warning[0]["remainingSeconds"]
+            .as_i64()
+            .is_some_and(|s| s <= 3),
+        "{warning:?}"
+    );
+    // No duplicates: the receiver never failed, so every notification came once.
+    let mut ids: Vec<&str> = got
+        .iter()
+        .filter_map(|(b, _)| b["notificationId"].as_str())
+        .collect();
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "no notification twice");
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_failing_receiver_gets_retries_with_the_same_notification_id() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "cn1", "az1", 16).await;
+    let (url, received, server) = receiver(2).await;
+    let (status, _) = post(
+        &app,
+        "/promise/reservation/subscribe",
+        json!({"inputFilter": "all", "callbackUri": url}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, made) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        json!({"startTime": rfc3339(now_micros() + 3_600_000_000),
+               "computePoolReservation": {"numCpuCores": 2, "numVcInstances": 1,
+                                          "virtualMemSize": 512}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    wait_until(&received, |got| got.len() >= 3).await;
+    let got = received.got.lock().expect("lock").clone();
+    assert!(
+        got.iter()
+            .all(|(b, _)| b["notificationId"] == got[0].0["notificationId"])
+    );
+    assert!(
+        got.iter().all(|(_, signature)| signature.is_none()),
+        "no secret, no signature"
+    );
+    // Delivered on the third attempt: nothing is left pending.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (status, left) = app.get("/promise/deliveries", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(left["deliveries"], json!([]), "{left}");
+    server.abort();
+}
+
+#[tokio::test]
+async fn the_feed_is_resumable_and_waits() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "cn1", "az1", 16).await;
+    let create = || {
+        json!({"startTime": rfc3339(now_micros() + 3_600_000_000),
+               "computePoolReservation": {"numCpuCores": 2, "numVcInstances": 1,
+                                          "virtualMemSize": 512}})
+    };
+    for _ in 0..3 {
+        let (status, _) = post(&app, "/promise/reservation/compute/create", create()).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    let (status, first) = app.get("/promise/notifications?limit=2", None).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["notifications"].as_array().map(Vec::len), Some(2));
+    let next = first["next"].as_u64().expect("cursor");
+    let (_, rest) = app
+        .get(&format!("/promise/notifications?after={next}"), None)
+        .await;
+    assert_eq!(
+        rest["notifications"].as_array().map(Vec::len),
+        Some(1),
+        "{rest}"
+    );
+    let end = rest["next"].as_u64().expect("cursor");
+    let started = std::time::Instant::now();
+    let (_, empty) = app
+        .get(&format!("/promise/notifications?after={end}&wait=1"), None)
+        .await;
+    assert_eq!(empty["notifications"], json!([]));
+    assert!(started.elapsed() >= Duration::from_millis(900), "it waited");
+    // A long poll returns as soon as something happens.
+    let waiting = {
+        let url = format!("{}/promise/notifications?after={end}&wait=10", app.base);
+        let client = app.client.clone();
+        tokio::spawn(async move {
+            client
+                .get(url)
+                .send()
+                .await
+                .expect("send")
+                .json::<Value>()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _) = post(&app, "/promise/reservation/compute/create", create()).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let woke = waiting.await.expect("join").expect("json");
+    assert_eq!(
+        woke["notifications"].as_array().map(Vec::len),
+        Some(1),
+        "{woke}"
+    );
+}
+
+#[tokio::test]
+async fn bad_subscriptions_are_refused() {
+    let app = TestApp::spawn_with(Options {
+        auth: Some(AuthMode::Headers),
+        ..Options::default()
+    })
+    .await;
+    let member = Who {
+        project: "p1",
+        user: "u1",
+        roles: "member",
+    };
+    let other = Who {
+        project: "p2",
+        user: "u2",
+        roles: "member",
+    };
+    let threshold =
+        json!({"threshold": {"capacity_info": "available", "condition": "lt", "value": 5}});
+    let cases = [
+        (
+            "/promise/reservation/subscribe",
+            json!({"inputFilter": "all", "callbackUri": "ftp://x/y"}),
+        ),
+        (
+            "/promise/reservation/subscribe",
+            json!({"inputFilter": "all", "callbackUri": "not a url"}),
+        ),
+        (
+            "/promise/reservation/subscribe",
+            json!({"inputFilter": "all", "callbackUri": "/relative"}),
+        ),
+        (
+            "/promise/reservation/subscribe",
+            json!({"callbackUri": "http://127.0.0.1:9/x"}),
+        ),
+        (
+            "/promise/capacity/compute/subscribe",
+            json!({"computeResourceTypeId": "numCpuCores", "callbackUri": "http://127.0.0.1:9/x"}),
+        ),
+        (
+            "/promise/capacity/compute/subscribe",
+            json!({"computeResourceTypeId": "gpus", "callbackUri": "http://127.0.0.1:9/x",
+                "threshold": threshold}),
+        ),
+        (
+            "/promise/capacity/compute/subscribe",
+            json!({"callbackUri": "http://127.0.0.1:9/x", "threshold": threshold}),
+        ),
+        (
+            "/promise/capacity/compute/subscribe",
+            json!({"computeResourceTypeId": "numCpuCores", "callbackUri": "http://127.0.0.1:9/x",
+                "threshold": {"threshold": {"capacity_info": "spare", "condition": "lt",
+                                            "value": 5}}}),
+        ),
+        (
+            "/promise/capacity/compute/subscribe",
+            json!({"computeResourceTypeId": "numCpuCores", "callbackUri": "http://127.0.0.1:9/x",
+                "threshold": {"threshold": {"capacity_info": "available", "condition": "about",
+                                            "value": 5}}}),
+        ),
+    ];
+    for (path, body) in cases {
+        let (status, answer) = app
+            .call_as(member, Method::POST, path, Some(body.clone()))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path} {body}: {answer}");
+    }
+    let (status, made) = app
+        .call_as(
+            member,
+            Method::POST,
+            "/promise/reservation/subscribe",
+            Some(json!({"inputFilter": "all", "callbackUri": "http://127.0.0.1:9/x"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let id = made["reservationChangeSubscriptionId"]
+        .as_str()
+        .expect("id");
+    let path = format!("/promise/subscriptions/{id}");
+    for method in [Method::GET, Method::DELETE] {
+        let (status, _) = app.call_as(other, method, &path, None).await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "another project's subscription"
+        );
+    }
+    let (status, _) = app.call_as(member, Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
