@@ -14,6 +14,7 @@ use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, Provider
 use crate::time::Instant;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Everything storage holds about the catalog, as flat rows.
@@ -41,8 +42,8 @@ pub struct CatalogRows {
     pub aggregate_records: Vec<(Uuid, AggregateRecord)>,
     /// Consumers with their allocations.
     pub consumers: Vec<(Uuid, Consumer)>,
-    /// Leases.
-    pub leases: Vec<Lease>,
+    /// Leases, shared: the catalog keeps them as they are (a loaded lease is never copied).
+    pub leases: Vec<Arc<Lease>>,
     /// Floating IPs registered for reservation.
     pub floating_ips: Vec<FloatingIp>,
     /// Host properties marked private.
@@ -107,16 +108,17 @@ pub struct Catalog {
     /// One shared instance of every class name in inventories and usages.
     classes: std::collections::HashSet<ResourceClass>,
     next_id: i64,
-    /// Shared, so that copying the catalog (the writers' working copy) does not copy leases.
-    leases: HashMap<Uuid, std::sync::Arc<Lease>>,
+    /// Shared, so that copying the catalog (the writers' working copy) does not copy leases;
+    /// the map itself is shared too until one of the copies changes a lease.
+    leases: Arc<HashMap<Uuid, Arc<Lease>>>,
     /// What the leases hold, indexed by host and time.
     ledger: Ledger,
-    /// Lifecycle events not yet fired, by due time.
-    due: BTreeSet<(Instant, EventKind, Uuid)>,
+    /// Lifecycle events not yet fired, by due time (shared between copies until one changes).
+    due: Arc<BTreeSet<(Instant, EventKind, Uuid)>>,
     floating_ips: IndexMap<Uuid, FloatingIp>,
     private_properties: BTreeSet<String>,
-    /// Reservation to the lease holding it.
-    reservation_leases: HashMap<Uuid, Uuid>,
+    /// Reservation to the lease holding it (shared between copies until one changes).
+    reservation_leases: Arc<HashMap<Uuid, Uuid>>,
     /// Reservation to the consumers presenting it.
     reserved_consumers: HashMap<Uuid, BTreeSet<Uuid>>,
     /// Flavors by id.
@@ -523,21 +525,14 @@ impl Catalog {
         }
     }
 
-    /// Inserts every stored lease at once: the ledger is built on a second thread while this
-    /// one builds the lease indexes (sorted, then bulk-loaded), and fences are computed once per
-    /// host at the end. Same result as inserting the leases one by one.
-    fn load_leases(&mut self, leases: Vec<Lease>) {
-        let leases: Vec<std::sync::Arc<Lease>> =
-            leases.into_iter().map(std::sync::Arc::new).collect();
-        let (ledger, touched) = std::thread::scope(|scope| {
+    /// Inserts every stored lease at once: the ledger is bulk-built on a second thread
+    /// ([`Ledger::from_holds`]) while this one builds the lease indexes (sorted, then
+    /// bulk-loaded), and fences are computed once per host at the end. Same result as inserting
+    /// the leases one by one.
+    fn load_leases(&mut self, leases: Vec<Arc<Lease>>) {
+        let ledger = std::thread::scope(|scope| {
             let building = scope.spawn(|| {
-                let mut ledger = Ledger::new();
-                let mut touched = BTreeSet::new();
-                for hold in leases.iter().flat_map(|lease| lease.holds()) {
-                    touched.insert(hold.host);
-                    ledger.add(hold);
-                }
-                (ledger, touched)
+                Ledger::from_holds(leases.iter().flat_map(|lease| lease.holds_by_reservation()))
             });
             let mut due: Vec<(Instant, EventKind, Uuid)> = leases
                 .iter()
@@ -548,19 +543,22 @@ impl Catalog {
                 self.due.is_empty(),
                 "leases are loaded into a fresh catalog"
             );
-            self.due = due.into_iter().collect();
-            self.reservation_leases.reserve(leases.len());
-            self.leases.reserve(leases.len());
+            self.due = Arc::new(due.into_iter().collect());
+            let mut reservation_leases = HashMap::with_capacity(leases.len());
+            let mut by_id = HashMap::with_capacity(leases.len());
             for lease in &leases {
                 for reservation in &lease.reservations {
-                    self.reservation_leases.insert(reservation.id, lease.id);
+                    reservation_leases.insert(reservation.id, lease.id);
                 }
-                self.leases.insert(lease.id, std::sync::Arc::clone(lease));
+                by_id.insert(lease.id, Arc::clone(lease));
             }
+            self.reservation_leases = Arc::new(reservation_leases);
+            self.leases = Arc::new(by_id);
             building
                 .join()
                 .expect("invariant: building the ledger does not panic")
         });
+        let touched = ledger.hosts().collect();
         self.ledger = ledger;
         self.refence(touched);
     }
@@ -572,15 +570,16 @@ impl Catalog {
             touched.insert(hold.host);
             self.ledger.add(hold);
         }
+        let reservation_leases = Arc::make_mut(&mut self.reservation_leases);
         for reservation in &lease.reservations {
-            self.reservation_leases.insert(reservation.id, lease.id);
+            reservation_leases.insert(reservation.id, lease.id);
         }
-        self.due.extend(
+        Arc::make_mut(&mut self.due).extend(
             lease
                 .pending_events()
                 .map(|(at, kind)| (at, kind, lease.id)),
         );
-        let previous = self.leases.insert(lease.id, std::sync::Arc::new(lease));
+        let previous = Arc::make_mut(&mut self.leases).insert(lease.id, Arc::new(lease));
         assert!(
             previous.is_none(),
             "invariant: a lease is removed before it is replaced"
@@ -589,9 +588,11 @@ impl Catalog {
     }
 
     fn remove_lease(&mut self, id: Uuid) {
-        let Some(lease) = self.leases.remove(&id) else {
+        // Looked up first, so that removing a lease that is not there copies no shared map.
+        let Some(lease) = self.leases.get(&id).cloned() else {
             return;
         };
+        Arc::make_mut(&mut self.leases).remove(&id);
         let mut touched = BTreeSet::new();
         for reservation in &lease.reservations {
             touched.extend(
@@ -600,11 +601,11 @@ impl Catalog {
                     .into_iter()
                     .map(|h| h.host),
             );
-            self.reservation_leases.remove(&reservation.id);
+            Arc::make_mut(&mut self.reservation_leases).remove(&reservation.id);
         }
         self.refence(touched);
         for (at, kind) in lease.pending_events() {
-            self.due.remove(&(at, kind, id));
+            Arc::make_mut(&mut self.due).remove(&(at, kind, id));
         }
     }
 
@@ -1092,11 +1093,7 @@ impl Catalog {
             .iter()
             .map(|(u, c)| (*u, c.clone()))
             .collect();
-        rows.leases = self
-            .leases
-            .values()
-            .map(|lease| (**lease).clone())
-            .collect();
+        rows.leases = self.leases.values().map(Arc::clone).collect();
         rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.private_properties = self.private_properties.iter().cloned().collect();
         rows.flavors = self.flavors.values().cloned().collect();

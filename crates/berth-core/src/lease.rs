@@ -370,14 +370,18 @@ impl Lease {
 
     /// Every hold of every reservation, or nothing once the lease has ended.
     pub fn holds(&self) -> Vec<Hold> {
-        if !self.holds_capacity() {
-            return Vec::new();
-        }
-        let window = self.window();
-        self.reservations
-            .iter()
-            .flat_map(|r| r.holds(window))
-            .collect()
+        self.holds_by_reservation().flatten().collect()
+    }
+
+    /// The holds of each reservation, one list per reservation, or nothing once the lease has
+    /// ended.
+    pub fn holds_by_reservation(&self) -> impl Iterator<Item = Vec<Hold>> + '_ {
+        let window = self.holds_capacity().then(|| self.window());
+        window.into_iter().flat_map(move |window| {
+            self.reservations
+                .iter()
+                .map(move |reservation| reservation.holds(window))
+        })
     }
 
     /// The event of a kind.

@@ -30,9 +30,14 @@
 //! that is about 450 bytes of payload per hold. Measured in a process's resident memory
 //! (allocator overhead, node slack and the vectors' spare capacity included), a hold costs about
 //! 790 bytes when its class names are shared, under the 1 KiB budget (`docs/benchmarks.md`).
-//! Timelines and per-reservation hold lists sit behind `Arc`s, so copying a ledger (the
-//! writers' working copy of the catalog) copies pointers; a copy that changes a timeline or a
-//! list clones that one alone.
+//! Timelines, per-reservation hold lists and the two ledger-wide indexes (by reservation, by
+//! end) sit behind `Arc`s, so copying a ledger (the writers' working copy of the catalog) copies
+//! pointers; a copy that changes a timeline or a list clones that one alone, and its first change
+//! of a ledger-wide index clones that index.
+//!
+//! [`Ledger::from_holds`] builds a ledger from many holds at once (a restart): each index is
+//! sorted and bulk-loaded, and each host's timeline is built in one sweep over its holds'
+//! boundaries, with the same result as adding the holds one by one.
 
 use crate::name::ResourceClass;
 use crate::time::Instant;
@@ -231,6 +236,7 @@ impl Level {
 
 /// One host's share of the ledger.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(test, derive(PartialEq))]
 struct Timeline {
     /// The classes seen on this host; a level's amounts are indexed by position here.
     classes: Vec<ResourceClass>,
@@ -269,6 +275,47 @@ impl Timeline {
         self.starts.insert((hold.window.start, hold.reservation));
         self.max_span = self.max_span.max(hold.window.duration_micros());
         self.change(hold.window, &delta, Level::add);
+    }
+
+    /// The timeline of `holds`, all on one host, in the order they were added: the same as
+    /// inserting them one by one, built in one sweep over their boundaries.
+    fn from_holds(holds: &[&Hold]) -> Timeline {
+        let mut line = Timeline {
+            holds: holds.len(),
+            ..Timeline::default()
+        };
+        let mut bounds = Vec::with_capacity(2 * holds.len());
+        for (index, hold) in holds.iter().enumerate() {
+            for (class, amount) in &hold.amounts {
+                if *amount != 0 {
+                    line.intern(class);
+                }
+            }
+            line.max_span = line.max_span.max(hold.window.duration_micros());
+            if !hold.window.is_empty() {
+                // At one instant the holds that start are counted before those that end.
+                bounds.push((hold.window.start, false, index));
+                bounds.push((hold.window.end, true, index));
+            }
+        }
+        line.starts = holds
+            .iter()
+            .map(|hold| (hold.window.start, hold.reservation))
+            .collect();
+        bounds.sort_unstable();
+        let mut sum = Sum::new(line.classes.len());
+        let mut steps: Vec<(Instant, Level)> = Vec::with_capacity(bounds.len());
+        for at in bounds.chunk_by(|a, b| a.0 == b.0) {
+            for &(_, ends, index) in at {
+                sum.apply(holds[index], ends, |class| line.find_class(class));
+            }
+            let previous = steps.last().map(|(_, level)| level);
+            if !sum.equals(previous) {
+                steps.push((at[0].0, sum.level()));
+            }
+        }
+        line.steps = steps.into_iter().collect();
+        line
     }
 
     /// Takes `hold` off; `keep_start` when another hold still has its `(start, reservation)`.
@@ -375,6 +422,71 @@ impl Timeline {
     }
 }
 
+/// The running level of a sweep over a timeline's boundaries, with untrimmed amounts.
+struct Sum {
+    holds: u32,
+    exclusive: u32,
+    amounts: Vec<u64>,
+}
+
+impl Sum {
+    fn new(classes: usize) -> Sum {
+        Sum {
+            holds: 0,
+            exclusive: 0,
+            amounts: vec![0; classes],
+        }
+    }
+
+    /// Adds `hold` (or takes it off, when it `ends`), its classes indexed by `index`.
+    fn apply(&mut self, hold: &Hold, ends: bool, index: impl Fn(&ResourceClass) -> Option<usize>) {
+        let exclusive = u32::from(hold.exclusive);
+        match ends {
+            false => {
+                self.holds = self.holds.saturating_add(1);
+                self.exclusive = self.exclusive.saturating_add(exclusive);
+            }
+            true => {
+                self.holds = self.holds.saturating_sub(1);
+                self.exclusive = self.exclusive.saturating_sub(exclusive);
+            }
+        }
+        for (class, amount) in hold.amounts.iter().filter(|(_, amount)| *amount != 0) {
+            if let Some(i) = index(class) {
+                self.amounts[i] = match ends {
+                    false => self.amounts[i].saturating_add(*amount),
+                    true => self.amounts[i].saturating_sub(*amount),
+                };
+            }
+        }
+    }
+
+    /// The amounts with trailing zeros trimmed, as a [`Level`] keeps them.
+    fn trimmed(&self) -> &[u64] {
+        let keep = self
+            .amounts
+            .iter()
+            .rposition(|&a| a != 0)
+            .map_or(0, |i| i + 1);
+        &self.amounts[..keep]
+    }
+
+    /// Whether the running level equals `level` (no level: zero).
+    fn equals(&self, level: Option<&Level>) -> bool {
+        let (holds, exclusive, amounts) =
+            level.map_or((0, 0, &[][..]), |l| (l.holds, l.exclusive, &l.amounts[..]));
+        self.holds == holds && self.exclusive == exclusive && self.trimmed() == amounts
+    }
+
+    fn level(&self) -> Level {
+        Level {
+            holds: self.holds,
+            exclusive: self.exclusive,
+            amounts: Box::from(self.trimmed()),
+        }
+    }
+}
+
 /// `level` at `t`, less the excluded holds covering `t`.
 fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
     let mut rest = level.clone();
@@ -388,14 +500,17 @@ fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
 
 /// The time-indexed capacity ledger of every host. See the module documentation.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(test, derive(PartialEq))]
 pub struct Ledger {
-    /// Every hold, once, by reservation, in the order added.
-    reservations: BTreeMap<Uuid, std::sync::Arc<Vec<Hold>>>,
+    /// Every hold, once, by reservation, in the order added. The map and each reservation's
+    /// list are shared between copies of the ledger until one of them changes it.
+    reservations: std::sync::Arc<BTreeMap<Uuid, std::sync::Arc<Vec<Hold>>>>,
     /// The timeline of every host with at least one hold; shared between copies of the ledger
     /// until one of them changes it (copying a ledger copies pointers, not timelines).
     hosts: BTreeMap<Uuid, std::sync::Arc<Timeline>>,
-    /// `(end, reservation)` of every hold, for [`Ledger::forget_before`].
-    ends: BTreeSet<(Instant, Uuid)>,
+    /// `(end, reservation)` of every hold, for [`Ledger::forget_before`] (shared between copies
+    /// until one of them changes it).
+    ends: std::sync::Arc<BTreeSet<(Instant, Uuid)>>,
     /// How many holds are stored.
     len: usize,
 }
@@ -406,24 +521,48 @@ impl Ledger {
         Ledger::default()
     }
 
+    /// The ledger of `holds`, given in batches (typically one per reservation), in order: the
+    /// same as adding them one by one to an empty ledger, built in bulk (each index sorted
+    /// once, each host's timeline in one sweep over its holds' boundaries).
+    pub fn from_holds(holds: impl IntoIterator<Item = Vec<Hold>>) -> Ledger {
+        let groups = runs(holds);
+        let ends = groups
+            .iter()
+            .flat_map(|(_, holds)| holds)
+            .map(|hold| (hold.window.end, hold.reservation))
+            .collect();
+        Ledger {
+            len: groups.iter().map(|(_, holds)| holds.len()).sum(),
+            hosts: timelines(&groups),
+            reservations: std::sync::Arc::new(by_reservation(groups)),
+            ends: std::sync::Arc::new(ends),
+        }
+    }
+
     /// Adds a hold. A reservation may hold several hosts; holding the same host twice for the
     /// same reservation is allowed (amounts add up, both windows apply). A hold whose window is
     /// empty (only constructible through [`Window`]'s fields) is stored but covers no instant.
     pub fn add(&mut self, hold: Hold) {
         std::sync::Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(&hold);
-        self.ends.insert((hold.window.end, hold.reservation));
-        std::sync::Arc::make_mut(self.reservations.entry(hold.reservation).or_default()).push(hold);
+        std::sync::Arc::make_mut(&mut self.ends).insert((hold.window.end, hold.reservation));
+        let reservations = std::sync::Arc::make_mut(&mut self.reservations);
+        std::sync::Arc::make_mut(reservations.entry(hold.reservation).or_default()).push(hold);
         self.len += 1;
     }
 
     /// Removes every hold of `reservation`; returns them, in the order they were added.
     pub fn remove(&mut self, reservation: Uuid) -> Vec<Hold> {
-        let Some(holds) = self.reservations.remove(&reservation) else {
+        // Looked up first, so that removing what is not there copies no shared index.
+        if !self.reservations.contains_key(&reservation) {
+            return Vec::new();
+        }
+        let Some(holds) = std::sync::Arc::make_mut(&mut self.reservations).remove(&reservation)
+        else {
             return Vec::new();
         };
         let holds = std::sync::Arc::unwrap_or_clone(holds);
         for hold in &holds {
-            self.ends.remove(&(hold.window.end, reservation));
+            std::sync::Arc::make_mut(&mut self.ends).remove(&(hold.window.end, reservation));
             self.withdraw(hold, false);
         }
         self.len -= holds.len();
@@ -593,11 +732,15 @@ impl Ledger {
     /// Removes every hold whose window ended at or before `t` (housekeeping); returns how many.
     pub fn forget_before(&mut self, t: Instant) -> usize {
         let due: Vec<(Instant, Uuid)> = self.ends.range(..=(t, Uuid::max())).copied().collect();
+        if due.is_empty() {
+            return 0;
+        }
         let mut reservations: Vec<Uuid> = due.iter().map(|(_, id)| *id).collect();
         reservations.sort_unstable();
         reservations.dedup();
+        let ends = std::sync::Arc::make_mut(&mut self.ends);
         for key in &due {
-            self.ends.remove(key);
+            ends.remove(key);
         }
         let forgotten: usize = reservations
             .into_iter()
@@ -608,7 +751,8 @@ impl Ledger {
     }
 
     fn forget_holds(&mut self, reservation: Uuid, t: Instant) -> usize {
-        let Some(holds) = self.reservations.remove(&reservation) else {
+        let Some(holds) = std::sync::Arc::make_mut(&mut self.reservations).remove(&reservation)
+        else {
             return 0;
         };
         let (gone, kept): (Vec<Hold>, Vec<Hold>) = std::sync::Arc::unwrap_or_clone(holds)
@@ -621,7 +765,7 @@ impl Ledger {
             self.withdraw(hold, keep_start);
         }
         if !kept.is_empty() {
-            self.reservations
+            std::sync::Arc::make_mut(&mut self.reservations)
                 .insert(reservation, std::sync::Arc::new(kept));
         }
         gone.len()
@@ -640,7 +784,7 @@ impl Ledger {
         }
         let ends: BTreeSet<(Instant, Uuid)> =
             all.iter().map(|h| (h.window.end, h.reservation)).collect();
-        if ends != self.ends {
+        if ends != *self.ends {
             return Err("end index".into());
         }
         for (host, line) in &self.hosts {
@@ -651,6 +795,71 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+/// The holds as runs of one reservation each, in the order given (a reservation may have
+/// several runs). A batch of one reservation is kept as it is.
+fn runs(batches: impl IntoIterator<Item = Vec<Hold>>) -> Vec<(Uuid, Vec<Hold>)> {
+    let mut runs: Vec<(Uuid, Vec<Hold>)> = Vec::new();
+    for batch in batches {
+        let Some(reservation) = batch.first().map(|hold| hold.reservation) else {
+            continue;
+        };
+        if batch.iter().all(|hold| hold.reservation == reservation) {
+            runs.push((reservation, batch));
+            continue;
+        }
+        for hold in batch {
+            match runs.last_mut() {
+                Some((last, holds)) if *last == hold.reservation => holds.push(hold),
+                _ => runs.push((hold.reservation, vec![hold])),
+            }
+        }
+    }
+    runs
+}
+
+/// The timeline of every host the runs hold, each from its holds in the order given.
+fn timelines(runs: &[(Uuid, Vec<Hold>)]) -> BTreeMap<Uuid, std::sync::Arc<Timeline>> {
+    // `(host, run, position)`: sorted, each host's holds come in the order given.
+    let mut by_host: Vec<(Uuid, usize, usize)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(run, (_, holds))| {
+            holds
+                .iter()
+                .enumerate()
+                .map(move |(position, hold)| (hold.host, run, position))
+        })
+        .collect();
+    by_host.sort_unstable();
+    by_host
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|mine| {
+            let holds: Vec<&Hold> = mine
+                .iter()
+                .map(|&(_, run, position)| &runs[run].1[position])
+                .collect();
+            (mine[0].0, std::sync::Arc::new(Timeline::from_holds(&holds)))
+        })
+        .collect()
+}
+
+/// The runs merged by reservation, each reservation's holds in the order given.
+fn by_reservation(mut runs: Vec<(Uuid, Vec<Hold>)>) -> BTreeMap<Uuid, std::sync::Arc<Vec<Hold>>> {
+    // Stable: a reservation's runs stay in the order given.
+    runs.sort_by_key(|(reservation, _)| *reservation);
+    let mut merged: Vec<(Uuid, Vec<Hold>)> = Vec::with_capacity(runs.len());
+    for (reservation, holds) in runs {
+        match merged.last_mut() {
+            Some((last, mine)) if *last == reservation => mine.extend(holds),
+            _ => merged.push((reservation, holds)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(reservation, holds)| (reservation, std::sync::Arc::new(holds)))
+        .collect()
 }
 
 #[cfg(test)]

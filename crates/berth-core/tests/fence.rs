@@ -4,7 +4,9 @@
 //! deletions and candidate probes, each applied to a catalog. After every step: the catalog's
 //! invariants hold, no provider is over-committed, unreserved consumers plus what leases fence
 //! fit every host, every ACTIVE reservation could still get its full capacity, and unreserved
-//! candidates offer exactly the hosts where the same unreserved write is accepted.
+//! candidates offer exactly the hosts where the same unreserved write is accepted. At the end, a
+//! restart (the catalog rebuilt from its rows) answers as the catalog did, and a copy of the
+//! catalog changes without changing it.
 
 use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use berth_core::candidates::{CandidateQuery, Group, allocation_candidates};
@@ -16,6 +18,7 @@ use berth_core::fence::{self, PREEMPTIBLE};
 use berth_core::lease::{
     Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, instance_amounts,
 };
+use berth_core::ledger::Window;
 use berth_core::{Catalog, Change, Instant, Rejection, ResourceClass};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -553,6 +556,59 @@ fn check(w: &World) -> Result<(), TestCaseError> {
     check_active(&w.catalog)
 }
 
+/// A restart (the catalog rebuilt in bulk from its rows) answers as the catalog built change by
+/// change does: the same rows, providers (fences included), due events and ledger.
+fn check_restart(catalog: &Catalog) -> Result<(), TestCaseError> {
+    let rebuilt = Catalog::from_rows(catalog.to_rows());
+    prop_assert_eq!(rebuilt.to_rows(), catalog.to_rows());
+    prop_assert!(
+        rebuilt.providers().eq(catalog.providers()),
+        "providers or fences differ"
+    );
+    let end = Instant::from_micros(i64::MAX);
+    prop_assert_eq!(rebuilt.due_events(end), catalog.due_events(end));
+    let (ledger, before) = (rebuilt.ledger(), catalog.ledger());
+    prop_assert_eq!(ledger.len(), before.len());
+    prop_assert!(ledger.hosts().eq(before.hosts()), "hosts held differ");
+    for host in before.hosts() {
+        prop_assert_eq!(
+            ledger.holds_on(host, Window::ALWAYS),
+            before.holds_on(host, Window::ALWAYS)
+        );
+        prop_assert_eq!(
+            ledger.peak(host, Window::ALWAYS, &[]),
+            before.peak(host, Window::ALWAYS, &[])
+        );
+        let (from, until) = (Instant::from_micros(i64::MIN), end);
+        prop_assert_eq!(
+            ledger.release_times(host, from, until),
+            before.release_times(host, from, until)
+        );
+    }
+    Ok(())
+}
+
+/// A copy of the catalog (the writers' working copy) shares the lease indexes until one side
+/// changes them: deleting every lease from the copy leaves the original as it was.
+fn check_copy(catalog: &Catalog) -> Result<(), TestCaseError> {
+    let end = Instant::from_micros(i64::MAX);
+    let state = |c: &Catalog| (c.to_rows(), c.due_events(end), c.ledger().len());
+    let before = state(catalog);
+    let mut copy = catalog.clone();
+    let deletions: Vec<Change> = catalog
+        .leases()
+        .map(|lease| Change::LeaseSet {
+            id: lease.id,
+            lease: None,
+        })
+        .collect();
+    copy.apply(&deletions);
+    prop_assert!(copy.leases().next().is_none() && copy.next_due().is_none());
+    prop_assert!(copy.ledger().is_empty());
+    prop_assert_eq!(state(catalog), before);
+    Ok(())
+}
+
 /// Candidates offer exactly the hosts where a fresh consumer's same write is accepted:
 /// unreserved requests and writes see the fence, preemptible ones do not.
 fn probe(w: &World, vcpus: u64, memory_mb: u64, preemptible: bool) -> Result<(), TestCaseError> {
@@ -601,13 +657,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// Whatever leases, writes, events and deletions come, the fence keeps every reservation's
-    /// capacity for it and nothing is over-committed.
+    /// capacity for it and nothing is over-committed; at the end a restart answers alike, and a
+    /// copy changes alone.
     #[test]
     fn the_fence_keeps_every_reservation_whole(ops in prop::collection::vec(op_strategy(), 1..60)) {
         let mut w = World::new();
         for op in &ops {
             step(&mut w, op)?;
         }
+        check_restart(&w.catalog)?;
+        check_copy(&w.catalog)?;
     }
 }
 

@@ -9,6 +9,7 @@ use berth_store::StoreError;
 use berth_store::codec::{decode_lease, decode_u64, encode_bound, encode_instant, encode_lease};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Carries a port error through a row mapper, which may only fail with a driver error.
@@ -46,11 +47,11 @@ pub(crate) async fn load(
 /// Reads every lease in one query, decoding each document as its row arrives (the rows are
 /// never held together; only the decoded leases are).
 #[tracing::instrument(skip_all)]
-async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Lease>, StoreError> {
+async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease>>, StoreError> {
     sqlx::query("SELECT document FROM leases")
         .try_map(|row: PgRow| {
             let document: &str = row.try_get(0)?;
-            decode_lease(document).map_err(carry)
+            decode_lease(document).map(Arc::new).map_err(carry)
         })
         .fetch_all(&mut *conn)
         .await
