@@ -2,14 +2,15 @@
 //!
 //! The engine is a loop: it expands the outbox entries committed since the catalog's cursor
 //! into deliveries (one decision, so each entry is expanded once across replicas), evaluates
-//! capacity thresholds, then attempts every delivery that is due, at most
-//! [`DELIVERIES_IN_FLIGHT`] at once, each bounded by the notifier's own timeout, and records each
-//! outcome (delivered, retry later, or dead). A delivery that hangs or fails never holds up the
-//! others. After a crash the deliveries still pending are attempted again: at least once.
+//! capacity thresholds, then starts an attempt at every delivery that is due, at most
+//! [`DELIVERIES_IN_FLIGHT`] at once, each on its own task bounded by the notifier's own timeout,
+//! recording each outcome as it ends (delivered, retry later, or dead). A delivery that hangs
+//! or fails never holds up the others. After a crash the deliveries still pending are attempted again: at least once.
 
 use crate::{AppError, Berth};
 use berth_core::decide::notify as decide;
 use berth_core::notify::{DeliveryStatus, Subscription, Topic};
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,13 +108,23 @@ impl Berth {
         Ok(count)
     }
 
-    /// Attempts every delivery due now; returns how many were attempted.
-    pub async fn deliver_due(&self, notifier: &Arc<dyn Notifier>) -> Result<usize, AppError> {
+    /// Starts an attempt at every delivery due now that is not already being attempted, up to
+    /// [`DELIVERIES_IN_FLIGHT`] at once; each attempt runs on its own task and records its
+    /// outcome when it ends, so a slow or silent receiver never holds up the others. Returns
+    /// how many attempts it started.
+    pub async fn deliver_due(
+        self: &Arc<Self>,
+        notifier: &Arc<dyn Notifier>,
+        in_flight: &Arc<std::sync::Mutex<HashSet<String>>>,
+    ) -> Result<usize, AppError> {
         let now = self.now();
+        let busy: HashSet<String> = in_flight.lock().expect("invariant: not poisoned").clone();
+        let room = DELIVERIES_IN_FLIGHT.saturating_sub(busy.len());
         let due: Vec<(String, String, String, Option<String>)> = self
             .read(|c| {
                 c.deliveries()
                     .filter(|d| d.status == DeliveryStatus::Pending && d.next_at <= now)
+                    .filter(|d| !busy.contains(&d.id))
                     .filter_map(|d| {
                         let s = c.subscription(d.subscription)?;
                         Some((
@@ -123,43 +134,48 @@ impl Berth {
                             s.secret.clone(),
                         ))
                     })
-                    .take(DELIVERIES_IN_FLIGHT * 4)
+                    .take(room)
                     .collect()
             })
             .await?;
-        let attempted = due.len();
-        let limit = Arc::new(tokio::sync::Semaphore::new(DELIVERIES_IN_FLIGHT));
-        let mut running = tokio::task::JoinSet::new();
+        let started = due.len();
         for (id, url, body, secret) in due {
-            let permit = Arc::clone(&limit)
-                .acquire_owned()
-                .await
-                .expect("invariant: the semaphore is never closed");
+            in_flight
+                .lock()
+                .expect("invariant: not poisoned")
+                .insert(id.clone());
             let sending = notifier.post(url, body, secret);
-            running.spawn(async move {
+            let berth = Arc::clone(self);
+            let in_flight = Arc::clone(in_flight);
+            tokio::spawn(async move {
                 let outcome = sending.await;
-                drop(permit);
-                (id, outcome)
+                let jitter = (berth.new_uuid().as_u128() % 1_000) as f64 / 1_000.0;
+                let key = id.clone();
+                let recorded = berth
+                    .write(move |catalog, now| {
+                        Ok((decide::attempted(catalog, &key, outcome, now, jitter), ()))
+                    })
+                    .await;
+                if let Err(error) = recorded {
+                    tracing::warn!(%error, notification = %id, "recording a delivery failed");
+                }
+                in_flight
+                    .lock()
+                    .expect("invariant: not poisoned")
+                    .remove(&id);
             });
         }
-        while let Some(done) = running.join_next().await {
-            let Ok((id, outcome)) = done else { continue };
-            let jitter = (self.new_uuid().as_u128() % 1_000) as f64 / 1_000.0;
-            self.write(move |catalog, now| {
-                Ok((decide::attempted(catalog, &id, outcome, now, jitter), ()))
-            })
-            .await?;
-        }
-        Ok(attempted)
+        Ok(started)
     }
 
     /// Runs the notification engine until `stop` completes.
     pub async fn run_notifications(
-        &self,
+        self: Arc<Self>,
         notifier: Arc<dyn Notifier>,
         stop: impl Future<Output = ()> + Send,
     ) {
         tokio::pin!(stop);
+        let in_flight = Arc::new(std::sync::Mutex::new(HashSet::new()));
         loop {
             let expanded = match self.expand_outbox().await {
                 Ok(n) => n,
@@ -168,7 +184,7 @@ impl Berth {
                     0
                 }
             };
-            if let Err(error) = self.deliver_due(&notifier).await {
+            if let Err(error) = self.deliver_due(&notifier, &in_flight).await {
                 tracing::warn!(%error, "delivering notifications failed; will retry");
             }
             if expanded >= EXPAND_BATCH {

@@ -110,11 +110,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new()?);
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
-    tokio::spawn(async move {
-        engine
-            .run_notifications(notifier, halt.cancelled_owned())
-            .await
-    });
+    tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));
     let app = http::router(berth, auth, limits);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -424,3 +424,96 @@ async fn bad_subscriptions_are_refused() {
     let (status, _) = app.call_as(member, Method::DELETE, &path, None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
 }
+
+/// A receiver that accepts connections and never answers; its URL and how many it accepted.
+async fn silent_receiver() -> (String, Arc<Mutex<u32>>, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = Arc::new(Mutex::new(0));
+    let counter = Arc::clone(&accepted);
+    let server = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            *counter.lock().expect("lock") += 1;
+            held.push(socket);
+        }
+    });
+    (format!("http://{addr}/hook"), accepted, server)
+}
+
+/// A receiver that redirects every request to `target`.
+async fn redirecting_receiver(target: String) -> (String, tokio::task::JoinHandle<()>) {
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let target = target.clone();
+            async move { (AxumStatus::TEMPORARY_REDIRECT, [("location", target)]) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    (format!("http://{addr}/hook"), server)
+}
+
+#[tokio::test]
+async fn a_silent_or_redirecting_receiver_never_holds_up_the_others() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "cn1", "az1", 16).await;
+    let (silent, accepted, silent_server) = silent_receiver().await;
+    let (good, received, good_server) = receiver(0).await;
+    let (target, redirected_to, target_server) = receiver(0).await;
+    let (redirecting, redirect_server) = redirecting_receiver(target).await;
+    for url in [&silent, &redirecting, &good] {
+        let (status, body) = post(
+            &app,
+            "/promise/reservation/subscribe",
+            json!({"inputFilter": "all", "callbackUri": url}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let create = || {
+        json!({"startTime": rfc3339(now_micros() + 3_600_000_000),
+               "computePoolReservation": {"numCpuCores": 2, "numVcInstances": 1,
+                                          "virtualMemSize": 512}})
+    };
+    let started = std::time::Instant::now();
+    for _ in 0..3 {
+        let (status, _) = post(&app, "/promise/reservation/compute/create", create()).await;
+        assert_eq!(status, StatusCode::CREATED);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    wait_until(&received, |got| got.len() == 3).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the good receiver is not held up by the silent one (whose attempts time out after 5 s)"
+    );
+    assert!(
+        *accepted.lock().expect("lock") >= 1,
+        "the silent receiver was tried"
+    );
+    // The redirect is not followed: it counts as a failure, retried later.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        redirected_to.got.lock().expect("lock").is_empty(),
+        "no redirect followed"
+    );
+    let (_, pending) = app.get("/promise/deliveries", None).await;
+    let errors: Vec<&str> = pending["deliveries"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|d| d["lastError"].as_str())
+        .collect();
+    assert!(errors.iter().any(|e| e.contains("307")), "{pending}");
+    for server in [silent_server, good_server, target_server, redirect_server] {
+        server.abort();
+    }
+}
