@@ -25,11 +25,13 @@ pub(crate) async fn load(
     Ok(())
 }
 
-/// Writes the Promise object a change carries; `false` when the change is not one.
+/// Writes the Promise object a change carries (an error for any other change: a store bug).
 #[tracing::instrument(skip_all)]
 pub(crate) async fn persist(conn: &mut PgConnection, change: &Change) -> Result<bool, StoreError> {
     let Some((kind, id, document)) = promise_row(change) else {
-        return Ok(false);
+        return Err(StoreError::Backend(
+            format!("invariant: no Promise object row for {change:?}").into(),
+        ));
     };
     match document {
         Some(document) => sqlx::query(

@@ -108,6 +108,15 @@ pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String,
             id.to_string(),
             instance.as_ref().map(encode_object),
         )),
+        Change::SubscriptionSet { id, subscription } => Some((
+            "subscription",
+            id.to_string(),
+            subscription.as_ref().map(encode_object),
+        )),
+        Change::DeliverySet { id, delivery } => {
+            Some(("delivery", id.clone(), delivery.as_ref().map(encode_object)))
+        }
+        Change::OutboxCursor(seq) => Some(("cursor", "outbox".to_owned(), Some(seq.to_string()))),
         _ => None,
     }
 }
@@ -123,6 +132,9 @@ pub fn load_promise_row(
         "policy" => rows.policy = Some(decode_object(document)?),
         "instance" => rows.instances.push(decode_object(document)?),
         "pool" => rows.pools.push(decode_object(document)?),
+        "subscription" => rows.subscriptions.push(decode_object(document)?),
+        "delivery" => rows.deliveries.push(decode_object(document)?),
+        "cursor" => rows.outbox_cursor = decode_object(document)?,
         _ => return Err(corrupt("Promise object kind")),
     }
     Ok(())

@@ -42,6 +42,66 @@ where
     promise_objects_round_trip(&make().await).await;
 }
 
+/// Subscriptions, deliveries and the outbox cursor round-trip, are replaced and are deleted.
+async fn notification_state_round_trips<S: Store>(store: &S, catalog: &mut Catalog) {
+    use berth_core::notify::{Delivery, DeliveryStatus, Subscription, Topic};
+    let subscription = Subscription {
+        id: Uuid::from_u128(0x5ab),
+        project_id: "p".into(),
+        topic: Topic::Reservations {
+            ids: vec![Uuid::from_u128(9)],
+        },
+        callback: "http://127.0.0.1:9/hook".into(),
+        secret: Some("s".into()),
+        triggered: None,
+        fired: 0,
+        created_at: T0,
+    };
+    let delivery = Delivery {
+        id: "7.sub".into(),
+        subscription: subscription.id,
+        body: "{}".into(),
+        attempts: 2,
+        next_at: T0,
+        status: DeliveryStatus::Dead,
+        last_error: Some("500".into()),
+        created_at: T0,
+    };
+    let made = vec![
+        Change::SubscriptionSet {
+            id: subscription.id,
+            subscription: Some(subscription.clone()),
+        },
+        Change::DeliverySet {
+            id: delivery.id.clone(),
+            delivery: Some(delivery.clone()),
+        },
+        Change::OutboxCursor(7),
+    ];
+    write_changes(store, catalog, made).await;
+    assert_same(store, catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.subscriptions, std::slice::from_ref(&subscription));
+    assert_eq!(rows.deliveries, std::slice::from_ref(&delivery));
+    assert_eq!(rows.outbox_cursor, 7);
+    let gone = vec![
+        Change::DeliverySet {
+            id: delivery.id.clone(),
+            delivery: None,
+        },
+        Change::SubscriptionSet {
+            id: subscription.id,
+            subscription: None,
+        },
+        Change::OutboxCursor(9),
+    ];
+    write_changes(store, catalog, gone).await;
+    assert_same(store, catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert!(rows.subscriptions.is_empty() && rows.deliveries.is_empty());
+    assert_eq!(rows.outbox_cursor, 9);
+}
+
 /// Flavors, the policy and Promise instances round-trip, are replaced and are deleted.
 async fn promise_objects_round_trip<S: Store>(store: &S) {
     use berth_core::promise::{Flavor, Policy, PromiseInstance};
@@ -109,6 +169,7 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
     assert_same(store, &catalog).await;
     let rows = store.load_catalog().await.expect("load");
     assert_eq!(rows.flavors.len(), 1);
+    notification_state_round_trips(store, &mut catalog).await;
     assert_eq!(rows.policy, Some(Policy::default()));
     assert!(rows.instances.is_empty());
 }

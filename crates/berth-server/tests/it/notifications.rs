@@ -517,3 +517,121 @@ async fn a_silent_or_redirecting_receiver_never_holds_up_the_others() {
         server.abort();
     }
 }
+
+/// The `berth` binary serving `dir` on `port`, once it answers.
+async fn serve(dir: &std::path::Path, port: u16) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let client = reqwest::Client::new();
+    for _ in 0..300 {
+        let ready = client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await;
+        if ready.is_ok_and(|r| r.status().is_success()) {
+            return child;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut child = child;
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("berth did not become ready");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+#[tokio::test]
+async fn no_notification_is_lost_when_berth_is_killed_while_the_receiver_is_down() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (port, receiver_port) = (free_port(), free_port());
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut berth = serve(dir.path(), port).await;
+    let call = |path: &str, body: Value| {
+        let request = client.post(format!("{base}{path}")).json(&body);
+        async move { request.send().await.expect("send").status() }
+    };
+    let hook = format!("http://127.0.0.1:{receiver_port}/hook");
+    let status = call(
+        "/promise/reservation/subscribe",
+        json!({"inputFilter": "all", "callbackUri": hook, "authentication": {"secret": SECRET}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let status = call(
+        "/reservation/v1/os-hosts",
+        json!({"name": "cn1", "vcpus": 16, "memory_mb": 16384, "local_gb": 100}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    for _ in 0..5 {
+        let status = call(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(now_micros() + 3_600_000_000),
+                   "computePoolReservation": {"numCpuCores": 2, "numVcInstances": 1,
+                                              "virtualMemSize": 512}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    // Attempts fail (nobody listens); then berth dies without a chance to clean up.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    berth.kill().expect("SIGKILL");
+    berth.wait().expect("reaped");
+    let received = Received::default();
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(receive))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", receiver_port))
+        .await
+        .expect("bind the receiver's port");
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    let mut berth = serve(dir.path(), port).await;
+    for _ in 0..400 {
+        let ids: std::collections::BTreeSet<String> = received
+            .got
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter_map(|(b, _)| b["notificationId"].as_str().map(str::to_owned))
+            .collect();
+        if ids.len() == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = received.got.lock().expect("lock").clone();
+    let ids: std::collections::BTreeSet<&str> = got
+        .iter()
+        .filter_map(|(b, _)| b["notificationId"].as_str())
+        .collect();
+    assert_eq!(
+        ids.len(),
+        5,
+        "every notification arrives after the restart: {got:?}"
+    );
+    for (body, signature) in &got {
+        checks_signature(body, signature.as_ref());
+    }
+    berth.kill().expect("stop");
+    berth.wait().expect("reaped");
+    server.abort();
+}
