@@ -116,6 +116,7 @@ impl Berth {
         self: &Arc<Self>,
         notifier: &Arc<dyn Notifier>,
         in_flight: &Arc<std::sync::Mutex<HashSet<String>>>,
+        done: &Arc<tokio::sync::Notify>,
     ) -> Result<usize, AppError> {
         let now = self.now();
         let busy: HashSet<String> = in_flight.lock().expect("invariant: not poisoned").clone();
@@ -147,6 +148,7 @@ impl Berth {
             let sending = notifier.post(url, body, secret);
             let berth = Arc::clone(self);
             let in_flight = Arc::clone(in_flight);
+            let done = Arc::clone(done);
             tokio::spawn(async move {
                 let outcome = sending.await;
                 let jitter = (berth.new_uuid().as_u128() % 1_000) as f64 / 1_000.0;
@@ -163,6 +165,7 @@ impl Berth {
                     .lock()
                     .expect("invariant: not poisoned")
                     .remove(&id);
+                done.notify_one();
             });
         }
         Ok(started)
@@ -176,6 +179,8 @@ impl Berth {
     ) {
         tokio::pin!(stop);
         let in_flight = Arc::new(std::sync::Mutex::new(HashSet::new()));
+        // An attempt that ends wakes the loop, so the next due delivery starts at once.
+        let done = Arc::new(tokio::sync::Notify::new());
         loop {
             let expanded = match self.expand_outbox().await {
                 Ok(n) => n,
@@ -184,7 +189,7 @@ impl Berth {
                     0
                 }
             };
-            if let Err(error) = self.deliver_due(&notifier, &in_flight).await {
+            if let Err(error) = self.deliver_due(&notifier, &in_flight, &done).await {
                 tracing::warn!(%error, "delivering notifications failed; will retry");
             }
             if expanded >= EXPAND_BATCH {
@@ -193,6 +198,7 @@ impl Berth {
             tokio::select! {
                 () = &mut stop => return,
                 () = tokio::time::sleep(NOTIFY_POLL) => {}
+                () = done.notified() => {}
             }
         }
     }
