@@ -167,6 +167,10 @@ pub enum Topic {
         zone: Option<String>,
         /// The threshold.
         threshold: Threshold,
+        /// A flavor: the threshold then watches how many instances of it could be reserved
+        /// now (`available` only).
+        #[serde(default)]
+        flavor: Option<String>,
     },
 }
 

@@ -133,13 +133,27 @@ fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> 
         resource,
         type_id,
         zone,
+        flavor,
         ..
     } = &subscription.topic
     else {
         return None;
     };
-    let measure = capacity::measure_of(*resource, type_id)?;
     let window = Window::new(now, Instant::from_micros(now.as_micros() + 1))?;
+    if let Some(flavor) = flavor {
+        let flavor = catalog.flavor(flavor)?;
+        let size = crate::lease::instance_amounts(flavor.vcpus, flavor.ram_mb, flavor.disk_gb, 1);
+        let fit =
+            capacity::instances_that_fit(catalog, zone.as_deref(), window, &size, &[]).ok()?;
+        let fit = i64::try_from(fit).unwrap_or(i64::MAX);
+        return Some(Figures {
+            total: fit,
+            reserved: 0,
+            allocated: 0,
+            available: fit,
+        });
+    }
+    let measure = capacity::measure_of(*resource, type_id)?;
     capacity::series(catalog, zone.as_deref(), window, &measure, &[])
         .ok()
         .map(|s| s.summary())
@@ -157,12 +171,14 @@ fn threshold_body(
         resource,
         type_id,
         zone,
+        flavor,
         ..
     } = &subscription.topic
     else {
         return serde_json::Value::Null;
     };
     serde_json::json!({
+        "flavorId": flavor,
         "notificationId": id,
         "notificationType": "CapacityChange",
         "zoneId": zone,

@@ -635,3 +635,68 @@ async fn no_notification_is_lost_when_berth_is_killed_while_the_receiver_is_down
     berth.wait().expect("reaped");
     server.abort();
 }
+
+#[tokio::test]
+async fn a_flavor_threshold_watches_how_many_instances_fit() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "cn1", "az1", 16).await;
+    enroll(&app, "cn2", "az1", 16).await;
+    let (status, _) = post(
+        &app,
+        "/promise/flavors",
+        json!({"id": "small", "name": "m1.small", "vcpus": 2, "ram": 2048, "disk": 10}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (url, received, server) = receiver(0).await;
+    let subscribe = |flavor: &str, info: &str| {
+        json!({"zoneId": "az1", "computeResourceTypeId": "vcInstances", "flavorId": flavor,
+               "callbackUri": url, "threshold": {"threshold": {"capacity_info": info,
+                                                              "condition": "lt", "value": 10}}})
+    };
+    let (status, _) = post(
+        &app,
+        "/promise/capacity/compute/subscribe",
+        subscribe("m9.huge", "available"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "unknown flavor");
+    let (status, _) = post(
+        &app,
+        "/promise/capacity/compute/subscribe",
+        subscribe("m1.small", "reserved"),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a flavor threshold is on available"
+    );
+    let (status, made) = post(
+        &app,
+        "/promise/capacity/compute/subscribe",
+        subscribe("m1.small", "available"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    // 16 instances of m1.small fit; a reservation of 8 of them leaves 8, under 10.
+    let (status, _) = post(
+        &app,
+        "/promise/reservation/compute/create",
+        json!({"endTime": rfc3339(now_micros() + 3_600_000_000), "zoneId": "az1",
+               "computePoolReservation": {"numCpuCores": 16, "numVcInstances": 8,
+                                          "virtualMemSize": 16384}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    wait_until(&received, |got| !of_type(got, "CapacityChange").is_empty()).await;
+    let got = received.got.lock().expect("lock").clone();
+    let crossing = of_type(&got, "CapacityChange")[0].clone();
+    assert_eq!(crossing["flavorId"], "m1.small");
+    assert_eq!(crossing["crossing"], "entered");
+    assert_eq!(
+        crossing["capacityInformation"]["available"], 8,
+        "{crossing}"
+    );
+    server.abort();
+}

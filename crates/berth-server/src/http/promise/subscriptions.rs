@@ -80,7 +80,9 @@ fn subscription_json(s: &Subscription) -> Value {
             type_id,
             zone,
             threshold,
+            flavor,
         } => json!({
+            "flavorId": flavor,
             "type": "capacity",
             "resourceType": resource.as_str(),
             "resourceTypeId": type_id,
@@ -166,7 +168,21 @@ async fn capacity(
     let field = format!("{}ResourceTypeId", resource.as_str());
     let type_id =
         text(&body, &field)?.ok_or_else(|| ApiError::bad_request(format!("{field} is missing")))?;
-    if berth_core::capacity::measure_of(resource, &type_id).is_none() {
+    let flavor = text(&body, "flavorId")?;
+    let threshold = threshold(&body)?;
+    if let Some(flavor) = &flavor {
+        if threshold.info != CapacityInfo::Available {
+            return Err(ApiError::bad_request(
+                "a flavor threshold watches capacity_info available (instances that fit)",
+            ));
+        }
+        let known = state.berth.read(|c| c.flavor(flavor).is_some()).await?;
+        if !known {
+            return Err(ApiError::not_found(format!(
+                "Flavor {flavor} could not be found"
+            )));
+        }
+    } else if berth_core::capacity::measure_of(resource, &type_id).is_none() {
         return Err(ApiError::bad_request(format!(
             "Unknown {field} {type_id}: use numCpuCores, virtualMemSize, virtualDisk, storageSize or publicIps"
         )));
@@ -177,7 +193,8 @@ async fn capacity(
             resource,
             type_id,
             zone: text(&body, "zoneId")?,
-            threshold: threshold(&body)?,
+            threshold,
+            flavor,
         },
         callback: callback(&body)?,
         secret: secret(&body)?,
