@@ -518,8 +518,26 @@ async fn a_silent_or_redirecting_receiver_never_holds_up_the_others() {
     }
 }
 
+/// A `berth` process, killed (SIGKILL) and reaped when dropped, so a failing test never
+/// leaves it running.
+struct Berth(std::process::Child);
+
+impl Berth {
+    /// SIGKILL, and wait for it to be gone.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Berth {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// The `berth` binary serving `dir` on `port`, once it answers.
-async fn serve(dir: &std::path::Path, port: u16) -> std::process::Child {
+async fn serve(dir: &std::path::Path, port: u16) -> Berth {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
         .args([
             "serve",
@@ -532,6 +550,7 @@ async fn serve(dir: &std::path::Path, port: u16) -> std::process::Child {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
+    let child = Berth(child);
     let client = reqwest::Client::new();
     for _ in 0..300 {
         let ready = client
@@ -543,9 +562,7 @@ async fn serve(dir: &std::path::Path, port: u16) -> std::process::Child {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let mut child = child;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     panic!("berth did not become ready");
 }
 
@@ -592,8 +609,7 @@ async fn no_notification_is_lost_when_berth_is_killed_while_the_receiver_is_down
     }
     // Attempts fail (nobody listens); then berth dies without a chance to clean up.
     tokio::time::sleep(Duration::from_millis(800)).await;
-    berth.kill().expect("SIGKILL");
-    berth.wait().expect("reaped");
+    berth.kill();
     let received = Received::default();
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(receive))
@@ -631,8 +647,7 @@ async fn no_notification_is_lost_when_berth_is_killed_while_the_receiver_is_down
     for (body, signature) in &got {
         checks_signature(body, signature.as_ref());
     }
-    berth.kill().expect("stop");
-    berth.wait().expect("reaped");
+    berth.kill();
     server.abort();
 }
 
