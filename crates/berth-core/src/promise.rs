@@ -210,6 +210,17 @@ pub struct Ask {
     pub storage: Option<StorageAsk>,
 }
 
+impl PoolAsk {
+    /// The instance slots the pool is reserved as: `instances`, or one per core when it names
+    /// no instance count (at least one).
+    pub fn slots(&self) -> u64 {
+        match self.instances {
+            0 => self.cores.max(1),
+            n => n,
+        }
+    }
+}
+
 impl Ask {
     /// Whether it asks for nothing at all.
     pub fn is_empty(&self) -> bool {
@@ -332,10 +343,7 @@ pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<Reserv
     let filter = zone_filter(zone);
     let mut out = Vec::new();
     if let Some(pool) = ask.pool {
-        let instances = match pool.instances {
-            0 => pool.cores.max(1),
-            n => n,
-        };
+        let instances = pool.slots();
         out.push(slots(
             ceil_div(pool.cores, instances),
             ceil_div(pool.ram_mb, instances),
@@ -373,10 +381,7 @@ pub fn offered(ask: &Ask, amounts: &[u32]) -> Ask {
     let mut next = amounts.iter().map(|n| u64::from(*n));
     let mut out = ask.clone();
     if let Some(pool) = &mut out.pool {
-        let instances = match pool.instances {
-            0 => pool.cores.max(1),
-            n => n,
-        };
+        let instances = pool.slots();
         let got = next.next().unwrap_or(0).min(instances);
         let cores = ceil_div(pool.cores, instances) * got;
         let ram_mb = ceil_div(pool.ram_mb, instances) * got;

@@ -2,7 +2,7 @@
 //! outbox into deliveries (and evaluate capacity thresholds) exactly once, and record the
 //! outcome of a delivery attempt. See [`crate::notify`].
 
-use crate::capacity::{self, Figures, Measure};
+use crate::capacity::{self, Figures};
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::lease::{EventKind, LeaseRecord};
@@ -283,11 +283,6 @@ pub fn redeliver(catalog: &Catalog, id: &str, now: Instant) -> Result<Vec<Change
         id: id.to_owned(),
         delivery: Some(delivery),
     }])
-}
-
-/// The measure a capacity subscription of `resource` and `type_id` watches (for checks).
-pub fn measure(resource: crate::promise::PromiseKind, type_id: &str) -> Option<Measure> {
-    capacity::measure_of(resource, type_id)
 }
 
 #[cfg(test)]

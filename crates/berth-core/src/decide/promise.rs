@@ -261,7 +261,7 @@ pub fn create_reservation(
             event_ids: new.event_ids,
             notice_lead_micros: new.notice_lead_micros,
         };
-        match admit(catalog, &lease, now, horizon_end) {
+        match lease_decide::create_lease(catalog, &lease, now, horizon_end) {
             Ok((mut changes, mut made)) => {
                 with_terms(&mut changes, &mut made, terms);
                 return Ok((changes, made));
@@ -276,15 +276,6 @@ pub fn create_reservation(
         }
     }
     Err(first_refusal.unwrap_or_else(|| bad("no network to draw addresses from")))
-}
-
-fn admit(
-    catalog: &Catalog,
-    lease: &NewLease,
-    now: Instant,
-    horizon_end: Instant,
-) -> Result<(Vec<Change>, Lease), Rejection> {
-    lease_decide::create_lease(catalog, lease, now, horizon_end)
 }
 
 /// Lower-priority leases not yet started that overlap `window`, in the order they are

@@ -86,17 +86,9 @@ fn criteria_shape(criteria: &Map<String, Value>) -> Result<Wanted, ApiError> {
 }
 
 fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wanted, ApiError> {
-    let type_field = match kind {
-        "compute" => "computeResourceTypeId",
-        "network" => "networkResourceTypeId",
-        "storage" => "storageResourceTypeId",
-        other => {
-            return Err(ApiError::not_found(format!(
-                "Unknown resource type {other}: use compute, network or storage"
-            )));
-        }
-    };
-    let type_id = text(body, type_field)?;
+    let resource = super::reservations::kind_of(kind)?;
+    let type_field = format!("{kind}ResourceTypeId");
+    let type_id = text(body, &type_field)?;
     let criteria = object(body, "resourceCriteria")?;
     if let Some(flavor) = text(body, "flavorId")? {
         let found = catalog
@@ -105,43 +97,35 @@ fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wa
             .map_err(|r| crate::http::rejection::to_api_error(&r))?;
         return shape(found.vcpus, found.ram_mb, found.disk_gb);
     }
-    let unknown = |id: &str, known: &str| {
-        ApiError::bad_request(format!("Unknown {type_field} {id}: use one of {known}"))
-    };
-    match (kind, type_id.as_deref(), criteria) {
+    let id = match (kind, type_id.as_deref(), criteria) {
         ("compute", None | Some("vcInstances" | "instances"), Some(criteria)) => {
-            criteria_shape(criteria)
+            return criteria_shape(criteria);
         }
         ("storage", None | Some("volumes" | "numVolumes"), Some(criteria)) => {
-            shape(0, 0, size(criteria, "sizeOfStorage")?.unwrap_or(0))
+            return shape(0, 0, size(criteria, "sizeOfStorage")?.unwrap_or(0));
         }
-        (_, None, _) => Err(ApiError::bad_request(format!("{type_field} is missing"))),
-        ("compute", Some(id), _) => match id {
-            "numCpuCores" | "vcpu" | "cores" | "VCPU" => Ok(Wanted::Plain(class("VCPU"))),
-            "virtualMemSize" | "memory" | "ram" | "MEMORY_MB" => {
-                Ok(Wanted::Plain(class("MEMORY_MB")))
-            }
-            "virtualDisk" | "gigabytes" | "DISK_GB" => Ok(Wanted::Plain(class("DISK_GB"))),
-            "vcInstances" | "instances" => Err(ApiError::bad_request(
-                "vcInstances counts instances of a shape: give flavorId or resourceCriteria",
-            )),
-            other => Err(unknown(
-                other,
-                "numCpuCores, virtualMemSize, virtualDisk, vcInstances",
-            )),
-        },
-        ("network", Some(id), _) => match id {
-            "publicIps" | "addresses" => Ok(Wanted::Plain(Measure::Addresses)),
-            other => Err(unknown(other, "publicIps")),
-        },
-        (_, Some(id), _) => match id {
-            "storageSize" | "gigabytes" | "DISK_GB" => Ok(Wanted::Plain(class("DISK_GB"))),
-            "volumes" | "numVolumes" => Err(ApiError::bad_request(
-                "volumes counts volumes of a size: give resourceCriteria.sizeOfStorage",
-            )),
-            other => Err(unknown(other, "storageSize, volumes")),
-        },
+        (_, None, _) => return Err(ApiError::bad_request(format!("{type_field} is missing"))),
+        (_, Some(id), _) => id,
+    };
+    if let Some(measure) = capacity::measure_of(resource, id) {
+        return Ok(Wanted::Plain(measure));
     }
+    Err(ApiError::bad_request(match (kind, id) {
+        ("compute", "vcInstances" | "instances") => {
+            "vcInstances counts instances of a shape: give flavorId or resourceCriteria".to_owned()
+        }
+        ("storage", "volumes" | "numVolumes") => {
+            "volumes counts volumes of a size: give resourceCriteria.sizeOfStorage".to_owned()
+        }
+        _ => {
+            let known = match kind {
+                "compute" => "numCpuCores, virtualMemSize, virtualDisk, vcInstances",
+                "network" => "publicIps",
+                _ => "storageSize, volumes",
+            };
+            format!("Unknown {type_field} {id}: use one of {known}")
+        }
+    }))
 }
 
 const SELECTORS: [&str; 4] = ["available", "reserved", "total", "allocated"];
@@ -259,13 +243,12 @@ async fn etsi_query(
 }
 
 /// The Promise capacity vector's members and what each measures.
-pub(super) fn vector_measures() -> [(&'static str, Measure); 4] {
-    [
-        ("cores", class("VCPU")),
-        ("ram", class("MEMORY_MB")),
-        ("gigabytes", class("DISK_GB")),
-        ("addresses", Measure::Addresses),
-    ]
+pub(super) fn vector_measures() -> Vec<(&'static str, Measure)> {
+    super::reservations::vector_classes()
+        .into_iter()
+        .map(|(member, name)| (member, class(name)))
+        .chain([("addresses", Measure::Addresses)])
+        .collect()
 }
 
 /// The selected figure of several series as one step function of capacity vectors.

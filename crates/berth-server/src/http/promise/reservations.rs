@@ -451,16 +451,10 @@ fn filter_ids(body: &Map<String, Value>) -> Result<Option<Vec<Uuid>>, ApiError> 
             ));
         }
     };
-    items
-        .iter()
-        .map(|item| {
-            let id = item
-                .get("reservationId")
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    ApiError::bad_request("queryReservationFilter: reservationId is missing")
-                })?;
-            Uuid::parse_str(id.trim())
+    super::wire::reservation_ids("queryReservationFilter", &items)?
+        .into_iter()
+        .map(|id| {
+            Uuid::parse_str(id)
                 .map_err(|_| ApiError::not_found(format!("Reservation {id} could not be found")))
         })
         .collect::<Result<Vec<_>, _>>()

@@ -220,14 +220,10 @@ fn filter(body: &Map<String, Value>) -> Result<Vec<Uuid>, ApiError> {
             ));
         }
     };
-    items
-        .iter()
-        .map(|item| {
-            let id = item
-                .get("reservationId")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ApiError::bad_request("inputFilter: reservationId is missing"))?;
-            Uuid::parse_str(id.trim())
+    super::wire::reservation_ids("inputFilter", items)?
+        .into_iter()
+        .map(|id| {
+            Uuid::parse_str(id)
                 .map_err(|_| ApiError::bad_request(format!("inputFilter: {id} is not a uuid")))
         })
         .collect()

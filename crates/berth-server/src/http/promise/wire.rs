@@ -182,6 +182,23 @@ pub(super) fn uuids(body: &Map<String, Value>, field: &str) -> Result<Vec<uuid::
     }
 }
 
+/// The `reservationId` of every object of the filter list `field` (trimmed), or 400 naming
+/// the list when one lacks it.
+pub(super) fn reservation_ids<'a>(
+    field: &str,
+    items: &'a [Value],
+) -> Result<Vec<&'a str>, ApiError> {
+    items
+        .iter()
+        .map(|item| {
+            item.get("reservationId")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .ok_or_else(|| ApiError::bad_request(format!("{field}: reservationId is missing")))
+        })
+        .collect()
+}
+
 /// An ETSI-style timestamp: RFC 3339 in UTC (`2015-09-21T01:00:00Z`).
 pub(super) fn time(at: Instant) -> String {
     jiff::Timestamp::from_microsecond(at.as_micros())
