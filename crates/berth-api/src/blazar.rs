@@ -28,8 +28,11 @@ pub struct Host {
     pub availability_zone: Option<String>,
     /// Whether leases may take the host.
     pub reservable: bool,
-    /// Always null, as Blazar.
+    /// `up`, `down` or `maintenance` (berth's provider status).
     pub status: Option<String>,
+    /// Why the host is down or in maintenance, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
     /// Always null (no trusts here).
     pub trust_id: Option<String>,
     /// Enrolment time, `YYYY-MM-DD HH:MM:SS`.

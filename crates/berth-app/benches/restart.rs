@@ -117,6 +117,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> L
             status: ReservationStatus::Pending,
             hosts: vec![(host, slots)],
             floating_ips: Vec::new(),
+            missing: Vec::new(),
+            resources_changed: false,
             created_at: now,
             updated_at: now,
         }],

@@ -10,12 +10,14 @@
 
 mod demo;
 mod error;
+mod health;
 mod inventory;
 mod leases;
 mod notify;
 mod promise;
 
 pub use error::AppError;
+pub use health::{Reallocation, Requester};
 pub use inventory::{CreateProvider, EnrollHost};
 pub use leases::{
     Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,

@@ -136,6 +136,8 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             status: ReservationStatus::Active,
             hosts: vec![(host, if k % 2 == 0 { 1 } else { 2 })],
             floating_ips: Vec::new(),
+            missing: Vec::new(),
+            resources_changed: false,
             created_at: now,
             updated_at: now,
         };

@@ -1,7 +1,9 @@
 //! Capacity over time, for a zone (or every zone) and one measure (a resource class, or public
 //! addresses): total, reserved, allocated and available as step functions over a window.
 //!
-//! At every instant `t` of the window, over the providers of the zone that have the class:
+//! At every instant `t` of the window, over the providers of the zone that have the class and
+//! are in service (a provider down or in maintenance counts for nothing, so taking one out of
+//! service is a capacity change subscribers hear about):
 //! - `total` is the usable capacity, `(total - reserved) * allocation_ratio` as in Placement,
 //!   plus the planned capacity changes (`increase-capacity`, `decrease-capacity`) in force at `t`;
 //! - `reserved` is what reservations hold at `t` (a host held whole counts its whole capacity)
@@ -232,7 +234,10 @@ pub fn series(
             return Ok(deltas.series());
         }
     };
-    for provider in catalog.providers().filter(|p| in_zone(p, zone)) {
+    for provider in catalog
+        .providers()
+        .filter(|p| p.is_up() && in_zone(p, zone))
+    {
         if !provider.inventories().contains_key(class) {
             continue;
         }
@@ -262,7 +267,7 @@ pub fn series(
     let zoned = |host: Uuid| {
         catalog
             .provider(host)
-            .is_some_and(|p| in_zone(p, zone) && p.inventories().contains_key(class))
+            .is_some_and(|p| p.is_up() && in_zone(p, zone) && p.inventories().contains_key(class))
     };
     for reservation in &skip {
         for hold in catalog
@@ -312,7 +317,7 @@ pub fn instances_that_fit(
     let skip: Vec<Uuid> = excluded(catalog, without).into_iter().collect();
     Ok(catalog
         .providers()
-        .filter(|p| in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))
+        .filter(|p| p.is_up() && in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))
         .map(|p| u64::from(reserve::slots_on(catalog, p, window, size, &skip)))
         .sum())
 }

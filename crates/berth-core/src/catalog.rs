@@ -34,6 +34,8 @@ pub struct CatalogRows {
     pub attributes: Vec<(Uuid, String, AttrValue)>,
     /// `(provider, host)`.
     pub hosts: Vec<(Uuid, HostRecord)>,
+    /// `(provider, condition)` of providers out of service.
+    pub conditions: Vec<(Uuid, crate::provider::ProviderCondition)>,
     /// Custom resource classes.
     pub resource_classes: Vec<ResourceClass>,
     /// Custom traits.
@@ -75,6 +77,7 @@ impl CatalogRows {
         self.attributes
             .sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         self.hosts.sort_by_key(|h| h.0);
+        self.conditions.sort_by_key(|c| c.0);
         self.resource_classes.sort();
         self.custom_traits.sort();
         self.aggregate_records.sort_by_key(|a| a.0);
@@ -179,6 +182,9 @@ impl Catalog {
         }
         for (uuid, host) in rows.hosts {
             catalog.provider_mut(uuid).host = Some(host);
+        }
+        for (uuid, condition) in rows.conditions {
+            catalog.provider_mut(uuid).condition = Some(condition);
         }
         catalog.custom_classes = rows.resource_classes.into_iter().collect();
         catalog.custom_traits = rows.custom_traits.into_iter().collect();
@@ -421,6 +427,12 @@ impl Catalog {
                 self.provider_mut(*uuid).attributes = attributes.clone();
             }
             Change::HostSet { uuid, host } => self.provider_mut(*uuid).host = host.clone(),
+            Change::ProviderConditionSet { uuid, condition } => {
+                // Removing the condition of a provider deleted in the same decision is a no-op.
+                if let Some(provider) = self.providers.get_mut(uuid) {
+                    provider.condition.clone_from(condition);
+                }
+            }
             Change::AggregateDescribed {
                 uuid,
                 record: Some(record),
@@ -1080,6 +1092,8 @@ impl Catalog {
             );
             rows.hosts
                 .extend(provider.host.iter().map(|h| (uuid, h.clone())));
+            rows.conditions
+                .extend(provider.condition.iter().map(|c| (uuid, c.clone())));
         }
         rows.resource_classes = self.custom_classes.iter().cloned().collect();
         rows.custom_traits = self.custom_traits.iter().cloned().collect();

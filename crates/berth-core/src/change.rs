@@ -130,6 +130,13 @@ pub enum Change {
         /// Its record.
         instance: Option<crate::promise::PromiseInstance>,
     },
+    /// A provider taken out of service (`Some`) or returned to it (`None`).
+    ProviderConditionSet {
+        /// The provider.
+        uuid: Uuid,
+        /// Why it is out of service.
+        condition: Option<crate::provider::ProviderCondition>,
+    },
     /// A host property (extra capability or host field) marked private or public.
     PropertyPrivacy {
         /// The property's name.

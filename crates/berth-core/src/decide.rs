@@ -179,7 +179,21 @@ pub fn delete_provider(catalog: &Catalog, uuid: Uuid) -> Decision {
     if current.has_usage() {
         return Err(Rejection::ProviderInUse(uuid));
     }
-    Ok(vec![Change::ProviderDeleted(uuid)])
+    let mut changes = forget_condition(current);
+    changes.push(Change::ProviderDeleted(uuid));
+    Ok(changes)
+}
+
+/// The change that forgets a provider's condition, when it has one (it is about to go).
+fn forget_condition(provider: &Provider) -> Vec<Change> {
+    provider
+        .condition()
+        .map(|_| Change::ProviderConditionSet {
+            uuid: provider.uuid,
+            condition: None,
+        })
+        .into_iter()
+        .collect()
 }
 
 /// Replaces a provider's whole inventory set, checking the generation when one is given.
@@ -715,15 +729,18 @@ pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
     if catalog.children(current.uuid).next().is_some() {
         return Err(Rejection::HostHasChildren(id.to_string()));
     }
-    Ok(vec![
+    let mut changes = forget_condition(current);
+    changes.extend([
         Change::HostSet {
             uuid: current.uuid,
             host: None,
         },
         Change::ProviderDeleted(current.uuid),
-    ])
+    ]);
+    Ok(changes)
 }
 
+pub mod health;
 pub mod lease;
 pub mod notify;
 pub mod pools;

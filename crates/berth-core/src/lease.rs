@@ -243,6 +243,13 @@ pub struct Reservation {
     pub hosts: Vec<(Uuid, u32)>,
     /// Floating IPs it holds.
     pub floating_ips: Vec<Uuid>,
+    /// What it holds on providers out of service that could not be replaced: hosts (with their
+    /// slots, 1 for a whole host) among `hosts`. Cleared when they return.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<(Uuid, u32)>,
+    /// Set when healing moved it to other hosts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resources_changed: bool,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -250,6 +257,24 @@ pub struct Reservation {
 }
 
 impl Reservation {
+    /// How many hosts (host reservations) or instances (instance reservations) are missing.
+    pub fn missing_amount(&self) -> u32 {
+        self.missing.iter().map(|(_, n)| *n).sum()
+    }
+
+    /// Keeps `missing` within what the reservation still holds (after its hosts changed).
+    pub fn reconcile_missing(&mut self) {
+        let hosts = &self.hosts;
+        self.missing
+            .retain_mut(|(host, n)| match hosts.iter().find(|(h, _)| h == host) {
+                Some((_, held)) => {
+                    *n = (*n).min(*held);
+                    *n > 0
+                }
+                None => false,
+            });
+    }
+
     /// The slots (1 for a whole host) the reservation holds on `host`, if it holds it.
     pub fn slots_on(&self, host: Uuid) -> Option<u32> {
         self.hosts.iter().find(|(h, _)| *h == host).map(|(_, n)| *n)

@@ -33,6 +33,8 @@ pub use change::Change;
 pub use consumer::Consumer;
 pub use inventory::Inventory;
 pub use name::{ResourceClass, TraitName};
-pub use provider::{AggregateRecord, AttrValue, HostRecord, Provider};
+pub use provider::{
+    AggregateRecord, AttrValue, HostRecord, Provider, ProviderCondition, ProviderStatus,
+};
 pub use rejection::Rejection;
 pub use time::Instant;

@@ -40,6 +40,51 @@ pub struct HostRecord {
     pub enrolled_at: Instant,
 }
 
+/// Whether a provider can serve: berth's own health state, set by an admin or a monitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderStatus {
+    /// Serving.
+    Up,
+    /// Failed: its capacity is gone until it returns.
+    Down,
+    /// Taken out of service on purpose.
+    Maintenance,
+}
+
+impl ProviderStatus {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderStatus::Up => "up",
+            ProviderStatus::Down => "down",
+            ProviderStatus::Maintenance => "maintenance",
+        }
+    }
+
+    /// Parses the wire form (case-insensitive).
+    pub fn parse(text: &str) -> Option<ProviderStatus> {
+        [
+            ProviderStatus::Up,
+            ProviderStatus::Down,
+            ProviderStatus::Maintenance,
+        ]
+        .into_iter()
+        .find(|s| s.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+/// Why a provider is out of service (a provider without one is up).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProviderCondition {
+    /// `Down` or `Maintenance`.
+    pub status: ProviderStatus,
+    /// What the admin or monitor said.
+    pub reason: Option<String>,
+    /// When it went out of service.
+    pub since: Instant,
+}
+
 /// What leases keep from consumers that present no reservation, on one provider: the whole
 /// provider when a host reservation holds it now or later, and otherwise, per class, the most
 /// that instance reservations hold at any instant from now on. Derived from the ledger.
@@ -99,6 +144,8 @@ pub struct Provider {
     /// Units in use by preemptible consumers that present no reservation, by class: best-effort
     /// work a reservation may evict, so admission does not count it.
     pub(crate) preemptible_usages: BTreeMap<ResourceClass, u64>,
+    /// Why it is out of service, when it is.
+    pub(crate) condition: Option<ProviderCondition>,
 }
 
 /// Everything needed to rebuild a provider from storage.
@@ -145,6 +192,7 @@ impl Provider {
             fence: Fence::default(),
             reserved_usages: BTreeMap::new(),
             preemptible_usages: BTreeMap::new(),
+            condition: None,
         }
     }
 
@@ -243,6 +291,20 @@ impl Provider {
     /// Last update time.
     pub fn updated_at(&self) -> Instant {
         self.updated_at
+    }
+    /// Why the provider is out of service, when it is.
+    pub fn condition(&self) -> Option<&ProviderCondition> {
+        self.condition.as_ref()
+    }
+    /// Its health state.
+    pub fn status(&self) -> ProviderStatus {
+        self.condition
+            .as_ref()
+            .map_or(ProviderStatus::Up, |c| c.status)
+    }
+    /// Whether it serves (neither down nor in maintenance).
+    pub fn is_up(&self) -> bool {
+        self.condition.is_none()
     }
     /// What leases keep from unreserved consumers on this provider.
     pub fn fence(&self) -> &Fence {

@@ -2,8 +2,10 @@
 //! floating IPs a request gets, or why it does not fit and what would (a counter-offer).
 //!
 //! One capacity model serves every reservation type. Over a window `[start, end)`:
-//! - a whole host is free when no hold of any kind overlaps the window, it is reservable, and no
-//!   consumer other than a preemptible one holds an allocation on it now;
+//! - a whole host is free when no hold of any kind overlaps the window, it is reservable and in
+//!   service (not down or in maintenance), and no consumer other than a preemptible one holds an
+//!   allocation on it now (a reservation being re-admitted keeps the hosts it holds even while
+//!   they are out of service, unless it is being healed away from them);
 //! - a host offers `min over classes of (capacity - used now - peak reserved) / size` instance
 //!   slots, where capacity is `(total - reserved) * allocation_ratio` as in Placement, the peak
 //!   is the ledger's exact peak over the window, and a host held whole offers none;
@@ -18,7 +20,7 @@
 use crate::catalog::Catalog;
 use crate::filter::Filter;
 use crate::lease::{Affinity, ReservationSpec};
-use crate::ledger::Window;
+use crate::ledger::{Hold, Ledger, Peak, Window};
 use crate::name::ResourceClass;
 use crate::provider::{AttrValue, Provider};
 use std::collections::{HashMap, HashSet};
@@ -111,6 +113,8 @@ pub struct Wanted<'a> {
     pub current: Vec<(Uuid, u32)>,
     /// Floating IPs it holds now, when it is being re-admitted.
     pub current_fips: Vec<Uuid>,
+    /// Hosts it must not be given, even those it holds (it is being healed away from them).
+    pub avoid: Vec<Uuid>,
 }
 
 /// The scratch state of one admission: the catalog, the window, the reservations whose holds
@@ -119,6 +123,9 @@ struct Pool<'c> {
     catalog: &'c Catalog,
     window: Window,
     excluding: &'c [Uuid],
+    /// Holds decided earlier in the same decision but not yet in the ledger (their
+    /// reservations are among `excluding`, so the ledger's holds they replace do not count).
+    extra: &'c [Hold],
     whole: HashSet<Uuid>,
     added: HashMap<Uuid, Vec<(ResourceClass, u64)>>,
 }
@@ -129,8 +136,50 @@ impl<'c> Pool<'c> {
             catalog,
             window,
             excluding,
+            extra: &[],
             whole: HashSet::new(),
             added: HashMap::new(),
+        }
+    }
+
+    /// The ledger of `host` with the extra holds, when some overlap the window: a small ledger
+    /// of that host's holds in the window (less those excluded) plus the extra ones.
+    fn overlay(&self, host: Uuid) -> Option<Ledger> {
+        let hits = |h: &&Hold| h.host == host && h.window.overlaps(&self.window);
+        if !self.extra.iter().any(|h| hits(&h)) {
+            return None;
+        }
+        let mut ledger = Ledger::new();
+        for hold in self.catalog.ledger().holds_on(host, self.window) {
+            if !self.excluding.contains(&hold.reservation) {
+                ledger.add(hold.clone());
+            }
+        }
+        for hold in self.extra.iter().filter(hits) {
+            ledger.add(hold.clone());
+        }
+        Some(ledger)
+    }
+
+    /// Peak use of `host` over the window.
+    fn peak(&self, host: Uuid) -> Peak {
+        match self.overlay(host) {
+            Some(ledger) => ledger.peak(host, self.window, &[]),
+            None => self
+                .catalog
+                .ledger()
+                .peak(host, self.window, self.excluding),
+        }
+    }
+
+    /// Whether nothing holds `host` over the window.
+    fn is_free(&self, host: Uuid) -> bool {
+        match self.overlay(host) {
+            Some(ledger) => ledger.is_free(host, self.window, &[]),
+            None => self
+                .catalog
+                .ledger()
+                .is_free(host, self.window, self.excluding),
         }
     }
 
@@ -141,8 +190,15 @@ impl<'c> Pool<'c> {
             .filter(move |p| self.admits(p, filter))
     }
 
-    /// Whether `provider` is a reservable host matching `filter`.
+    /// Whether `provider` is a reservable host in service matching `filter`.
     fn admits(&self, provider: &Provider, filter: &Filter) -> bool {
+        provider.is_up() && self.admits_held(provider, filter)
+    }
+
+    /// Whether a reservation that holds `provider` may keep it: a reservable host matching
+    /// `filter`, in service or not (a reservation keeps what it holds on a host that is down
+    /// until it is healed away from it).
+    fn admits_held(&self, provider: &Provider, filter: &Filter) -> bool {
         provider.host().is_some_and(|h| h.reservable)
             && filter.matches(&|name: &str| host_property(provider, name))
     }
@@ -154,10 +210,7 @@ impl<'c> Pool<'c> {
         !self.whole.contains(&uuid)
             && !self.added.contains_key(&uuid)
             && (held || !self.subtree_in_use(provider))
-            && self
-                .catalog
-                .ledger()
-                .is_free(uuid, self.window, self.excluding)
+            && self.is_free(uuid)
             && !self.catalog.capacity_decreased(uuid, self.window)
     }
 
@@ -180,10 +233,7 @@ impl<'c> Pool<'c> {
         if self.whole.contains(&uuid) {
             return 0;
         }
-        let peak = self
-            .catalog
-            .ledger()
-            .peak(uuid, self.window, self.excluding);
+        let peak = self.peak(uuid);
         if peak.exclusive > 0 {
             return 0;
         }
@@ -196,11 +246,19 @@ impl<'c> Pool<'c> {
             if !record.fits_unit_rules(*each) {
                 return 0;
             }
-            let taken = provider.firm_used(class)
+            // What the consumers of a reservation being re-admitted use on this host is inside
+            // its own share, whose holds are set aside: not counted twice.
+            let own: u64 = self
+                .excluding
+                .iter()
+                .map(|r| self.catalog.reserved_use(*r, uuid, class, Uuid::nil()))
+                .sum();
+            let taken = (provider.firm_used(class)
                 + peak.amount(class)
                 + added
                     .and_then(|a| a.iter().find(|(c, _)| c == class))
-                    .map_or(0, |(_, n)| *n);
+                    .map_or(0, |(_, n)| *n))
+            .saturating_sub(own);
             // Planned capacity changes: the least they leave at any instant of the window.
             let change = self.catalog.capacity_change_min(uuid, class, self.window);
             let free = (record.capacity_exact() + change as f64 - taken as f64).max(0.0);
@@ -298,7 +356,20 @@ fn admit_each(
     wanted: &[Wanted<'_>],
     excluding: &[Uuid],
 ) -> (Granted, Vec<Shortfall>) {
+    admit_each_with(catalog, window, wanted, excluding, &[])
+}
+
+/// [`admit_each`] counting `extra` holds as if they were in the ledger (holds decided earlier
+/// in the same decision; the reservations they belong to must be among `excluding`).
+pub(crate) fn admit_each_with(
+    catalog: &Catalog,
+    window: Window,
+    wanted: &[Wanted<'_>],
+    excluding: &[Uuid],
+    extra: &[Hold],
+) -> (Granted, Vec<Shortfall>) {
     let mut pool = Pool::new(catalog, window, excluding);
+    pool.extra = extra;
     let mut granted = Granted::default();
     let mut shortfalls = Vec::new();
     for want in wanted {
@@ -365,11 +436,12 @@ fn ordered<'a, 'c>(
     let held = want
         .current
         .iter()
+        .filter(|(h, _)| !want.avoid.contains(h))
         .filter_map(|(h, _)| pool.catalog.provider(*h))
-        .filter(|p| pool.admits(p, &want.filter));
+        .filter(|p| pool.admits_held(p, &want.filter));
     let rest = pool
         .hosts(&want.filter)
-        .filter(move |p| !current.contains(&p.uuid()));
+        .filter(move |p| !current.contains(&p.uuid()) && !want.avoid.contains(&p.uuid()));
     held.chain(rest)
 }
 

@@ -9,92 +9,44 @@
 
 use berth_core::capacity::{self, Figures, Measure};
 use berth_core::catalog::Attributes;
-use berth_core::decide::lease::{NewLease, create_lease, fire_event, wanted};
+use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
     NewInstance, NewReservation, create_flavor, create_instance, create_reservation,
     destroy_instance,
 };
-use berth_core::decide::{NewHost, enroll_host};
 use berth_core::fence::FencePolicy;
 use berth_core::lease::ReservationSpec;
 use berth_core::ledger::Window;
 use berth_core::promise::{Ask, Flavor, PoolAsk, PromiseKind};
-use berth_core::{Catalog, Change, Instant, ResourceClass};
+use berth_core::{Catalog, Instant, ResourceClass};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use uuid::Uuid;
-
-const TICK: i64 = 3_600_000_000;
 
 fn class(name: &str) -> ResourceClass {
     ResourceClass::parse(name).expect("a class name")
 }
 
-struct World {
-    catalog: Catalog,
-    now: i64,
-    last_id: u128,
-}
+mod support;
+use support::{TICK, World};
 
-impl World {
-    fn new() -> World {
-        let mut w = World {
-            catalog: Catalog::new(),
-            now: 10,
-            last_id: 1_000,
-        };
-        for idx in 0..4u128 {
-            let new = NewHost {
-                name: format!("h{idx}"),
-                uuid: Uuid::from_u128(idx + 1),
-                vcpus: Some(8),
-                memory_mb: Some(16_384),
-                local_gb: Some(100),
-                availability_zone: Some(format!("az{}", idx % 2)),
-                hypervisor_type: None,
-                service_name: None,
-                attributes: Attributes::new(),
-                reservable: true,
-            };
-            let changes = enroll_host(&w.catalog, &new, w.at()).expect("enrolled");
-            w.apply(&changes);
-        }
-        let flavor = Flavor {
-            id: "f".into(),
-            name: "small".into(),
-            vcpus: 2,
-            ram_mb: 2048,
-            disk_gb: 0,
-            cpu_architecture: None,
-            extra_specs: BTreeMap::new(),
-            created_at: w.at(),
-        };
-        let changes = create_flavor(&w.catalog, flavor).expect("flavor");
-        w.apply(&changes);
-        w
-    }
-
-    fn at(&self) -> Instant {
-        Instant::from_micros(self.now * TICK)
-    }
-
-    fn id(&mut self) -> Uuid {
-        self.last_id += 1;
-        Uuid::from_u128(self.last_id)
-    }
-
-    fn apply(&mut self, changes: &[Change]) {
-        self.catalog.apply(changes);
-        self.catalog.check_invariants().expect("invariants hold");
-    }
-
-    fn fire_due(&mut self) {
-        for (_, kind, lease) in self.catalog.due_events(self.at()) {
-            let changes = fire_event(&self.catalog, lease, kind, self.at()).expect("fires");
-            self.apply(&changes);
-        }
-    }
+/// Four hosts in two zones, with a flavor.
+fn world() -> World {
+    let mut w = World::with_hosts(4, |idx| (Some(format!("az{}", idx % 2)), Attributes::new()));
+    let flavor = Flavor {
+        id: "f".into(),
+        name: "small".into(),
+        vcpus: 2,
+        ram_mb: 2048,
+        disk_gb: 0,
+        cpu_architecture: None,
+        extra_specs: BTreeMap::new(),
+        created_at: w.at(),
+    };
+    let changes = create_flavor(&w.catalog, flavor).expect("flavor");
+    w.apply(&changes);
+    w
 }
 
 #[derive(Debug, Clone)]
@@ -440,7 +392,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40),
         probes in prop::collection::vec(0..i64::MAX, 8),
     ) {
-        let mut w = World::new();
+        let mut w = world();
         for op in &ops {
             run(&mut w, op);
             check(&w, &probes);

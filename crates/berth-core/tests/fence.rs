@@ -13,7 +13,6 @@ use berth_core::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::catalog::Attributes;
 use berth_core::consumer::{Allocations, Consumer};
 use berth_core::decide::lease::{NewLease, create_lease, delete_lease, fire_event};
-use berth_core::decide::{NewHost, enroll_host};
 use berth_core::fence::{self, PREEMPTIBLE};
 use berth_core::lease::{
     Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, instance_amounts,
@@ -24,8 +23,6 @@ use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
-/// One tick of the test's clock: an hour.
-const TICK: i64 = 3_600_000_000;
 /// Hosts in the world, each 8 VCPU, 16 GiB and 100 GB.
 const HOSTS: u128 = 4;
 /// Consumers the random writes choose from.
@@ -42,74 +39,27 @@ fn vcpu() -> ResourceClass {
     class("VCPU")
 }
 
-/// A catalog, its clock (in ticks) and the ids it hands out.
-struct World {
-    catalog: Catalog,
-    now: i64,
-    last_id: u128,
-    hosts: Vec<Uuid>,
+mod support;
+use support::{TICK, World};
+
+fn world() -> World {
+    World::with_hosts(HOSTS, |_| (None, Attributes::new()))
 }
 
-impl World {
-    fn new() -> World {
-        let mut w = World {
-            catalog: Catalog::new(),
-            now: 10,
-            last_id: 1_000,
-            hosts: Vec::new(),
-        };
-        for idx in 0..HOSTS {
-            let uuid = Uuid::from_u128(idx + 1);
-            let new = NewHost {
-                name: format!("h{idx}"),
-                uuid,
-                vcpus: Some(8),
-                memory_mb: Some(16_384),
-                local_gb: Some(100),
-                availability_zone: None,
-                hypervisor_type: None,
-                service_name: None,
-                attributes: Attributes::new(),
-                reservable: true,
-            };
-            let changes = enroll_host(&w.catalog, &new, w.at()).expect("enrolled");
-            w.apply(&changes);
-            w.hosts.push(uuid);
-        }
-        w
-    }
-
-    fn at(&self) -> Instant {
-        Instant::from_micros(self.now * TICK)
-    }
-
-    fn id(&mut self) -> Uuid {
-        self.last_id += 1;
-        Uuid::from_u128(self.last_id)
-    }
-
-    fn apply(&mut self, changes: &[Change]) {
-        self.catalog.apply(changes);
-        self.catalog
-            .check_invariants()
-            .expect("the catalog's invariants hold after every step");
-    }
-
-    /// Every reservation holding hosts, with its lease, in lease-id order; only those of
-    /// active leases when `active`.
-    fn reservations(&self, active: bool) -> Vec<(&Lease, &Reservation)> {
-        let mut leases: Vec<&Lease> = self
-            .catalog
-            .leases()
-            .filter(|l| !active || l.status == LeaseStatus::Active)
-            .collect();
-        leases.sort_by_key(|l| l.id);
-        leases
-            .into_iter()
-            .flat_map(|l| l.reservations.iter().map(move |r| (l, r)))
-            .filter(|(_, r)| !r.hosts.is_empty())
-            .collect()
-    }
+/// Every reservation holding hosts, with its lease, in lease-id order; only those of active
+/// leases when `active`.
+fn reservations(w: &World, active: bool) -> Vec<(&Lease, &Reservation)> {
+    let mut leases: Vec<&Lease> = w
+        .catalog
+        .leases()
+        .filter(|l| !active || l.status == LeaseStatus::Active)
+        .collect();
+    leases.sort_by_key(|l| l.id);
+    leases
+        .into_iter()
+        .flat_map(|l| l.reservations.iter().map(move |r| (l, r)))
+        .filter(|(_, r)| !r.hosts.is_empty())
+        .collect()
 }
 
 fn consumer_uuid(idx: usize) -> Uuid {
@@ -360,9 +310,9 @@ fn holder(
     named: bool,
     stranger: bool,
 ) {
-    let found = match w.reservations(true) {
+    let found = match reservations(w, true) {
         active if !active.is_empty() && !pick.0.is_multiple_of(4) => active,
-        _ => w.reservations(false),
+        _ => reservations(w, false),
     };
     let Some((lease, reservation)) = found.get(pick.0 % found.len().max(1)) else {
         return;
@@ -661,7 +611,7 @@ proptest! {
     /// copy changes alone.
     #[test]
     fn the_fence_keeps_every_reservation_whole(ops in prop::collection::vec(op_strategy(), 1..60)) {
-        let mut w = World::new();
+        let mut w = world();
         for op in &ops {
             step(&mut w, op)?;
         }
@@ -676,7 +626,7 @@ proptest! {
 
 /// A world with one lease starting now (`p0`: one whole host and one 4-VCPU slot), started.
 fn started() -> (World, Lease) {
-    let mut w = World::new();
+    let mut w = world();
     let specs = [
         Spec::Hosts { min: 1, extra: 0 },
         Spec::Instances {

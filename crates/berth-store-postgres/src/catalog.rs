@@ -303,7 +303,10 @@ pub(crate) async fn persist(
         | Change::PoolSet { .. }
         | Change::SubscriptionSet { .. }
         | Change::DeliverySet { .. }
-        | Change::OutboxCursor(_) => crate::promise::persist(conn, change).await.map(|_| ()),
+        | Change::OutboxCursor(_)
+        | Change::ProviderConditionSet { .. } => {
+            crate::promise::persist(conn, change).await.map(|_| ())
+        }
     }
 }
 

@@ -87,7 +87,16 @@ pub fn decode_object<T: serde::de::DeserializeOwned>(document: &str) -> Result<T
     serde_json::from_str(document).map_err(|_| corrupt("Promise object document"))
 }
 
-/// The `(kind, id, document)` row a Promise change writes (`None` document: delete), or
+/// A provider's condition as stored: the provider's uuid beside the condition.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ConditionDocument {
+    provider: uuid::Uuid,
+    #[serde(flatten)]
+    condition: berth_core::ProviderCondition,
+}
+
+/// The `(kind, id, document)` row a document change (Promise objects, subscriptions,
+/// deliveries, the outbox cursor, provider conditions) writes (`None` document: delete), or
 /// `None` for other changes.
 pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String, Option<String>)> {
     use berth_core::Change;
@@ -117,6 +126,16 @@ pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String,
             Some(("delivery", id.clone(), delivery.as_ref().map(encode_object)))
         }
         Change::OutboxCursor(seq) => Some(("cursor", "outbox".to_owned(), Some(seq.to_string()))),
+        Change::ProviderConditionSet { uuid, condition } => Some((
+            "condition",
+            uuid.to_string(),
+            condition.as_ref().map(|condition| {
+                encode_object(&ConditionDocument {
+                    provider: *uuid,
+                    condition: condition.clone(),
+                })
+            }),
+        )),
         _ => None,
     }
 }
@@ -135,6 +154,10 @@ pub fn load_promise_row(
         "subscription" => rows.subscriptions.push(decode_object(document)?),
         "delivery" => rows.deliveries.push(decode_object(document)?),
         "cursor" => rows.outbox_cursor = decode_object(document)?,
+        "condition" => {
+            let stored: ConditionDocument = decode_object(document)?;
+            rows.conditions.push((stored.provider, stored.condition));
+        }
         _ => return Err(corrupt("Promise object kind")),
     }
     Ok(())

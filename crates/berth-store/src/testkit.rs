@@ -40,6 +40,58 @@ where
     lease_records_are_appended(&make().await).await;
     private_properties_round_trip(&make().await).await;
     promise_objects_round_trip(&make().await).await;
+    provider_conditions_round_trip(&make().await).await;
+}
+
+/// A provider's condition round-trips, is replaced, is removed, and goes with its provider.
+async fn provider_conditions_round_trip<S: Store>(store: &S) {
+    use berth_core::{ProviderCondition, ProviderStatus};
+    let mut catalog = Catalog::new();
+    create(store, &mut catalog, 1, "cn1", None).await;
+    create(store, &mut catalog, 2, "cn2", None).await;
+    let set =
+        |n: u128, status: ProviderStatus, reason: Option<&str>| Change::ProviderConditionSet {
+            uuid: uuid(n),
+            condition: Some(ProviderCondition {
+                status,
+                reason: reason.map(str::to_owned),
+                since: T0,
+            }),
+        };
+    write_changes(
+        store,
+        &mut catalog,
+        vec![
+            set(1, ProviderStatus::Down, Some("PSU \"A\" failed ✗")),
+            set(2, ProviderStatus::Maintenance, None),
+        ],
+    )
+    .await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.conditions.len(), 2);
+    write_changes(
+        store,
+        &mut catalog,
+        vec![set(
+            1,
+            ProviderStatus::Maintenance,
+            Some("replacing the PSU"),
+        )],
+    )
+    .await;
+    assert_same(store, &catalog).await;
+    let back = Change::ProviderConditionSet {
+        uuid: uuid(2),
+        condition: None,
+    };
+    write_changes(store, &mut catalog, vec![back]).await;
+    assert_same(store, &catalog).await;
+    let gone = decide::delete_provider(&catalog, uuid(1)).expect("deletable");
+    write_changes(store, &mut catalog, gone).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert!(rows.conditions.is_empty(), "{:?}", rows.conditions);
 }
 
 /// Subscriptions, deliveries and the outbox cursor round-trip, are replaced and are deleted.
@@ -531,6 +583,8 @@ fn lease(n: u128, project: &str) -> Lease {
         status: ReservationStatus::Pending,
         hosts: Vec::new(),
         floating_ips: Vec::new(),
+        missing: Vec::new(),
+        resources_changed: false,
         created_at: T0,
         updated_at: T0,
     };
@@ -660,6 +714,8 @@ async fn leases_round_trip<S: Store>(store: &S) {
     started.events[0].status = EventStatus::Done;
     started.events[2].at = at_hours(4);
     started.reservations[0].status = ReservationStatus::Active;
+    started.reservations[1].missing = vec![(uuid(1), 1)];
+    started.reservations[1].resources_changed = true;
     started.updated_at = at_hours(1);
     write_changes(store, &mut catalog, vec![lease_set(&started)]).await;
     assert_eq!(

@@ -230,6 +230,7 @@ pub fn wanted<'a>(
                 filter: check_spec(catalog, spec)?,
                 current: current.map(|r| r.hosts.clone()).unwrap_or_default(),
                 current_fips: current.map(|r| r.floating_ips.clone()).unwrap_or_default(),
+                avoid: Vec::new(),
             })
         })
         .collect()
@@ -278,6 +279,8 @@ pub fn create_lease_with(
             status: ReservationStatus::Pending,
             hosts: granted.hosts[idx].clone(),
             floating_ips: granted.floating_ips[idx].clone(),
+            missing: Vec::new(),
+            resources_changed: false,
             created_at: now,
             updated_at: now,
         })

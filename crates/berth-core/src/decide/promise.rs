@@ -600,6 +600,7 @@ fn shrink_to_use(catalog: &Catalog, reservation: &mut Reservation) {
             (keep > 0).then_some((*host, keep))
         })
         .collect();
+    reservation.reconcile_missing();
 }
 
 /// An instance to create.

@@ -12,6 +12,7 @@ pub mod placement;
 pub mod promise;
 pub mod rejection;
 pub mod routes;
+pub mod status;
 
 use crate::auth::Authenticator;
 use crate::metrics::Metrics;

@@ -6,6 +6,7 @@
 mod binary;
 mod blazar_hosts;
 mod blazar_leases;
+mod failures;
 mod fence;
 mod notifications;
 mod placement_allocations;

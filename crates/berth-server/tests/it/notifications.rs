@@ -16,12 +16,12 @@ use std::time::Duration;
 const SECRET: &str = "s3cret";
 
 /// A request a receiver got: its body and its signature header.
-type Got = (Value, Option<String>);
+pub(crate) type Got = (Value, Option<String>);
 
 /// What a receiver got: body and signature header of every request.
 #[derive(Clone, Default)]
-struct Received {
-    got: Arc<Mutex<Vec<Got>>>,
+pub(crate) struct Received {
+    pub(crate) got: Arc<Mutex<Vec<Got>>>,
     /// Answer 500 to this many requests first.
     failures: Arc<Mutex<u32>>,
 }
@@ -44,7 +44,7 @@ async fn receive(State(received): State<Received>, headers: HeaderMap, body: Str
 }
 
 /// A receiver on 127.0.0.1 port 0; its URL and what it gets.
-async fn receiver(failures: u32) -> (String, Received, tokio::task::JoinHandle<()>) {
+pub(crate) async fn receiver(failures: u32) -> (String, Received, tokio::task::JoinHandle<()>) {
     let received = Received {
         failures: Arc::new(Mutex::new(failures)),
         ..Received::default()
@@ -67,7 +67,7 @@ async fn post(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
 }
 
 /// Waits until `done` holds for what was received (at most about 10 s).
-async fn wait_until(received: &Received, done: impl Fn(&[Got]) -> bool) {
+pub(crate) async fn wait_until(received: &Received, done: impl Fn(&[Got]) -> bool) {
     for _ in 0..200 {
         if done(&received.got.lock().expect("lock")) {
             return;
@@ -80,7 +80,7 @@ async fn wait_until(received: &Received, done: impl Fn(&[Got]) -> bool) {
     );
 }
 
-fn of_type<'a>(got: &'a [Got], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(got: &'a [Got], kind: &str) -> Vec<&'a Value> {
     got.iter()
         .map(|(body, _)| body)
         .filter(|b| b["notificationType"] == kind)

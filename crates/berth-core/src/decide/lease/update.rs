@@ -281,6 +281,7 @@ fn readmit(
         }
         reservation.spec = specs[idx].clone();
         reservation.hosts.clone_from(hosts);
+        reservation.reconcile_missing();
         reservation
             .floating_ips
             .clone_from(&granted.floating_ips[idx]);

@@ -1,19 +1,24 @@
 //! `/reservation/v1/os-hosts`: hosts are root resource providers with compute inventory, an
 //! availability zone and typed extra capabilities.
 
+use super::lease_wire::lease_json;
 use super::record_time;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::status::{StatusBody, effects_json};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::blazar::{Host, HostEnvelope, HostList};
-use berth_app::EnrollHost;
+use berth_app::{EnrollHost, Reallocation, Requester};
 use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
+use serde::Deserialize;
+use serde_json::json;
 use serde_json::{Map, Number, Value};
 use std::collections::BTreeMap;
+use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -41,7 +46,72 @@ pub(super) fn register(routes: &mut Routes) {
             "/reservation/v1/os-hosts/{host_id}",
             "Un-enroll a host",
             delete,
+        )
+        .add(
+            Method::PUT,
+            "/reservation/v1/os-hosts/{host_id}/status",
+            "Mark a host up, down or in maintenance, healing the leases on it (berth)",
+            set_status,
+        )
+        .add(
+            Method::PUT,
+            "/reservation/v1/os-hosts/{host_id}/allocation",
+            "Move a lease's reservations off a host (reallocate)",
+            reallocate,
         );
+}
+
+async fn set_status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<StatusBody>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let id = host_id(&id)?;
+    let (status, reason) = body.parse()?;
+    let effects = state.berth.set_host_status(id, status, reason).await?;
+    let host = state.berth.read_local(|catalog| find(catalog, id))?;
+    Ok(Json(
+        json!({"host": host, "leases": effects_json(&effects)}),
+    ))
+}
+
+/// `{"lease_id": ...}` or `{"reservation_id": ...}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReallocateBody {
+    #[serde(default)]
+    lease_id: Option<Uuid>,
+    #[serde(default)]
+    reservation_id: Option<Uuid>,
+}
+
+async fn reallocate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ReallocateBody>,
+) -> Result<Json<Value>, ApiError> {
+    let id = host_id(&id)?;
+    let what = match (body.lease_id, body.reservation_id) {
+        (Some(lease), None) => Reallocation::Lease(lease),
+        (None, Some(reservation)) => Reallocation::Reservation(reservation),
+        _ => {
+            return Err(ApiError::bad_request(
+                "Exactly one of lease_id and reservation_id is required",
+            ));
+        }
+    };
+    let requester = match caller.0.is_admin() {
+        true => Requester::Admin,
+        false => Requester::Project(caller.0.project_id.clone()),
+    };
+    let lease = state.berth.reallocate(id, what, requester).await?;
+    let body = state
+        .berth
+        .read_local(|catalog| json!({"lease": lease_json(&lease, catalog)}));
+    Ok(Json(body))
 }
 
 fn total(provider: &Provider, class: &str) -> u64 {
@@ -91,7 +161,8 @@ fn representation(provider: &Provider) -> Option<Host> {
         service_name: host.service_name.clone(),
         availability_zone: provider.availability_zone().map(str::to_owned),
         reservable: host.reservable,
-        status: None,
+        status: Some(provider.status().as_str().to_owned()),
+        status_reason: provider.condition().and_then(|c| c.reason.clone()),
         trust_id: None,
         created_at: record_time(host.enrolled_at),
         updated_at: Some(record_time(provider.updated_at())),

@@ -3,10 +3,11 @@
 
 use super::record_time;
 use crate::http::error::ApiError;
-use berth_core::Instant;
+use berth_core::decide::health::missing_resources;
 use berth_core::decide::lease::{AMOUNT_MAX, LeaseUpdate, ReservationUpdate};
 use berth_core::lease::{Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec};
 use berth_core::reserve::Refusal;
+use berth_core::{Catalog, Instant};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -253,17 +254,15 @@ fn affinity_json(affinity: Affinity) -> Value {
 }
 
 /// A reservation as Blazar returns it, with the hosts it holds (berth's addition).
-pub(crate) fn reservation_json(
-    lease: &Lease,
-    r: &Reservation,
-    host_ids: &dyn Fn(Uuid) -> Option<i64>,
-) -> Value {
+/// `missing_resources` is `false` when nothing is missing (Blazar's flag), and otherwise says
+/// how much: hosts or instances, their resources, and on which hosts out of service.
+pub(crate) fn reservation_json(lease: &Lease, r: &Reservation, catalog: &Catalog) -> Value {
     let mut out = json!({
         "id": r.id,
         "lease_id": lease.id,
         "status": r.status.as_str(),
-        "missing_resources": false,
-        "resources_changed": false,
+        "missing_resources": missing_resources(catalog, r).unwrap_or(Value::Bool(false)),
+        "resources_changed": r.resources_changed,
         "resource_id": r.id,
         "resource_type": r.spec.resource_type(),
         "created_at": record_time(r.created_at),
@@ -312,7 +311,7 @@ pub(crate) fn reservation_json(
         .hosts
         .iter()
         .map(|(host, slots)| {
-            json!({"host_id": host_ids(*host).map(|id| id.to_string()), "provider_uuid": host, "slots": slots})
+            json!({"host_id": catalog.provider(*host).map(|p| p.id().to_string()), "provider_uuid": host, "slots": slots})
         })
         .collect();
     out
@@ -338,7 +337,7 @@ pub(crate) fn event_json(lease: &Lease, event: &LeaseEvent) -> Value {
 }
 
 /// A lease as Blazar returns it.
-pub(crate) fn lease_json(lease: &Lease, host_ids: &dyn Fn(Uuid) -> Option<i64>) -> Value {
+pub(crate) fn lease_json(lease: &Lease, catalog: &Catalog) -> Value {
     json!({
         "id": lease.id,
         "name": lease.name,
@@ -352,7 +351,7 @@ pub(crate) fn lease_json(lease: &Lease, host_ids: &dyn Fn(Uuid) -> Option<i64>) 
         "trust_id": Value::Null,
         "created_at": record_time(lease.created_at),
         "updated_at": record_time(lease.updated_at),
-        "reservations": lease.reservations.iter().map(|r| reservation_json(lease, r, host_ids)).collect::<Vec<_>>(),
+        "reservations": lease.reservations.iter().map(|r| reservation_json(lease, r, catalog)).collect::<Vec<_>>(),
         "events": lease.events.iter().map(|e| event_json(lease, e)).collect::<Vec<_>>(),
     })
 }

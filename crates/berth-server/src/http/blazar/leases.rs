@@ -44,10 +44,6 @@ pub(super) fn register(routes: &mut Routes) {
 }
 
 /// The Blazar host id of a provider, for allocation listings in lease bodies.
-pub(crate) fn host_ids(catalog: &Catalog) -> impl Fn(Uuid) -> Option<i64> + '_ {
-    |uuid| catalog.provider(uuid).map(berth_core::Provider::id)
-}
-
 /// 403 for a read-only caller (the `reader` role without `member` or `admin`): leases are
 /// written by members of their project and by admins.
 fn require_writer(caller: &Caller) -> Result<(), ApiError> {
@@ -75,7 +71,7 @@ fn render(catalog: &Catalog, caller: &Caller, id: Uuid) -> Result<Value, ApiErro
     catalog
         .lease(id)
         .filter(|lease| visible(caller, lease))
-        .map(|lease| json!({"lease": lease_json(lease, &host_ids(catalog))}))
+        .map(|lease| json!({"lease": lease_json(lease, catalog)}))
         .ok_or_else(|| ApiError::not_found(format!("Lease {id} could not be found")))
 }
 
@@ -108,10 +104,9 @@ async fn list(
                 .filter(|l| project.as_ref().is_none_or(|p| *p == l.project_id))
                 .collect();
             leases.sort_by_key(|l| (l.created_at, l.id));
-            let ids = host_ids(catalog);
             leases
                 .iter()
-                .map(|l| lease_json(l, &ids))
+                .map(|l| lease_json(l, catalog))
                 .collect::<Vec<_>>()
         })
         .await?;
@@ -207,7 +202,7 @@ async fn create(
     // The write was committed by this process: its catalog already holds it.
     let body = state
         .berth
-        .read_local(|catalog| json!({"lease": lease_json(&lease, &host_ids(catalog))}));
+        .read_local(|catalog| json!({"lease": lease_json(&lease, catalog)}));
     Ok((StatusCode::CREATED, Json(body)))
 }
 
@@ -254,7 +249,7 @@ async fn update(
     // The write was committed by this process: its catalog already holds it.
     let body = state
         .berth
-        .read_local(|catalog| json!({"lease": lease_json(&lease, &host_ids(catalog))}));
+        .read_local(|catalog| json!({"lease": lease_json(&lease, catalog)}));
     Ok(Json(body))
 }
 

@@ -6,6 +6,8 @@ use crate::http::context::Microversion;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::status::{StatusBody, condition_json, effects_json};
+use axum::Json;
 use axum::extract::State;
 use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -50,7 +52,53 @@ pub(super) fn register(routes: &mut Routes) {
             "/placement/resource_providers/{uuid}",
             "Delete a resource provider",
             delete,
+        )
+        .add(
+            Method::GET,
+            "/placement/resource_providers/{uuid}/status",
+            "Show whether a provider is up, down or in maintenance (berth)",
+            show_status,
+        )
+        .add(
+            Method::PUT,
+            "/placement/resource_providers/{uuid}/status",
+            "Mark a provider up, down or in maintenance, healing the leases on it (berth)",
+            set_status,
         );
+}
+
+async fn show_status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let body = state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(condition_json))
+        .await??;
+    Ok(Json(body))
+}
+
+async fn set_status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+    ApiJson(body): ApiJson<StatusBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.require_admin()?;
+    let uuid = provider_uuid(&uuid)?;
+    let (status, reason) = body.parse()?;
+    let effects = state
+        .berth
+        .set_provider_status(uuid, status, reason)
+        .await?;
+    let mut body = state
+        .berth
+        .read_local(|catalog| find(catalog, uuid).map(condition_json))?;
+    body["leases"] = effects_json(&effects);
+    Ok(Json(body))
 }
 
 /// The representation of a provider at a microversion.
