@@ -5,7 +5,7 @@
 //! the flags clear.
 
 use crate::blazar_leases::{LEASES, create, lease_body, minutes, now_micros};
-use crate::notifications::{Got, receiver, wait_until};
+use crate::notifications::{Got, of_type, receiver, wait_until};
 use crate::support::TestApp;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -78,6 +78,22 @@ async fn a_host_down_heals_degrades_flags_and_notifies_and_its_return_clears_the
             "/promise/reservation/subscribe",
             None,
             Some(json!({"inputFilter": "all", "callbackUri": url})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // Ten hosts of 8 cores: 80 in total; losing one host crosses below 75.
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/promise/capacity/compute/subscribe",
+            None,
+            Some(
+                json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores",
+                        "callbackUri": url,
+                        "threshold": {"thresholdType": "absoluteValue",
+                                      "threshold": {"capacity_info": "total",
+                                                    "condition": "lt", "value": 75}}}),
+            ),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -208,6 +224,14 @@ async fn a_host_down_heals_degrades_flags_and_notifies_and_its_return_clears_the
         );
         assert!(changes_of(&got, &spread, "lease.degraded").is_empty());
     }
+    // Capacity subscribers hear that the zone lost a host's cores.
+    wait_until(&received, |got| !of_type(got, "CapacityChange").is_empty()).await;
+    {
+        let got = received.got.lock().expect("lock");
+        let crossing = of_type(&got, "CapacityChange")[0];
+        assert_eq!(crossing["crossing"], "entered");
+        assert_eq!(crossing["capacityInformation"]["total"], 72, "{crossing}");
+    }
 
     // The admin moves the running lease off h0.
     let (status, body) = app
@@ -237,8 +261,13 @@ async fn a_host_down_heals_degrades_flags_and_notifies_and_its_return_clears_the
     assert_eq!(held(&back), hosts[..4].to_vec());
     wait_until(&received, |got| {
         changes_of(got, &all_gpus, "lease.restored").len() == 1
+            && of_type(got, "CapacityChange").len() == 2
     })
     .await;
+    assert_eq!(
+        of_type(&received.got.lock().expect("lock"), "CapacityChange")[1]["crossing"],
+        "left"
+    );
     server.abort();
 }
 
