@@ -36,6 +36,10 @@ pub struct CatalogRows {
     pub hosts: Vec<(Uuid, HostRecord)>,
     /// `(provider, condition)` of providers out of service.
     pub conditions: Vec<(Uuid, crate::provider::ProviderCondition)>,
+    /// `(provider, node)` of bare-metal nodes.
+    pub nodes: Vec<(Uuid, crate::baremetal::NodeRecord)>,
+    /// Node claims.
+    pub claims: Vec<crate::baremetal::NodeClaim>,
     /// Custom resource classes.
     pub resource_classes: Vec<ResourceClass>,
     /// Custom traits.
@@ -78,6 +82,8 @@ impl CatalogRows {
             .sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         self.hosts.sort_by_key(|h| h.0);
         self.conditions.sort_by_key(|c| c.0);
+        self.nodes.sort_by_key(|n| n.0);
+        self.claims.sort_by_key(|c| c.uuid);
         self.resource_classes.sort();
         self.custom_traits.sort();
         self.aggregate_records.sort_by_key(|a| a.0);
@@ -140,6 +146,13 @@ pub struct Catalog {
     deliveries: BTreeMap<String, crate::notify::Delivery>,
     /// The outbox sequence number expanded up to.
     outbox_cursor: u64,
+    /// Node claims, by uuid.
+    claims: BTreeMap<Uuid, crate::baremetal::NodeClaim>,
+    /// Node to the claim on it.
+    node_claims: HashMap<Uuid, Uuid>,
+    /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
+    /// that claim churn never copies the shared lease index.
+    claim_due: BTreeSet<(Instant, Uuid)>,
 }
 
 impl Catalog {
@@ -185,6 +198,12 @@ impl Catalog {
         }
         for (uuid, condition) in rows.conditions {
             catalog.provider_mut(uuid).condition = Some(condition);
+        }
+        for (uuid, node) in rows.nodes {
+            catalog.provider_mut(uuid).node = Some(node);
+        }
+        for claim in rows.claims {
+            catalog.insert_claim(claim);
         }
         catalog.custom_classes = rows.resource_classes.into_iter().collect();
         catalog.custom_traits = rows.custom_traits.into_iter().collect();
@@ -427,12 +446,6 @@ impl Catalog {
                 self.provider_mut(*uuid).attributes = attributes.clone();
             }
             Change::HostSet { uuid, host } => self.provider_mut(*uuid).host = host.clone(),
-            Change::ProviderConditionSet { uuid, condition } => {
-                // Removing the condition of a provider deleted in the same decision is a no-op.
-                if let Some(provider) = self.providers.get_mut(uuid) {
-                    provider.condition.clone_from(condition);
-                }
-            }
             Change::AggregateDescribed {
                 uuid,
                 record: Some(record),
@@ -473,6 +486,9 @@ impl Catalog {
                 self.floating_ips.shift_remove(id);
             }
             Change::LeaseRecorded(_) => {}
+            Change::NodeSet { .. }
+            | Change::ClaimSet { .. }
+            | Change::ProviderConditionSet { .. } => self.apply_health(change),
             Change::FlavorSet { .. }
             | Change::PolicySet(_)
             | Change::PoolSet { .. }
@@ -486,6 +502,31 @@ impl Catalog {
                     false => self.private_properties.remove(name),
                 };
             }
+        }
+    }
+
+    /// Applies a change to providers' conditions, node records or node claims.
+    fn apply_health(&mut self, change: &Change) {
+        match change {
+            Change::NodeSet { uuid, node } => {
+                // Removing the record of a provider deleted in the same decision is a no-op.
+                if let Some(provider) = self.providers.get_mut(uuid) {
+                    provider.node.clone_from(node);
+                }
+            }
+            Change::ClaimSet { uuid, claim } => {
+                self.remove_claim(*uuid);
+                if let Some(claim) = claim {
+                    self.insert_claim(claim.clone());
+                }
+            }
+            Change::ProviderConditionSet { uuid, condition } => {
+                // Removing the condition of a provider deleted in the same decision is a no-op.
+                if let Some(provider) = self.providers.get_mut(uuid) {
+                    provider.condition.clone_from(condition);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -715,19 +756,68 @@ impl Catalog {
         &self.ledger
     }
 
-    /// The lifecycle event due first: `(due, kind, lease)`.
+    /// The lifecycle event due first: `(due, kind, lease)`, or a node claim's expiry
+    /// `(expires_at, NodeClaimExpiry, claim)`.
     pub fn next_due(&self) -> Option<(Instant, EventKind, Uuid)> {
-        self.due.first().copied()
+        let claim = self
+            .claim_due
+            .first()
+            .map(|(at, id)| (*at, EventKind::NodeClaimExpiry, *id));
+        match (self.due.first().copied(), claim) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Lifecycle events due at or before `now`, earliest first (ends before starts at the same
-    /// instant, so back-to-back leases hand over cleanly).
+    /// Lifecycle events (and node claim expiries) due at or before `now`, earliest first (ends
+    /// before starts at the same instant, so back-to-back leases hand over cleanly).
     pub fn due_events(&self, now: Instant) -> Vec<(Instant, EventKind, Uuid)> {
-        self.due
+        let mut due: Vec<(Instant, EventKind, Uuid)> = self
+            .due
             .iter()
             .take_while(|(at, _, _)| *at <= now)
             .copied()
-            .collect()
+            .collect();
+        if self.claim_due.first().is_some_and(|(at, _)| *at <= now) {
+            due.extend(
+                self.claim_due
+                    .iter()
+                    .take_while(|(at, _)| *at <= now)
+                    .map(|(at, id)| (*at, EventKind::NodeClaimExpiry, *id)),
+            );
+            due.sort_unstable();
+        }
+        due
+    }
+
+    /// Node claims, by uuid.
+    pub fn claims(&self) -> impl Iterator<Item = &crate::baremetal::NodeClaim> {
+        self.claims.values()
+    }
+
+    /// A node claim.
+    pub fn claim(&self, uuid: Uuid) -> Option<&crate::baremetal::NodeClaim> {
+        self.claims.get(&uuid)
+    }
+
+    /// The claim on a node, expired or not.
+    pub fn claim_on(&self, node: Uuid) -> Option<&crate::baremetal::NodeClaim> {
+        self.node_claims
+            .get(&node)
+            .and_then(|uuid| self.claims.get(uuid))
+    }
+
+    fn insert_claim(&mut self, claim: crate::baremetal::NodeClaim) {
+        self.node_claims.insert(claim.node_uuid, claim.uuid);
+        self.claim_due.insert((claim.expires_at, claim.uuid));
+        self.claims.insert(claim.uuid, claim);
+    }
+
+    fn remove_claim(&mut self, uuid: Uuid) {
+        if let Some(claim) = self.claims.remove(&uuid) {
+            self.node_claims.remove(&claim.node_uuid);
+            self.claim_due.remove(&(claim.expires_at, uuid));
+        }
     }
 
     /// Floating IPs registered for reservation, in registration order.
@@ -1094,6 +1184,8 @@ impl Catalog {
                 .extend(provider.host.iter().map(|h| (uuid, h.clone())));
             rows.conditions
                 .extend(provider.condition.iter().map(|c| (uuid, c.clone())));
+            rows.nodes
+                .extend(provider.node.iter().map(|n| (uuid, n.clone())));
         }
         rows.resource_classes = self.custom_classes.iter().cloned().collect();
         rows.custom_traits = self.custom_traits.iter().cloned().collect();
@@ -1117,6 +1209,7 @@ impl Catalog {
         rows.subscriptions = self.subscriptions.values().cloned().collect();
         rows.deliveries = self.deliveries.values().cloned().collect();
         rows.outbox_cursor = self.outbox_cursor;
+        rows.claims = self.claims.values().cloned().collect();
         rows.normalize();
         rows
     }
@@ -1164,8 +1257,29 @@ impl Catalog {
         Ok(())
     }
 
+    /// Every claim holds an existing node, and no node is held by two claims.
+    fn check_claims(&self) -> Result<(), String> {
+        for claim in self.claims.values() {
+            if self
+                .provider(claim.node_uuid)
+                .and_then(Provider::node)
+                .is_none()
+            {
+                return Err(format!("claim {} holds a missing node", claim.uuid));
+            }
+            if self.node_claims.get(&claim.node_uuid) != Some(&claim.uuid) {
+                return Err(format!("claim {} is not indexed by its node", claim.uuid));
+            }
+        }
+        if self.node_claims.len() != self.claims.len() {
+            return Err("two claims hold one node".into());
+        }
+        Ok(())
+    }
+
     /// Checks every structural invariant; O(n). Used after every step in tests.
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_claims()?;
         if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
             return Err("name or id index out of step with providers".into());
         }

@@ -137,6 +137,21 @@ pub enum Change {
         /// Why it is out of service.
         condition: Option<crate::provider::ProviderCondition>,
     },
+    /// A provider made a bare-metal node or its record changed (`Some`), or no longer a node
+    /// (`None`).
+    NodeSet {
+        /// The provider.
+        uuid: Uuid,
+        /// Its node record.
+        node: Option<crate::baremetal::NodeRecord>,
+    },
+    /// A node claim made or changed (`Some`), or gone (`None`: released, expired or deployed).
+    ClaimSet {
+        /// The claim's uuid.
+        uuid: Uuid,
+        /// Its record.
+        claim: Option<crate::baremetal::NodeClaim>,
+    },
     /// A host property (extra capability or host field) marked private or public.
     PropertyPrivacy {
         /// The property's name.

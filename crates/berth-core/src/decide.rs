@@ -740,6 +740,7 @@ pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
     Ok(changes)
 }
 
+pub mod baremetal;
 pub mod health;
 pub mod lease;
 pub mod notify;

@@ -88,6 +88,9 @@ pub enum EventKind {
     /// Releases what a Promise reservation has not allocated by its claim deadline (derived
     /// from its terms, not stored among the lease's events).
     ClaimExpiry,
+    /// Releases a bare-metal node claim that was not deployed by its `expires_at` (the id is
+    /// the claim's, not a lease's).
+    NodeClaimExpiry,
 }
 
 impl EventKind {
@@ -99,6 +102,7 @@ impl EventKind {
             EventKind::EndLease => "end_lease",
             EventKind::PreemptionNotice => "preemption_notice",
             EventKind::ClaimExpiry => "claim_expiry",
+            EventKind::NodeClaimExpiry => "node_claim_expiry",
         }
     }
 }

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod allocation;
+pub mod baremetal;
 pub mod candidates;
 pub mod capacity;
 pub mod catalog;

@@ -146,6 +146,8 @@ pub struct Provider {
     pub(crate) preemptible_usages: BTreeMap<ResourceClass, u64>,
     /// Why it is out of service, when it is.
     pub(crate) condition: Option<ProviderCondition>,
+    /// What makes it a bare-metal node, when it is one.
+    pub(crate) node: Option<crate::baremetal::NodeRecord>,
 }
 
 /// Everything needed to rebuild a provider from storage.
@@ -193,6 +195,7 @@ impl Provider {
             reserved_usages: BTreeMap::new(),
             preemptible_usages: BTreeMap::new(),
             condition: None,
+            node: None,
         }
     }
 
@@ -291,6 +294,10 @@ impl Provider {
     /// Last update time.
     pub fn updated_at(&self) -> Instant {
         self.updated_at
+    }
+    /// The bare-metal node record, if the provider is a node.
+    pub fn node(&self) -> Option<&crate::baremetal::NodeRecord> {
+        self.node.as_ref()
     }
     /// Why the provider is out of service, when it is.
     pub fn condition(&self) -> Option<&ProviderCondition> {

@@ -299,6 +299,42 @@ pub enum Rejection {
     /// An instance cannot be created; the text says why (Promise's rejection reason).
     #[error("{0}")]
     InstanceRefused(String),
+    /// No bare-metal node with that uuid or name.
+    #[error("Node {0} could not be found")]
+    NodeNotFound(String),
+    /// A bad node or claim request; the text names the field.
+    #[error("{0}")]
+    BadNode(String),
+    /// A node cannot go from one provision state to another.
+    #[error("Node {node} cannot go from {from} to {to}")]
+    NodeTransition {
+        /// The node.
+        node: Uuid,
+        /// Its state.
+        from: &'static str,
+        /// The state asked for.
+        to: String,
+    },
+    /// A node is busy (deployed, claimed or reserved); the text says how.
+    #[error("{0}")]
+    NodeInUse(String),
+    /// No node claim with that uuid.
+    #[error("Reservation {0} could not be found")]
+    ClaimNotFound(Uuid),
+    /// None of the listed nodes can be claimed; why, per node, in list order.
+    #[error("None of the nodes can be reserved: {}", unclaimable(.0))]
+    NoNodeClaimable(Vec<crate::baremetal::Unclaimable>),
+    /// A deployment without the matching live claim.
+    #[error("{0}")]
+    DeployRefused(String),
+}
+
+fn unclaimable(reasons: &[crate::baremetal::Unclaimable]) -> String {
+    reasons
+        .iter()
+        .map(|r| format!("{}: {}", r.node_uuid, r.detail))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn list(ids: &[Uuid]) -> String {

@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 /// Host fields every filter may name, besides extra capabilities.
-pub const HOST_PROPERTIES: [&str; 9] = [
+pub const HOST_PROPERTIES: [&str; 10] = [
     "availability_zone",
     "hypervisor_hostname",
     "hypervisor_type",
@@ -37,6 +37,7 @@ pub const HOST_PROPERTIES: [&str; 9] = [
     "local_gb",
     "reservable",
     "id",
+    "resource_class",
 ];
 
 /// Most start times the earliest-start search tries before giving up.
@@ -61,9 +62,13 @@ pub fn host_property(provider: &Provider, name: &str) -> Option<AttrValue> {
         "service_name" => host
             .and_then(|h| h.service_name.clone())
             .map(AttrValue::String),
-        "vcpus" => total("VCPU"),
-        "memory_mb" => total("MEMORY_MB"),
-        "local_gb" => total("DISK_GB"),
+        // A bare-metal node has no compute inventory: its properties say what it has.
+        "vcpus" => total("VCPU").or_else(|| provider.attributes().get("cpus").cloned()),
+        "memory_mb" => total("MEMORY_MB").or_else(|| provider.attributes().get(name).cloned()),
+        "local_gb" => total("DISK_GB").or_else(|| provider.attributes().get(name).cloned()),
+        "resource_class" => provider
+            .node()
+            .map(|n| AttrValue::String(n.resource_class.clone())),
         "reservable" => host.map(|h| AttrValue::Bool(h.reservable)),
         "id" => Some(AttrValue::Number(provider.id() as f64)),
         other => provider.attributes().get(other).cloned(),

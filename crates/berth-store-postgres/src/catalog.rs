@@ -304,9 +304,9 @@ pub(crate) async fn persist(
         | Change::SubscriptionSet { .. }
         | Change::DeliverySet { .. }
         | Change::OutboxCursor(_)
-        | Change::ProviderConditionSet { .. } => {
-            crate::promise::persist(conn, change).await.map(|_| ())
-        }
+        | Change::ProviderConditionSet { .. }
+        | Change::NodeSet { .. }
+        | Change::ClaimSet { .. } => crate::promise::persist(conn, change).await.map(|_| ()),
     }
 }
 

@@ -95,8 +95,16 @@ struct ConditionDocument {
     condition: berth_core::ProviderCondition,
 }
 
+/// A node record as stored: the provider's uuid beside the record.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct NodeDocument {
+    provider: uuid::Uuid,
+    #[serde(flatten)]
+    node: berth_core::baremetal::NodeRecord,
+}
+
 /// The `(kind, id, document)` row a document change (Promise objects, subscriptions,
-/// deliveries, the outbox cursor, provider conditions) writes (`None` document: delete), or
+/// deliveries, the outbox cursor, provider conditions, node records and node claims) writes (`None` document: delete), or
 /// `None` for other changes.
 pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String, Option<String>)> {
     use berth_core::Change;
@@ -126,6 +134,19 @@ pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String,
             Some(("delivery", id.clone(), delivery.as_ref().map(encode_object)))
         }
         Change::OutboxCursor(seq) => Some(("cursor", "outbox".to_owned(), Some(seq.to_string()))),
+        Change::NodeSet { uuid, node } => Some((
+            "node",
+            uuid.to_string(),
+            node.as_ref().map(|node| {
+                encode_object(&NodeDocument {
+                    provider: *uuid,
+                    node: node.clone(),
+                })
+            }),
+        )),
+        Change::ClaimSet { uuid, claim } => {
+            Some(("claim", uuid.to_string(), claim.as_ref().map(encode_object)))
+        }
         Change::ProviderConditionSet { uuid, condition } => Some((
             "condition",
             uuid.to_string(),
@@ -154,6 +175,11 @@ pub fn load_promise_row(
         "subscription" => rows.subscriptions.push(decode_object(document)?),
         "delivery" => rows.deliveries.push(decode_object(document)?),
         "cursor" => rows.outbox_cursor = decode_object(document)?,
+        "node" => {
+            let stored: NodeDocument = decode_object(document)?;
+            rows.nodes.push((stored.provider, stored.node));
+        }
+        "claim" => rows.claims.push(decode_object(document)?),
         "condition" => {
             let stored: ConditionDocument = decode_object(document)?;
             rows.conditions.push((stored.provider, stored.condition));

@@ -41,6 +41,56 @@ where
     private_properties_round_trip(&make().await).await;
     promise_objects_round_trip(&make().await).await;
     provider_conditions_round_trip(&make().await).await;
+    nodes_and_claims_round_trip(&make().await).await;
+}
+
+/// A node record and a claim round-trip, change, and go (the claim on release, the record with
+/// its node).
+async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
+    use berth_core::baremetal::ProvisionState;
+    use berth_core::decide::baremetal::{
+        Candidates, ClaimRequest, NewNode, claim, delete_node, enroll_node, release_claim,
+    };
+    let mut catalog = Catalog::new();
+    let new = NewNode {
+        uuid: uuid(0xB0),
+        name: Some("node-0".into()),
+        resource_class: "baremetal gold".into(),
+        properties: BTreeMap::from([("cpus".to_owned(), AttrValue::Number(16.0))]),
+        traits: vec!["CUSTOM_GPU".into()],
+        availability_zone: None,
+        provision_state: ProvisionState::Available,
+    };
+    let changes = enroll_node(&catalog, &new, T0).expect("enrolled");
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    let request = ClaimRequest {
+        uuid: uuid(0xC0),
+        instance_uuid: uuid(0xC1),
+        candidates: Candidates::Nodes(vec![uuid(0xB0)]),
+        project_id: "p".into(),
+        user_id: "u".into(),
+        ttl_micros: 60_000_000,
+    };
+    let (changes, _) = claim(
+        &catalog,
+        &request,
+        T0,
+        berth_core::fence::FencePolicy::Enforced,
+    )
+    .expect("claimed");
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!((rows.nodes.len(), rows.claims.len()), (1, 1));
+    let changes = release_claim(&catalog, uuid(0xC0), None, T0).expect("released");
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    let changes = delete_node(&catalog, "node-0").expect("deleted");
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert!(rows.nodes.is_empty() && rows.claims.is_empty() && rows.providers.is_empty());
 }
 
 /// A provider's condition round-trips, is replaced, is removed, and goes with its provider.

@@ -91,10 +91,42 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::ReservationExceeded { .. }
         | Rejection::Fenced { .. } => (StatusCode::CONFLICT, UNDEFINED),
         Rejection::ReservationForbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+        Rejection::NodeNotFound(_)
+        | Rejection::ClaimNotFound(_)
+        | Rejection::BadNode(_)
+        | Rejection::NodeTransition { .. }
+        | Rejection::NodeInUse(_)
+        | Rejection::DeployRefused(_)
+        | Rejection::NoNodeClaimable(_) => return node_error(rejection, detail),
         Rejection::DoesNotFit(refusal) => {
             return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
                 .with_extra(crate::http::blazar::lease_wire::refusal_json(refusal));
         }
+    };
+    ApiError::new(status, code, detail)
+}
+
+/// The status and code of a bare-metal rejection; a refused claim lists why, per node.
+fn node_error(rejection: &Rejection, detail: String) -> ApiError {
+    let (status, code) = match rejection {
+        Rejection::NodeNotFound(_) | Rejection::ClaimNotFound(_) => {
+            (StatusCode::NOT_FOUND, UNDEFINED)
+        }
+        Rejection::BadNode(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+        Rejection::NodeTransition { .. } => (StatusCode::CONFLICT, "invalid_state_transition"),
+        Rejection::DeployRefused(_) => (StatusCode::CONFLICT, "claim_required"),
+        Rejection::NoNodeClaimable(reasons) => {
+            let nodes: Vec<serde_json::Value> = reasons
+                .iter()
+                .map(|r| {
+                    serde_json::json!({"node_uuid": r.node_uuid, "reason": r.reason,
+                                       "detail": r.detail})
+                })
+                .collect();
+            return ApiError::new(StatusCode::CONFLICT, "no_node_available", detail)
+                .with_extra(serde_json::json!({ "nodes": nodes }));
+        }
+        _ => (StatusCode::CONFLICT, "node_in_use"),
     };
     ApiError::new(status, code, detail)
 }

@@ -39,7 +39,10 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
             }
             set_reservations(lease, ReservationStatus::Active, now);
         }
-        EventKind::BeforeEndLease | EventKind::PreemptionNotice | EventKind::ClaimExpiry => {}
+        EventKind::BeforeEndLease
+        | EventKind::PreemptionNotice
+        | EventKind::ClaimExpiry
+        | EventKind::NodeClaimExpiry => {}
         EventKind::EndLease => {
             if lease.status != LeaseStatus::Error {
                 lease.status = LeaseStatus::Terminated;
@@ -64,9 +67,10 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
     match kind {
         EventKind::StartLease => fence::raise(catalog, lease),
         EventKind::EndLease => fence::lower(catalog, lease, now),
-        EventKind::BeforeEndLease | EventKind::PreemptionNotice | EventKind::ClaimExpiry => {
-            Vec::new()
-        }
+        EventKind::BeforeEndLease
+        | EventKind::PreemptionNotice
+        | EventKind::ClaimExpiry
+        | EventKind::NodeClaimExpiry => Vec::new(),
     }
 }
 
@@ -80,6 +84,9 @@ pub fn fire_event(
     kind: EventKind,
     now: Instant,
 ) -> Result<Vec<Change>, Rejection> {
+    if kind == EventKind::NodeClaimExpiry {
+        return Ok(crate::decide::baremetal::expire_claim(catalog, id, now));
+    }
     let Some(current) = catalog.lease(id) else {
         return Ok(Vec::new());
     };

@@ -166,7 +166,9 @@ fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Ins
             EventKind::StartLease => window.start,
             EventKind::BeforeEndLease => before_end,
             EventKind::EndLease => window.end,
-            EventKind::PreemptionNotice | EventKind::ClaimExpiry => continue,
+            EventKind::PreemptionNotice | EventKind::ClaimExpiry | EventKind::NodeClaimExpiry => {
+                continue;
+            }
         };
         if at == event.at {
             continue;
