@@ -8,6 +8,7 @@
 //! [`IdGen`].
 #![forbid(unsafe_code)]
 
+mod baremetal;
 mod demo;
 mod error;
 mod health;
@@ -16,6 +17,7 @@ mod leases;
 mod notify;
 mod promise;
 
+pub use baremetal::{CLAIM_TTL_DEFAULT, ClaimNode, EnrollNode};
 pub use error::AppError;
 pub use health::{Reallocation, Requester};
 pub use inventory::{CreateProvider, EnrollHost};
@@ -81,6 +83,8 @@ pub struct Berth {
     fence_unreserved: std::sync::atomic::AtomicBool,
     /// How long before a lease starts the preemptible consumers in its way are told.
     notice_lead_micros: std::sync::atomic::AtomicI64,
+    /// How long node claims hold when a request does not say.
+    claim_ttl_micros: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for Berth {
@@ -115,6 +119,9 @@ impl Berth {
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
             notice_lead_micros: std::sync::atomic::AtomicI64::new(
                 berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+            ),
+            claim_ttl_micros: std::sync::atomic::AtomicI64::new(
+                i64::try_from(CLAIM_TTL_DEFAULT.as_micros()).unwrap_or(i64::MAX),
             ),
         })
     }

@@ -42,6 +42,9 @@ async fn root() -> Json<Value> {
              "min_version": PLACEMENT_MIN.to_string(), "max_version": PLACEMENT_MAX.to_string()},
             {"id": "reservation", "path": "/reservation/v1", "compatible_with": "OpenStack Blazar",
              "min_version": "1.0", "max_version": "1.0"},
+            {"id": "promise", "path": "/promise", "compatible_with": "OPNFV Promise"},
+            {"id": "baremetal", "path": "/baremetal/v1",
+             "compatible_with": "the OpenStack Ironic node-reservation spec"},
         ],
         "links": [
             {"rel": "health", "href": "/healthz"},

@@ -3,6 +3,7 @@
 //! Handlers are thin: extract, convert to domain values, make one service call, map the result.
 //! No SQL, no clock reads and no business rules here.
 
+pub mod baremetal;
 pub mod blazar;
 pub mod context;
 pub mod error;
@@ -54,6 +55,7 @@ pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -
     placement::register(&mut routes);
     blazar::register(&mut routes);
     promise::register(&mut routes);
+    baremetal::register(&mut routes);
     let openapi = Arc::new(routes.openapi());
     let state = AppState {
         berth,

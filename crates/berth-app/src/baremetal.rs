@@ -1,0 +1,142 @@
+//! Bare-metal use cases: enrol, change and delete nodes, claim a node for an instance, release
+//! a claim, deploy with a claim. The decisions are the core's `decide::baremetal`; a claim's
+//! expiry is one of the lifecycle engine's due events, so this module wakes the engine when it
+//! makes one.
+
+use crate::{AppError, Berth};
+use berth_core::baremetal::{NodeClaim, ProvisionState};
+use berth_core::catalog::Attributes;
+use berth_core::decide::baremetal::{
+    self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
+};
+use berth_core::decide::health::Effects;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// How long a claim holds its node unless the request says otherwise: 10 minutes.
+pub const CLAIM_TTL_DEFAULT: Duration = Duration::from_secs(600);
+
+/// A node to enrol.
+#[derive(Debug, Clone)]
+pub struct EnrollNode {
+    /// Its uuid; generated when absent.
+    pub uuid: Option<Uuid>,
+    /// Its name.
+    pub name: Option<String>,
+    /// Ironic's resource class.
+    pub resource_class: String,
+    /// Typed properties.
+    pub properties: Attributes,
+    /// Traits.
+    pub traits: Vec<String>,
+    /// Availability zone.
+    pub availability_zone: Option<String>,
+    /// Initial provision state (`enroll` unless said).
+    pub provision_state: ProvisionState,
+}
+
+/// A claim to make.
+#[derive(Debug, Clone)]
+pub struct ClaimNode {
+    /// The instance it is for.
+    pub instance_uuid: Uuid,
+    /// The nodes it may take.
+    pub candidates: Candidates,
+    /// The claiming project.
+    pub project_id: String,
+    /// The claiming user.
+    pub user_id: String,
+    /// How long it holds; the configured default when absent.
+    pub ttl: Option<Duration>,
+}
+
+fn micros(duration: Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
+impl Berth {
+    /// Sets how long claims hold their node when a request does not say.
+    pub fn set_claim_ttl(&self, ttl: Duration) {
+        self.claim_ttl_micros.store(micros(ttl), Ordering::Relaxed);
+    }
+
+    /// Enrols a node and returns its uuid.
+    pub async fn enroll_node(&self, cmd: EnrollNode) -> Result<Uuid, AppError> {
+        let new = NewNode {
+            uuid: cmd.uuid.unwrap_or_else(|| self.new_uuid()),
+            name: cmd.name,
+            resource_class: cmd.resource_class,
+            properties: cmd.properties,
+            traits: cmd.traits,
+            availability_zone: cmd.availability_zone,
+            provision_state: cmd.provision_state,
+        };
+        let uuid = new.uuid;
+        self.write(move |catalog, now| decide::enroll_node(catalog, &new, now).map(|c| (c, uuid)))
+            .await
+    }
+
+    /// Changes a node (by uuid or name); returns its uuid and what maintenance did to leases.
+    pub async fn update_node(
+        &self,
+        ident: String,
+        edits: Vec<NodeChange>,
+    ) -> Result<(Uuid, Effects), AppError> {
+        self.write(move |catalog, now| {
+            let uuid = decide::find_node(catalog, &ident)?.uuid();
+            decide::update_node(catalog, &ident, &edits, now)
+                .map(|(changes, effects)| (changes, (uuid, effects)))
+        })
+        .await
+    }
+
+    /// Deletes a node.
+    pub async fn delete_node(&self, ident: String) -> Result<(), AppError> {
+        self.write(move |catalog, _| decide::delete_node(catalog, &ident).map(|c| (c, ())))
+            .await
+    }
+
+    /// Claims the first eligible node for an instance.
+    pub async fn claim_node(&self, cmd: ClaimNode) -> Result<NodeClaim, AppError> {
+        let request = ClaimRequest {
+            uuid: self.new_uuid(),
+            instance_uuid: cmd.instance_uuid,
+            candidates: cmd.candidates,
+            project_id: cmd.project_id,
+            user_id: cmd.user_id,
+            ttl_micros: cmd
+                .ttl
+                .map_or_else(|| self.claim_ttl_micros.load(Ordering::Relaxed), micros),
+        };
+        let policy = self.fence_policy();
+        let claim = self
+            .write(move |catalog, now| decide::claim(catalog, &request, now, policy))
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(claim)
+    }
+
+    /// Releases a claim; `project` restricts it to that project's claims (`None`: an admin).
+    pub async fn release_claim(&self, uuid: Uuid, project: Option<String>) -> Result<(), AppError> {
+        self.write(move |catalog, now| {
+            decide::release_claim(catalog, uuid, project.as_deref(), now).map(|c| (c, ()))
+        })
+        .await
+    }
+
+    /// Deploys a claim's instance on its node.
+    pub async fn deploy_node(
+        &self,
+        ident: String,
+        claim: Uuid,
+        instance: Uuid,
+        project: Option<String>,
+    ) -> Result<(), AppError> {
+        self.write(move |catalog, now| {
+            decide::deploy(catalog, &ident, claim, instance, project.as_deref(), now)
+                .map(|c| (c, ()))
+        })
+        .await
+    }
+}

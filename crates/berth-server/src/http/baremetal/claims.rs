@@ -1,0 +1,218 @@
+//! `/baremetal/v1/reservations`: node claims, exactly as the node-reservation spec has them
+//! (`POST {"instance_uuid", "node_uuid": [...]}` takes the first eligible node, in list order),
+//! plus a claim by `resource_class` and `traits` and an optional `ttl` in seconds. A refusal
+//! is 409 with, per listed node, why it could not be taken. Callers see and release their
+//! project's claims; admins see and release all.
+
+use super::{time, uuid_field};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{Method, StatusCode};
+use berth_app::ClaimNode;
+use berth_core::baremetal::NodeClaim;
+use berth_core::decide::baremetal::Candidates;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(
+            Method::GET,
+            "/baremetal/v1/reservations",
+            "List node claims",
+            list,
+        )
+        .add(
+            Method::POST,
+            "/baremetal/v1/reservations",
+            "Claim the first eligible node of a list (or of a class) for an instance",
+            create,
+        )
+        .add(
+            Method::GET,
+            "/baremetal/v1/reservations/{reservation_uuid}",
+            "Show a node claim",
+            show,
+        )
+        .add(
+            Method::DELETE,
+            "/baremetal/v1/reservations/{reservation_uuid}",
+            "Release a node claim",
+            delete,
+        );
+}
+
+fn claim_json(claim: &NodeClaim) -> Value {
+    json!({
+        "uuid": claim.uuid,
+        "node_uuid": claim.node_uuid,
+        "instance_uuid": claim.instance_uuid,
+        "project_id": claim.project_id,
+        "created_at": time(claim.created_at),
+        "updated_at": time(claim.updated_at),
+        "expires_at": time(claim.expires_at),
+        "links": [{"href": format!("/baremetal/v1/reservations/{}", claim.uuid), "rel": "self"}],
+    })
+}
+
+/// The project whose claims the caller sees (`None`: an admin, all).
+fn scope(caller: &Caller) -> Option<String> {
+    (!caller.0.is_admin()).then(|| caller.0.project_id.clone())
+}
+
+const CLAIM_FIELDS: [&str; 5] = [
+    "instance_uuid",
+    "node_uuid",
+    "resource_class",
+    "traits",
+    "ttl",
+];
+
+fn candidates(body: &Map<String, Value>) -> Result<Candidates, ApiError> {
+    match (body.get("node_uuid"), body.get("resource_class")) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request(
+            "Give node_uuid or resource_class, not both",
+        )),
+        (Some(Value::Array(items)), None) => Ok(Candidates::Nodes(
+            items
+                .iter()
+                .map(|v| uuid_field("node_uuid", v))
+                .collect::<Result<_, _>>()?,
+        )),
+        (Some(other), None) => Err(ApiError::bad_request(format!(
+            "node_uuid must be a list of node UUIDs, got {other}"
+        ))),
+        (None, Some(Value::String(class))) => Ok(Candidates::Class {
+            resource_class: class.clone(),
+            traits: match body.get("traits") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|t| {
+                        t.as_str().map(str::to_owned).ok_or_else(|| {
+                            ApiError::bad_request("traits must be a list of strings")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err(ApiError::bad_request("traits must be a list of strings")),
+            },
+        }),
+        (None, Some(_)) => Err(ApiError::bad_request("resource_class must be a string")),
+        (None, None) => Err(ApiError::bad_request(
+            "node_uuid (a list of node UUIDs) is required",
+        )),
+    }
+}
+
+fn ttl(body: &Map<String, Value>) -> Result<Option<Duration>, ApiError> {
+    match body.get("ttl") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .filter(|s| (1..=7 * 24 * 3600).contains(s))
+            .map(|s| Some(Duration::from_secs(s)))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "ttl must be a whole number of seconds from 1 to 604800, got {value}"
+                ))
+            }),
+    }
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if let Some(unknown) = body.keys().find(|k| !CLAIM_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!("Unknown field {unknown:?}")));
+    }
+    let instance_uuid = body
+        .get("instance_uuid")
+        .ok_or_else(|| ApiError::bad_request("instance_uuid is required"))
+        .and_then(|v| uuid_field("instance_uuid", v))?;
+    let cmd = ClaimNode {
+        instance_uuid,
+        candidates: candidates(&body)?,
+        project_id: caller.0.project_id.clone(),
+        user_id: caller.0.user_id.clone(),
+        ttl: ttl(&body)?,
+    };
+    let claim = state.berth.claim_node(cmd).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "reservation": claim_json(&claim) })),
+    ))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = |key: &str| {
+        query
+            .get(key)
+            .map(|text| {
+                Uuid::parse_str(text)
+                    .map_err(|_| ApiError::bad_request(format!("{key} must be a UUID")))
+            })
+            .transpose()
+    };
+    let (node, instance) = (filter("node_uuid")?, filter("instance_uuid")?);
+    let project = scope(&caller);
+    let claims = state
+        .berth
+        .read(move |catalog| {
+            catalog
+                .claims()
+                .filter(|c| project.as_ref().is_none_or(|p| *p == c.project_id))
+                .filter(|c| node.is_none_or(|n| n == c.node_uuid))
+                .filter(|c| instance.is_none_or(|i| i == c.instance_uuid))
+                .map(claim_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "reservations": claims })))
+}
+
+fn claim_uuid(text: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text)
+        .map_err(|_| ApiError::not_found(format!("Reservation {text} could not be found")))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let uuid = claim_uuid(&uuid)?;
+    let project = scope(&caller);
+    let claim = state
+        .berth
+        .read(move |catalog| {
+            catalog
+                .claim(uuid)
+                .filter(|c| project.as_ref().is_none_or(|p| *p == c.project_id))
+                .map(claim_json)
+        })
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Reservation {uuid} could not be found")))?;
+    Ok(Json(json!({ "reservation": claim })))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(uuid): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let uuid = claim_uuid(&uuid)?;
+    state.berth.release_claim(uuid, scope(&caller)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,363 @@
+//! `/baremetal/v1/nodes`: bare-metal nodes. Anyone may list and show them; enrolling, changing
+//! and deleting are for admins; deploying is for the holder of the node's claim.
+
+use super::{time, uuid_field};
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::http::extract::{ApiJson, Caller};
+use crate::http::routes::Routes;
+use crate::http::status::effects_json;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{Method, StatusCode};
+use berth_app::EnrollNode;
+use berth_core::baremetal::ProvisionState;
+use berth_core::decide::baremetal::{NodeChange, find_node};
+use berth_core::{AttrValue, Catalog, Provider};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+pub(super) fn register(routes: &mut Routes) {
+    routes
+        .add(Method::GET, "/baremetal/v1/nodes", "List nodes", list)
+        .add(Method::POST, "/baremetal/v1/nodes", "Enrol a node", create)
+        .add(
+            Method::GET,
+            "/baremetal/v1/nodes/{node_ident}",
+            "Show a node",
+            show,
+        )
+        .add(
+            Method::PATCH,
+            "/baremetal/v1/nodes/{node_ident}",
+            "Change a node (JSON Patch; provision states move along explicit transitions)",
+            update,
+        )
+        .add(
+            Method::DELETE,
+            "/baremetal/v1/nodes/{node_ident}",
+            "Delete a node",
+            delete,
+        )
+        .add(
+            Method::POST,
+            "/baremetal/v1/nodes/{node_ident}/deploy",
+            "Deploy an instance on a node with its claim",
+            deploy,
+        );
+}
+
+fn attr_json(value: &AttrValue) -> Value {
+    match value {
+        AttrValue::String(text) => Value::String(text.clone()),
+        AttrValue::Bool(flag) => Value::Bool(*flag),
+        AttrValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
+        AttrValue::Number(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+    }
+}
+
+fn attr_value(key: &str, value: &Value) -> Result<AttrValue, ApiError> {
+    match value {
+        Value::String(text) => Ok(AttrValue::String(text.clone())),
+        Value::Bool(flag) => Ok(AttrValue::Bool(*flag)),
+        Value::Number(n) => Ok(AttrValue::Number(n.as_f64().unwrap_or(f64::NAN))),
+        _ => Err(ApiError::bad_request(format!(
+            "properties/{key} must be a string, a number or a boolean"
+        ))),
+    }
+}
+
+/// A node as the API shows it.
+pub(super) fn node_json(catalog: &Catalog, provider: &Provider) -> Option<Value> {
+    let node = provider.node()?;
+    let condition = provider.condition();
+    Some(json!({
+        "uuid": provider.uuid(),
+        "name": provider.name(),
+        "resource_class": node.resource_class,
+        "provision_state": node.provision_state.as_str(),
+        "maintenance": condition.is_some(),
+        "maintenance_reason": condition.and_then(|c| c.reason.clone()),
+        "instance_uuid": node.instance_uuid,
+        "claim_uuid": catalog.claim_on(provider.uuid()).map(|c| c.uuid),
+        "properties": provider.attributes().iter().map(|(k, v)| (k.clone(), attr_json(v))).collect::<Map<_, _>>(),
+        "traits": provider.traits().iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+        "availability_zone": provider.availability_zone(),
+        "created_at": time(node.enrolled_at),
+        "updated_at": time(provider.updated_at()),
+        "links": [{"href": format!("/baremetal/v1/nodes/{}", provider.uuid()), "rel": "self"}],
+    }))
+}
+
+fn shown(catalog: &Catalog, ident: &str) -> Result<Value, ApiError> {
+    let provider =
+        find_node(catalog, ident).map_err(|r| crate::http::rejection::to_api_error(&r))?;
+    Ok(node_json(catalog, provider).expect("invariant: find_node returns nodes"))
+}
+
+fn flag(query: &BTreeMap<String, String>, key: &str) -> Result<Option<bool>, ApiError> {
+    match query.get(key).map(String::as_str) {
+        None => Ok(None),
+        Some("true" | "True" | "1") => Ok(Some(true)),
+        Some("false" | "False" | "0") => Ok(Some(false)),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "{key} must be true or false, got {other:?}"
+        ))),
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let provision =
+        match query.get("provision_state") {
+            None => None,
+            Some(text) => Some(ProvisionState::parse(text).ok_or_else(|| {
+                ApiError::bad_request(format!("Unknown provision_state {text:?}"))
+            })?),
+        };
+    let maintenance = flag(&query, "maintenance")?;
+    let associated = flag(&query, "associated")?;
+    let class = query.get("resource_class").cloned();
+    let nodes = state
+        .berth
+        .read(move |catalog| {
+            catalog
+                .providers()
+                .filter(|p| {
+                    p.node().is_some_and(|n| {
+                        provision.is_none_or(|s| n.provision_state == s)
+                            && maintenance.is_none_or(|m| p.condition().is_some() == m)
+                            && associated.is_none_or(|a| n.instance_uuid.is_some() == a)
+                            && class.as_ref().is_none_or(|c| *c == n.resource_class)
+                    })
+                })
+                .filter_map(|p| node_json(catalog, p))
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "nodes": nodes })))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    _caller: Caller,
+    Path(ident): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let node = state.berth.read(|catalog| shown(catalog, &ident)).await??;
+    Ok(Json(node))
+}
+
+const NODE_FIELDS: [&str; 7] = [
+    "uuid",
+    "name",
+    "resource_class",
+    "properties",
+    "traits",
+    "availability_zone",
+    "provision_state",
+];
+
+fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "{key} must be a non-empty string, got {other}"
+        ))),
+    }
+}
+
+fn traits(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|t| {
+                t.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ApiError::bad_request("traits must be a list of strings"))
+            })
+            .collect(),
+        Some(_) => Err(ApiError::bad_request("traits must be a list of strings")),
+    }
+}
+
+fn properties(value: Option<&Value>) -> Result<berth_core::catalog::Attributes, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), attr_value(k, v)?)))
+            .collect(),
+        Some(_) => Err(ApiError::bad_request("properties must be an object")),
+    }
+}
+
+fn enrolment(body: &Map<String, Value>) -> Result<EnrollNode, ApiError> {
+    if let Some(unknown) = body.keys().find(|k| !NODE_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "Unknown field {unknown:?}; a node has {}",
+            NODE_FIELDS.join(", ")
+        )));
+    }
+    let provision_state = match text(body, "provision_state")? {
+        None => ProvisionState::Enroll,
+        Some(text) => ProvisionState::parse(&text)
+            .ok_or_else(|| ApiError::bad_request(format!("Unknown provision_state {text:?}")))?,
+    };
+    Ok(EnrollNode {
+        uuid: body
+            .get("uuid")
+            .map(|v| uuid_field("uuid", v))
+            .transpose()?,
+        name: text(body, "name")?,
+        resource_class: text(body, "resource_class")?
+            .ok_or_else(|| ApiError::bad_request("resource_class is required"))?,
+        properties: properties(body.get("properties"))?,
+        traits: traits(body.get("traits"))?,
+        availability_zone: text(body, "availability_zone")?,
+        provision_state,
+    })
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    caller.require_admin()?;
+    let uuid = state.berth.enroll_node(enrolment(&body)?).await?;
+    let node = state
+        .berth
+        .read_local(|catalog| shown(catalog, &uuid.to_string()))?;
+    Ok((StatusCode::CREATED, Json(node)))
+}
+
+/// The node changes of a JSON Patch (RFC 6902 `add`, `replace` and `remove` on `/name`,
+/// `/properties/<key>`, `/traits`, `/maintenance`, `/maintenance_reason` and
+/// `/provision_state`).
+fn patch_changes(ops: &[Value]) -> Result<Vec<NodeChange>, ApiError> {
+    let mut changes = Vec::new();
+    let mut maintenance: Option<bool> = None;
+    let mut reason: Option<String> = None;
+    for op in ops {
+        let kind = op["op"].as_str().unwrap_or_default();
+        let path = op["path"].as_str().ok_or_else(|| {
+            ApiError::bad_request(format!("Patch operation without a path: {op}"))
+        })?;
+        let value = &op["value"];
+        let removing = match kind {
+            "add" | "replace" => false,
+            "remove" => true,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "Unsupported patch operation {other:?} on {path}"
+                )));
+            }
+        };
+        match path {
+            "/name" if !removing => changes.push(NodeChange::Name(
+                value
+                    .as_str()
+                    .ok_or_else(|| ApiError::bad_request("/name must be a string"))?
+                    .to_owned(),
+            )),
+            "/traits" => changes.push(NodeChange::Traits(match removing {
+                true => Vec::new(),
+                false => traits(Some(value))?,
+            })),
+            "/maintenance" => {
+                maintenance = Some(match removing {
+                    true => false,
+                    false => value
+                        .as_bool()
+                        .ok_or_else(|| ApiError::bad_request("/maintenance must be a boolean"))?,
+                });
+            }
+            "/maintenance_reason" => reason = value.as_str().map(str::to_owned),
+            "/provision_state" if !removing => {
+                let text = value.as_str().unwrap_or_default();
+                let state = ProvisionState::parse(text).ok_or_else(|| {
+                    ApiError::bad_request(format!("Unknown provision_state {value}"))
+                })?;
+                changes.push(NodeChange::ProvisionState(state));
+            }
+            path if path.starts_with("/properties/") && path.len() > "/properties/".len() => {
+                let key = &path["/properties/".len()..];
+                changes.push(NodeChange::Property(
+                    key.to_owned(),
+                    match removing {
+                        true => None,
+                        false => Some(attr_value(key, value)?),
+                    },
+                ));
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "{kind} {other} is not a supported node change"
+                )));
+            }
+        }
+    }
+    match (maintenance, reason) {
+        (Some(on), reason) => changes.push(NodeChange::Maintenance(on, reason)),
+        (None, Some(reason)) => changes.push(NodeChange::Maintenance(true, Some(reason))),
+        (None, None) => {}
+    }
+    if changes.is_empty() {
+        return Err(ApiError::bad_request("The patch changes nothing"));
+    }
+    Ok(changes)
+}
+
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(ident): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_admin()?;
+    let ops = body.as_array().ok_or_else(|| {
+        ApiError::bad_request("The body must be a JSON Patch: a list of operations")
+    })?;
+    let (uuid, effects) = state.berth.update_node(ident, patch_changes(ops)?).await?;
+    let mut node = state
+        .berth
+        .read_local(|catalog| shown(catalog, &uuid.to_string()))?;
+    node["leases"] = effects_json(&effects);
+    Ok(Json(node))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(ident): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    state.berth.delete_node(ident).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn deploy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(ident): Path<String>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<Json<Value>, ApiError> {
+    let field = |key: &str| {
+        body.get(key)
+            .ok_or_else(|| ApiError::bad_request(format!("{key} is required")))
+            .and_then(|v| uuid_field(key, v))
+    };
+    let (claim, instance) = (field("reservation_uuid")?, field("instance_uuid")?);
+    let project = (!caller.0.is_admin()).then(|| caller.0.project_id.clone());
+    state
+        .berth
+        .deploy_node(ident.clone(), claim, instance, project)
+        .await?;
+    let node = state.berth.read_local(|catalog| shown(catalog, &ident))?;
+    Ok(Json(node))
+}
