@@ -62,7 +62,7 @@ fn check_generation(provider: &Provider, expected: u64) -> Result<(), Rejection>
 }
 
 /// The row of `provider` after a write: generation bumped, `updated_at` moved.
-fn bumped(provider: &Provider, now: Instant) -> ProviderRow {
+pub(crate) fn bumped(provider: &Provider, now: Instant) -> ProviderRow {
     let mut row = provider.row();
     row.generation += 1;
     row.updated_at = now;
@@ -459,6 +459,19 @@ pub fn check_attribute(key: &str, value: Option<&AttrValue>) -> Result<(), Rejec
         });
     }
     check_value(key, value)
+}
+
+/// Node properties Ironic names like host fields: a node has no compute inventory, so its
+/// properties say what it has, and may use these names.
+pub const NODE_PROPERTY_KEYS: [&str; 2] = ["memory_mb", "local_gb"];
+
+/// Checks a bare-metal node property: as an attribute, except that [`NODE_PROPERTY_KEYS`] are
+/// allowed.
+pub fn check_node_property(key: &str, value: Option<&AttrValue>) -> Result<(), Rejection> {
+    match NODE_PROPERTY_KEYS.contains(&key) {
+        true => check_key_shape(key).and_then(|()| check_value(key, value)),
+        false => check_attribute(key, value),
+    }
 }
 
 fn check_key_shape(key: &str) -> Result<(), Rejection> {

@@ -116,15 +116,22 @@ pub fn enroll_node(catalog: &Catalog, new: &NewNode, now: Instant) -> Decision {
         availability_zone: new.availability_zone.clone(),
         hypervisor_type: Some("ironic".to_owned()),
         service_name: None,
-        attributes: new.properties.clone(),
+        attributes: Attributes::new(),
         reservable: true,
     };
+    for (key, value) in &new.properties {
+        super::check_node_property(key, Some(value))?;
+    }
     changes.extend(
         enroll_host(catalog, &host, now)?
             .into_iter()
             .filter(|c| !matches!(c, Change::InventoriesReplaced { .. })),
     );
     changes.extend([
+        Change::AttributesReplaced {
+            uuid: new.uuid,
+            attributes: new.properties.clone(),
+        },
         Change::InventoriesReplaced {
             uuid: new.uuid,
             inventories: BTreeMap::from([(class, Inventory::simple(1))]),
@@ -218,12 +225,21 @@ pub fn update_node(
     }
     // Each of these writes the provider's whole row: the rename comes last so that it stays.
     if !attributes.is_empty() {
-        changes.extend(super::update_host(
-            catalog,
-            provider.id(),
-            &attributes,
-            now,
-        )?);
+        let mut properties = provider.attributes().clone();
+        for (key, value) in attributes {
+            super::check_node_property(&key, value.as_ref())?;
+            match value {
+                Some(value) => properties.insert(key, value),
+                None => properties.remove(&key),
+            };
+        }
+        changes.extend([
+            Change::AttributesReplaced {
+                uuid,
+                attributes: properties,
+            },
+            Change::ProviderUpdated(super::bumped(provider, now)),
+        ]);
     }
     if let Some(name) = rename {
         changes.extend(super::update_provider(

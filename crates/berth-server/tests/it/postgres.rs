@@ -1,6 +1,7 @@
 //! The server over PostgreSQL: persistence across restarts and two replicas over one database.
 //! Runs when `BERTH_TEST_POSTGRES_URL` is set; otherwise each test says loudly that it skipped.
 
+use crate::baremetal::{CLAIMS, check_node_race, enroll_node, race_for_nodes};
 use crate::blazar_leases::{
     LEASES, check_race, create, enroll, kinds, lateness, lease_body, now_micros, race_for_hosts,
     records, rfc3339, tomorrow, wait_for_status, whole_hosts,
@@ -273,5 +274,27 @@ async fn both_backends_migrate_to_the_same_tables_and_columns() {
             assert_eq!(lite, pg, "one logical schema in both dialects");
         },
     )
+    .await;
+}
+
+#[tokio::test]
+async fn two_replicas_racing_for_ten_nodes_claim_each_once() {
+    let test = "two_replicas_racing_for_ten_nodes_claim_each_once";
+    on_scratch_database(test, |url| async move {
+        let first = replica(&url).await;
+        let second = replica(&url).await;
+        let mut nodes = Vec::new();
+        for n in 0..10 {
+            nodes.push(enroll_node(&first, &format!("race-{n}"), "available").await);
+        }
+        let (won, conflicts) = race_for_nodes(&[&first, &second], &nodes).await;
+        check_node_race(&won, conflicts, &nodes);
+        for app in [&first, &second] {
+            let (_, claims) = app.get(CLAIMS, None).await;
+            assert_eq!(claims["reservations"].as_array().map(Vec::len), Some(10));
+        }
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
     .await;
 }

@@ -114,13 +114,19 @@ async fn reallocate(
     Ok(Json(body))
 }
 
-fn total(provider: &Provider, class: &str) -> u64 {
+/// The total of a compute class, or for a bare-metal node (no compute inventory) the number
+/// its `property` says.
+fn total(provider: &Provider, class: &str, property: &str) -> u64 {
     ResourceClass::parse(class)
         .and_then(|class| {
             provider
                 .inventories()
                 .get(&class)
                 .map(berth_core::Inventory::total)
+        })
+        .or_else(|| match provider.attributes().get(property) {
+            Some(AttrValue::Number(n)) if *n >= 0.0 => Some(*n as u64),
+            _ => None,
         })
         .unwrap_or(0)
 }
@@ -154,10 +160,10 @@ fn representation(provider: &Provider) -> Option<Host> {
         hypervisor_hostname: provider.name().to_owned(),
         hypervisor_type: host.hypervisor_type.clone(),
         hypervisor_version: None,
-        vcpus: total(provider, "VCPU"),
+        vcpus: total(provider, "VCPU", "cpus"),
         cpu_info: None,
-        memory_mb: total(provider, "MEMORY_MB"),
-        local_gb: total(provider, "DISK_GB"),
+        memory_mb: total(provider, "MEMORY_MB", "memory_mb"),
+        local_gb: total(provider, "DISK_GB", "local_gb"),
         service_name: host.service_name.clone(),
         availability_zone: provider.availability_zone().map(str::to_owned),
         reservable: host.reservable,
@@ -169,6 +175,7 @@ fn representation(provider: &Provider) -> Option<Host> {
         extra: provider
             .attributes()
             .iter()
+            .filter(|(k, _)| !berth_core::decide::NODE_PROPERTY_KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), attr_json(v)))
             .collect(),
     })
