@@ -82,6 +82,10 @@ pub struct ServeArgs {
     /// [default: 120].
     #[arg(long, env = "BERTH_PREEMPTION_NOTICE_SECONDS")]
     pub preemption_notice_seconds: Option<u64>,
+    /// PEM bundle of CA certificates trusted for `https` callbacks, in addition to the system's
+    /// roots.
+    #[arg(long, env = "BERTH_CALLBACK_CA_FILE")]
+    pub callback_ca_file: Option<PathBuf>,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -99,6 +103,14 @@ struct FileConfig {
     demo: Option<bool>,
     placement: Option<PlacementSection>,
     promise: Option<PromiseSection>,
+    notifications: Option<NotificationsSection>,
+}
+
+/// `[notifications]` in the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NotificationsSection {
+    callback_ca_file: Option<PathBuf>,
 }
 
 /// `[promise]` in the TOML file.
@@ -187,6 +199,9 @@ pub struct Config {
     pub preemption_notice: Duration,
     /// The reservation policy set at start (`[promise.policy]`), if the file has one.
     pub policy: Option<Policy>,
+    /// PEM bundle of extra CA certificates trusted for `https` callbacks (checked to hold at
+    /// least one certificate).
+    pub callback_ca_file: Option<PathBuf>,
 }
 
 /// Default listen address.
@@ -245,6 +260,13 @@ impl Config {
         if auth == AuthMode::Token && tokens.is_none() {
             anyhow::bail!("--auth token needs --tokens FILE");
         }
+        let callback_ca_file = args
+            .callback_ca_file
+            .clone()
+            .or(file.notifications.and_then(|n| n.callback_ca_file));
+        if let Some(path) = &callback_ca_file {
+            crate::notifier::ca_certificates(path)?;
+        }
         Ok(Config {
             listen,
             storage,
@@ -261,6 +283,7 @@ impl Config {
                     .unwrap_or(120),
             ),
             policy,
+            callback_ca_file,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
@@ -273,7 +296,7 @@ impl Config {
             StorageUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
             StorageUrl::Postgres(url) => redact_url(url),
         };
-        format!(
+        let general = format!(
             "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
             self.listen,
             storage,
@@ -285,7 +308,13 @@ impl Config {
             self.fence_unreserved,
             self.preemption_notice.as_secs()
         )
-        .to_lowercase()
+        .to_lowercase();
+        // Paths keep their case.
+        let ca_file = match &self.callback_ca_file {
+            Some(path) => format!("{:?}", path.display().to_string()),
+            None => "none".to_owned(),
+        };
+        format!("{general}\n[notifications]\ncallback_ca_file = {ca_file}\n")
     }
 }
 
@@ -371,6 +400,75 @@ mod tests {
         assert!(
             Config::from_args(&args).is_err(),
             "unknown keys are refused"
+        );
+    }
+
+    #[test]
+    fn the_callback_ca_file_must_hold_a_certificate() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = dir.path().join("ca.pem");
+        let with_flag = |path: &std::path::Path| ServeArgs {
+            callback_ca_file: Some(path.to_owned()),
+            ..ServeArgs::default()
+        };
+        let error = format!(
+            "{:#}",
+            Config::from_args(&with_flag(&ca)).expect_err("unreadable")
+        );
+        assert!(error.contains("reading the callback CA file"), "{error}");
+        let key = rcgen::KeyPair::generate().expect("key");
+        for bad in ["not a certificate\n".to_owned(), key.serialize_pem()] {
+            std::fs::write(&ca, bad).expect("write");
+            let error = format!(
+                "{:#}",
+                Config::from_args(&with_flag(&ca)).expect_err("no certificate")
+            );
+            assert!(error.contains("holds no PEM certificate"), "{error}");
+        }
+        let certified =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");
+        std::fs::write(&ca, certified.cert.pem()).expect("write");
+        let config = Config::from_args(&with_flag(&ca)).expect("accepted");
+        assert_eq!(config.callback_ca_file.as_deref(), Some(ca.as_path()));
+        assert!(
+            config.describe().contains(&format!(
+                "[notifications]\ncallback_ca_file = {:?}",
+                ca.display().to_string()
+            )),
+            "{}",
+            config.describe()
+        );
+        // The file's `[notifications]` key, under the flag.
+        let file = dir.path().join("berth.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "[notifications]\ncallback_ca_file = {:?}\n",
+                ca.display().to_string()
+            ),
+        )
+        .expect("write");
+        let from_file = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("from the file");
+        assert_eq!(config.callback_ca_file.as_deref(), Some(ca.as_path()));
+        let missing = dir.path().join("missing.pem");
+        let flag_wins = ServeArgs {
+            callback_ca_file: Some(missing),
+            ..from_file
+        };
+        let error = format!(
+            "{:#}",
+            Config::from_args(&flag_wins).expect_err("the flag beats the file")
+        );
+        assert!(error.contains("missing.pem"), "{error}");
+        assert_eq!(
+            Config::from_args(&ServeArgs::default())
+                .expect("defaults")
+                .callback_ca_file,
+            None
         );
     }
 

@@ -85,6 +85,9 @@ impl Running {
 /// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let auth = Arc::new(Authenticator::new(config.auth, config.tokens.as_deref())?);
+    let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new(
+        config.callback_ca_file.as_deref(),
+    )?);
     let store = open_store(&config.storage).await?;
     let berth =
         Arc::new(Berth::open(store, Arc::new(clock::SystemClock), Arc::new(ids::V7Ids)).await?);
@@ -107,7 +110,6 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(async move { engine.run_lifecycle(halt.cancelled_owned()).await });
-    let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new()?);
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));

@@ -9,6 +9,7 @@ mod blazar_hosts;
 mod blazar_leases;
 mod failures;
 mod fence;
+mod https_callbacks;
 mod notifications;
 mod placement_allocations;
 mod placement_candidates;

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const SECRET: &str = "s3cret";
+/// The secret of the signed subscriptions.
+pub(crate) const SECRET: &str = "s3cret";
 
 /// A request a receiver got: its body and its signature header.
 pub(crate) type Got = (Value, Option<String>);
@@ -87,7 +88,8 @@ pub(crate) fn of_type<'a>(got: &'a [Got], kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn checks_signature(body: &Value, header: Option<&String>) {
+/// Asserts that `header` is the signature of `body` with [`SECRET`].
+pub(crate) fn checks_signature(body: &Value, header: Option<&String>) {
     let header = header.unwrap_or_else(|| panic!("unsigned: {body}"));
     let (t, _) = header
         .strip_prefix("t=")

@@ -16,7 +16,10 @@ async fn discovery_health_metrics_and_openapi() {
         .iter()
         .map(|s| s["path"].as_str().expect("path"))
         .collect();
-    assert_eq!(surfaces, ["/placement", "/reservation/v1"]);
+    assert_eq!(
+        surfaces,
+        ["/placement", "/reservation/v1", "/promise", "/baremetal/v1"]
+    );
     let (status, health) = app.get("/healthz", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(

@@ -23,6 +23,8 @@ pub(crate) struct Options {
     pub(crate) demo: bool,
     /// `--fence-unreserved`; `None` keeps the default (enforced).
     pub(crate) fence_unreserved: Option<bool>,
+    /// `--callback-ca-file`: extra CA certificates trusted for `https` callbacks.
+    pub(crate) callback_ca_file: Option<PathBuf>,
 }
 
 /// A caller in `headers` auth mode: project, user and comma-separated roles.
@@ -56,6 +58,7 @@ impl TestApp {
             tokens: options.tokens,
             demo: options.demo,
             fence_unreserved: options.fence_unreserved,
+            callback_ca_file: options.callback_ca_file,
             ..ServeArgs::default()
         };
         let config = Config::from_args(&args).expect("config");

@@ -108,7 +108,8 @@ fn subscription_json(s: &Subscription) -> Value {
     out
 }
 
-/// `callbackUri`: an absolute `http` URL (TLS callbacks are not supported by this build).
+/// `callbackUri`: an absolute `http` or `https` URL with a host (an `https` receiver's
+/// certificate is verified against the system's roots and the configured callback CA file).
 fn callback(body: &Map<String, Value>) -> Result<String, ApiError> {
     let text = text(body, "callbackUri")?
         .ok_or_else(|| ApiError::bad_request("callbackUri is missing"))?;
@@ -116,12 +117,9 @@ fn callback(body: &Map<String, Value>) -> Result<String, ApiError> {
         ApiError::bad_request(format!("callbackUri {text} is not an absolute URL: {e}"))
     })?;
     match (parsed.scheme(), parsed.host_str()) {
-        ("http", Some(_)) => Ok(text),
-        ("https", Some(_)) => Err(ApiError::bad_request(
-            "callbackUri: https callbacks are not supported yet; use http (for example through a local relay)",
-        )),
+        ("http" | "https", Some(_)) => Ok(text),
         _ => Err(ApiError::bad_request(format!(
-            "callbackUri {text} must be an absolute http URL"
+            "callbackUri {text} must be an absolute http or https URL"
         ))),
     }
 }
