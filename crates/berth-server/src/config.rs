@@ -86,6 +86,10 @@ pub struct ServeArgs {
     /// roots.
     #[arg(long, env = "BERTH_CALLBACK_CA_FILE")]
     pub callback_ca_file: Option<PathBuf>,
+    /// Seconds a bare-metal node claim holds its node unless the request gives a `ttl`
+    /// [default: 600].
+    #[arg(long, env = "BERTH_CLAIM_TTL_SECONDS")]
+    pub claim_ttl_seconds: Option<u64>,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -104,6 +108,14 @@ struct FileConfig {
     placement: Option<PlacementSection>,
     promise: Option<PromiseSection>,
     notifications: Option<NotificationsSection>,
+    baremetal: Option<BaremetalSection>,
+}
+
+/// `[baremetal]` in the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BaremetalSection {
+    claim_ttl_seconds: Option<u64>,
 }
 
 /// `[notifications]` in the TOML file.
@@ -202,6 +214,8 @@ pub struct Config {
     /// PEM bundle of extra CA certificates trusted for `https` callbacks (checked to hold at
     /// least one certificate).
     pub callback_ca_file: Option<PathBuf>,
+    /// How long a node claim holds when the request gives no `ttl`.
+    pub claim_ttl: Duration,
 }
 
 /// Default listen address.
@@ -267,6 +281,14 @@ impl Config {
         if let Some(path) = &callback_ca_file {
             crate::notifier::ca_certificates(path)?;
         }
+        let claim_ttl = args
+            .claim_ttl_seconds
+            .or(file.baremetal.and_then(|b| b.claim_ttl_seconds))
+            .map_or(berth_app::CLAIM_TTL_DEFAULT, Duration::from_secs);
+        anyhow::ensure!(
+            (1..=7 * 24 * 3600).contains(&claim_ttl.as_secs()),
+            "--claim-ttl-seconds must be between 1 and 604800"
+        );
         Ok(Config {
             listen,
             storage,
@@ -284,6 +306,7 @@ impl Config {
             ),
             policy,
             callback_ca_file,
+            claim_ttl,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
@@ -314,7 +337,10 @@ impl Config {
             Some(path) => format!("{:?}", path.display().to_string()),
             None => "none".to_owned(),
         };
-        format!("{general}\n[notifications]\ncallback_ca_file = {ca_file}\n")
+        format!(
+            "{general}\n[notifications]\ncallback_ca_file = {ca_file}\n\n[baremetal]\nclaim_ttl_seconds = {}\n",
+            self.claim_ttl.as_secs()
+        )
     }
 }
 
@@ -365,6 +391,38 @@ mod tests {
             Config::from_args(&args).expect("accepted").auth,
             AuthMode::Headers
         );
+    }
+
+    #[test]
+    fn the_claim_ttl_comes_from_the_flag_or_the_file_within_bounds() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.claim_ttl, berth_app::CLAIM_TTL_DEFAULT);
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(&file, "[baremetal]\nclaim_ttl_seconds = 90\n").expect("write");
+        let from_file = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("file");
+        assert_eq!(config.claim_ttl, Duration::from_secs(90));
+        assert!(config.describe().contains("claim_ttl_seconds = 90"));
+        let flag = ServeArgs {
+            config: Some(file),
+            claim_ttl_seconds: Some(30),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            Config::from_args(&flag).expect("flag").claim_ttl.as_secs(),
+            30
+        );
+        for bad in [0, 7 * 24 * 3600 + 1] {
+            let args = ServeArgs {
+                claim_ttl_seconds: Some(bad),
+                ..ServeArgs::default()
+            };
+            assert!(Config::from_args(&args).is_err(), "{bad}");
+        }
     }
 
     #[test]

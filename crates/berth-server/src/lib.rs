@@ -96,6 +96,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         false => berth_core::fence::FencePolicy::Off,
     });
     berth.set_preemption_notice(config.preemption_notice);
+    berth.set_claim_ttl(config.claim_ttl);
     if let Some(policy) = &config.policy {
         berth.set_policy(policy.clone()).await?;
     }
