@@ -110,6 +110,20 @@ impl Berth {
                 .map_or_else(|| self.claim_ttl_micros.load(Ordering::Relaxed), micros),
         };
         let policy = self.fence_policy();
+        // A claim that no listed node can satisfy in the committed catalog is refused without
+        // queueing for the writer: a node only becomes eligible through a later commit, so the
+        // refusal is the answer a decision at the instant of this read would give.
+        // The local catalog answers first (no database round trip); a refusal there is
+        // confirmed against the latest committed catalog of every replica.
+        let now = self.now();
+        let refused = |catalog: &berth_core::Catalog| {
+            decide::claim(catalog, &request, now, policy).err()
+        };
+        if self.read_local(refused).is_some()
+            && let Some(rejection) = self.read(refused).await?
+        {
+            return Err(AppError::Rejected(rejection));
+        }
         let claim = self
             .write(move |catalog, now| decide::claim(catalog, &request, now, policy))
             .await?;

@@ -74,8 +74,9 @@ impl Series {
 }
 
 /// The measure a Promise resource type id names (`numCpuCores`, `virtualMemSize`,
-/// `virtualDisk`, `storageSize`, `publicIps`, with a few aliases); `None` for unknown ids and for
-/// the counts of a shape (`vcInstances`, `volumes`), which need a flavor or criteria.
+/// `virtualDisk`, `storageSize`, `publicIps`, with a few aliases, and for compute any custom
+/// class, such as a bare-metal node class `CUSTOM_BAREMETAL_GOLD`); `None` for unknown ids and
+/// for the counts of a shape (`vcInstances`, `volumes`), which need a flavor or criteria.
 pub fn measure_of(resource: crate::promise::PromiseKind, type_id: &str) -> Option<Measure> {
     use crate::promise::PromiseKind::{Compute, Network, Storage};
     let class = |name: &str| ResourceClass::parse(name).map(Measure::Class);
@@ -85,6 +86,7 @@ pub fn measure_of(resource: crate::promise::PromiseKind, type_id: &str) -> Optio
         (Compute, "virtualDisk" | "gigabytes" | "DISK_GB")
         | (Storage, "storageSize" | "gigabytes" | "DISK_GB") => class("DISK_GB"),
         (Network, "publicIps" | "addresses") => Some(Measure::Addresses),
+        (Compute, custom) if crate::name::is_custom_name(custom) => class(custom),
         _ => None,
     }
 }

@@ -35,7 +35,7 @@ const WINDOW_SECONDS: i64 = 3_600;
 const DAY_SECONDS: i64 = 86_400;
 
 /// The origin of `--url`: scheme, host and port.
-fn origin(target: &Target) -> anyhow::Result<String> {
+pub(crate) fn origin(target: &Target) -> anyhow::Result<String> {
     let url = reqwest::Url::parse(&target.base).context("parse --url")?;
     Ok(url.origin().ascii_serialization())
 }

@@ -1,10 +1,11 @@
 //! `berth-load`: a small load generator for Placement-compatible servers (berth or OpenStack
 //! Placement). It populates providers, times GETs and drives allocation writes, and on berth's
-//! Blazar surface creates leases; always against one loopback URL and always bounded by a request
-//! count and a `--max-seconds` deadline.
+//! Blazar surface creates leases and on its bare-metal surface claims nodes; always against one
+//! loopback URL and always bounded by a request count and a `--max-seconds` deadline.
 #![forbid(unsafe_code)]
 
 mod allocations;
+mod claims;
 mod client;
 mod get;
 mod leases;
@@ -30,8 +31,9 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Args, Clone)]
 struct Common {
-    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement; for `create-leases`, the
-    /// server's base URL, e.g. http://127.0.0.1:8778 (loopback addresses only).
+    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement; for `create-leases` and
+    /// `claim-nodes`, the server's base URL, e.g. http://127.0.0.1:8778 (loopback addresses
+    /// only).
     #[arg(long)]
     url: String,
     /// Hard deadline for the whole run, in seconds.
@@ -103,6 +105,29 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Bare metal: enrol N nodes, then R rounds in which C clients claim every node (K listed
+    /// per claim) and the claims are released.
+    ClaimNodes {
+        #[command(flatten)]
+        common: Common,
+        /// Nodes to enrol (on a fresh server) and to claim in every round.
+        #[arg(long, default_value_t = 1000)]
+        nodes: usize,
+        /// Claim rounds.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Claiming clients.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Nodes listed per claim.
+        #[arg(long, default_value_t = 8)]
+        candidates: usize,
+        /// Which nodes a client picks its candidates among: those no client has seen taken
+        /// (`shared`, as schedulers reading one placement view do) or those it has not seen
+        /// taken itself (`own`).
+        #[arg(long, value_enum, default_value_t = claims::ViewKind::Shared)]
+        view: claims::ViewKind,
+    },
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -155,6 +180,24 @@ async fn run(command: Command) -> anyhow::Result<()> {
         } => {
             let target = client::Target::new(&common)?;
             leases::run(&target, hosts, leases, concurrency, seed).await
+        }
+        Command::ClaimNodes {
+            common,
+            nodes,
+            rounds,
+            concurrency,
+            candidates,
+            view,
+        } => {
+            let target = client::Target::new(&common)?;
+            let options = claims::Options {
+                nodes,
+                rounds,
+                concurrency,
+                candidates,
+                view,
+            };
+            claims::run(&target, &options).await
         }
     }
 }

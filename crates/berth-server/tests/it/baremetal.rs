@@ -583,3 +583,27 @@ async fn sixty_four_clients_racing_for_ten_nodes_claim_each_once() {
     let (_, claims) = app.call(Method::GET, CLAIMS, None, None).await;
     assert_eq!(claims["reservations"].as_array().map(Vec::len), Some(10));
 }
+
+#[tokio::test]
+async fn capacity_queries_count_nodes_of_a_class() {
+    let app = TestApp::spawn().await;
+    let mut nodes = Vec::new();
+    for n in 0..3 {
+        nodes.push(enroll_node(&app, &format!("c{n}"), "available").await);
+    }
+    let (status, _) = claim(&app, &instance(1), &nodes).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let path = "/promise/capacity/compute/query?computeResourceTypeId=CUSTOM_BAREMETAL_GOLD";
+    let (status, answer) = app.call(Method::GET, path, None, None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let figures = &answer["capacityInformation"];
+    assert_eq!(
+        (
+            figures["total"].clone(),
+            figures["allocated"].clone(),
+            figures["available"].clone()
+        ),
+        (json!(3), json!(1), json!(2)),
+        "{answer}"
+    );
+}
