@@ -116,9 +116,8 @@ impl Berth {
         // The local catalog answers first (no database round trip); a refusal there is
         // confirmed against the latest committed catalog of every replica.
         let now = self.now();
-        let refused = |catalog: &berth_core::Catalog| {
-            decide::claim(catalog, &request, now, policy).err()
-        };
+        let refused =
+            |catalog: &berth_core::Catalog| decide::claim(catalog, &request, now, policy).err();
         if self.read_local(refused).is_some()
             && let Some(rejection) = self.read(refused).await?
         {
