@@ -570,8 +570,9 @@ pub fn missing_resources(
     Some(value)
 }
 
-/// What each reservation of `lease` is missing, by reservation id.
-fn missing_of(catalog: &Catalog, lease: &Lease) -> serde_json::Value {
+/// What each reservation of `lease` is missing, by reservation id (an empty object when
+/// nothing is).
+pub fn missing_of(catalog: &Catalog, lease: &Lease) -> serde_json::Value {
     lease
         .reservations
         .iter()

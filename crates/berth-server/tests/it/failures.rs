@@ -179,6 +179,20 @@ async fn a_host_down_heals_degrades_flags_and_notifies_and_its_return_clears_the
     assert_eq!(missing["unit"], "hosts");
     assert_eq!(missing["hosts"][0]["host_id"], hosts[0].as_str());
     assert_eq!(missing["hosts"][0]["status"], "down");
+    // The Promise surface shows the same failure.
+    let (status, promise) = app
+        .call(
+            Method::POST,
+            "/promise/reservation/compute/query",
+            None,
+            Some(json!({"queryReservationFilter": [{"reservationId": all_gpus}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{promise}");
+    let data = &promise["queryResult"];
+    assert_eq!(data["degraded"], true, "{data}");
+    let reservation = short["reservations"][0]["id"].as_str().expect("id");
+    assert_eq!(data["missingResources"][reservation]["amount"], 1, "{data}");
     // The running lease is flagged, not moved: its two instances on h0 are missing.
     let flagged = lease(&app, &running).await;
     assert_eq!(flagged["degraded"], true);

@@ -227,6 +227,12 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> Value {
     if let Some(reason) = &lease.status_reason {
         map.insert("statusReason".into(), json!(reason));
     }
+    // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
+    map.insert("degraded".into(), json!(lease.degraded));
+    let missing = berth_core::decide::health::missing_of(catalog, lease);
+    if missing.as_object().is_some_and(|m| !m.is_empty()) {
+        map.insert("missingResources".into(), missing);
+    }
     out
 }
 
