@@ -6,6 +6,10 @@
 # PostgreSQL: uses BERTH_TEST_POSTGRES_URL when set; otherwise the local server on
 # 127.0.0.1:5432 (user postgres), starting it, or installing it from Debian's packages, if
 # needed. Under CI=true a missing PostgreSQL is an error; elsewhere its tests say they skipped.
+#
+# Chromium (for the dashboard's browser tests): uses BERTH_TEST_CHROMIUM when set; otherwise
+# `chromium` on the PATH, installing Debian's package if needed (as root with apt-get). Under
+# CI=true a missing Chromium is an error; elsewhere the browser tests say they skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +51,28 @@ if [ -z "${BERTH_TEST_POSTGRES_URL:-}" ] || [ "$BERTH_TEST_POSTGRES_URL" = "$pg_
   fi
 fi
 echo "test.sh: BERTH_TEST_POSTGRES_URL=${BERTH_TEST_POSTGRES_URL:-<unset>}"
+
+ensure_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing Chromium from Debian's packages"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  command -v chromium >/dev/null 2>&1
+}
+
+if [ -z "${BERTH_TEST_CHROMIUM:-}" ]; then
+  if ensure_chromium; then
+    BERTH_TEST_CHROMIUM="$(command -v chromium)"
+    export BERTH_TEST_CHROMIUM
+  elif [ "${CI:-}" = "true" ]; then
+    echo "test.sh: Chromium is not installed and CI needs it for the dashboard tests" >&2
+    exit 1
+  else
+    echo "test.sh: WARNING: no Chromium; the dashboard browser tests will report SKIPPED" >&2
+  fi
+fi
+echo "test.sh: BERTH_TEST_CHROMIUM=${BERTH_TEST_CHROMIUM:-<unset>}"
 
 cargo test --workspace --locked
 bash scripts/openstack-clients.sh

@@ -1,9 +1,14 @@
-//! The demo inventory: a small realistic cloud, written in one transaction when the catalog is
+//! The demo cloud: a small realistic cloud, written in one transaction when the catalog is
 //! empty. Three availability zones, sixty compute hosts of three sizes with typed attributes,
 //! NUMA children on a few large hosts, one shared storage pool, one public IPv4 pool and eight
-//! bare-metal nodes.
+//! bare-metal nodes; then what happens in it ([`activity`]): flavors, a dozen leases, a host in
+//! maintenance and a host that is down.
+
+mod activity;
 
 use crate::{AppError, Berth};
+use berth_core::baremetal::ProvisionState;
+use berth_core::decide::baremetal::{NewNode, enroll_node};
 use berth_core::decide::{self, NewHost, NewProvider};
 use berth_core::inventory::FullReservation;
 use berth_core::{
@@ -99,10 +104,15 @@ impl Berth {
     /// Seeds the demo inventory if the catalog is empty; returns whether it did.
     pub async fn seed_demo(&self) -> Result<bool, AppError> {
         let mut uuids = Vec::new();
-        // Enough ids for every provider and aggregate the demo creates.
-        for _ in 0..(DEMO_ZONES.len() * HOSTS_PER_ZONE * 2 + BAREMETAL_NODES + 16) {
+        // Enough ids for every provider, aggregate and lease the demo creates.
+        let wanted =
+            DEMO_ZONES.len() * HOSTS_PER_ZONE * 2 + BAREMETAL_NODES + 16 + activity::ids_needed();
+        for _ in 0..wanted {
             uuids.push(self.new_uuid());
         }
+        let notice_lead_micros = self
+            .notice_lead_micros
+            .load(std::sync::atomic::Ordering::Relaxed);
         self.write(move |catalog, now| {
             if !catalog.is_empty() {
                 return Ok((vec![], false));
@@ -112,15 +122,17 @@ impl Berth {
                 changes: vec![],
                 now,
             };
-            build(&mut draft, &mut uuids.into_iter())?;
+            let mut ids = uuids.into_iter();
+            let mut next = || ids.next().expect("invariant: enough demo ids");
+            build(&mut draft, &mut next)?;
+            activity::build(&mut draft, &mut next, notice_lead_micros)?;
             Ok((draft.changes, true))
         })
         .await
     }
 }
 
-fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), Rejection> {
-    let mut next = || ids.next().expect("invariant: enough demo ids");
+fn build(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), Rejection> {
     let now = draft.now;
     let zone_aggregates: Vec<Uuid> = DEMO_ZONES.iter().map(|_| next()).collect();
     for (zone, aggregate) in DEMO_ZONES.iter().zip(&zone_aggregates) {
@@ -208,8 +220,8 @@ fn build(draft: &mut Draft, ids: &mut impl Iterator<Item = Uuid>) -> Result<(), 
             }
         }
     }
-    shared_pools(draft, &mut next, &zone_aggregates)?;
-    baremetal(draft, &mut next)
+    shared_pools(draft, next, &zone_aggregates)?;
+    baremetal(draft, next)
 }
 
 fn shared_pools(
@@ -281,35 +293,31 @@ fn shared_pools(
     draft.step(|c| decide::set_attributes(c, ip_pool, attributes, now))
 }
 
+/// Eight bare-metal nodes of class `baremetal-gold`, available, spread over the zones; the
+/// last two have GPUs.
 fn baremetal(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), Rejection> {
     let now = draft.now;
-    draft.step(|c| decide::create_resource_class(c, "CUSTOM_BAREMETAL_GOLD"))?;
     for idx in 0..BAREMETAL_NODES {
-        let zone = DEMO_ZONES[idx % DEMO_ZONES.len()];
-        let node = NewProvider {
+        let gpu = idx + 2 >= BAREMETAL_NODES;
+        let node = NewNode {
             uuid: next(),
-            name: format!("bm-node-{:02}", idx + 1),
-            parent: None,
-            availability_zone: Some(zone.to_owned()),
+            name: Some(format!("bm-node-{:02}", idx + 1)),
+            resource_class: "baremetal-gold".to_owned(),
+            properties: BTreeMap::from([
+                ("cpu_arch".to_owned(), text("x86_64")),
+                ("cpus".to_owned(), AttrValue::Number(48.0)),
+                ("memory_mb".to_owned(), AttrValue::Number(393_216.0)),
+                ("local_gb".to_owned(), AttrValue::Number(1_920.0)),
+                ("gpu".to_owned(), AttrValue::Bool(gpu)),
+            ]),
+            traits: match gpu {
+                true => vec!["CUSTOM_GPU".to_owned()],
+                false => Vec::new(),
+            },
+            availability_zone: Some(DEMO_ZONES[idx % DEMO_ZONES.len()].to_owned()),
+            provision_state: ProvisionState::Available,
         };
-        let uuid = node.uuid;
-        draft.step(|c| decide::create_provider(c, &node, now))?;
-        let record = Inventory::simple(1);
-        draft.step(|c| {
-            decide::set_inventories(
-                c,
-                uuid,
-                None,
-                BTreeMap::from([(class("CUSTOM_BAREMETAL_GOLD"), record)]),
-                now,
-            )
-        })?;
-        let attributes = BTreeMap::from([
-            ("cpu_arch".to_owned(), text("x86_64")),
-            ("memory_gb".to_owned(), AttrValue::Number(384.0)),
-            ("cores".to_owned(), AttrValue::Number(48.0)),
-        ]);
-        draft.step(|c| decide::set_attributes(c, uuid, attributes, now))?;
+        draft.step(|c| enroll_node(c, &node, now))?;
     }
     Ok(())
 }

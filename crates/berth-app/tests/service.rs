@@ -46,21 +46,64 @@ async fn demo_seeds_once_and_is_consistent() {
     let store = MemStore::new();
     let berth = service(&store).await;
     assert!(berth.seed_demo().await.expect("seed"));
-    let (providers, hosts, zones) = berth
+    let (providers, hosts, nodes, zones) = berth
         .read(|c| {
             c.check_invariants().expect("invariants");
-            let hosts = c.providers().filter(|p| p.host().is_some()).count();
+            let hosts = c
+                .providers()
+                .filter(|p| p.host().is_some() && p.node().is_none())
+                .count();
+            let nodes = c.providers().filter(|p| p.node().is_some()).count();
             let zones: std::collections::BTreeSet<_> = c
                 .providers()
                 .filter_map(|p| p.availability_zone().map(str::to_owned))
                 .collect();
-            (c.len(), hosts, zones.len())
+            (c.len(), hosts, nodes, zones.len())
         })
         .await
         .expect("read");
     assert_eq!(hosts, 60);
+    assert_eq!(nodes, 8);
     assert_eq!(zones, 3);
     assert!(providers >= 60 + 6 + 2 + 8);
+    // What happens in the demo cloud: leases of several projects, one of them degraded by the
+    // host that is down, a host in maintenance, flavors and running workloads.
+    let (leases, projects, degraded, out, flavors, consumers) = berth
+        .read(|c| {
+            let projects: std::collections::BTreeSet<_> =
+                c.leases().map(|l| l.project_id.clone()).collect();
+            let degraded: Vec<String> = c
+                .leases()
+                .filter(|l| l.degraded)
+                .map(|l| l.name.clone())
+                .collect();
+            let out: Vec<(String, &'static str)> = c
+                .providers()
+                .filter(|p| !p.is_up())
+                .map(|p| (p.name().to_owned(), p.status().as_str()))
+                .collect();
+            (
+                c.leases().count(),
+                projects.len(),
+                degraded,
+                out,
+                c.flavors().count(),
+                c.consumers().count(),
+            )
+        })
+        .await
+        .expect("read");
+    assert!(leases >= 12, "a dozen leases, not {leases}");
+    assert!(projects >= 4, "several projects, not {projects}");
+    assert_eq!(degraded, ["gpu-training-42"]);
+    assert_eq!(
+        out,
+        [
+            ("compute-az1-03".to_owned(), "maintenance"),
+            ("compute-az3-12".to_owned(), "down"),
+        ]
+    );
+    assert!(flavors >= 2 && consumers > 0);
     assert!(
         !berth.seed_demo().await.expect("second seed"),
         "a second seed changes nothing"

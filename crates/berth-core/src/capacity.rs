@@ -91,6 +91,65 @@ pub fn measure_of(resource: crate::promise::PromiseKind, type_id: &str) -> Optio
     }
 }
 
+/// A zone capacity queries may name: its hosts and the classes its providers have inventory
+/// of, the standard compute classes first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneClasses {
+    /// The zone.
+    pub zone: String,
+    /// Hosts (compute hosts and bare-metal nodes) in the zone.
+    pub hosts: usize,
+    /// Hosts of the zone out of service (down or in maintenance).
+    pub hosts_out_of_service: usize,
+    /// Classes measured in the zone. The classes that fence instance reservations are left
+    /// out: they stand for capacity already counted in the reservation's own classes.
+    pub classes: Vec<ResourceClass>,
+}
+
+/// Every zone of the catalog, sorted by name, with its hosts and classes.
+pub fn zones(catalog: &Catalog) -> Vec<ZoneClasses> {
+    let mut zones: std::collections::BTreeMap<&str, ZoneClasses> = Default::default();
+    for provider in catalog.providers() {
+        let Some(zone) = provider.availability_zone() else {
+            continue;
+        };
+        let entry = zones.entry(zone).or_insert_with(|| ZoneClasses {
+            zone: zone.to_owned(),
+            hosts: 0,
+            hosts_out_of_service: 0,
+            classes: Vec::new(),
+        });
+        if provider.host().is_some() {
+            entry.hosts += 1;
+            entry.hosts_out_of_service += usize::from(!provider.is_up());
+        }
+        for class in provider.inventories().keys() {
+            let fence = crate::fence::reservation_of_class(class).is_some();
+            if !fence && !entry.classes.contains(class) {
+                entry.classes.push(class.clone());
+            }
+        }
+    }
+    const FIRST: [&str; 3] = ["VCPU", "MEMORY_MB", "DISK_GB"];
+    let rank = |class: &ResourceClass| {
+        FIRST
+            .iter()
+            .position(|name| *name == class.as_str())
+            .unwrap_or(FIRST.len())
+    };
+    zones
+        .into_values()
+        .map(|mut zone| {
+            zone.classes.sort_by(|a, b| {
+                rank(a)
+                    .cmp(&rank(b))
+                    .then_with(|| a.as_str().cmp(b.as_str()))
+            });
+            zone
+        })
+        .collect()
+}
+
 /// Checks a zone name: `Some` must be the zone of some provider.
 pub fn check_zone(catalog: &Catalog, zone: Option<&str>) -> Result<(), Rejection> {
     match zone {

@@ -528,6 +528,18 @@ pub fn reallocate(
     Ok((changes, lease))
 }
 
+/// The leases a provider's status affects: those that hold it now or later, in creation order.
+/// What a reservation is missing stays on the host it was lost with, so this includes the
+/// leases missing something there.
+pub fn affected_leases(catalog: &Catalog, uuid: Uuid) -> Vec<&Lease> {
+    let mut leases: Vec<&Lease> = catalog
+        .leases_holding(uuid)
+        .filter(|l| l.holds_capacity())
+        .collect();
+    leases.sort_by_key(|l| (l.created_at, l.id));
+    leases
+}
+
 /// What `reservation` is missing, as the wire shows it: how many hosts or instances, what that
 /// is in resources, and on which hosts; `None` when nothing is.
 pub fn missing_resources(

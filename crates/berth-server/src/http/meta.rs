@@ -50,6 +50,7 @@ async fn root() -> Json<Value> {
             {"rel": "health", "href": "/healthz"},
             {"rel": "metrics", "href": "/metrics"},
             {"rel": "openapi", "href": "/openapi.json"},
+            {"rel": "dashboard", "href": "/ui"},
         ],
     }))
 }

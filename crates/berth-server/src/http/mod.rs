@@ -1,4 +1,5 @@
-//! The HTTP layer: the router factory, shared state, extractors, and one module per surface.
+//! The HTTP layer: the router factory, shared state, extractors, one module per surface, and
+//! the dashboard (`ui`).
 //!
 //! Handlers are thin: extract, convert to domain values, make one service call, map the result.
 //! No SQL, no clock reads and no business rules here.
@@ -14,6 +15,7 @@ pub mod promise;
 pub mod rejection;
 pub mod routes;
 pub mod status;
+pub mod ui;
 
 use crate::auth::Authenticator;
 use crate::metrics::Metrics;
@@ -56,6 +58,7 @@ pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -
     blazar::register(&mut routes);
     promise::register(&mut routes);
     baremetal::register(&mut routes);
+    ui::register(&mut routes);
     let openapi = Arc::new(routes.openapi());
     let state = AppState {
         berth,

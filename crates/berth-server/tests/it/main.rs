@@ -21,3 +21,4 @@ mod promise;
 mod server;
 mod support;
 mod tidy;
+mod ui;

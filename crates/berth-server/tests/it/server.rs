@@ -224,7 +224,13 @@ async fn demo_inventory_is_seeded_once() {
     .await;
     let (_, hosts) = app.get("/reservation/v1/os-hosts", None).await;
     let hosts = hosts["hosts"].as_array().expect("hosts").clone();
-    assert_eq!(hosts.len(), 60);
+    // Sixty compute hosts and eight bare-metal nodes (reservable like hosts).
+    assert_eq!(hosts.len(), 68);
+    let nodes = hosts
+        .iter()
+        .filter(|h| h["hypervisor_type"] == "ironic")
+        .count();
+    assert_eq!(nodes, 8);
     let zones: std::collections::BTreeSet<&str> = hosts
         .iter()
         .filter_map(|h| h["availability_zone"].as_str())
