@@ -25,7 +25,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands.
+/// Subcommands: the server, its health check, and the client's commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the server.
@@ -36,6 +36,9 @@ pub enum Command {
         #[arg(long, env = "BERTH_URL", default_value = "http://127.0.0.1:8778")]
         url: String,
     },
+    /// The client: hosts, providers, leases, capacity, nodes, subscriptions and more.
+    #[command(flatten)]
+    Client(crate::cli::ClientCommand),
 }
 
 /// How requests are authenticated.

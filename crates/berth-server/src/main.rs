@@ -1,4 +1,5 @@
-//! The `berth` binary: parses the command line and runs the server or a health check.
+//! The `berth` binary: parses the command line and runs the server, a health check, or a
+//! client command against a running server.
 #![forbid(unsafe_code)]
 
 use berth_server::config::{Cli, Command, Config};
@@ -44,6 +45,7 @@ async fn main() -> std::process::ExitCode {
             }
         }
         Command::Healthcheck { url } => healthcheck(&url).await,
+        Command::Client(command) => berth_server::cli::run(command).await,
     }
 }
 
