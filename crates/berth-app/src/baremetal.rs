@@ -51,14 +51,11 @@ pub struct ClaimNode {
     pub ttl: Option<Duration>,
 }
 
-fn micros(duration: Duration) -> i64 {
-    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
-}
-
 impl Berth {
     /// Sets how long claims hold their node when a request does not say.
     pub fn set_claim_ttl(&self, ttl: Duration) {
-        self.claim_ttl_micros.store(micros(ttl), Ordering::Relaxed);
+        self.claim_ttl_micros
+            .store(crate::micros(ttl), Ordering::Relaxed);
     }
 
     /// Enrols a node and returns its uuid.
@@ -83,12 +80,8 @@ impl Berth {
         ident: String,
         edits: Vec<NodeChange>,
     ) -> Result<(Uuid, Effects), AppError> {
-        self.write(move |catalog, now| {
-            let uuid = decide::find_node(catalog, &ident)?.uuid();
-            decide::update_node(catalog, &ident, &edits, now)
-                .map(|(changes, effects)| (changes, (uuid, effects)))
-        })
-        .await
+        self.write(move |catalog, now| decide::update_node(catalog, &ident, &edits, now))
+            .await
     }
 
     /// Deletes a node.
@@ -105,9 +98,10 @@ impl Berth {
             candidates: cmd.candidates,
             project_id: cmd.project_id,
             user_id: cmd.user_id,
-            ttl_micros: cmd
-                .ttl
-                .map_or_else(|| self.claim_ttl_micros.load(Ordering::Relaxed), micros),
+            ttl_micros: cmd.ttl.map_or_else(
+                || self.claim_ttl_micros.load(Ordering::Relaxed),
+                crate::micros,
+            ),
         };
         let policy = self.fence_policy();
         // A claim that no listed node can satisfy in the committed catalog is refused without

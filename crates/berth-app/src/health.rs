@@ -28,11 +28,7 @@ pub enum Reallocation {
 }
 
 fn host_uuid(catalog: &Catalog, id: i64) -> Result<Uuid, Rejection> {
-    catalog
-        .provider_by_id(id)
-        .filter(|p| p.host().is_some())
-        .map(berth_core::Provider::uuid)
-        .ok_or_else(|| Rejection::HostNotFound(id.to_string()))
+    berth_core::decide::host(catalog, id).map(berth_core::Provider::uuid)
 }
 
 impl Berth {

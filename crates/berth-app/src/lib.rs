@@ -36,6 +36,11 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::{Mutex, Notify, oneshot};
 use uuid::Uuid;
 
+/// A duration in microseconds, saturating.
+pub(crate) fn micros(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
 /// The source of the current time.
 pub trait Clock: Send + Sync + 'static {
     /// Now.
@@ -120,9 +125,7 @@ impl Berth {
             notice_lead_micros: std::sync::atomic::AtomicI64::new(
                 berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
             ),
-            claim_ttl_micros: std::sync::atomic::AtomicI64::new(
-                i64::try_from(CLAIM_TTL_DEFAULT.as_micros()).unwrap_or(i64::MAX),
-            ),
+            claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
         })
     }
 
@@ -137,9 +140,8 @@ impl Berth {
     /// Sets how long before a lease starts the preemptible consumers it will evict are told
     /// (for leases created from now on).
     pub fn set_preemption_notice(&self, lead: std::time::Duration) {
-        let micros = i64::try_from(lead.as_micros()).unwrap_or(i64::MAX);
         self.notice_lead_micros
-            .store(micros, std::sync::atomic::Ordering::Relaxed);
+            .store(micros(lead), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether unreserved consumers are kept out of capacity leases hold.

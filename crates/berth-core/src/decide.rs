@@ -659,7 +659,8 @@ fn describe_freepool(catalog: &Catalog) -> Option<Change> {
         })
 }
 
-fn host(catalog: &Catalog, id: i64) -> Result<&Provider, Rejection> {
+/// The Blazar host with numeric id `id`.
+pub fn host(catalog: &Catalog, id: i64) -> Result<&Provider, Rejection> {
     catalog
         .provider_by_id(id)
         .filter(|p| p.host.is_some())

@@ -184,7 +184,8 @@ pub enum NodeChange {
     ProvisionState(ProvisionState),
 }
 
-/// Changes a node. Provision states move only along [`ProvisionState::may_become`] (409
+/// Changes a node; returns the changes, and the node's uuid with what maintenance did to the
+/// leases on it. Provision states move only along [`ProvisionState::may_become`] (409
 /// otherwise); leaving `active` tears the instance down (its allocation goes); maintenance is
 /// the provider's condition, so entering it heals the leases on the node.
 pub fn update_node(
@@ -192,7 +193,7 @@ pub fn update_node(
     ident: &str,
     edits: &[NodeChange],
     now: Instant,
-) -> Result<(Vec<Change>, Effects), Rejection> {
+) -> Result<(Vec<Change>, (Uuid, Effects)), Rejection> {
     let provider = find_node(catalog, ident)?;
     let uuid = provider.uuid();
     let mut node = node_of(provider).clone();
@@ -255,7 +256,7 @@ pub fn update_node(
         uuid,
         node: Some(node),
     });
-    Ok((changes, effects))
+    Ok((changes, (uuid, effects)))
 }
 
 /// Moves `node` to provision state `to`: only an explicit transition; leaving `active` tears the
@@ -359,14 +360,10 @@ fn unclaimable(node_uuid: Uuid, reason: &'static str, detail: impl Into<String>)
     }
 }
 
-/// The allocation a claim writes: the node's one unit, to the instance.
-fn claim_write(request: &ClaimRequest, node: &Provider) -> ConsumerWrite {
-    let class = node
-        .inventories()
-        .keys()
-        .next()
-        .cloned()
-        .expect("invariant: a node has its one class");
+/// The allocation a claim writes: the node's one unit of its class, to the instance.
+fn claim_write(request: &ClaimRequest, node: &Provider, record: &NodeRecord) -> ConsumerWrite {
+    let class = ResourceClass::parse(&placement_class(&record.resource_class))
+        .expect("invariant: an enrolled node's class parses");
     ConsumerWrite {
         consumer: request.instance_uuid,
         project_id: request.project_id.clone(),
@@ -433,14 +430,18 @@ fn try_node(
             "reserved by a lease of another project",
         ));
     }
-    set_allocations_with(catalog, &[claim_write(request, provider)], now, policy).map_err(
-        |rejection| match rejection {
-            Rejection::Fenced { .. } => {
-                unclaimable(uuid, "reserved", "reserved by a lease that has not started")
-            }
-            other => unclaimable(uuid, "in_use", other.to_string()),
-        },
+    set_allocations_with(
+        catalog,
+        &[claim_write(request, provider, node)],
+        now,
+        policy,
     )
+    .map_err(|rejection| match rejection {
+        Rejection::Fenced { .. } => {
+            unclaimable(uuid, "reserved", "reserved by a lease that has not started")
+        }
+        other => unclaimable(uuid, "in_use", other.to_string()),
+    })
 }
 
 /// The nodes a request lists, checked: not empty, no duplicates, at most

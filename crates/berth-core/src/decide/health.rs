@@ -115,18 +115,17 @@ fn take_out(
 ) -> (Vec<Change>, Effects) {
     let uuid = provider.uuid();
     let avoid = out_of_service(catalog, uuid);
-    let details = |lease: &Lease, extra: serde_json::Value| {
-        let mut details = serde_json::json!({
+    // The record is written before the catalog knows the provider is out of service.
+    let going = Some((uuid, condition.status));
+    let details = |lease: &Lease, active: bool| {
+        serde_json::json!({
             "provider": uuid,
             "provider_name": provider.name(),
             "status": condition.status.as_str(),
             "reason": condition.reason,
-            "missing_resources": missing_of(catalog, lease),
-        });
-        if let (Some(map), serde_json::Value::Object(more)) = (details.as_object_mut(), extra) {
-            map.extend(more);
-        }
-        details
+            "missing_resources": missing_by_reservation(catalog, lease, going),
+            "active": active,
+        })
     };
     let mut effects = Effects::default();
     let mut changes = vec![Change::ProviderConditionSet {
@@ -181,8 +180,12 @@ fn take_out(
         if lease.reservations.iter().any(|r| !r.missing.is_empty()) {
             lease.degraded = true;
         }
-        let extra = serde_json::json!({"active": current.started()});
-        changes.push(record(&lease, kind, now, details(&lease, extra)));
+        changes.push(record(
+            &lease,
+            kind,
+            now,
+            details(&lease, current.started()),
+        ));
         changes.push(Change::LeaseSet {
             id: lease.id,
             lease: Some(Box::new(lease)),
@@ -198,7 +201,7 @@ fn restore(catalog: &Catalog, provider: &Provider, now: Instant) -> (Vec<Change>
         uuid,
         condition: None,
     }];
-    for current in catalog.leases_holding(uuid).filter(|l| l.holds_capacity()) {
+    for current in affected_leases(catalog, uuid) {
         let missed = current
             .reservations
             .iter()
@@ -546,6 +549,16 @@ pub fn missing_resources(
     catalog: &Catalog,
     reservation: &Reservation,
 ) -> Option<serde_json::Value> {
+    missing_with(catalog, reservation, None)
+}
+
+/// [`missing_resources`], with `going`'s provider shown in its new status (it is being taken
+/// out of service in the decision that asks).
+fn missing_with(
+    catalog: &Catalog,
+    reservation: &Reservation,
+    going: Option<(Uuid, ProviderStatus)>,
+) -> Option<serde_json::Value> {
     if reservation.missing.is_empty() {
         return None;
     }
@@ -559,7 +572,10 @@ pub fn missing_resources(
                 "provider": host,
                 "host_id": provider.map(|p| p.id().to_string()),
                 "hypervisor_hostname": provider.map(Provider::name),
-                "status": provider.map(|p| p.status().as_str()),
+                "status": match going {
+                    Some((uuid, status)) if uuid == *host => Some(status.as_str()),
+                    _ => provider.map(|p| p.status().as_str()),
+                },
                 "amount": n,
             })
         })
@@ -585,10 +601,18 @@ pub fn missing_resources(
 /// What each reservation of `lease` is missing, by reservation id (an empty object when
 /// nothing is).
 pub fn missing_of(catalog: &Catalog, lease: &Lease) -> serde_json::Value {
+    missing_by_reservation(catalog, lease, None)
+}
+
+fn missing_by_reservation(
+    catalog: &Catalog,
+    lease: &Lease,
+    going: Option<(Uuid, ProviderStatus)>,
+) -> serde_json::Value {
     lease
         .reservations
         .iter()
-        .filter_map(|r| missing_resources(catalog, r).map(|m| (r.id.to_string(), m)))
+        .filter_map(|r| missing_with(catalog, r, going).map(|m| (r.id.to_string(), m)))
         .collect::<serde_json::Map<_, _>>()
         .into()
 }
