@@ -251,19 +251,16 @@ impl<'c> Pool<'c> {
             if !record.fits_unit_rules(*each) {
                 return 0;
             }
-            // What the consumers of a reservation being re-admitted use on this host is inside
-            // its own share, whose holds are set aside: not counted twice.
-            let own: u64 = self
-                .excluding
-                .iter()
-                .map(|r| self.catalog.reserved_use(*r, uuid, class, Uuid::nil()))
-                .sum();
-            let taken = (provider.firm_used(class)
+            // Consumers presenting a reservation use part of its hold (counted in the peak
+            // while it lasts), so only the firm use of consumers presenting none is added.
+            let unreserved = provider
+                .firm_used(class)
+                .saturating_sub(provider.reserved_used(class));
+            let taken = unreserved
                 + peak.amount(class)
                 + added
                     .and_then(|a| a.iter().find(|(c, _)| c == class))
-                    .map_or(0, |(_, n)| *n))
-            .saturating_sub(own);
+                    .map_or(0, |(_, n)| *n);
             // Planned capacity changes: the least they leave at any instant of the window.
             let change = self.catalog.capacity_change_min(uuid, class, self.window);
             let free = (record.capacity_exact() + change as f64 - taken as f64).max(0.0);

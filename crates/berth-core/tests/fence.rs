@@ -731,3 +731,42 @@ fn a_batch_cannot_hand_a_borrowers_capacity_to_an_unreserved_consumer() {
         "{decided:?}"
     );
 }
+
+/// What a running reservation's own consumers use lies inside its hold: admission counts it
+/// once, so the rest of the host stays available to other leases.
+#[test]
+fn a_reservations_consumers_are_not_counted_twice_by_admission() {
+    let mut w = world();
+    let half = Spec::Instances {
+        vcpus: 4,
+        memory_mb: 2_048,
+        disk_gb: 0,
+        amount: 1,
+        affinity: 0,
+    };
+    let new = new_lease(&mut w, 0, 5, 0, std::slice::from_ref(&half));
+    let horizon = Instant::from_micros((w.now + 200) * TICK);
+    let (changes, running) = create_lease(&w.catalog, &new, w.at(), horizon).expect("fits");
+    w.apply(&changes);
+    w.fire_due();
+    let reservation = &running.reservations[0];
+    let host = reservation.hosts[0].0;
+    let mut holder = consumer_write(0, PROJECTS[0], holder_allocations(reservation, host, 0));
+    holder.reservation = Some(reservation.id);
+    assert!(
+        write(&mut w, holder),
+        "the holder allocates within its reservation"
+    );
+    // Every host but the busy one is taken whole, so the second half must fit beside it.
+    let others = Spec::Hosts {
+        min: HOSTS as u32 - 1,
+        extra: 0,
+    };
+    let new = new_lease(&mut w, 0, 5, 1, &[others]);
+    let (changes, _) = create_lease(&w.catalog, &new, w.at(), horizon).expect("the other hosts");
+    w.apply(&changes);
+    let new = new_lease(&mut w, 0, 5, 1, &[half]);
+    let (_, second) = create_lease(&w.catalog, &new, w.at(), horizon)
+        .expect("4 of 8 VCPUs are held once; the other 4 are free");
+    assert_eq!(second.reservations[0].hosts, vec![(host, 1)]);
+}
