@@ -164,11 +164,13 @@ fn in_zone(provider: &Provider, zone: Option<&str>) -> bool {
     zone.is_none_or(|z| provider.availability_zone() == Some(z))
 }
 
-fn usable(provider: &Provider, class: &ResourceClass) -> i64 {
+/// Usable capacity of `class` on `provider` (`(total - reserved) * allocation_ratio`), 0 without
+/// inventory.
+pub(crate) fn usable(provider: &Provider, class: &ResourceClass) -> i64 {
     provider
         .inventories()
         .get(class)
-        .map_or(0, |record| record.capacity_exact().floor() as i64)
+        .map_or(0, |record| record.capacity() as i64)
 }
 
 /// Collects `(instant, [total, reserved, allocated] deltas)` clipped to a window, plus the

@@ -3,6 +3,7 @@
 //! window. A decrease that would leave reservations short is refused and names them, unless it
 //! is forced, in which case they are marked degraded in the same decision.
 
+use crate::capacity::usable;
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::lease::record;
@@ -76,13 +77,6 @@ fn source_providers<'c>(
             .or_else(|| Some(zone(source)).filter(|z| !z.is_empty())),
     };
     found.filter(|p| !p.is_empty()).ok_or_else(not_found)
-}
-
-fn usable(provider: &Provider, class: &ResourceClass) -> i64 {
-    provider
-        .inventories()
-        .get(class)
-        .map_or(0, |r| r.capacity_exact().floor() as i64)
 }
 
 /// What `provider` has of `class` over `window` and what is taken at the busiest instant.

@@ -229,11 +229,7 @@ pub fn create_reservation(
             promise::PRIORITY_MAX
         )));
     }
-    if let Some(zone) = &new.zone
-        && !zone_known(catalog, zone)
-    {
-        return Err(Rejection::ZoneNotFound(zone.clone()));
-    }
+    crate::capacity::check_zone(catalog, new.zone.as_deref())?;
     resolve_containers(catalog, &mut ask)?;
     let (start, end, expiry) = window_of(catalog, new, now)?;
     let terms = PromiseTerms {
@@ -758,11 +754,7 @@ fn unreserved(
     now: Instant,
     policy: FencePolicy,
 ) -> Result<(Vec<Change>, Uuid), Rejection> {
-    if let Some(zone) = &new.zone
-        && !zone_known(catalog, zone)
-    {
-        return Err(Rejection::ZoneNotFound(zone.clone()));
-    }
+    crate::capacity::check_zone(catalog, new.zone.as_deref())?;
     let amounts = flavor_amounts(flavor, true);
     let best_effort = |host: Uuid| {
         let mut write = write_on(new, host, &amounts);
@@ -770,9 +762,11 @@ fn unreserved(
         write
     };
     let hosts = catalog.providers().filter(|p| {
-        new.zone
-            .as_deref()
-            .is_none_or(|z| p.availability_zone() == Some(z))
+        p.is_up()
+            && new
+                .zone
+                .as_deref()
+                .is_none_or(|z| p.availability_zone() == Some(z))
             && amounts
                 .iter()
                 .all(|(class, _)| p.inventories().contains_key(class))

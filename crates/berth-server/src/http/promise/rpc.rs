@@ -317,9 +317,7 @@ fn held(catalog: &Catalog, lease: &Lease) -> [i64; 4] {
                     let total = |name: &str| {
                         catalog.provider(*host).map_or(0, |p| {
                             berth_core::ResourceClass::parse(name)
-                                .and_then(|c| {
-                                    p.inventories().get(&c).map(|i| i.capacity_exact() as i64)
-                                })
+                                .and_then(|c| p.inventories().get(&c).map(|i| i.capacity() as i64))
                                 .unwrap_or(0)
                         })
                     };
