@@ -23,6 +23,13 @@ pub const DELIVERIES_IN_FLIGHT: usize = 16;
 /// Most outbox entries expanded in one decision.
 const EXPAND_BATCH: usize = 256;
 
+/// What an outbox pass with nothing to do saw: the catalog sequence, and when.
+#[derive(Debug, Clone, Copy)]
+struct Quiet {
+    seq: u64,
+    at: berth_core::Instant,
+}
+
 /// Sends one notification: a JSON POST of `body` to `url`, signed with `secret` when given.
 /// `Ok` when the receiver answered 2xx; otherwise why not.
 pub trait Notifier: Send + Sync + 'static {
@@ -92,16 +99,24 @@ impl Berth {
     }
 
     /// Expands the outbox entries committed since the cursor; returns how many it expanded.
-    pub async fn expand_outbox(&self) -> Result<usize, AppError> {
-        let cursor = self.read(berth_core::Catalog::outbox_cursor).await?;
+    /// `quiet` is what the last pass with nothing to do saw: while nothing is recorded, the
+    /// catalog does not change and no planned capacity change starts or ends, no threshold can
+    /// have moved, so the pass stops there.
+    async fn expand_outbox(&self, quiet: &mut Option<Quiet>) -> Result<usize, AppError> {
+        let (cursor, seq) = self.read(|c| (c.outbox_cursor(), c.seq())).await?;
         let records = self.store.records_after(cursor, EXPAND_BATCH).await?;
         let now = self.now();
-        let wanted = self
-            .read(|c| !decide::expand(c, cursor, &records, now).is_empty())
-            .await?;
-        if !wanted {
+        let unchanged =
+            |q: &Quiet| q.seq == seq && !self.read_local(|c| c.capacity_changes_between(q.at, now));
+        if records.is_empty() && quiet.as_ref().is_some_and(unchanged) {
             return Ok(0);
         }
+        let wanted = self.read_local(|c| !decide::expand(c, cursor, &records, now).is_empty());
+        if !wanted {
+            *quiet = Some(Quiet { seq, at: now });
+            return Ok(0);
+        }
+        *quiet = None;
         let count = records.len();
         self.write(move |catalog, now| Ok((decide::expand(catalog, cursor, &records, now), ())))
             .await?;
@@ -112,7 +127,7 @@ impl Berth {
     /// [`DELIVERIES_IN_FLIGHT`] at once; each attempt runs on its own task and records its
     /// outcome when it ends, so a slow or silent receiver never holds up the others. Returns
     /// how many attempts it started.
-    pub async fn deliver_due(
+    async fn deliver_due(
         self: &Arc<Self>,
         notifier: &Arc<dyn Notifier>,
         in_flight: &Arc<std::sync::Mutex<HashSet<String>>>,
@@ -121,24 +136,23 @@ impl Berth {
         let now = self.now();
         let busy: HashSet<String> = in_flight.lock().expect("invariant: not poisoned").clone();
         let room = DELIVERIES_IN_FLIGHT.saturating_sub(busy.len());
-        let due: Vec<(String, String, String, Option<String>)> = self
-            .read(|c| {
-                c.deliveries()
-                    .filter(|d| d.status == DeliveryStatus::Pending && d.next_at <= now)
-                    .filter(|d| !busy.contains(&d.id))
-                    .filter_map(|d| {
-                        let s = c.subscription(d.subscription)?;
-                        Some((
-                            d.id.clone(),
-                            s.callback.clone(),
-                            d.body.clone(),
-                            s.secret.clone(),
-                        ))
-                    })
-                    .take(room)
-                    .collect()
-            })
-            .await?;
+        // The pass's outbox step has just brought the catalog up to date.
+        let due: Vec<(String, String, String, Option<String>)> = self.read_local(|c| {
+            c.deliveries()
+                .filter(|d| d.status == DeliveryStatus::Pending && d.next_at <= now)
+                .filter(|d| !busy.contains(&d.id))
+                .filter_map(|d| {
+                    let s = c.subscription(d.subscription)?;
+                    Some((
+                        d.id.clone(),
+                        s.callback.clone(),
+                        d.body.clone(),
+                        s.secret.clone(),
+                    ))
+                })
+                .take(room)
+                .collect()
+        });
         let started = due.len();
         for (id, url, body, secret) in due {
             in_flight
@@ -181,8 +195,9 @@ impl Berth {
         let in_flight = Arc::new(std::sync::Mutex::new(HashSet::new()));
         // An attempt that ends wakes the loop, so the next due delivery starts at once.
         let done = Arc::new(tokio::sync::Notify::new());
+        let mut quiet = None;
         loop {
-            let expanded = match self.expand_outbox().await {
+            let expanded = match self.expand_outbox(&mut quiet).await {
                 Ok(n) => n,
                 Err(error) => {
                     tracing::warn!(%error, "expanding the outbox failed; will retry");

@@ -899,6 +899,15 @@ impl Catalog {
         self.pools.get(&id)
     }
 
+    /// Whether a planned capacity change starts or ends in `(from, to]`: the only way capacity
+    /// moves with time alone, without a committed change.
+    pub fn capacity_changes_between(&self, from: Instant, to: Instant) -> bool {
+        let inside = |t: Instant| from < t && t <= to;
+        self.pools
+            .values()
+            .any(|p| inside(p.start) || inside(p.end))
+    }
+
     /// The planned changes of `class` on `provider` that overlap `window`, as
     /// `(window, delta)`.
     pub fn capacity_changes(

@@ -399,3 +399,34 @@ proptest! {
         }
     }
 }
+
+/// Capacity moves with time alone only where a planned change starts or ends; the notification
+/// engine relies on this to skip passes when nothing was committed.
+#[test]
+fn planned_changes_say_when_capacity_moves_with_time_alone() {
+    let mut w = world();
+    let t = |ticks: i64| Instant::from_micros(ticks * TICK);
+    let change = CapacityChange {
+        id: w.id(),
+        source: format!("ResourceProvider:{}", Uuid::from_u128(1)),
+        increase: true,
+        amounts: vec![(class("VCPU"), 4)],
+        start: Some(t(20)),
+        end: Some(t(30)),
+        force: true,
+        project_id: "ops".into(),
+    };
+    let (changes, _) = change_capacity(&w.catalog, &change, w.at()).expect("planned");
+    w.apply(&changes);
+    assert!(!w.catalog.capacity_changes_between(t(10), t(19)));
+    assert!(
+        w.catalog.capacity_changes_between(t(19), t(20)),
+        "it starts"
+    );
+    assert!(
+        !w.catalog.capacity_changes_between(t(20), t(29)),
+        "the start is not inside"
+    );
+    assert!(w.catalog.capacity_changes_between(t(29), t(31)), "it ends");
+    assert!(!w.catalog.capacity_changes_between(t(30), t(40)));
+}
