@@ -53,6 +53,8 @@ pub struct Subscribe {
     pub callback: String,
     /// Signing secret.
     pub secret: Option<String>,
+    /// The project whose leases a reservation filter may name (`None`: an admin, any).
+    pub scope: Option<String>,
 }
 
 impl Berth {
@@ -70,7 +72,8 @@ impl Berth {
                 fired: 0,
                 created_at: now,
             };
-            decide::subscribe(catalog, subscription.clone()).map(|c| (c, subscription))
+            decide::subscribe(catalog, subscription.clone(), cmd.scope.as_deref())
+                .map(|c| (c, subscription))
         })
         .await
     }

@@ -112,6 +112,19 @@ impl Berth {
             .await
     }
 
+    /// Changes the limits a patch names, over the latest policy (in the same decision, so two
+    /// concurrent changes never undo each other).
+    pub async fn update_policy(
+        &self,
+        patch: berth_core::promise::PolicyPatch,
+    ) -> Result<Policy, AppError> {
+        self.write(move |catalog, _| {
+            let policy = patch.apply(catalog.policy());
+            decide::set_policy(policy.clone()).map(|c| (c, policy))
+        })
+        .await
+    }
+
     /// Admits a Promise reservation (displacing lower priorities when the policy allows) and
     /// returns its lease.
     pub async fn create_reservation(&self, cmd: CreateReservation) -> Result<Lease, AppError> {

@@ -67,6 +67,39 @@ pub struct Policy {
     pub preemption: bool,
 }
 
+/// Changes to the policy: for each limit, `Some(Some(n))` sets it, `Some(None)` removes it and
+/// `None` keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyPatch {
+    /// `max-future-start-range`.
+    pub max_future_start_days: Option<Option<u32>>,
+    /// `max-future-end-range`.
+    pub max_future_end_days: Option<Option<u32>>,
+    /// `max-duration`.
+    pub max_duration_hours: Option<Option<u32>>,
+    /// `expiry`.
+    pub expiry_minutes: Option<Option<u32>>,
+    /// `preemption`.
+    pub preemption: Option<bool>,
+}
+
+impl PolicyPatch {
+    /// `policy` with the patch applied.
+    pub fn apply(&self, policy: &Policy) -> Policy {
+        Policy {
+            max_future_start_days: self
+                .max_future_start_days
+                .unwrap_or(policy.max_future_start_days),
+            max_future_end_days: self
+                .max_future_end_days
+                .unwrap_or(policy.max_future_end_days),
+            max_duration_hours: self.max_duration_hours.unwrap_or(policy.max_duration_hours),
+            expiry_minutes: self.expiry_minutes.unwrap_or(policy.expiry_minutes),
+            preemption: self.preemption.unwrap_or(policy.preemption),
+        }
+    }
+}
+
 impl Default for Policy {
     fn default() -> Policy {
         Policy {

@@ -18,8 +18,14 @@ use uuid::Uuid;
 /// Most subscriptions one project may hold.
 pub const SUBSCRIPTIONS_PER_PROJECT_MAX: usize = 256;
 
-/// Records a new subscription.
-pub fn subscribe(catalog: &Catalog, subscription: Subscription) -> Result<Vec<Change>, Rejection> {
+/// Records a new subscription. What it names must exist: the zone and flavor of a capacity
+/// threshold, and the leases of a reservation filter, which must be of `scope`'s project
+/// (`None`: an admin, any).
+pub fn subscribe(
+    catalog: &Catalog,
+    subscription: Subscription,
+    scope: Option<&str>,
+) -> Result<Vec<Change>, Rejection> {
     let held = catalog
         .subscriptions()
         .filter(|s| s.project_id == subscription.project_id)
@@ -27,11 +33,24 @@ pub fn subscribe(catalog: &Catalog, subscription: Subscription) -> Result<Vec<Ch
     if held >= SUBSCRIPTIONS_PER_PROJECT_MAX {
         return Err(Rejection::TooMany("subscriptions"));
     }
-    if let Topic::Capacity {
-        zone: Some(zone), ..
-    } = &subscription.topic
-    {
-        capacity::check_zone(catalog, Some(zone))?;
+    match &subscription.topic {
+        Topic::Capacity { zone, flavor, .. } => {
+            capacity::check_zone(catalog, zone.as_deref())?;
+            if let Some(flavor) = flavor
+                && catalog.flavor(flavor).is_none()
+            {
+                return Err(Rejection::FlavorNotFound(flavor.clone()));
+            }
+        }
+        Topic::Reservations { ids } => {
+            if let Some(id) = ids.iter().find(|id| {
+                catalog
+                    .lease(**id)
+                    .is_none_or(|l| scope.is_some_and(|p| p != l.project_id))
+            }) {
+                return Err(Rejection::LeaseNotFound(*id));
+            }
+        }
     }
     Ok(vec![Change::SubscriptionSet {
         id: subscription.id,
@@ -307,7 +326,7 @@ mod tests {
             fired: 0,
             created_at: at(0),
         };
-        catalog.apply(&subscribe(&catalog, subscription.clone()).expect("subscribed"));
+        catalog.apply(&subscribe(&catalog, subscription.clone(), None).expect("subscribed"));
         let record = LeaseRecord {
             lease_id: Uuid::from_u128(2),
             kind: "lease.create".into(),

@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_app::CreateFlavor;
 use berth_core::decide::lease::AMOUNT_MAX;
-use berth_core::promise::{Flavor, Policy};
+use berth_core::promise::{Flavor, Policy, PolicyPatch};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -178,30 +178,28 @@ const POLICY_FIELDS: [&str; 5] = [
     "preemption",
 ];
 
-/// Applies the members `body` names to `policy`: a number sets a limit, `null` removes it, an
-/// absent member keeps it.
-pub(crate) fn apply_policy(policy: &mut Policy, body: &Map<String, Value>) -> Result<(), ApiError> {
+/// The policy changes `body` names: a number sets a limit, `null` removes it, an absent member
+/// keeps it.
+fn policy_patch(body: &Map<String, Value>) -> Result<PolicyPatch, ApiError> {
     if let Some(unknown) = body.keys().find(|k| !POLICY_FIELDS.contains(&k.as_str())) {
         return Err(ApiError::bad_request(format!(
             "Unknown policy field: {unknown}"
         )));
     }
-    let limit = |field: &str, max: u64, current: Option<u32>| -> Result<Option<u32>, ApiError> {
+    let limit = |field: &str, max: u64| -> Result<Option<Option<u32>>, ApiError> {
         match body.get(field) {
-            None => Ok(current),
-            Some(Value::Null) => Ok(None),
-            Some(_) => Ok(number(body, field, max)?.map(|v| v as u32)),
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(_) => Ok(Some(number(body, field, max)?.map(|v| v as u32))),
         }
     };
-    policy.max_future_start_days =
-        limit("max-future-start-range", 365, policy.max_future_start_days)?;
-    policy.max_future_end_days = limit("max-future-end-range", 365, policy.max_future_end_days)?;
-    policy.max_duration_hours = limit("max-duration", 876_000, policy.max_duration_hours)?;
-    policy.expiry_minutes = limit("expiry", 52_560_000, policy.expiry_minutes)?;
-    if let Some(on) = flag(body, "preemption")? {
-        policy.preemption = on;
-    }
-    Ok(())
+    Ok(PolicyPatch {
+        max_future_start_days: limit("max-future-start-range", 365)?,
+        max_future_end_days: limit("max-future-end-range", 365)?,
+        max_duration_hours: limit("max-duration", 876_000)?,
+        expiry_minutes: limit("expiry", 52_560_000)?,
+        preemption: flag(body, "preemption")?,
+    })
 }
 
 async fn put_policy(
@@ -215,8 +213,6 @@ async fn put_policy(
         Some(_) => return Err(ApiError::bad_request("reservation must be an object")),
         None => input,
     };
-    let mut policy = state.berth.read(|c| c.policy().clone()).await?;
-    apply_policy(&mut policy, &body)?;
-    let policy = state.berth.set_policy(policy).await?;
+    let policy = state.berth.update_policy(policy_patch(&body)?).await?;
     Ok(Json(policy_json(&policy)))
 }

@@ -434,7 +434,7 @@ async fn create(
         .create_reservation(cmd)
         .await
         .map_err(|e| refused(e, &ask, start, end.max(start)))?;
-    let data = state.berth.read(|c| reservation_data(c, &lease)).await?;
+    let data = state.berth.read_local(|c| reservation_data(c, &lease));
     Ok((
         StatusCode::CREATED,
         Json(json!({ "reservationData": data })),
@@ -539,38 +539,47 @@ async fn update(
         ask: etsi_ask(kind, &body)?,
     };
     let lease = update_with(&state, &caller, id, change).await?;
-    let data = state.berth.read(|c| reservation_data(c, &lease)).await?;
+    let data = state.berth.read_local(|c| reservation_data(c, &lease));
     Ok((
         StatusCode::CREATED,
         Json(json!({ "reservationData": data })),
     ))
 }
 
-/// Applies `change` to reservation `id`; an update that does not fit answers with the offer.
+/// Applies `change` to reservation `id`; an update that does not fit answers with the offer
+/// (the lease is read only then, for what the change leaves as it was).
 pub(super) async fn update_with(
     state: &AppState,
     caller: &Caller,
     id: Uuid,
     change: ReservationChange,
 ) -> Result<Lease, ApiError> {
+    let project = scope(caller);
+    let error = match state
+        .berth
+        .update_reservation(
+            id,
+            project.clone(),
+            change.clone(),
+            SEARCH_HORIZON_DEFAULT_MICROS,
+        )
+        .await
+    {
+        Ok(lease) => return Ok(lease),
+        Err(error) => error,
+    };
     let current = state
         .berth
-        .read(|c| c.lease(id).cloned())
-        .await?
-        .filter(|l| scope(caller).is_none_or(|p| p == l.project_id))
+        .read_local(|c| c.lease(id).cloned())
+        .filter(|l| project.as_deref().is_none_or(|p| p == l.project_id))
         .ok_or_else(|| ApiError::not_found(format!("Reservation {id} could not be found")))?;
     let ask = change
         .ask
-        .clone()
         .or_else(|| current.terms.as_ref().map(|t| t.ask.clone()))
         .unwrap_or_default();
     let start = change.start.unwrap_or(current.start);
     let end = change.end.unwrap_or(current.end);
-    state
-        .berth
-        .update_reservation(id, scope(caller), change, SEARCH_HORIZON_DEFAULT_MICROS)
-        .await
-        .map_err(|e| refused(e, &ask, start, end.max(start)))
+    Err(refused(error, &ask, start, end.max(start)))
 }
 
 async fn terminate(

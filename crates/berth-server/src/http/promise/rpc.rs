@@ -126,7 +126,7 @@ async fn create(
         .create_reservation(parsed)
         .await
         .map_err(|e| rpc_error(refused(e, &ask, start, end.max(start))))?;
-    let data = state.berth.read(|c| reservation_data(c, &lease)).await?;
+    let data = state.berth.read_local(|c| reservation_data(c, &lease));
     Ok(Json(ok(
         "reservation request accepted",
         json!({"reservation-id": lease.id, "reservation": data}),
@@ -162,7 +162,7 @@ async fn update(
     let lease = update_with(&state, &caller, id, change)
         .await
         .map_err(rpc_error)?;
-    let data = state.berth.read(|c| reservation_data(c, &lease)).await?;
+    let data = state.berth.read_local(|c| reservation_data(c, &lease));
     Ok(Json(ok(
         "reservation update successful",
         json!({"reservation": data}),

@@ -168,17 +168,11 @@ async fn capacity(
         text(&body, &field)?.ok_or_else(|| ApiError::bad_request(format!("{field} is missing")))?;
     let flavor = text(&body, "flavorId")?;
     let threshold = threshold(&body)?;
-    if let Some(flavor) = &flavor {
+    if flavor.is_some() {
         if threshold.info != CapacityInfo::Available {
             return Err(ApiError::bad_request(
                 "a flavor threshold watches capacity_info available (instances that fit)",
             ));
-        }
-        let known = state.berth.read(|c| c.flavor(flavor).is_some()).await?;
-        if !known {
-            return Err(ApiError::not_found(format!(
-                "Flavor {flavor} could not be found"
-            )));
         }
     } else if berth_core::capacity::measure_of(resource, &type_id).is_none() {
         return Err(ApiError::bad_request(format!(
@@ -196,6 +190,7 @@ async fn capacity(
         },
         callback: callback(&body)?,
         secret: secret(&body)?,
+        scope: scope(&caller),
     };
     let made = state.berth.subscribe(cmd).await?;
     Ok((
@@ -232,27 +227,14 @@ async fn reservation(
     caller: Caller,
     Input(body): Input,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let ids = filter(&body)?;
-    let project = scope(&caller);
-    let unknown = state
-        .berth
-        .read(|c| {
-            ids.iter().copied().find(|id| {
-                c.lease(*id)
-                    .is_none_or(|l| project.as_deref().is_some_and(|p| p != l.project_id))
-            })
-        })
-        .await?;
-    if let Some(id) = unknown {
-        return Err(ApiError::not_found(format!(
-            "Reservation {id} could not be found"
-        )));
-    }
     let cmd = Subscribe {
         project_id: caller.0.project_id.clone(),
-        topic: Topic::Reservations { ids },
+        topic: Topic::Reservations {
+            ids: filter(&body)?,
+        },
         callback: callback(&body)?,
         secret: secret(&body)?,
+        scope: scope(&caller),
     };
     let made = state.berth.subscribe(cmd).await?;
     Ok((
