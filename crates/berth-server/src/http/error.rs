@@ -114,6 +114,12 @@ impl ApiError {
     }
 }
 
+impl From<berth_core::Rejection> for ApiError {
+    fn from(rejection: berth_core::Rejection) -> ApiError {
+        crate::http::rejection::to_api_error(&rejection)
+    }
+}
+
 impl From<AppError> for ApiError {
     fn from(error: AppError) -> ApiError {
         match error {

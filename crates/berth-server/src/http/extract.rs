@@ -58,6 +58,12 @@ pub async fn json_bytes(request: Request, state: &AppState) -> Result<Bytes, Api
 pub struct Caller(pub Identity);
 
 impl Caller {
+    /// The project whose objects the caller may see and change: its own, or `None` (every
+    /// project) for an admin.
+    pub fn project_scope(&self) -> Option<String> {
+        (!self.0.is_admin()).then(|| self.0.project_id.clone())
+    }
+
     /// 403 unless the caller is an admin.
     pub fn require_admin(&self) -> Result<(), ApiError> {
         match self.0.is_admin() {

@@ -14,6 +14,7 @@ use crate::http::blazar::lease_wire::lease_time;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::status::condition_json;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -190,7 +191,6 @@ async fn zones(State(state): State<AppState>, _caller: Caller) -> Result<Json<Va
 
 /// A provider out of service with the leases it affects.
 fn failure_json(catalog: &Catalog, provider: &Provider) -> Value {
-    let condition = provider.condition();
     let leases: Vec<Value> = affected_leases(catalog, provider.uuid())
         .into_iter()
         .map(|lease| {
@@ -213,16 +213,23 @@ fn failure_json(catalog: &Catalog, provider: &Provider) -> Value {
             })
         })
         .collect();
-    json!({
-        "provider_uuid": provider.uuid(),
-        "host_id": provider.host().map(|_| provider.id().to_string()),
-        "name": provider.name(),
-        "availability_zone": provider.availability_zone(),
-        "status": provider.status().as_str(),
-        "reason": condition.and_then(|c| c.reason.clone()),
-        "since": condition.map(|c| lease_time(c.since)),
-        "leases": leases,
-    })
+    let mut out = condition_json(provider);
+    if let Value::Object(map) = &mut out {
+        map.extend([
+            ("provider_uuid".to_owned(), json!(provider.uuid())),
+            (
+                "host_id".to_owned(),
+                json!(provider.host().map(|_| provider.id().to_string())),
+            ),
+            ("name".to_owned(), json!(provider.name())),
+            (
+                "availability_zone".to_owned(),
+                json!(provider.availability_zone()),
+            ),
+            ("leases".to_owned(), Value::Array(leases)),
+        ]);
+    }
+    out
 }
 
 async fn failures(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {

@@ -61,11 +61,6 @@ fn claim_json(claim: &NodeClaim) -> Value {
     })
 }
 
-/// The project whose claims the caller sees (`None`: an admin, all).
-fn scope(caller: &Caller) -> Option<String> {
-    (!caller.0.is_admin()).then(|| caller.0.project_id.clone())
-}
-
 const CLAIM_FIELDS: [&str; 5] = [
     "instance_uuid",
     "node_uuid",
@@ -166,7 +161,7 @@ async fn list(
             .transpose()
     };
     let (node, instance) = (filter("node_uuid")?, filter("instance_uuid")?);
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let claims = state
         .berth
         .read(move |catalog| {
@@ -193,7 +188,7 @@ async fn show(
     Path(uuid): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let uuid = claim_uuid(&uuid)?;
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let claim = state
         .berth
         .read(move |catalog| {
@@ -213,6 +208,9 @@ async fn delete(
     Path(uuid): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let uuid = claim_uuid(&uuid)?;
-    state.berth.release_claim(uuid, scope(&caller)).await?;
+    state
+        .berth
+        .release_claim(uuid, caller.project_scope())
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,6 +3,7 @@
 
 use super::{time, uuid_field};
 use crate::http::AppState;
+use crate::http::blazar::hosts;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
@@ -47,24 +48,13 @@ pub(super) fn register(routes: &mut Routes) {
         );
 }
 
-fn attr_json(value: &AttrValue) -> Value {
-    match value {
-        AttrValue::String(text) => Value::String(text.clone()),
-        AttrValue::Bool(flag) => Value::Bool(*flag),
-        AttrValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
-        AttrValue::Number(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
-    }
-}
-
+/// A node property: a string, a number or a boolean.
 fn attr_value(key: &str, value: &Value) -> Result<AttrValue, ApiError> {
-    match value {
-        Value::String(text) => Ok(AttrValue::String(text.clone())),
-        Value::Bool(flag) => Ok(AttrValue::Bool(*flag)),
-        Value::Number(n) => Ok(AttrValue::Number(n.as_f64().unwrap_or(f64::NAN))),
-        _ => Err(ApiError::bad_request(format!(
+    hosts::attr_value(key, value)?.ok_or_else(|| {
+        ApiError::bad_request(format!(
             "properties/{key} must be a string, a number or a boolean"
-        ))),
-    }
+        ))
+    })
 }
 
 /// A node as the API shows it.
@@ -80,7 +70,7 @@ pub(super) fn node_json(catalog: &Catalog, provider: &Provider) -> Option<Value>
         "maintenance_reason": condition.and_then(|c| c.reason.clone()),
         "instance_uuid": node.instance_uuid,
         "claim_uuid": catalog.claim_on(provider.uuid()).map(|c| c.uuid),
-        "properties": provider.attributes().iter().map(|(k, v)| (k.clone(), attr_json(v))).collect::<Map<_, _>>(),
+        "properties": provider.attributes().iter().map(|(k, v)| (k.clone(), hosts::attr_json(v))).collect::<Map<_, _>>(),
         "traits": provider.traits().iter().map(|t| t.as_str()).collect::<Vec<_>>(),
         "availability_zone": provider.availability_zone(),
         "created_at": time(node.enrolled_at),
@@ -90,8 +80,7 @@ pub(super) fn node_json(catalog: &Catalog, provider: &Provider) -> Option<Value>
 }
 
 fn shown(catalog: &Catalog, ident: &str) -> Result<Value, ApiError> {
-    let provider =
-        find_node(catalog, ident).map_err(|r| crate::http::rejection::to_api_error(&r))?;
+    let provider = find_node(catalog, ident)?;
     Ok(node_json(catalog, provider).expect("invariant: find_node returns nodes"))
 }
 
@@ -353,7 +342,7 @@ async fn deploy(
             .and_then(|v| uuid_field(key, v))
     };
     let (claim, instance) = (field("reservation_uuid")?, field("instance_uuid")?);
-    let project = (!caller.0.is_admin()).then(|| caller.0.project_id.clone());
+    let project = caller.project_scope();
     state
         .berth
         .deploy_node(ident.clone(), claim, instance, project)

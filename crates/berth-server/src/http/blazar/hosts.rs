@@ -103,10 +103,9 @@ async fn reallocate(
             ));
         }
     };
-    let requester = match caller.0.is_admin() {
-        true => Requester::Admin,
-        false => Requester::Project(caller.0.project_id.clone()),
-    };
+    let requester = caller
+        .project_scope()
+        .map_or(Requester::Admin, Requester::Project);
     let lease = state.berth.reallocate(id, what, requester).await?;
     let body = state
         .berth
@@ -131,7 +130,8 @@ fn total(provider: &Provider, class: &str, property: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn attr_json(value: &AttrValue) -> Value {
+/// A typed attribute (extra capability, node property) as JSON.
+pub(crate) fn attr_json(value: &AttrValue) -> Value {
     match value {
         AttrValue::String(text) => Value::String(text.clone()),
         AttrValue::Bool(flag) => Value::Bool(*flag),
@@ -140,7 +140,8 @@ fn attr_json(value: &AttrValue) -> Value {
     }
 }
 
-fn attr_value(key: &str, value: &Value) -> Result<Option<AttrValue>, ApiError> {
+/// A typed attribute from JSON (`null`: remove it); 400 for arrays and objects.
+pub(crate) fn attr_value(key: &str, value: &Value) -> Result<Option<AttrValue>, ApiError> {
     match value {
         Value::Null => Ok(None),
         Value::String(text) => Ok(Some(AttrValue::String(text.clone()))),

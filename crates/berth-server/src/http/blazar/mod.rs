@@ -2,7 +2,7 @@
 
 mod allocations;
 mod floating_ips;
-mod hosts;
+pub(crate) mod hosts;
 pub(crate) mod lease_wire;
 mod leases;
 

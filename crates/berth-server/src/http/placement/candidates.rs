@@ -6,7 +6,6 @@ use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
-use crate::http::rejection::to_api_error;
 use crate::http::routes::Routes;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
@@ -255,7 +254,7 @@ fn present(
     now: berth_core::Instant,
 ) -> Result<(), ApiError> {
     let (_, found) = berth_core::fence::check_presented(catalog, reservation, None, now)
-        .map_err(|r| to_api_error(&r))?;
+        .map_err(ApiError::from)?;
     let Some(group) = groups.iter_mut().min_by_key(|g| !g.is_unsuffixed()) else {
         return Ok(());
     };

@@ -94,7 +94,7 @@ fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wa
         let found = catalog
             .flavor(&flavor)
             .ok_or(Rejection::FlavorNotFound(flavor))
-            .map_err(|r| crate::http::rejection::to_api_error(&r))?;
+            .map_err(ApiError::from)?;
         return shape(found.vcpus, found.ram_mb, found.disk_gb);
     }
     let id = match (kind, type_id.as_deref(), criteria) {
@@ -209,7 +209,6 @@ async fn etsi_query(
     let answer = state
         .berth
         .read(move |c| -> Result<Value, ApiError> {
-            let reject = |r: Rejection| crate::http::rejection::to_api_error(&r);
             let mut out = json!({
                 "zoneId": zone,
                 "lastUpdate": time(now),
@@ -224,12 +223,12 @@ async fn etsi_query(
                         &amounts,
                         &without,
                     )
-                    .map_err(reject)?;
+                    .map_err(ApiError::from)?;
                     out["capacityInformation"] = json!({"available": fit});
                 }
                 Wanted::Plain(measure) => {
                     let series = capacity::series(c, zone.as_deref(), window, &measure, &without)
-                        .map_err(reject)?;
+                        .map_err(ApiError::from)?;
                     out["capacityInformation"] = figures_json(&series.summary(), &keep);
                     if utilization {
                         out["utilization"] = utilization_json(&series, &keep);
@@ -332,7 +331,7 @@ async fn rpc_query(
             let mut series = Vec::new();
             for (member, measure) in vector_measures() {
                 let s = capacity::series(c, zone.as_deref(), window, &measure, &without)
-                    .map_err(|r| crate::http::rejection::to_api_error(&r))?;
+                    .map_err(ApiError::from)?;
                 series.push((member, s));
             }
             let summary: Map<String, Value> = series

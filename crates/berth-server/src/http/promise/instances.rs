@@ -2,7 +2,6 @@
 //! `GET /promise/instances`: instances created against a reservation or from unreserved
 //! capacity, recorded as placement allocations.
 
-use super::reservations::scope;
 use super::wire::{Input, ok, rpc_error, text, time};
 use crate::http::AppState;
 use crate::http::error::ApiError;
@@ -99,7 +98,7 @@ async fn destroy(
         .map_err(rpc_error)?;
     state
         .berth
-        .destroy_instance(id, scope(&caller))
+        .destroy_instance(id, caller.project_scope())
         .await
         .map_err(|e| rpc_error(e.into()))?;
     Ok(Json(ok(
@@ -109,7 +108,7 @@ async fn destroy(
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let instances = state
         .berth
         .read(move |c| {

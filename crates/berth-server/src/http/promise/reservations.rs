@@ -441,11 +441,6 @@ async fn create(
     ))
 }
 
-/// The project a caller acts for: `None` (any) for admins.
-pub(super) fn scope(caller: &Caller) -> Option<String> {
-    (!caller.0.is_admin()).then(|| caller.0.project_id.clone())
-}
-
 fn filter_ids(body: &Map<String, Value>) -> Result<Option<Vec<Uuid>>, ApiError> {
     let items = match body.get("queryReservationFilter") {
         None | Some(Value::Null) => return Ok(None),
@@ -475,7 +470,7 @@ async fn query(
 ) -> Result<Json<Value>, ApiError> {
     let kind = kind_of(&kind)?;
     let ids = filter_ids(&body)?;
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let answer = state
         .berth
         .read(move |c| -> Result<Value, ApiError> {
@@ -554,7 +549,7 @@ pub(super) async fn update_with(
     id: Uuid,
     change: ReservationChange,
 ) -> Result<Lease, ApiError> {
-    let project = scope(caller);
+    let project = caller.project_scope();
     let error = match state
         .berth
         .update_reservation(
@@ -590,6 +585,9 @@ async fn terminate(
     kind_of(&kind)?;
     let id = Uuid::parse_str(&id)
         .map_err(|_| ApiError::not_found(format!("Reservation {id} could not be found")))?;
-    state.berth.cancel_reservation(id, scope(&caller)).await?;
+    state
+        .berth
+        .cancel_reservation(id, caller.project_scope())
+        .await?;
     Ok(Json(json!({ "reservationId": id })))
 }

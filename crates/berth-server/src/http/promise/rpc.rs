@@ -3,7 +3,7 @@
 //! `instances`, `addresses`, and berth's `gigabytes`) and the `{"result", "message"}` envelope.
 
 use super::capacity::rpc_window;
-use super::reservations::{priority, refused, reservation_data, scope, update_with};
+use super::reservations::{priority, refused, reservation_data, update_with};
 use super::wire::{Input, count, date, object, ok, rpc_error, size, text, time, uuids};
 use crate::http::AppState;
 use crate::http::error::ApiError;
@@ -177,7 +177,7 @@ async fn cancel(
     let id = rpc_id(&body).map_err(rpc_error)?;
     state
         .berth
-        .cancel_reservation(id, scope(&caller))
+        .cancel_reservation(id, caller.project_scope())
         .await
         .map_err(|e| rpc_error(e.into()))?;
     Ok(Json(ok("reservation canceled", json!({}))))
@@ -377,7 +377,7 @@ async fn query(
     let show = super::wire::flag(&body, "show-utilization")
         .map_err(rpc_error)?
         .unwrap_or(true);
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let answer = state
         .berth
         .read(move |c| {

@@ -3,7 +3,7 @@
 //! and delete under `/promise/subscriptions`, the dead letters under `/promise/deliveries`, and
 //! `GET /promise/notifications?after=&limit=&wait=` for consumers that cannot take callbacks.
 
-use super::reservations::{kind_of, scope};
+use super::reservations::kind_of;
 use super::wire::{Input, number, object, text, time};
 use crate::http::AppState;
 use crate::http::error::ApiError;
@@ -190,7 +190,7 @@ async fn capacity(
         },
         callback: callback(&body)?,
         secret: secret(&body)?,
-        scope: scope(&caller),
+        scope: caller.project_scope(),
     };
     let made = state.berth.subscribe(cmd).await?;
     Ok((
@@ -234,7 +234,7 @@ async fn reservation(
         },
         callback: callback(&body)?,
         secret: secret(&body)?,
-        scope: scope(&caller),
+        scope: caller.project_scope(),
     };
     let made = state.berth.subscribe(cmd).await?;
     Ok((
@@ -247,7 +247,7 @@ async fn reservation(
 }
 
 async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let all = state
         .berth
         .read(move |c| {
@@ -271,7 +271,7 @@ async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = subscription_id(&id)?;
-    let project = scope(&caller);
+    let project = caller.project_scope();
     state
         .berth
         .read(move |c| {
@@ -290,7 +290,7 @@ async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = subscription_id(&id)?;
-    state.berth.unsubscribe(id, scope(&caller)).await?;
+    state.berth.unsubscribe(id, caller.project_scope()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -310,7 +310,7 @@ async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<Value>, ApiError> {
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let all = state
         .berth
         .read(move |c| {
@@ -357,7 +357,7 @@ async fn feed(
     let limit = query.limit.unwrap_or(100).clamp(1, FEED_LIMIT_MAX);
     let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0).min(FEED_WAIT_MAX_SECONDS));
     let started = std::time::Instant::now();
-    let project = scope(&caller);
+    let project = caller.project_scope();
     let mut after = query.after.unwrap_or(0);
     loop {
         let page = state.berth.records_after(after, limit).await?;
