@@ -4,7 +4,7 @@
 //! verification error. Without usable system roots berth still starts, and still verifies.
 
 use crate::blazar_leases::{minutes, now_micros};
-use crate::notifications::{Received, SECRET, checks_signature, wait_until};
+use crate::notifications::{Received, SECRET, checks_signatures, wait_until};
 use crate::support::{Options, TestApp, parse};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -131,9 +131,7 @@ async fn answer(acceptor: &TlsAcceptor, socket: TcpStream, received: &Received) 
         read_more(&mut stream, &mut data).await?;
     }
     let body = String::from_utf8_lossy(&data[head_end..head_end + length]).into_owned();
-    let value = serde_json::from_str(&body).unwrap_or(Value::String(body));
-    let signature = header("x-berth-signature");
-    received.got.lock().expect("lock").push((value, signature));
+    received.record(body, header("x-berth-signature"));
     stream
         .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         .await?;
@@ -200,10 +198,7 @@ async fn delivered_signed(received: &Received) {
             .any(|(body, _)| body["changeType"] == "lease.create")
     })
     .await;
-    let got = received.got.lock().expect("lock").clone();
-    for (body, signature) in &got {
-        checks_signature(body, signature.as_ref());
-    }
+    checks_signatures(received);
 }
 
 /// The CA certificate written to a PEM file in a fresh directory.

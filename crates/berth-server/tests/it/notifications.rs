@@ -19,10 +19,15 @@ pub(crate) const SECRET: &str = "s3cret";
 /// A request a receiver got: its body and its signature header.
 pub(crate) type Got = (Value, Option<String>);
 
+/// A request as received: its raw body and its signature header.
+type Raw = (String, Option<String>);
+
 /// What a receiver got: body and signature header of every request.
 #[derive(Clone, Default)]
 pub(crate) struct Received {
     pub(crate) got: Arc<Mutex<Vec<Got>>>,
+    /// Every request's raw body and signature header, as received.
+    raw: Arc<Mutex<Vec<Raw>>>,
     /// Answer 500 to this many requests first.
     failures: Arc<Mutex<u32>>,
 }
@@ -32,8 +37,7 @@ async fn receive(State(received): State<Received>, headers: HeaderMap, body: Str
         .get("x-berth-signature")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let value = serde_json::from_str(&body).unwrap_or(Value::String(body));
-    received.got.lock().expect("lock").push((value, signature));
+    received.record(body, signature);
     let mut failures = received.failures.lock().expect("lock");
     match *failures {
         0 => AxumStatus::OK,
@@ -88,19 +92,44 @@ pub(crate) fn of_type<'a>(got: &'a [Got], kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Asserts that `header` is the signature of `body` with [`SECRET`].
-pub(crate) fn checks_signature(body: &Value, header: Option<&String>) {
-    let header = header.unwrap_or_else(|| panic!("unsigned: {body}"));
-    let (t, _) = header
-        .strip_prefix("t=")
-        .and_then(|rest| rest.split_once(','))
-        .expect("t=...,v1=...");
-    let timestamp: u64 = t.parse().expect("a unix time");
-    assert_eq!(
-        header,
-        &berth_server::notifier::signature(SECRET, timestamp, &body.to_string()),
-        "the signature covers the timestamp and the body"
-    );
+impl Received {
+    /// Records one request: its body (parsed when it is JSON) and its signature header.
+    pub(crate) fn record(&self, body: String, signature: Option<String>) {
+        let value = serde_json::from_str(&body).unwrap_or_else(|_| Value::String(body.clone()));
+        self.got
+            .lock()
+            .expect("lock")
+            .push((value, signature.clone()));
+        self.raw.lock().expect("lock").push((body, signature));
+    }
+}
+
+/// Asserts that every request received was signed with [`SECRET`]: its header is
+/// `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body as received>">`, computed here.
+pub(crate) fn checks_signatures(received: &Received) {
+    use hmac::{KeyInit, Mac};
+    for (body, header) in received.raw.lock().expect("lock").iter() {
+        let header = header
+            .as_deref()
+            .unwrap_or_else(|| panic!("unsigned: {body}"));
+        let (t, v1) = header
+            .strip_prefix("t=")
+            .and_then(|rest| rest.split_once(",v1="))
+            .expect("t=...,v1=...");
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(SECRET.as_bytes()).expect("key");
+        mac.update(format!("{t}.{body}").as_bytes());
+        let expected: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            v1, expected,
+            "the signature covers the timestamp and the body"
+        );
+        assert!(t.parse::<u64>().is_ok(), "t is a unix time: {header}");
+    }
 }
 
 #[tokio::test]
@@ -174,10 +203,8 @@ async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications(
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    checks_signatures(&received);
     let got = received.got.lock().expect("lock").clone();
-    for (body, signature) in &got {
-        checks_signature(body, signature.as_ref());
-    }
     // Capacity fired on crossing only: entered, then left.
     let crossings: Vec<&Value> = of_type(&got, "CapacityChange");
     assert_eq!(crossings.len(), 2, "{crossings:?}");
@@ -646,9 +673,7 @@ async fn no_notification_is_lost_when_berth_is_killed_while_the_receiver_is_down
         5,
         "every notification arrives after the restart: {got:?}"
     );
-    for (body, signature) in &got {
-        checks_signature(body, signature.as_ref());
-    }
+    checks_signatures(&received);
     berth.kill();
     server.abort();
 }
