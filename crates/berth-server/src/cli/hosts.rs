@@ -106,9 +106,13 @@ pub(crate) async fn run(ctx: &Ctx, verb: HostVerb) -> Result<(), CliError> {
             emit(ctx.format, &hosts, |h| Table::of(&HEADERS, items(h), row))
         }
         HostVerb::Show { host } => {
-            let id = resolve(ctx, &host).await?;
-            let answer = ctx.client.get(&format!("{HOSTS}/{id}")).await?;
-            show(ctx, &answer["host"])
+            // By id, the host; by name, the list already holds it.
+            if host.parse::<u64>().is_ok() {
+                let answer = ctx.client.get(&format!("{HOSTS}/{host}")).await?;
+                return show(ctx, &answer["host"]);
+            }
+            let answer = ctx.client.get(HOSTS).await?;
+            show(ctx, named(&answer, &host)?)
         }
         HostVerb::Create(create) => match &create.from_file {
             Some(path) => bulk(ctx, path).await,
@@ -205,12 +209,16 @@ pub(crate) async fn resolve(ctx: &Ctx, host: &str) -> Result<String, CliError> {
         return Ok(host.to_owned());
     }
     let answer = ctx.client.get(HOSTS).await?;
+    named(&answer, host).map(|h| get(h, "id"))
+}
+
+/// The host of that name in a host list answer.
+fn named<'a>(answer: &'a Value, host: &str) -> Result<&'a Value, CliError> {
     answer["hosts"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|h| h["hypervisor_hostname"] == host)
-        .map(|h| get(h, "id"))
         .ok_or_else(|| CliError::Refused {
             status: 404,
             body: json!({"error_message": format!("Host {host} not found")}),

@@ -124,11 +124,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             let answer = ctx.client.get(&path).await?;
             emit(ctx.format, &answer["leases"], list_table)
         }
-        LeaseVerb::Show { lease } => {
-            let id = resolve(ctx, &lease).await?;
-            let answer = ctx.client.get(&lease_path(&id)).await?;
-            show(ctx, &answer["lease"])
-        }
+        LeaseVerb::Show { lease } => show(ctx, &find(ctx, &lease).await?),
         LeaseVerb::Create(create) => self::create(ctx, &create).await,
         LeaseVerb::Update(update) => {
             let id = resolve(ctx, &update.lease).await?;
@@ -188,12 +184,27 @@ pub(crate) async fn resolve(ctx: &Ctx, lease: &str) -> Result<String, CliError> 
         return Ok(lease.to_owned());
     }
     let answer = ctx.client.get(LEASES).await?;
+    named(&answer, lease).map(|l| get(l, "id"))
+}
+
+/// A lease's record: by id, or the one lease of that name from the list (one request either
+/// way).
+pub(crate) async fn find(ctx: &Ctx, lease: &str) -> Result<Value, CliError> {
+    if uuid::Uuid::parse_str(lease).is_ok() {
+        return Ok(ctx.client.get(&lease_path(lease)).await?["lease"].take());
+    }
+    let answer = ctx.client.get(LEASES).await?;
+    named(&answer, lease).cloned()
+}
+
+/// The one lease of that name in a lease list answer.
+fn named<'a>(answer: &'a Value, lease: &str) -> Result<&'a Value, CliError> {
     let named: Vec<&Value> = items(&answer["leases"])
         .iter()
         .filter(|l| l["name"] == lease)
         .collect();
     match named.as_slice() {
-        [one] => Ok(get(one, "id")),
+        [one] => Ok(one),
         [] => Err(CliError::Refused {
             status: 404,
             body: json!({"error_message": format!("Lease {lease} could not be found")}),

@@ -69,10 +69,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: ReservationVerb) -> Result<(), CliError
     match verb {
         ReservationVerb::List { lease } => {
             let leases = match lease {
-                Some(lease) => {
-                    let id = super::leases::resolve(ctx, &lease).await?;
-                    vec![ctx.client.get(&lease_path(&id)).await?["lease"].take()]
-                }
+                Some(lease) => vec![super::leases::find(ctx, &lease).await?],
                 None => items(&ctx.client.get(LEASES).await?["leases"]).to_vec(),
             };
             let all: Vec<Value> = leases

@@ -7,6 +7,7 @@
 //! The system clock is read only through the server's clock module.
 
 use crate::clock::SystemClock;
+use crate::http::blazar::lease_wire::utc;
 use berth_app::Clock as _;
 use jiff::{SignedDuration, Timestamp};
 
@@ -57,25 +58,15 @@ pub(crate) fn parse_when(text: &str) -> Result<When, String> {
             .map(When::At)
             .map_err(|_| format!("{text} is too far away"));
     }
-    if let Ok(at) = text.parse::<Timestamp>() {
-        return Ok(When::At(at));
-    }
-    let civil = [
+    let formats = [
         "%Y-%m-%d %H:%M:%S",
         "%Y-%m-%d %H:%M",
         "%Y-%m-%dT%H:%M:%S",
         "%Y-%m-%dT%H:%M",
-    ]
-    .iter()
-    .find_map(|format| jiff::civil::DateTime::strptime(format, text).ok())
-    .or_else(|| {
-        jiff::civil::Date::strptime("%Y-%m-%d", text)
-            .ok()
-            .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
-    });
-    civil
-        .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
-        .map(|z| When::At(z.timestamp()))
+    ];
+    utc(text, &formats)
+        .or_else(|| utc(&format!("{text} 00:00"), &["%Y-%m-%d %H:%M"]))
+        .map(When::At)
         .ok_or_else(|| {
             format!(
                 "{text} is not a time: use now, +30m, +2h, +3d, 2030-01-01T10:00:00Z or \"2030-01-01 10:00\" (UTC)"

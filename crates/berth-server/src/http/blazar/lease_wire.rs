@@ -21,6 +21,16 @@ pub(crate) fn lease_time(at: Instant) -> String {
         .unwrap_or_default()
 }
 
+/// `text` as a UTC time written in one of the civil `formats`, or in RFC 3339 with any offset.
+pub(crate) fn utc(text: &str, formats: &[&str]) -> Option<jiff::Timestamp> {
+    formats
+        .iter()
+        .find_map(|format| jiff::civil::DateTime::strptime(format, text).ok())
+        .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
+        .map(|z| z.timestamp())
+        .or_else(|| text.parse::<jiff::Timestamp>().ok())
+}
+
 /// Parses a request date: `now`, Blazar's `YYYY-MM-DD HH:MM` (UTC), the same with seconds, or
 /// RFC 3339 with any offset (converted to UTC).
 pub(crate) fn parse_date(field: &str, text: &str, now: Instant) -> Result<Instant, ApiError> {
@@ -28,12 +38,7 @@ pub(crate) fn parse_date(field: &str, text: &str, now: Instant) -> Result<Instan
     if text.eq_ignore_ascii_case("now") {
         return Ok(now);
     }
-    let civil = ["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
-        .iter()
-        .find_map(|format| jiff::civil::DateTime::strptime(format, text).ok())
-        .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
-        .map(|z| z.timestamp());
-    let stamp = civil.or_else(|| text.parse::<jiff::Timestamp>().ok());
+    let stamp = utc(text, &["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]);
     stamp
         .map(|t| Instant::from_micros(t.as_microsecond()))
         .ok_or_else(|| {
