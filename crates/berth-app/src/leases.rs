@@ -82,7 +82,7 @@ pub struct Availability {
     pub zones: Vec<ZoneCapacity>,
 }
 
-fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
+pub(crate) fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
     Instant::from_micros(start.as_micros().saturating_add(horizon_micros.max(0)))
 }
 

@@ -2,6 +2,7 @@
 //! and instances created against a reservation or from unreserved capacity. Capacity queries
 //! are pure reads of the catalog ([`berth_core::capacity`]) and need no use case here.
 
+use crate::leases::horizon_end;
 use crate::{AppError, Berth};
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::lease::Lease;
@@ -71,10 +72,6 @@ pub struct CreateInstance {
     pub project_id: String,
     /// Owning user.
     pub user_id: String,
-}
-
-fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
-    Instant::from_micros(start.as_micros().saturating_add(horizon_micros.max(0)))
 }
 
 /// The most ledger reservations one Promise reservation may become.

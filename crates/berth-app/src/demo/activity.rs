@@ -9,14 +9,14 @@
 //! needs every GPU host of `az3` is degraded when one of them is down. Leases starting "now"
 //! are started by the lifecycle engine when the server runs.
 
-use super::Draft;
+use super::{Draft, class};
 use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use berth_core::decide::health;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::promise::create_flavor;
 use berth_core::lease::{Affinity, ReservationSpec};
 use berth_core::promise::Flavor;
-use berth_core::{Instant, ProviderStatus, Rejection, ResourceClass};
+use berth_core::{Instant, ProviderStatus, Rejection};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -107,10 +107,6 @@ pub(super) fn ids_needed() -> usize {
     let leases = LEASES.len() * (IDS_PER_LEASE + 1);
     let vms: u64 = WORKLOADS.iter().map(|(_, n)| n).sum();
     leases + super::DEMO_ZONES.len() * usize::try_from(vms).unwrap_or(0)
-}
-
-fn class(name: &str) -> ResourceClass {
-    ResourceClass::parse(name).expect("invariant: standard class names parse")
 }
 
 /// Virtual machines already running in every zone, placed through Placement without a

@@ -1,15 +1,11 @@
 //! The `berth` binary itself: refusing unsafe configurations, printing its configuration, and
 //! shutting down gracefully on SIGTERM with exit code 0.
 
+use crate::support::free_port;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BERTH: &str = env!("CARGO_BIN_EXE_berth");
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
-}
 
 #[test]
 fn noauth_off_loopback_is_refused_in_one_line() {

@@ -380,10 +380,7 @@ async fn a_refused_lease_exits_1_with_the_reason_and_the_counter_offer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_and_usage_errors_exit_2() {
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.local_addr().expect("addr").port()
-    };
+    let closed = crate::support::free_port();
     let url = format!("http://127.0.0.1:{closed}");
     run(Some(&url), &["host", "list"])
         .await

@@ -305,10 +305,7 @@ async fn without_system_roots_berth_starts_and_still_verifies() {
         // An empty system store: `SSL_CERT_FILE` alone replaces the platform's.
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "").expect("write");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = crate::support::free_port();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
             .args([
                 "serve",

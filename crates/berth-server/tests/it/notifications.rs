@@ -4,7 +4,7 @@
 //! `notificationId`, the feed is resumable, and bad subscriptions are refused.
 
 use crate::blazar_leases::{enroll, now_micros, rfc3339};
-use crate::support::{Options, TestApp, Who};
+use crate::support::{Options, TestApp, Who, free_port};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use berth_server::config::AuthMode;
@@ -65,10 +65,6 @@ pub(crate) async fn receiver(failures: u32) -> (String, Received, tokio::task::J
         axum::serve(listener, app).await.expect("serve");
     });
     (format!("http://{addr}/hook"), received, server)
-}
-
-async fn post(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
-    app.call(Method::POST, path, None, Some(body)).await
 }
 
 /// Waits until `done` holds for what was received (at most about 10 s).
@@ -138,24 +134,24 @@ async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications(
     enroll(&app, "cn1", "az1", 16).await;
     enroll(&app, "cn2", "az1", 16).await;
     let (url, received, server) = receiver(0).await;
-    let (status, capacity) = post(
-        &app,
-        "/promise/capacity/compute/subscribe",
-        json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores", "callbackUri": url,
+    let (status, capacity) = app
+        .post(
+            "/promise/capacity/compute/subscribe",
+            json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores", "callbackUri": url,
                "authentication": {"secret": SECRET},
                "threshold": {"thresholdType": "absoluteValue",
                              "threshold": {"capacity_info": "available", "condition": "lt",
                                            "value": 20}}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{capacity}");
     assert!(capacity["capacityChangeSubscriptionId"].is_string());
-    let (status, changes) = post(
-        &app,
-        "/promise/reservation/subscribe",
-        json!({"inputFilter": "all", "callbackUri": url, "authentication": {"secret": SECRET}}),
-    )
-    .await;
+    let (status, changes) = app
+        .post(
+            "/promise/reservation/subscribe",
+            json!({"inputFilter": "all", "callbackUri": url, "authentication": {"secret": SECRET}}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{changes}");
     // Reserve until available capacity crosses below 20, then cancel so it crosses back.
     let now = now_micros();
@@ -164,33 +160,33 @@ async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications(
                "computePoolReservation": {"numCpuCores": cores, "numVcInstances": cores / 2,
                                           "virtualMemSize": 512 * cores}})
     };
-    let (status, big) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool(16, now + 3_600_000_000),
-    )
-    .await;
+    let (status, big) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool(16, now + 3_600_000_000),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{big}");
     let big = big["reservationData"]["reservationId"]
         .as_str()
         .expect("id")
         .to_owned();
     wait_until(&received, |got| of_type(got, "CapacityChange").len() == 1).await;
-    let (status, _) = post(
-        &app,
-        "/promise/cancel-reservation",
-        json!({"reservation-id": big}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/cancel-reservation",
+            json!({"reservation-id": big}),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK);
     wait_until(&received, |got| of_type(got, "CapacityChange").len() == 2).await;
     // A short reservation reaches its before-end warning and its end.
-    let (status, short) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool(2, now_micros() + 3_000_000),
-    )
-    .await;
+    let (status, short) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool(2, now_micros() + 3_000_000),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{short}");
     let short = short["reservationData"]["reservationId"]
         .as_str()
@@ -270,21 +266,21 @@ async fn a_failing_receiver_gets_retries_with_the_same_notification_id() {
     let app = TestApp::spawn().await;
     enroll(&app, "cn1", "az1", 16).await;
     let (url, received, server) = receiver(2).await;
-    let (status, _) = post(
-        &app,
-        "/promise/reservation/subscribe",
-        json!({"inputFilter": "all", "callbackUri": url}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/reservation/subscribe",
+            json!({"inputFilter": "all", "callbackUri": url}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED);
-    let (status, made) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"startTime": rfc3339(now_micros() + 3_600_000_000),
+    let (status, made) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(now_micros() + 3_600_000_000),
                "computePoolReservation": {"numCpuCores": 2, "numVcInstances": 1,
                                           "virtualMemSize": 512}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
     wait_until(&received, |got| got.len() >= 3).await;
     let got = received.got.lock().expect("lock").clone();
@@ -314,7 +310,9 @@ async fn the_feed_is_resumable_and_waits() {
                                           "virtualMemSize": 512}})
     };
     for _ in 0..3 {
-        let (status, _) = post(&app, "/promise/reservation/compute/create", create()).await;
+        let (status, _) = app
+            .post("/promise/reservation/compute/create", create())
+            .await;
         assert_eq!(status, StatusCode::CREATED);
     }
     let (status, first) = app.get("/promise/notifications?limit=2", None).await;
@@ -351,7 +349,9 @@ async fn the_feed_is_resumable_and_waits() {
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (status, _) = post(&app, "/promise/reservation/compute/create", create()).await;
+    let (status, _) = app
+        .post("/promise/reservation/compute/create", create())
+        .await;
     assert_eq!(status, StatusCode::CREATED);
     let woke = waiting.await.expect("join").expect("json");
     assert_eq!(
@@ -500,12 +500,12 @@ async fn a_silent_or_redirecting_receiver_never_holds_up_the_others() {
     let (target, redirected_to, target_server) = receiver(0).await;
     let (redirecting, redirect_server) = redirecting_receiver(target).await;
     for url in [&silent, &redirecting, &good] {
-        let (status, body) = post(
-            &app,
-            "/promise/reservation/subscribe",
-            json!({"inputFilter": "all", "callbackUri": url}),
-        )
-        .await;
+        let (status, body) = app
+            .post(
+                "/promise/reservation/subscribe",
+                json!({"inputFilter": "all", "callbackUri": url}),
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
     let create = || {
@@ -515,7 +515,9 @@ async fn a_silent_or_redirecting_receiver_never_holds_up_the_others() {
     };
     let started = std::time::Instant::now();
     for _ in 0..3 {
-        let (status, _) = post(&app, "/promise/reservation/compute/create", create()).await;
+        let (status, _) = app
+            .post("/promise/reservation/compute/create", create())
+            .await;
         assert_eq!(status, StatusCode::CREATED);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -593,13 +595,6 @@ async fn serve(dir: &std::path::Path, port: u16) -> Berth {
     }
     drop(child);
     panic!("berth did not become ready");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 #[tokio::test]
@@ -683,12 +678,12 @@ async fn a_flavor_threshold_watches_how_many_instances_fit() {
     let app = TestApp::spawn().await;
     enroll(&app, "cn1", "az1", 16).await;
     enroll(&app, "cn2", "az1", 16).await;
-    let (status, _) = post(
-        &app,
-        "/promise/flavors",
-        json!({"id": "small", "name": "m1.small", "vcpus": 2, "ram": 2048, "disk": 10}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/flavors",
+            json!({"id": "small", "name": "m1.small", "vcpus": 2, "ram": 2048, "disk": 10}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED);
     let (url, received, server) = receiver(0).await;
     let subscribe = |flavor: &str, info: &str| {
@@ -696,40 +691,40 @@ async fn a_flavor_threshold_watches_how_many_instances_fit() {
                "callbackUri": url, "threshold": {"threshold": {"capacity_info": info,
                                                               "condition": "lt", "value": 10}}})
     };
-    let (status, _) = post(
-        &app,
-        "/promise/capacity/compute/subscribe",
-        subscribe("m9.huge", "available"),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/capacity/compute/subscribe",
+            subscribe("m9.huge", "available"),
+        )
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "unknown flavor");
-    let (status, _) = post(
-        &app,
-        "/promise/capacity/compute/subscribe",
-        subscribe("m1.small", "reserved"),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/capacity/compute/subscribe",
+            subscribe("m1.small", "reserved"),
+        )
+        .await;
     assert_eq!(
         status,
         StatusCode::BAD_REQUEST,
         "a flavor threshold is on available"
     );
-    let (status, made) = post(
-        &app,
-        "/promise/capacity/compute/subscribe",
-        subscribe("m1.small", "available"),
-    )
-    .await;
+    let (status, made) = app
+        .post(
+            "/promise/capacity/compute/subscribe",
+            subscribe("m1.small", "available"),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
     // 16 instances of m1.small fit; a reservation of 8 of them leaves 8, under 10.
-    let (status, _) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"endTime": rfc3339(now_micros() + 3_600_000_000), "zoneId": "az1",
+    let (status, _) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"endTime": rfc3339(now_micros() + 3_600_000_000), "zoneId": "az1",
                "computePoolReservation": {"numCpuCores": 16, "numVcInstances": 8,
                                           "virtualMemSize": 16384}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED);
     wait_until(&received, |got| !of_type(got, "CapacityChange").is_empty()).await;
     let got = received.got.lock().expect("lock").clone();

@@ -24,22 +24,18 @@ const MEMBER: Who<'static> = Who {
     roles: "member",
 };
 
-async fn post(app: &TestApp, path: &str, body: Value) -> (StatusCode, Value) {
-    app.call(Method::POST, path, None, Some(body)).await
-}
-
 /// Two hosts of 16 VCPUs and 16 GiB in `az1`, one of 8 VCPUs in `az2`, and the flavor
 /// `m1.small` (2 VCPUs, 2 GiB, 10 GB).
 async fn world(app: &TestApp) {
     enroll(app, "cn1", "az1", 16).await;
     enroll(app, "cn2", "az1", 16).await;
     enroll(app, "cn3", "az2", 8).await;
-    let (status, body) = post(
-        app,
-        FLAVORS,
-        json!({"id": "small", "name": "m1.small", "vcpus": 2, "ram": 2048, "disk": 10}),
-    )
-    .await;
+    let (status, body) = app
+        .post(
+            FLAVORS,
+            json!({"id": "small", "name": "m1.small", "vcpus": 2, "ram": 2048, "disk": 10}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
@@ -82,8 +78,7 @@ fn adds_up(answer: &Value) {
 }
 
 async fn create_instance(app: &TestApp, reservation: &str, name: &str) -> (StatusCode, Value) {
-    post(
-        app,
+    app.post(
         "/promise/create-instance",
         json!({"name": name, "flavor": "m1.small", "image": "cirros",
                "reservation-id": reservation}),
@@ -127,14 +122,14 @@ async fn annex_a_walks_through_capacity_reservation_update_allocation_and_cancel
     assert_eq!(figure(&before, "available"), 32);
     assert_eq!(figure(&before, "reserved"), 0);
     // Steps 1-3: a reservation for future use.
-    let (status, created) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
+    let (status, created) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
                "computePoolReservation": {"numCpuCores": "8", "numVcInstances": "4",
                                           "virtualMemSize": "8192"}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let data = &created["reservationData"];
     let id = data["reservationId"].as_str().expect("id").to_owned();
@@ -170,12 +165,12 @@ async fn annex_a_walks_through_capacity_reservation_update_allocation_and_cancel
         "{early}"
     );
     // Step 4: startTime now; the lifecycle engine starts it.
-    let (status, updated) = post(
-        &app,
-        "/promise/reservation/compute/update",
-        json!({"reservationId": id, "startTime": "now"}),
-    )
-    .await;
+    let (status, updated) = app
+        .post(
+            "/promise/reservation/compute/update",
+            json!({"reservationId": id, "startTime": "now"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{updated}");
     wait_for(&app, "compute", &id, "active").await;
     // Step 5: allocate against it until it is full.
@@ -204,32 +199,29 @@ async fn annex_a_walks_through_capacity_reservation_update_allocation_and_cancel
     assert_eq!(status, StatusCode::OK, "{usages}");
     assert_eq!(usages["usages"]["VCPU"], 8, "{usages}");
     // Destroy one: its share is reserved again.
-    let (status, destroyed) = post(
-        &app,
-        "/promise/destroy-instance",
-        json!({"instance-id": instances[0]}),
-    )
-    .await;
+    let (status, destroyed) = app
+        .post(
+            "/promise/destroy-instance",
+            json!({"instance-id": instances[0]}),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{destroyed}");
     let after_destroy = vcpus(&app, now, now + HOUR).await;
     assert_eq!(figure(&after_destroy, "allocated"), 6);
     assert_eq!(figure(&after_destroy, "reserved"), 2);
     // Cancel: capacity is back (its remaining instances go with it).
     for instance in &instances[1..] {
-        let (status, _) = post(
-            &app,
-            "/promise/destroy-instance",
-            json!({"instance-id": instance}),
-        )
-        .await;
+        let (status, _) = app
+            .post(
+                "/promise/destroy-instance",
+                json!({"instance-id": instance}),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK);
     }
-    let (status, cancelled) = post(
-        &app,
-        "/promise/cancel-reservation",
-        json!({"reservation-id": id}),
-    )
-    .await;
+    let (status, cancelled) = app
+        .post("/promise/cancel-reservation", json!({"reservation-id": id}))
+        .await;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
     assert_eq!(cancelled["result"], "ok");
     let back = vcpus(&app, now, end).await;
@@ -261,16 +253,16 @@ async fn blazar_and_promise_reservations_are_counted_together() {
                 "disk_gb": 10, "amount": 2, "affinity": null,
                 "resource_properties": r#"["==", "$availability_zone", "az1"]"#}]),
     );
-    let (status, lease) = post(&app, LEASES, blazar).await;
+    let (status, lease) = app.post(LEASES, blazar).await;
     assert_eq!(status, StatusCode::CREATED, "{lease}");
-    let (status, promise) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"startTime": rfc3339(start + HOUR), "endTime": rfc3339(end), "zoneId": "az1",
+    let (status, promise) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(start + HOUR), "endTime": rfc3339(end), "zoneId": "az1",
                "computePoolReservation": {"numCpuCores": 4, "numVcInstances": 2,
                                           "virtualMemSize": 2048}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{promise}");
     let answer = vcpus(&app, start, end).await;
     assert_eq!(
@@ -308,23 +300,23 @@ async fn blazar_and_promise_reservations_are_counted_together() {
         "{all}"
     );
     // The RPC form: the same capacity, as vectors.
-    let (status, rpc) = post(
-        &app,
-        "/promise/query-capacity",
-        json!({"capacity": "reserved", "zone": "az1",
+    let (status, rpc) = app
+        .post(
+            "/promise/query-capacity",
+            json!({"capacity": "reserved", "zone": "az1",
                "window": {"start": rfc3339(start), "end": rfc3339(end)}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{rpc}");
     assert_eq!(rpc["capacity"]["reserved"]["cores"], 10, "{rpc}");
     assert_eq!(rpc["collections"].as_array().map(Vec::len), Some(2));
     // Unknown zone: 404.
-    let (status, _) = post(
-        &app,
-        "/promise/capacity/compute/query",
-        json!({"zoneId": "nowhere", "computeResourceTypeId": "numCpuCores"}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/capacity/compute/query",
+            json!({"zoneId": "nowhere", "computeResourceTypeId": "numCpuCores"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // How many of a flavor fit over the window: (16 + 16 - 10) / 2, by host.
     let (status, fit) = app
@@ -355,13 +347,17 @@ async fn an_unclaimed_reservation_releases_what_it_did_not_allocate_at_its_expir
                                           "numVcInstances": instances,
                                           "virtualMemSize": 2048 * instances}})
     };
-    let (status, used) = post(&app, "/promise/reservation/compute/create", create(3)).await;
+    let (status, used) = app
+        .post("/promise/reservation/compute/create", create(3))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{used}");
     let used = used["reservationData"]["reservationId"]
         .as_str()
         .expect("id")
         .to_owned();
-    let (status, idle) = post(&app, "/promise/reservation/compute/create", create(2)).await;
+    let (status, idle) = app
+        .post("/promise/reservation/compute/create", create(2))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{idle}");
     let idle = idle["reservationData"]["reservationId"]
         .as_str()
@@ -407,16 +403,22 @@ async fn a_higher_priority_request_displaces_a_lower_one_not_yet_started() {
                "computePoolReservation": {"numCpuCores": cores, "numVcInstances": cores / 2,
                                           "virtualMemSize": 1024 * cores}})
     };
-    let (status, low) = post(&app, "/promise/reservation/compute/create", pool(24, 10)).await;
+    let (status, low) = app
+        .post("/promise/reservation/compute/create", pool(24, 10))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{low}");
     let low = low["reservationData"]["reservationId"]
         .as_str()
         .expect("id")
         .to_owned();
-    let (status, keep) = post(&app, "/promise/reservation/compute/create", pool(8, 80)).await;
+    let (status, keep) = app
+        .post("/promise/reservation/compute/create", pool(8, 80))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{keep}");
     // Equal priority cannot displace.
-    let (status, same) = post(&app, "/promise/reservation/compute/create", pool(16, 10)).await;
+    let (status, same) = app
+        .post("/promise/reservation/compute/create", pool(16, 10))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{same}");
     // With preemption off, a higher priority cannot either.
     let (status, _) = app
@@ -428,13 +430,17 @@ async fn a_higher_priority_request_displaces_a_lower_one_not_yet_started() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, off) = post(&app, "/promise/reservation/compute/create", pool(16, 90)).await;
+    let (status, off) = app
+        .post("/promise/reservation/compute/create", pool(16, 90))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{off}");
     let (status, _) = app
         .call(Method::PUT, POLICY, None, Some(json!({"preemption": true})))
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, high) = post(&app, "/promise/reservation/compute/create", pool(16, 90)).await;
+    let (status, high) = app
+        .post("/promise/reservation/compute/create", pool(16, 90))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{high}");
     let high = high["reservationData"]["reservationId"]
         .as_str()
@@ -607,64 +613,61 @@ async fn the_counter_offer_of_a_refusal_is_admitted_as_offered() {
                                           "numVcInstances": instances,
                                           "virtualMemSize": 1024 * instances}})
     };
-    let (status, first) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool(12, &rfc3339(start), &rfc3339(end)),
-    )
-    .await;
+    let (status, first) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool(12, &rfc3339(start), &rfc3339(end)),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{first}");
     // 16 more instances of 2 VCPUs do not fit beside 24 VCPUs of 32.
-    let (status, refused) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool(16, &rfc3339(start), &rfc3339(end)),
-    )
-    .await;
+    let (status, refused) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool(16, &rfc3339(start), &rfc3339(end)),
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     let offer = &refused["offer"];
     let most = offer["maxCapacity"]["computePoolReserved"].clone();
     assert_eq!(most["numVcInstances"], 4, "{refused}");
-    let (status, admitted) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
+    let (status, admitted) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
                "computePoolReservation": most}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(
         status,
         StatusCode::CREATED,
         "the most that fits: {admitted}"
     );
     // The earliest window of the same length where all of it fits, admitted as offered.
-    let (status, again) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool(16, &rfc3339(start), &rfc3339(end)),
-    )
-    .await;
+    let (status, again) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool(16, &rfc3339(start), &rfc3339(end)),
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{again}");
     let window = &again["offer"]["earliestWindow"];
     let (from, to) = (
         window["startTime"].as_str().expect("start").to_owned(),
         window["endTime"].as_str().expect("end").to_owned(),
     );
-    let (status, later) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool(16, &from, &to),
-    )
-    .await;
+    let (status, later) = app
+        .post("/promise/reservation/compute/create", pool(16, &from, &to))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "the earliest window: {later}");
     // The RPC style carries the same offer.
-    let (status, rpc) = post(
-        &app,
-        "/promise/create-reservation",
-        json!({"zone": "az1", "start": rfc3339(start), "end": rfc3339(end),
+    let (status, rpc) = app
+        .post(
+            "/promise/create-reservation",
+            json!({"zone": "az1", "start": rfc3339(start), "end": rfc3339(end),
                "capacity": {"cores": "16", "ram": "4096", "instances": "8"}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{rpc}");
     assert_eq!(rpc["result"], "conflict");
     assert_eq!(rpc["offer"]["capacity"]["instances"], 0, "{rpc}");
@@ -679,23 +682,23 @@ async fn the_rpc_surface_reserves_queries_and_cancels() {
         ("b", "192.0.2.11"),
         ("c", "192.0.2.12"),
     ] {
-        let (status, body) = post(
-            &app,
-            "/reservation/v1/floatingips",
-            json!({"floating_network_id": "public", "floating_ip_address": address}),
-        )
-        .await;
+        let (status, body) = app
+            .post(
+                "/reservation/v1/floatingips",
+                json!({"floating_network_id": "public", "floating_ip_address": address}),
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{id}: {body}");
     }
     let start = tomorrow();
     let end = start + DAY;
-    let (status, made) = post(
-        &app,
-        "/promise/create-reservation",
-        json!({"zone": "az1", "start": rfc3339(start), "end": rfc3339(end),
+    let (status, made) = app
+        .post(
+            "/promise/create-reservation",
+            json!({"zone": "az1", "start": rfc3339(start), "end": rfc3339(end),
                "capacity": {"cores": "5", "ram": "12288", "addresses": "2", "instances": "3"}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{made}");
     assert_eq!(made["result"], "ok");
     let id = made["reservation-id"].as_str().expect("id").to_owned();
@@ -704,13 +707,13 @@ async fn the_rpc_surface_reserves_queries_and_cancels() {
         Some(2)
     );
     // Network capacity counts the addresses.
-    let (status, net) = post(
-        &app,
-        "/promise/capacity/network/query",
-        json!({"networkResourceTypeId": "publicIps",
+    let (status, net) = app
+        .post(
+            "/promise/capacity/network/query",
+            json!({"networkResourceTypeId": "publicIps",
                "timePeriod": {"startTime": rfc3339(start), "stopTime": rfc3339(end)}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{net}");
     assert_eq!(net["capacityInformation"]["reserved"], 2);
     assert_eq!(net["capacityInformation"]["available"], 1);
@@ -719,12 +722,12 @@ async fn the_rpc_surface_reserves_queries_and_cancels() {
         json!({"show-utilization": true,
                "window": {"start": rfc3339(from), "end": rfc3339(to), "scope": scope}})
     };
-    let (_, inside) = post(
-        &app,
-        "/promise/query-reservation",
-        query(start - HOUR, end + HOUR, "exclusive"),
-    )
-    .await;
+    let (_, inside) = app
+        .post(
+            "/promise/query-reservation",
+            query(start - HOUR, end + HOUR, "exclusive"),
+        )
+        .await;
     assert_eq!(inside["reservations"], json!([id]), "{inside}");
     let util = inside["utilization"].as_array().expect("utilization");
     assert_eq!(
@@ -732,57 +735,51 @@ async fn the_rpc_surface_reserves_queries_and_cancels() {
         "3 slots of 2 cores: {inside}"
     );
     assert_eq!(util[0]["capacity"]["addresses"], 2);
-    let (_, partly) = post(
-        &app,
-        "/promise/query-reservation",
-        query(start + HOUR, end + HOUR, "exclusive"),
-    )
-    .await;
+    let (_, partly) = app
+        .post(
+            "/promise/query-reservation",
+            query(start + HOUR, end + HOUR, "exclusive"),
+        )
+        .await;
     assert_eq!(partly["reservations"], json!([]));
-    let (_, overlap) = post(
-        &app,
-        "/promise/query-reservation",
-        query(start + HOUR, end + HOUR, "inclusive"),
-    )
-    .await;
+    let (_, overlap) = app
+        .post(
+            "/promise/query-reservation",
+            query(start + HOUR, end + HOUR, "inclusive"),
+        )
+        .await;
     assert_eq!(overlap["reservations"], json!([id]));
-    let (_, without) = post(
-        &app,
-        "/promise/query-reservation",
-        json!({"without": [format!("ResourceReservation:{id}")]}),
-    )
-    .await;
+    let (_, without) = app
+        .post(
+            "/promise/query-reservation",
+            json!({"without": [format!("ResourceReservation:{id}")]}),
+        )
+        .await;
     assert_eq!(without["reservations"], json!([]));
-    let (_, by_element) = post(
-        &app,
-        "/promise/query-reservation",
-        json!({"elements": {"some": ["192.0.2.10", "192.0.2.11", "192.0.2.12"]}}),
-    )
-    .await;
+    let (_, by_element) = app
+        .post(
+            "/promise/query-reservation",
+            json!({"elements": {"some": ["192.0.2.10", "192.0.2.11", "192.0.2.12"]}}),
+        )
+        .await;
     assert_eq!(by_element["reservations"], json!([id]));
     // update-reservation changes amounts.
-    let (status, updated) = post(
-        &app,
-        "/promise/update-reservation",
-        json!({"reservation-id": id,
+    let (status, updated) = app
+        .post(
+            "/promise/update-reservation",
+            json!({"reservation-id": id,
                "capacity": {"cores": "1", "ram": "5120", "addresses": "1", "instances": "1"}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{updated}");
     assert_eq!(updated["reservation"]["capacity"]["addresses"], 1);
-    let (status, cancelled) = post(
-        &app,
-        "/promise/cancel-reservation",
-        json!({"reservation-id": id}),
-    )
-    .await;
+    let (status, cancelled) = app
+        .post("/promise/cancel-reservation", json!({"reservation-id": id}))
+        .await;
     assert_eq!(status, StatusCode::OK, "{cancelled}");
-    let (status, again) = post(
-        &app,
-        "/promise/cancel-reservation",
-        json!({"reservation-id": id}),
-    )
-    .await;
+    let (status, again) = app
+        .post("/promise/cancel-reservation", json!({"reservation-id": id}))
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{again}");
     assert_eq!(again["result"], "error");
 }
@@ -960,19 +957,19 @@ async fn bad_promise_input_is_refused_with_the_reason() {
         ),
     ];
     for (path, body, expected) in cases {
-        let (status, answer) = post(&app, path, body.clone()).await;
+        let (status, answer) = app.post(path, body.clone()).await;
         assert_eq!(status, expected, "{path} {body}: {answer}");
     }
     // An instance after its reservation ended is refused: an immediate reservation that ends
     // a second after it starts.
     let now = now_micros();
-    let (status, brief) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"endTime": rfc3339(now + 2_000_000), "zoneId": "az1",
+    let (status, brief) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"endTime": rfc3339(now + 2_000_000), "zoneId": "az1",
                "computePoolReservation": pool}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{brief}");
     let id = brief["reservationData"]["reservationId"]
         .as_str()
@@ -1000,49 +997,46 @@ async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
                                           "virtualMemSize": 512 * cores}})
     };
     // az2 has one host of 8 VCPUs: 16 do not fit until capacity is added for the window.
-    let (status, _) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool_in("az2", 16, start, end),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool_in("az2", 16, start, end),
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT);
-    let (status, grown) = post(
-        &app,
-        "/promise/increase-capacity",
-        json!({"source": "Zone:az2", "start": rfc3339(start), "end": rfc3339(end),
+    let (status, grown) = app
+        .post(
+            "/promise/increase-capacity",
+            json!({"source": "Zone:az2", "start": rfc3339(start), "end": rfc3339(end),
                "capacity": {"cores": "8", "ram": "8192", "instances": "4"}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{grown}");
     assert_eq!(grown["result"], "ok");
     assert_eq!(grown["ignored"], json!(["instances"]));
     let grown_id = grown["pool-id"].as_str().expect("pool id").to_owned();
-    let (status, admitted) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool_in("az2", 16, start, end),
-    )
-    .await;
+    let (status, admitted) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool_in("az2", 16, start, end),
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{admitted}");
     // Only over the window the capacity is planned for.
-    let (status, _) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        pool_in("az2", 16, start, end + HOUR),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/reservation/compute/create",
+            pool_in("az2", 16, start, end + HOUR),
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT);
     let zone2 = |from: i64, to: i64| {
         json!({"zoneId": "az2", "computeResourceTypeId": "numCpuCores", "showUtilization": true,
                "timePeriod": {"startTime": rfc3339(from), "stopTime": rfc3339(to)}})
     };
-    let (_, answer) = post(
-        &app,
-        "/promise/capacity/compute/query",
-        zone2(start - HOUR, end),
-    )
-    .await;
+    let (_, answer) = app
+        .post("/promise/capacity/compute/query", zone2(start - HOUR, end))
+        .await;
     let steps = answer["utilization"].as_array().expect("steps");
     assert_eq!(steps[0]["total"], 8, "{answer}");
     assert_eq!(steps[1]["total"], 16, "{answer}");
@@ -1056,30 +1050,32 @@ async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
         json!([{"resource_type": "physical:host", "min": 1, "max": 1,
                 "resource_properties": r#"["==", "$hypervisor_hostname", "cn1"]"#}]),
     );
-    let (status, lease) = post(&app, LEASES, lease).await;
+    let (status, lease) = app.post(LEASES, lease).await;
     assert_eq!(status, StatusCode::CREATED, "{lease}");
     let lease_id = lease["lease"]["id"].as_str().expect("id").to_owned();
     let decrease = |force: bool| {
         json!({"source": "cn1", "start": rfc3339(start + HOUR), "end": rfc3339(start + 2 * HOUR),
                "capacity": {"cores": 4}, "force": force})
     };
-    let (status, refused) = post(&app, "/promise/decrease-capacity", decrease(false)).await;
+    let (status, refused) = app
+        .post("/promise/decrease-capacity", decrease(false))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["affected"], json!([lease_id]), "{refused}");
     assert_eq!(refused["result"], "conflict");
-    let (status, forced) = post(&app, "/promise/decrease-capacity", decrease(true)).await;
+    let (status, forced) = app.post("/promise/decrease-capacity", decrease(true)).await;
     assert_eq!(status, StatusCode::OK, "{forced}");
     assert_eq!(forced["affected"], json!([lease_id]));
     let (_, seen) = app.get(&format!("{LEASES}/{lease_id}"), None).await;
     assert_eq!(seen["lease"]["degraded"], true, "{seen}");
     // A decrease where nothing is held is simply made; capacity shows it.
-    let (status, maintenance) = post(
-        &app,
-        "/promise/decrease-capacity",
-        json!({"source": "ResourceProvider:cn2", "start": rfc3339(end + HOUR),
+    let (status, maintenance) = app
+        .post(
+            "/promise/decrease-capacity",
+            json!({"source": "ResourceProvider:cn2", "start": rfc3339(end + HOUR),
                "end": rfc3339(end + 2 * HOUR), "capacity": {"cores": 16}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{maintenance}");
     let during = vcpus(&app, end + HOUR, end + 2 * HOUR).await;
     assert_eq!(figure(&during, "total"), 16, "{during}");
@@ -1096,7 +1092,9 @@ async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
         )
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let (_, after) = post(&app, "/promise/capacity/compute/query", zone2(start, end)).await;
+    let (_, after) = app
+        .post("/promise/capacity/compute/query", zone2(start, end))
+        .await;
     assert_eq!(after["capacityInformation"]["total"], 8, "{after}");
     for (source, expected) in [
         ("Zone:nowhere", StatusCode::NOT_FOUND),
@@ -1106,20 +1104,20 @@ async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
         ),
         ("no-such-host", StatusCode::NOT_FOUND),
     ] {
-        let (status, body) = post(
-            &app,
-            "/promise/increase-capacity",
-            json!({"source": source, "capacity": {"cores": 1}}),
-        )
-        .await;
+        let (status, body) = app
+            .post(
+                "/promise/increase-capacity",
+                json!({"source": source, "capacity": {"cores": 1}}),
+            )
+            .await;
         assert_eq!(status, expected, "{source}: {body}");
     }
-    let (status, _) = post(
-        &app,
-        "/promise/increase-capacity",
-        json!({"source": "cn1", "capacity": {"cores": 1, "gpus": 1}}),
-    )
-    .await;
+    let (status, _) = app
+        .post(
+            "/promise/increase-capacity",
+            json!({"source": "cn1", "capacity": {"cores": 1, "gpus": 1}}),
+        )
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
@@ -1130,42 +1128,46 @@ async fn storage_pools_are_reserved_and_counted_in_gigabytes() {
     let start = tomorrow();
     let end = start + DAY;
     let period = json!({"startTime": rfc3339(start), "stopTime": rfc3339(end)});
-    let (status, made) = post(
-        &app,
-        "/promise/reservation/storage/create",
-        json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
+    let (status, made) = app
+        .post(
+            "/promise/reservation/storage/create",
+            json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
                "storagePoolReservation": {"storageSize": "60", "numSnapshots": "3",
                                           "numVolumes": "2"}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{made}");
     let data = &made["reservationData"];
     assert_eq!(data["storagePoolReserved"]["storageSize"], 60);
     assert_eq!(data["storagePoolReserved"]["numSnapshots"], 3);
-    let (status, storage) = post(
-        &app,
-        "/promise/capacity/storage/query",
-        json!({"zoneId": "az1", "storageResourceTypeId": "storageSize", "timePeriod": period}),
-    )
-    .await;
+    let (status, storage) = app
+        .post(
+            "/promise/capacity/storage/query",
+            json!({"zoneId": "az1", "storageResourceTypeId": "storageSize", "timePeriod": period}),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{storage}");
     assert_eq!(storage["capacityInformation"]["total"], 200);
     assert_eq!(storage["capacityInformation"]["reserved"], 60);
     // How many 50 GB volumes still fit over the window beside the 60 GB (hosts of 100 GB).
-    let (status, volumes) = post(
-        &app,
-        "/promise/capacity/storage/query",
-        json!({"zoneId": "az1", "storageResourceTypeId": "volumes",
+    let (status, volumes) = app
+        .post(
+            "/promise/capacity/storage/query",
+            json!({"zoneId": "az1", "storageResourceTypeId": "volumes",
                "resourceCriteria": {"typeOfStorage": "volume", "sizeOfStorage": 50},
                "attributeSelector": "available", "timePeriod": period}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{volumes}");
     assert_eq!(volumes["capacityInformation"], json!({"available": 2}));
     // The storage query lists it; the compute query does not.
-    let (_, listed) = post(&app, "/promise/reservation/storage/query", json!({})).await;
+    let (_, listed) = app
+        .post("/promise/reservation/storage/query", json!({}))
+        .await;
     assert_eq!(listed["queryResult"].as_array().map(Vec::len), Some(1));
-    let (_, compute) = post(&app, "/promise/reservation/compute/query", json!({})).await;
+    let (_, compute) = app
+        .post("/promise/reservation/compute/query", json!({}))
+        .await;
     assert_eq!(compute["queryResult"], json!([]));
     let id = data["reservationId"].as_str().expect("id");
     let (status, gone) = app
@@ -1185,37 +1187,37 @@ async fn unreserved_instances_have_the_lowest_priority() {
     let app = TestApp::spawn().await;
     world(&app).await;
     // az2 is one host of 8 VCPUs; an instance without a reservation takes 2 of them.
-    let (status, made) = post(
-        &app,
-        "/promise/create-instance",
-        json!({"name": "best-effort", "flavor": "m1.small", "zone": "az2"}),
-    )
-    .await;
+    let (status, made) = app
+        .post(
+            "/promise/create-instance",
+            json!({"name": "best-effort", "flavor": "m1.small", "zone": "az2"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{made}");
     let instance = made["instance-id"].as_str().expect("id").to_owned();
     assert_eq!(made["instance"]["priority"], "low");
     // A reservation of the whole host is admitted all the same, starting shortly.
     let start = now_micros() + 2_000_000;
-    let (status, reserved) = post(
-        &app,
-        "/promise/reservation/compute/create",
-        json!({"startTime": rfc3339(start), "endTime": rfc3339(start + HOUR), "zoneId": "az2",
+    let (status, reserved) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(start), "endTime": rfc3339(start + HOUR), "zoneId": "az2",
                "computePoolReservation": {"numCpuCores": 8, "numVcInstances": 4,
                                           "virtualMemSize": 8192}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{reserved}");
     let id = reserved["reservationData"]["reservationId"]
         .as_str()
         .expect("id")
         .to_owned();
     // Meanwhile no more unreserved instances fit beside what the reservation will need.
-    let (status, refused) = post(
-        &app,
-        "/promise/create-instance",
-        json!({"name": "no-room", "flavor": "m1.small", "zone": "az2"}),
-    )
-    .await;
+    let (status, refused) = app
+        .post(
+            "/promise/create-instance",
+            json!({"name": "no-room", "flavor": "m1.small", "zone": "az2"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     // When it starts, the best-effort instance is withdrawn and the reservation is whole.
     wait_for(&app, "compute", &id, "active").await;

@@ -35,6 +35,14 @@ pub(crate) struct Who<'a> {
     pub(crate) roles: &'a str,
 }
 
+/// A port nothing listens on (bound, then released).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 impl TestApp {
     /// A server over a fresh SQLite file, noauth.
     pub(crate) async fn spawn() -> TestApp {
@@ -128,6 +136,11 @@ impl TestApp {
             builder = builder.json(&body);
         }
         parse(builder.send().await.expect("send")).await
+    }
+
+    /// `POST` of a JSON body.
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, None, Some(body)).await
     }
 
     /// `GET` at a microversion.
