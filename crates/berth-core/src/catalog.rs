@@ -864,6 +864,23 @@ impl Catalog {
         self.instances.get(&id)
     }
 
+    /// The live Promise instances created against `lease`, by id: the consumers presenting
+    /// its reservations that are its instances (found through the reservation index, not by
+    /// scanning every instance).
+    pub fn instances_of(&self, lease: &Lease) -> Vec<&crate::promise::PromiseInstance> {
+        let mut found: Vec<&crate::promise::PromiseInstance> = lease
+            .reservations
+            .iter()
+            .filter_map(|r| self.reserved_consumers.get(&r.id))
+            .flatten()
+            .filter_map(|id| self.instances.get(id))
+            .filter(|i| i.reservation == Some(lease.id))
+            .collect();
+        found.sort_by_key(|i| i.id);
+        found.dedup_by_key(|i| i.id);
+        found
+    }
+
     /// Every subscription, by id.
     pub fn subscriptions(&self) -> impl Iterator<Item = &crate::notify::Subscription> {
         self.subscriptions.values()

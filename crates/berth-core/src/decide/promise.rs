@@ -719,10 +719,7 @@ fn against_reservation(
         )));
     }
     // Instances whose allocations are gone (the lease ended them) no longer count.
-    let used = catalog
-        .instances()
-        .filter(|i| i.reservation == Some(id) && catalog.consumer(i.id).is_some())
-        .count() as u64;
+    let used = catalog.instances_of(lease).len() as u64;
     let slots = instance_slots(lease);
     if used >= slots {
         return Err(refused(format!(

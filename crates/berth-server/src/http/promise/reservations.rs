@@ -128,11 +128,7 @@ fn remaining(catalog: &Catalog, lease: &Lease) -> (Value, Vec<Uuid>) {
     }
     let mut used = [0u64; 3];
     let mut ids = Vec::new();
-    for instance in catalog
-        .instances()
-        .filter(|i| i.reservation == Some(lease.id))
-        .filter(|i| catalog.consumer(i.id).is_some())
-    {
+    for instance in catalog.instances_of(lease) {
         ids.push(instance.id);
         if let Some(f) = catalog.flavor(&instance.flavor_id) {
             used[0] += f.vcpus;
