@@ -282,19 +282,40 @@ pub(crate) fn report_effects(leases: &Value) {
 
 /// Enrols every host of a file, with a progress bar; a refusal does not stop the others.
 async fn bulk(ctx: &Ctx, path: &std::path::Path) -> Result<(), CliError> {
-    let entries = bodies(path, "hosts")?;
-    let bar = progress::bar(entries.len(), "enrolling hosts");
+    enrol_all(
+        ctx,
+        path,
+        (HOSTS, "host"),
+        |mut answer| answer["host"].take(),
+        |h| Table::of(&HEADERS, items(h), row),
+    )
+    .await
+}
+
+/// Enrols every entry of the file at `path` (a JSON list of request bodies) with a POST to
+/// `url` each, `noun` naming one, with a progress bar; `unwrap` takes the record out of an
+/// answer. Prints what was made and what was refused, and fails when anything was.
+pub(crate) async fn enrol_all(
+    ctx: &Ctx,
+    path: &std::path::Path,
+    (url, noun): (&str, &str),
+    unwrap: impl Fn(Value) -> Value,
+    table: impl FnOnce(&Value) -> Table,
+) -> Result<(), CliError> {
+    let plural = format!("{noun}s");
+    let entries = bodies(path, &plural)?;
+    let bar = progress::bar(entries.len(), &format!("enrolling {plural}"));
     let mut created = Vec::new();
     let mut failures = Vec::new();
     for (index, item) in entries.iter().enumerate() {
-        match ctx.client.post(HOSTS, item).await {
-            Ok(mut answer) => created.push(answer["host"].take()),
+        match ctx.client.post(url, item).await {
+            Ok(answer) => created.push(unwrap(answer)),
             Err(error @ CliError::Connection(_)) => {
                 bar.abandon();
                 return Err(error);
             }
             Err(error) => failures.push(format!(
-                "host {} ({}): {}",
+                "{noun} {} ({}): {}",
                 index + 1,
                 get(item, "name"),
                 failure_text(&error)
@@ -303,13 +324,11 @@ async fn bulk(ctx: &Ctx, path: &std::path::Path) -> Result<(), CliError> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    finish_bulk(ctx, "hosts", &Value::Array(created), &failures, |h| {
-        Table::of(&HEADERS, items(h), row)
-    })
+    finish_bulk(ctx, &plural, &Value::Array(created), &failures, table)
 }
 
 /// One line saying why a bulk item failed.
-pub(crate) fn failure_text(error: &CliError) -> String {
+fn failure_text(error: &CliError) -> String {
     match error {
         CliError::Refused { status, body } => format!("{status}: {}", super::reason(body)),
         CliError::Usage(m) | CliError::Connection(m) | CliError::Failed(m) => m.clone(),
@@ -317,7 +336,7 @@ pub(crate) fn failure_text(error: &CliError) -> String {
 }
 
 /// Prints what a bulk command made and what it could not; fails when anything failed.
-pub(crate) fn finish_bulk(
+fn finish_bulk(
     ctx: &Ctx,
     what: &str,
     created: &Value,

@@ -1,11 +1,11 @@
 //! `berth node ...` and `berth claim ...`: bare-metal nodes and node claims
 //! (`/baremetal/v1/nodes`, `/baremetal/v1/reservations`), with bulk enrolment from a file.
 
-use super::args::{bodies, list, properties};
+use super::args::{list, properties};
 use super::client::{query, segment};
-use super::hosts::{failure_text, finish_bulk, report_effects};
+use super::hosts::{enrol_all, report_effects};
 use super::output::{Table, emit, get, items};
-use super::{CliError, Connection, Ctx, progress};
+use super::{CliError, Connection, Ctx};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -354,28 +354,7 @@ async fn claim(ctx: &Ctx, claim: &ClaimArgs) -> Result<(), CliError> {
 
 /// Enrols every node of a file, with a progress bar; a refusal does not stop the others.
 async fn bulk(ctx: &Ctx, path: &std::path::Path) -> Result<(), CliError> {
-    let entries = bodies(path, "nodes")?;
-    let bar = progress::bar(entries.len(), "enrolling nodes");
-    let mut created = Vec::new();
-    let mut failures = Vec::new();
-    for (index, item) in entries.iter().enumerate() {
-        match ctx.client.post(NODES, item).await {
-            Ok(node) => created.push(node),
-            Err(error @ CliError::Connection(_)) => {
-                bar.abandon();
-                return Err(error);
-            }
-            Err(error) => failures.push(format!(
-                "node {} ({}): {}",
-                index + 1,
-                get(item, "name"),
-                failure_text(&error)
-            )),
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    finish_bulk(ctx, "nodes", &Value::Array(created), &failures, node_table)
+    enrol_all(ctx, path, (NODES, "node"), |node| node, node_table).await
 }
 
 /// `berth claim`.
