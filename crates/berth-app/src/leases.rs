@@ -333,6 +333,10 @@ fn zone_capacity(catalog: &berth_core::Catalog, window: Window) -> Vec<ZoneCapac
         let free = ledger.is_free(provider.uuid(), window, &[]) && !provider.has_usage();
         zone.free_hosts += u32::from(free);
         for (class, record) in provider.inventories() {
+            // A reservation's own class is its holder's business (and names it).
+            if berth_core::fence::reservation_of_class(class).is_some() {
+                continue;
+            }
             let left = match peak.exclusive {
                 0 => record
                     .capacity()

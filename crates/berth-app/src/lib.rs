@@ -26,7 +26,7 @@ pub use leases::{
     RegisterFloatingIp, SEARCH_HORIZON_DEFAULT_MICROS, ZoneCapacity,
 };
 pub use notify::{DELIVERIES_IN_FLIGHT, NOTIFY_POLL, Notifier, Subscribe};
-pub use promise::{CreateFlavor, CreateInstance, CreateReservation};
+pub use promise::{CreateFlavor, CreateInstance, CreateReservation, PriorityGrant};
 
 use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{Store, StoreError};

@@ -45,14 +45,33 @@ pub struct CreateReservation {
     pub expiry: Option<Instant>,
     /// `zoneId`.
     pub zone: Option<String>,
-    /// Priority, 0 to 100.
+    /// Priority, 0 to 100, as asked.
     pub priority: u32,
+    /// What priorities the caller was granted: a higher priority is lowered to the ceiling.
+    pub grant: PriorityGrant,
     /// Owning project.
     pub project_id: String,
     /// Owning user.
     pub user_id: String,
     /// How far after the start the counter-offer searches.
     pub horizon_micros: i64,
+}
+
+/// What priorities a caller may give its reservations (an operator's grant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriorityGrant {
+    /// The highest priority the caller's reservations keep; a higher one is lowered to it.
+    pub ceiling: u32,
+    /// Whether the caller's reservations may displace other projects' reservations (otherwise
+    /// only its own project's lower-priority ones).
+    pub across_projects: bool,
+}
+
+impl PriorityGrant {
+    /// The priority a request asking for `asked` gets.
+    pub fn granted(self, asked: u32) -> u32 {
+        asked.min(self.ceiling)
+    }
 }
 
 /// An instance to create.
@@ -138,7 +157,8 @@ impl Berth {
             end: cmd.end,
             expiry: cmd.expiry,
             zone: cmd.zone,
-            priority: cmd.priority,
+            priority: cmd.grant.granted(cmd.priority),
+            displace_other_projects: cmd.grant.across_projects,
             project_id: cmd.project_id,
             user_id: cmd.user_id,
             notice_lead_micros: self

@@ -16,7 +16,7 @@ use berth_core::decide::promise::{
     destroy_instance,
 };
 use berth_core::fence::FencePolicy;
-use berth_core::lease::ReservationSpec;
+use berth_core::lease::{LeaseStatus, ReservationSpec};
 use berth_core::ledger::Window;
 use berth_core::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::{Catalog, Instant, ResourceClass};
@@ -139,6 +139,7 @@ fn pool_request(
         expiry,
         zone: None,
         priority,
+        displace_other_projects: false,
         project_id: "p".into(),
         user_id: "u".into(),
         notice_lead_micros: 0,
@@ -398,6 +399,48 @@ proptest! {
             check(&w, &probes);
         }
     }
+}
+
+/// A priority displaces another project's reservation only when the request was granted that
+/// (by an admin); the project's own lower-priority reservations it may always displace.
+#[test]
+fn priorities_displace_other_projects_only_when_granted() {
+    let mut w = world();
+    let (now, base) = (w.at(), w.now);
+    let t = move |ticks: i64| Instant::from_micros((base + ticks) * TICK);
+    let (window, horizon) = ((t(10), t(20)), t(48));
+    let mut low = pool_request(&mut w, window, 16, 10, None);
+    low.project_id = "p1".into();
+    let (changes, victim) = create_reservation(&w.catalog, &low, now, horizon).expect("fits");
+    w.apply(&changes);
+    let pending = |w: &World| {
+        w.catalog
+            .lease(victim.id)
+            .is_some_and(|l| l.status == LeaseStatus::Pending)
+    };
+
+    let mut other = pool_request(&mut w, window, 16, 100, None);
+    other.project_id = "p2".into();
+    assert!(
+        create_reservation(&w.catalog, &other, now, horizon).is_err(),
+        "another project's priority 100 alone displaces nothing"
+    );
+    assert!(pending(&w));
+
+    let mut own = pool_request(&mut w, window, 16, 100, None);
+    own.project_id = "p1".into();
+    let (changes, _) = create_reservation(&w.catalog, &own, now, horizon)
+        .expect("the project's own lower priority is displaced");
+    assert!(!changes.is_empty());
+
+    other.displace_other_projects = true;
+    let (changes, _) =
+        create_reservation(&w.catalog, &other, now, horizon).expect("a granted priority displaces");
+    w.apply(&changes);
+    assert!(
+        !pending(&w),
+        "the granted request displaced p1's reservation"
+    );
 }
 
 /// Capacity moves with time alone only where a planned change starts or ends; the notification

@@ -16,6 +16,8 @@ pub enum Role {
     Member,
     /// Read within the own project.
     Reader,
+    /// An OpenStack service calling berth on its users' behalf (Nova calling Placement).
+    Service,
 }
 
 impl Role {
@@ -24,6 +26,7 @@ impl Role {
             "admin" => Some(Role::Admin),
             "member" | "_member_" => Some(Role::Member),
             "reader" => Some(Role::Reader),
+            "service" => Some(Role::Service),
             _ => None,
         }
     }
@@ -96,6 +99,11 @@ impl Authenticator {
             _ => HashMap::new(),
         };
         Ok(Authenticator { mode, tokens })
+    }
+
+    /// The configured mode.
+    pub fn mode(&self) -> AuthMode {
+        self.mode
     }
 
     /// The identity of a request with these headers.

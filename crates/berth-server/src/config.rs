@@ -94,6 +94,9 @@ pub struct ServeArgs {
     #[arg(long, env = "BERTH_CLAIM_TTL_SECONDS")]
     pub claim_ttl_seconds: Option<u64>,
     /// Print the effective configuration and exit.
+    /// Authorization policy file (TOML): per-route role overrides and priority grants.
+    #[arg(long = "policy", env = "BERTH_POLICY")]
+    pub policy_file: Option<PathBuf>,
     #[arg(long)]
     pub print_config: bool,
 }
@@ -107,6 +110,7 @@ struct FileConfig {
     database: Option<String>,
     auth: Option<AuthMode>,
     tokens: Option<PathBuf>,
+    policy_file: Option<PathBuf>,
     demo: Option<bool>,
     placement: Option<PlacementSection>,
     promise: Option<PromiseSection>,
@@ -219,6 +223,10 @@ pub struct Config {
     pub callback_ca_file: Option<PathBuf>,
     /// How long a node claim holds when the request gives no `ttl`.
     pub claim_ttl: Duration,
+    /// The authorization policy file, if any.
+    pub policy_file: Option<PathBuf>,
+    /// Its route overrides and priority grants (empty without a file).
+    pub access_policy: crate::policy::AccessPolicy,
 }
 
 /// Default listen address.
@@ -268,6 +276,8 @@ impl Config {
             );
         }
         let tokens = args.tokens.clone().or(file.tokens);
+        let policy_file = args.policy_file.clone().or(file.policy_file);
+        let access_policy = access_policy(policy_file.as_deref())?;
         let placement = file.placement.unwrap_or_default();
         let policy = file
             .promise
@@ -310,6 +320,8 @@ impl Config {
             policy,
             callback_ca_file,
             claim_ttl,
+            policy_file,
+            access_policy,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
@@ -345,6 +357,14 @@ impl Config {
             self.claim_ttl.as_secs()
         )
     }
+}
+
+/// The authorization policy of the file, or the defaults without one.
+fn access_policy(path: Option<&std::path::Path>) -> anyhow::Result<crate::policy::AccessPolicy> {
+    path.map_or_else(
+        || Ok(crate::policy::AccessPolicy::default()),
+        crate::policy::AccessPolicy::load,
+    )
 }
 
 fn parse_storage_url(url: &str) -> anyhow::Result<StorageUrl> {

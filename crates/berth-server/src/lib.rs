@@ -9,6 +9,7 @@ pub mod http;
 pub mod ids;
 pub mod metrics;
 pub mod notifier;
+pub mod policy;
 
 use crate::auth::Authenticator;
 use crate::config::{Config, StorageUrl};
@@ -115,7 +116,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));
-    let app = http::router(berth, auth, limits);
+    let app = http::router(berth, auth, limits, config.access_policy.clone())?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

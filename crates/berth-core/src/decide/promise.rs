@@ -112,6 +112,9 @@ pub struct NewReservation {
     pub zone: Option<String>,
     /// Priority, 0 to 100.
     pub priority: u32,
+    /// Whether it may displace other projects' reservations (an admin granted its priority);
+    /// otherwise only the project's own lower-priority reservations are displaced.
+    pub displace_other_projects: bool,
     /// Owning project.
     pub project_id: String,
     /// Owning user.
@@ -165,12 +168,23 @@ fn networks(catalog: &Catalog, ask: &Ask) -> Result<Vec<Option<String>>, Rejecti
     }
 }
 
-/// The window and claim deadline of a new reservation.
+/// How far before the decision a new reservation's start may lie: the request read its `now`
+/// before it was queued.
+const PAST_START_SLACK_MICROS: i64 = 60_000_000;
+
+/// The window and claim deadline of a new reservation; a start in the past is refused (a
+/// backdated reservation would start at once, as if it had always been held).
 fn window_of(
     catalog: &Catalog,
     new: &NewReservation,
     now: Instant,
 ) -> Result<(Instant, Instant, Option<Instant>), Rejection> {
+    if new
+        .start
+        .is_some_and(|s| s.as_micros() < now.as_micros().saturating_sub(PAST_START_SLACK_MICROS))
+    {
+        return Err(bad("startTime must not be in the past"));
+    }
     let start = new.start.unwrap_or(now);
     let end = new
         .end
@@ -263,7 +277,8 @@ pub fn create_reservation(
                 return Ok((changes, made));
             }
             Err(Rejection::DoesNotFit(refusal)) => {
-                if let Some(done) = displace(catalog, &lease, &terms, now, horizon_end) {
+                let others = new.displace_other_projects;
+                if let Some(done) = displace(catalog, &lease, &terms, others, now, horizon_end) {
                     return Ok(done);
                 }
                 first_refusal.get_or_insert(Rejection::DoesNotFit(refusal));
@@ -274,13 +289,20 @@ pub fn create_reservation(
     Err(first_refusal.unwrap_or_else(|| bad("no network to draw addresses from")))
 }
 
-/// Lower-priority leases not yet started that overlap `window`, in the order they are
-/// displaced: lowest priority first, newest first among equals.
-fn displaceable<'c>(catalog: &'c Catalog, lease: &NewLease, priority: u32) -> Vec<&'c Lease> {
+/// Lower-priority leases not yet started that overlap `window` (of `lease`'s project only,
+/// unless `others`), in the order they are displaced: lowest priority first, newest first among
+/// equals.
+fn displaceable<'c>(
+    catalog: &'c Catalog,
+    lease: &NewLease,
+    priority: u32,
+    others: bool,
+) -> Vec<&'c Lease> {
     let window = crate::ledger::Window::new(lease.start, lease.end);
     let mut found: Vec<&Lease> = catalog
         .leases()
         .filter(|l| l.priority() < priority && l.status == LeaseStatus::Pending && !l.started())
+        .filter(|l| others || l.project_id == lease.project_id)
         .filter(|l| window.is_some_and(|w| l.window().overlaps(&w)))
         .collect();
     found.sort_by(|a, b| {
@@ -317,6 +339,7 @@ fn displace(
     catalog: &Catalog,
     lease: &NewLease,
     terms: &PromiseTerms,
+    others: bool,
     now: Instant,
     horizon_end: Instant,
 ) -> Option<(Vec<Change>, Lease)> {
@@ -325,7 +348,7 @@ fn displace(
     }
     let mut chosen: Vec<&Lease> = Vec::new();
     let mut admitted = false;
-    for candidate in displaceable(catalog, lease, terms.priority) {
+    for candidate in displaceable(catalog, lease, terms.priority, others) {
         chosen.push(candidate);
         if fits(catalog, lease, &reservation_ids(&chosen)) {
             admitted = true;

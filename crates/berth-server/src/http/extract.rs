@@ -1,7 +1,7 @@
 //! Extractors: JSON bodies with the error handling every surface shares, and the caller's
 //! identity.
 
-use crate::auth::{AuthFailure, Identity};
+use crate::auth::Identity;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use axum::body::Bytes;
@@ -63,30 +63,21 @@ impl Caller {
     pub fn project_scope(&self) -> Option<String> {
         (!self.0.is_admin()).then(|| self.0.project_id.clone())
     }
-
-    /// 403 unless the caller is an admin.
-    pub fn require_admin(&self) -> Result<(), ApiError> {
-        match self.0.is_admin() {
-            true => Ok(()),
-            false => Err(ApiError::forbidden()),
-        }
-    }
 }
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
+    /// The identity the authorization middleware resolved for this request (resolved here only
+    /// on routes that need no role, where it may be absent).
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+        if let Some(identity) = parts.extensions.get::<Identity>() {
+            return Ok(Caller(identity.clone()));
+        }
         state
             .auth
             .identify(&parts.headers)
             .map(Caller)
-            .map_err(|failure| {
-                let detail = match failure {
-                    AuthFailure::Missing => "The request you have made requires authentication.",
-                    AuthFailure::Invalid => "The token given is not valid.",
-                };
-                ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
-            })
+            .map_err(crate::http::authorize::unauthorized)
     }
 }

@@ -3,6 +3,7 @@
 use crate::http::AppState;
 use crate::http::context::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{Method, StatusCode, header};
@@ -15,19 +16,28 @@ pub fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/",
+            Rule::PUBLIC,
             "List the API surfaces and their versions",
             root,
         )
         .add(
             Method::GET,
             "/healthz",
+            Rule::PUBLIC,
             "Liveness and readiness (database reachable)",
             healthz,
         )
-        .add(Method::GET, "/metrics", "Prometheus metrics", metrics)
+        .add(
+            Method::GET,
+            "/metrics",
+            Rule::PUBLIC,
+            "Prometheus metrics",
+            metrics,
+        )
         .add(
             Method::GET,
             "/openapi.json",
+            Rule::PUBLIC,
             "This OpenAPI document",
             openapi,
         );

@@ -4,6 +4,7 @@
 //! Handlers are thin: extract, convert to domain values, make one service call, map the result.
 //! No SQL, no clock reads and no business rules here.
 
+pub mod authorize;
 pub mod baremetal;
 pub mod blazar;
 pub mod context;
@@ -19,6 +20,7 @@ pub mod ui;
 
 use crate::auth::Authenticator;
 use crate::metrics::Metrics;
+use crate::policy::AccessPolicy;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use berth_app::Berth;
@@ -39,6 +41,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The OpenAPI document of every route served.
     pub openapi: Arc<serde_json::Value>,
+    /// The rule of every route, and the operator's policy.
+    pub authz: Arc<authorize::Authorization>,
 }
 
 /// Limits applied to every request.
@@ -50,8 +54,14 @@ pub struct HttpLimits {
     pub request_timeout: Duration,
 }
 
-/// Builds the whole application router.
-pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -> Router {
+/// Builds the whole application router, with `policy`'s overrides applied to the routes' rules
+/// (an override naming no route is an error).
+pub fn router(
+    berth: Arc<Berth>,
+    auth: Arc<Authenticator>,
+    limits: HttpLimits,
+    policy: AccessPolicy,
+) -> anyhow::Result<Router> {
     let mut routes = routes::Routes::default();
     meta::register(&mut routes);
     placement::register(&mut routes);
@@ -59,16 +69,22 @@ pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -
     promise::register(&mut routes);
     baremetal::register(&mut routes);
     ui::register(&mut routes);
-    let openapi = Arc::new(routes.openapi());
+    let authz = Arc::new(authorize::Authorization::new(&routes, policy)?);
+    let openapi = Arc::new(routes.openapi(authz.rules()));
     let state = AppState {
         berth,
         auth,
         metrics: Metrics::global(),
         openapi,
+        authz,
     };
-    routes
+    Ok(routes
         .into_router()
         .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authorize::middleware,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             context::middleware,
@@ -87,7 +103,7 @@ pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -
             .into_response_static()
         }))
         .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .with_state(state))
 }
 
 async fn fallback() -> error::ApiError {

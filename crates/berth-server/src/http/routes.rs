@@ -1,17 +1,21 @@
-//! The route registry: every route is registered here with a summary, and the same registration
-//! builds both the axum router and the OpenAPI document, so the document covers every route
-//! served by construction.
+//! The route registry: every route is registered here with its authorization rule and a summary,
+//! and the same registration builds the axum router, the table the authorization middleware
+//! checks, and the OpenAPI document, so the document and the policy cover every route served by
+//! construction.
 
 use crate::http::AppState;
+use crate::policy::Rule;
 use axum::Router;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
 struct Operation {
     method: Method,
     path: &'static str,
+    rule: Rule,
     summary: &'static str,
     tag: &'static str,
 }
@@ -24,11 +28,12 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// Registers `handler` for `method` on `path`.
+    /// Registers `handler` for `method` on `path`, callable by whoever `rule` admits.
     pub fn add<H, T>(
         &mut self,
         method: Method,
         path: &'static str,
+        rule: Rule,
         summary: &'static str,
         handler: H,
     ) -> &mut Routes
@@ -48,10 +53,18 @@ impl Routes {
         self.operations.push(Operation {
             method,
             path,
+            rule,
             summary,
             tag,
         });
         self
+    }
+
+    /// Every registered route with its declared rule.
+    pub fn rules(&self) -> impl Iterator<Item = (Method, &'static str, Rule)> + '_ {
+        self.operations
+            .iter()
+            .map(|op| (op.method.clone(), op.path, op.rule))
     }
 
     /// The axum router of every registered route.
@@ -63,10 +76,15 @@ impl Routes {
             })
     }
 
-    /// The OpenAPI 3.1 document of every registered route.
-    pub fn openapi(&self) -> Value {
+    /// The OpenAPI 3.1 document of every registered route, with the rule in force for each
+    /// (`x-berth-policy`: the role it needs and the scope it acts in).
+    pub fn openapi(&self, rules: &BTreeMap<(Method, &'static str), Rule>) -> Value {
         let mut paths = Map::new();
         for op in &self.operations {
+            let rule = rules
+                .get(&(op.method.clone(), op.path))
+                .copied()
+                .unwrap_or(op.rule);
             let parameters: Vec<Value> = path_params(op.path)
                 .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
                 .collect();
@@ -74,6 +92,7 @@ impl Routes {
                 "summary": op.summary,
                 "operationId": format!("{}{}", op.method.as_str().to_lowercase(), op.path.replace(['/', '{', '}'], "_")),
                 "tags": [op.tag],
+                "x-berth-policy": {"role": rule.need.as_str(), "scope": rule.scope.as_str()},
                 "parameters": parameters,
                 "responses": {"default": {"description": "See the compatible API's reference for the body"}},
             });

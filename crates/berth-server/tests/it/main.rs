@@ -3,6 +3,7 @@
 // Each test reads as one scenario, step after step; splitting them would hide the story.
 #![allow(clippy::too_many_lines)]
 
+mod authz;
 mod baremetal;
 mod binary;
 mod blazar_hosts;

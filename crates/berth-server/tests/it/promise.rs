@@ -1234,3 +1234,20 @@ async fn unreserved_instances_have_the_lowest_priority() {
         assert_eq!(status, StatusCode::OK, "{made}");
     }
 }
+
+/// A reservation cannot be backdated: a start in the past is refused, never admitted as if it
+/// had always been held.
+#[tokio::test]
+async fn a_backdated_reservation_is_refused() {
+    let app = TestApp::spawn().await;
+    let (status, body) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": "2000-01-01T00:00:00Z", "endTime": "2099-01-01T00:00:00Z",
+                   "computePoolReservation": {"numCpuCores": 1, "numVcInstances": 1,
+                                              "virtualMemSize": 512}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.to_string().contains("in the past"), "{body}");
+}

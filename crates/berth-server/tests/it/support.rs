@@ -25,6 +25,8 @@ pub(crate) struct Options {
     pub(crate) fence_unreserved: Option<bool>,
     /// `--callback-ca-file`: extra CA certificates trusted for `https` callbacks.
     pub(crate) callback_ca_file: Option<PathBuf>,
+    /// `--policy`: the authorization policy file.
+    pub(crate) policy: Option<PathBuf>,
 }
 
 /// A caller in `headers` auth mode: project, user and comma-separated roles.
@@ -67,6 +69,7 @@ impl TestApp {
             demo: options.demo,
             fence_unreserved: options.fence_unreserved,
             callback_ca_file: options.callback_ca_file,
+            policy_file: options.policy,
             ..ServeArgs::default()
         };
         let config = Config::from_args(&args).expect("config");

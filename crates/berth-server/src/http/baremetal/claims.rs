@@ -9,6 +9,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
@@ -25,24 +26,28 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/baremetal/v1/reservations",
+            Rule::PROJECT_READER,
             "List node claims",
             list,
         )
         .add(
             Method::POST,
             "/baremetal/v1/reservations",
+            Rule::PROJECT_MEMBER,
             "Claim the first eligible node of a list (or of a class) for an instance",
             create,
         )
         .add(
             Method::GET,
             "/baremetal/v1/reservations/{reservation_uuid}",
+            Rule::PROJECT_READER,
             "Show a node claim",
             show,
         )
         .add(
             Method::DELETE,
             "/baremetal/v1/reservations/{reservation_uuid}",
+            Rule::PROJECT_MEMBER,
             "Release a node claim",
             delete,
         );

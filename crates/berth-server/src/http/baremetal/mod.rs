@@ -8,6 +8,7 @@ mod nodes;
 
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
 use berth_core::Instant;
@@ -20,12 +21,14 @@ pub fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/baremetal",
+            Rule::PUBLIC,
             "Bare-metal API versions",
             versions,
         )
         .add(
             Method::GET,
             "/baremetal/",
+            Rule::PUBLIC,
             "Bare-metal API versions",
             versions,
         );

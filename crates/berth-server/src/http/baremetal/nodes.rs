@@ -8,6 +8,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use crate::http::status::effects_json;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
@@ -20,29 +21,45 @@ use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
-        .add(Method::GET, "/baremetal/v1/nodes", "List nodes", list)
-        .add(Method::POST, "/baremetal/v1/nodes", "Enrol a node", create)
+        .add(
+            Method::GET,
+            "/baremetal/v1/nodes",
+            Rule::SYSTEM_READER,
+            "List nodes",
+            list,
+        )
+        .add(
+            Method::POST,
+            "/baremetal/v1/nodes",
+            Rule::SYSTEM_ADMIN,
+            "Enrol a node",
+            create,
+        )
         .add(
             Method::GET,
             "/baremetal/v1/nodes/{node_ident}",
+            Rule::SYSTEM_READER,
             "Show a node",
             show,
         )
         .add(
             Method::PATCH,
             "/baremetal/v1/nodes/{node_ident}",
+            Rule::SYSTEM_ADMIN,
             "Change a node (JSON Patch; provision states move along explicit transitions)",
             update,
         )
         .add(
             Method::DELETE,
             "/baremetal/v1/nodes/{node_ident}",
+            Rule::SYSTEM_ADMIN,
             "Delete a node",
             delete,
         )
         .add(
             Method::POST,
             "/baremetal/v1/nodes/{node_ident}/deploy",
+            Rule::PROJECT_MEMBER,
             "Deploy an instance on a node with its claim",
             deploy,
         );
@@ -57,9 +74,18 @@ fn attr_value(key: &str, value: &Value) -> Result<AttrValue, ApiError> {
     })
 }
 
-/// A node as the API shows it.
-pub(super) fn node_json(catalog: &Catalog, provider: &Provider) -> Option<Value> {
+/// A node as the API shows it to a caller of `project` (`None`: an admin): another project's
+/// claim on it shows as `claimed` without its id.
+pub(super) fn node_json(
+    catalog: &Catalog,
+    provider: &Provider,
+    project: Option<&str>,
+) -> Option<Value> {
     let node = provider.node()?;
+    let claim = catalog.claim_on(provider.uuid());
+    let claim_uuid = claim
+        .filter(|c| project.is_none_or(|p| p == c.project_id))
+        .map(|c| c.uuid);
     let condition = provider.condition();
     Some(json!({
         "uuid": provider.uuid(),
@@ -69,7 +95,8 @@ pub(super) fn node_json(catalog: &Catalog, provider: &Provider) -> Option<Value>
         "maintenance": condition.is_some(),
         "maintenance_reason": condition.and_then(|c| c.reason.clone()),
         "instance_uuid": node.instance_uuid,
-        "claim_uuid": catalog.claim_on(provider.uuid()).map(|c| c.uuid),
+        "claimed": claim.is_some(),
+        "claim_uuid": claim_uuid,
         "properties": provider.attributes().iter().map(|(k, v)| (k.clone(), hosts::attr_json(v))).collect::<Map<_, _>>(),
         "traits": provider.traits().iter().map(|t| t.as_str()).collect::<Vec<_>>(),
         "availability_zone": provider.availability_zone(),
@@ -79,9 +106,9 @@ pub(super) fn node_json(catalog: &Catalog, provider: &Provider) -> Option<Value>
     }))
 }
 
-fn shown(catalog: &Catalog, ident: &str) -> Result<Value, ApiError> {
+fn shown(catalog: &Catalog, ident: &str, project: Option<&str>) -> Result<Value, ApiError> {
     let provider = find_node(catalog, ident)?;
-    Ok(node_json(catalog, provider).expect("invariant: find_node returns nodes"))
+    Ok(node_json(catalog, provider, project).expect("invariant: find_node returns nodes"))
 }
 
 fn flag(query: &BTreeMap<String, String>, key: &str) -> Result<Option<bool>, ApiError> {
@@ -97,7 +124,7 @@ fn flag(query: &BTreeMap<String, String>, key: &str) -> Result<Option<bool>, Api
 
 async fn list(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let provision =
@@ -110,6 +137,7 @@ async fn list(
     let maintenance = flag(&query, "maintenance")?;
     let associated = flag(&query, "associated")?;
     let class = query.get("resource_class").cloned();
+    let project = caller.project_scope();
     let nodes = state
         .berth
         .read(move |catalog| {
@@ -123,7 +151,7 @@ async fn list(
                             && class.as_ref().is_none_or(|c| *c == n.resource_class)
                     })
                 })
-                .filter_map(|p| node_json(catalog, p))
+                .filter_map(|p| node_json(catalog, p, project.as_deref()))
                 .collect::<Vec<_>>()
         })
         .await?;
@@ -132,10 +160,14 @@ async fn list(
 
 async fn show(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     Path(ident): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let node = state.berth.read(|catalog| shown(catalog, &ident)).await??;
+    let project = caller.project_scope();
+    let node = state
+        .berth
+        .read(|catalog| shown(catalog, &ident, project.as_deref()))
+        .await??;
     Ok(Json(node))
 }
 
@@ -214,14 +246,12 @@ fn enrolment(body: &Map<String, Value>) -> Result<EnrollNode, ApiError> {
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    caller.require_admin()?;
     let uuid = state.berth.enroll_node(enrolment(&body)?).await?;
     let node = state
         .berth
-        .read_local(|catalog| shown(catalog, &uuid.to_string()))?;
+        .read_local(|catalog| shown(catalog, &uuid.to_string(), None))?;
     Ok((StatusCode::CREATED, Json(node)))
 }
 
@@ -304,28 +334,24 @@ fn patch_changes(ops: &[Value]) -> Result<Vec<NodeChange>, ApiError> {
 
 async fn update(
     State(state): State<AppState>,
-    caller: Caller,
     Path(ident): Path<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let ops = body.as_array().ok_or_else(|| {
         ApiError::bad_request("The body must be a JSON Patch: a list of operations")
     })?;
     let (uuid, effects) = state.berth.update_node(ident, patch_changes(ops)?).await?;
     let mut node = state
         .berth
-        .read_local(|catalog| shown(catalog, &uuid.to_string()))?;
+        .read_local(|catalog| shown(catalog, &uuid.to_string(), None))?;
     node["leases"] = effects_json(&effects);
     Ok(Json(node))
 }
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(ident): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     state.berth.delete_node(ident).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -345,8 +371,10 @@ async fn deploy(
     let project = caller.project_scope();
     state
         .berth
-        .deploy_node(ident.clone(), claim, instance, project)
+        .deploy_node(ident.clone(), claim, instance, project.clone())
         .await?;
-    let node = state.berth.read_local(|catalog| shown(catalog, &ident))?;
+    let node = state
+        .berth
+        .read_local(|catalog| shown(catalog, &ident, project.as_deref()))?;
     Ok(Json(node))
 }

@@ -4,8 +4,9 @@
 use super::lease_wire::lease_time;
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Caller};
+use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
@@ -21,24 +22,28 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/allocations",
+            Rule::SYSTEM_ADMIN,
             "Reservations holding each host",
             list,
         )
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/{host_id}/allocation",
+            Rule::SYSTEM_ADMIN,
             "Reservations holding one host",
             show,
         )
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/properties",
+            Rule::SYSTEM_ADMIN,
             "Properties filters may name, with their values",
             properties,
         )
         .add(
             Method::PATCH,
             "/reservation/v1/os-hosts/properties/{property_name}",
+            Rule::SYSTEM_ADMIN,
             "Mark a property private or public",
             set_privacy,
         );
@@ -95,10 +100,8 @@ fn leases_of(catalog: &Catalog) -> HashMap<Uuid, Uuid> {
 
 async fn list(
     State(state): State<AppState>,
-    caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let now = state.berth.now();
     let allocations = state
         .berth
@@ -116,11 +119,9 @@ async fn list(
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let missing = || ApiError::not_found(format!("Host {id} not found"));
     let host = id.parse::<i64>().map_err(|_| missing())?;
     let now = state.berth.now();
@@ -146,10 +147,8 @@ async fn show(
 
 async fn properties(
     State(state): State<AppState>,
-    caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let flag = |key: &str| {
         query
             .get(key)
@@ -209,11 +208,9 @@ fn show_value(value: &berth_core::AttrValue) -> String {
 
 async fn set_privacy(
     State(state): State<AppState>,
-    caller: Caller,
     Path(name): Path<String>,
     ApiJson(body): ApiJson<serde_json::Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let private = match body.get("private") {
         Some(Value::Bool(flag)) => *flag,
         _ => return Err(ApiError::bad_request("private must be true or false")),

@@ -7,6 +7,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
@@ -20,24 +21,28 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/reservation/v1/floatingips",
+            Rule::SYSTEM_ADMIN,
             "List floating IPs",
             list,
         )
         .add(
             Method::POST,
             "/reservation/v1/floatingips",
+            Rule::SYSTEM_ADMIN,
             "Register a floating IP",
             create,
         )
         .add(
             Method::GET,
             "/reservation/v1/floatingips/{fip_id}",
+            Rule::SYSTEM_ADMIN,
             "Show a floating IP",
             show,
         )
         .add(
             Method::DELETE,
             "/reservation/v1/floatingips/{fip_id}",
+            Rule::SYSTEM_ADMIN,
             "Remove a floating IP",
             delete,
         );
@@ -84,10 +89,8 @@ async fn show(
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    caller.require_admin()?;
     let network_id = text(&body, "floating_network_id")?
         .ok_or_else(|| ApiError::bad_request("Missing parameter: floating_network_id"))?;
     let address = text(&body, "floating_ip_address")?
@@ -110,10 +113,8 @@ async fn create(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     state.berth.delete_floating_ip(fip_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }

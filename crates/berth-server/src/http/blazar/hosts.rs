@@ -8,6 +8,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use crate::http::status::{StatusBody, effects_json};
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
@@ -22,40 +23,52 @@ use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
-        .add(Method::GET, "/reservation/v1/os-hosts", "List hosts", list)
+        .add(
+            Method::GET,
+            "/reservation/v1/os-hosts",
+            Rule::SYSTEM_ADMIN,
+            "List hosts",
+            list,
+        )
         .add(
             Method::POST,
             "/reservation/v1/os-hosts",
+            Rule::SYSTEM_ADMIN,
             "Enroll a host",
             create,
         )
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/{host_id}",
+            Rule::SYSTEM_ADMIN,
             "Show a host",
             show,
         )
         .add(
             Method::PUT,
             "/reservation/v1/os-hosts/{host_id}",
+            Rule::SYSTEM_ADMIN,
             "Set or remove extra capabilities",
             update,
         )
         .add(
             Method::DELETE,
             "/reservation/v1/os-hosts/{host_id}",
+            Rule::SYSTEM_ADMIN,
             "Un-enroll a host",
             delete,
         )
         .add(
             Method::PUT,
             "/reservation/v1/os-hosts/{host_id}/status",
+            Rule::SYSTEM_ADMIN,
             "Mark a host up, down or in maintenance, healing the leases on it (berth)",
             set_status,
         )
         .add(
             Method::PUT,
             "/reservation/v1/os-hosts/{host_id}/allocation",
+            Rule::PROJECT_MEMBER,
             "Move a lease's reservations off a host (reallocate)",
             reallocate,
         );
@@ -63,11 +76,9 @@ pub(super) fn register(routes: &mut Routes) {
 
 async fn set_status(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<StatusBody>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let id = host_id(&id)?;
     let (status, reason) = body.parse()?;
     let effects = state.berth.set_host_status(id, status, reason).await?;
@@ -194,8 +205,7 @@ fn find(catalog: &Catalog, id: i64) -> Result<Host, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("Host {id} not found")))
 }
 
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<HostList>, ApiError> {
-    caller.require_admin()?;
+async fn list(State(state): State<AppState>) -> Result<Json<HostList>, ApiError> {
     let hosts = state
         .berth
         .read(|catalog| catalog.providers().filter_map(representation).collect())
@@ -205,10 +215,8 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Host
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<HostEnvelope>, ApiError> {
-    caller.require_admin()?;
     let id = host_id(&id)?;
     let host = state.berth.read(|catalog| find(catalog, id)).await??;
     Ok(Json(HostEnvelope { host }))
@@ -253,10 +261,8 @@ const HOST_FIELDS: [&str; 8] = [
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<HostEnvelope>), ApiError> {
-    caller.require_admin()?;
     let name = text(&body, "name")?.ok_or_else(|| ApiError::bad_request("name is required"))?;
     let mut attributes = BTreeMap::new();
     for (key, value) in body
@@ -292,11 +298,9 @@ async fn create(
 
 async fn update(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<HostEnvelope>, ApiError> {
-    caller.require_admin()?;
     let id = host_id(&id)?;
     let mut updates = Vec::with_capacity(body.len());
     for (key, value) in &body {
@@ -309,10 +313,8 @@ async fn update(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let id = host_id(&id)?;
     state.berth.delete_host(id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -7,11 +7,11 @@ use super::lease_wire::{
     self, date_field, lease_json, lease_update, record_json, refusal_json, reservation_objects,
     reservation_spec,
 };
-use crate::auth::Role;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
@@ -24,37 +24,23 @@ use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
-        .add(Method::GET, "/reservation/v1/leases", "List leases", list)
-        .add(Method::POST, "/reservation/v1/leases", "Create a lease", create)
-        .add(Method::GET, "/reservation/v1/leases/{lease_id}", "Show a lease", show)
-        .add(Method::PUT, "/reservation/v1/leases/{lease_id}", "Update a lease", update)
-        .add(Method::DELETE, "/reservation/v1/leases/{lease_id}", "Delete a lease", delete)
+        .add(Method::GET, "/reservation/v1/leases", Rule::PROJECT_READER, "List leases", list)
+        .add(Method::POST, "/reservation/v1/leases", Rule::PROJECT_MEMBER, "Create a lease", create)
+        .add(Method::GET, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_READER, "Show a lease", show)
+        .add(Method::PUT, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_MEMBER, "Update a lease", update)
+        .add(Method::DELETE, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_MEMBER, "Delete a lease", delete)
         .add(
             Method::GET,
-            "/reservation/v1/leases/{lease_id}/events",
+            "/reservation/v1/leases/{lease_id}/events", Rule::PROJECT_READER,
             "The lifecycle record of a lease (berth extension)",
             events,
         )
         .add(
             Method::POST,
-            "/reservation/v1/availability",
+            "/reservation/v1/availability", Rule::SYSTEM_READER,
             "Whether a lease request fits, the counter-offer, free capacity per zone (berth extension)",
             availability,
         );
-}
-
-/// The Blazar host id of a provider, for allocation listings in lease bodies.
-/// 403 for a read-only caller (the `reader` role without `member` or `admin`): leases are
-/// written by members of their project and by admins.
-fn require_writer(caller: &Caller) -> Result<(), ApiError> {
-    let roles = &caller.0.roles;
-    let read_only = roles.contains(&Role::Reader)
-        && !roles.contains(&Role::Member)
-        && !roles.contains(&Role::Admin);
-    match read_only {
-        true => Err(ApiError::forbidden()),
-        false => Ok(()),
-    }
 }
 
 fn visible(caller: &Caller, lease: &Lease) -> bool {
@@ -196,7 +182,6 @@ async fn create(
     caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    require_writer(&caller)?;
     let cmd = create_command(&body, &caller, state.berth.now())?;
     let lease = state.berth.create_lease(cmd).await?;
     // The write was committed by this process: its catalog already holds it.
@@ -226,7 +211,6 @@ async fn update(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    require_writer(&caller)?;
     let id = lease_id(&id)?;
     check_visible(&state, &caller, id).await?;
     let now = state.berth.now();
@@ -258,7 +242,6 @@ async fn delete(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    require_writer(&caller)?;
     let id = lease_id(&id)?;
     check_visible(&state, &caller, id).await?;
     state.berth.delete_lease(id).await?;

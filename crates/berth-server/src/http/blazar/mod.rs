@@ -7,6 +7,7 @@ pub(crate) mod lease_wire;
 mod leases;
 
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
 use berth_core::Instant;
@@ -18,12 +19,14 @@ pub fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/reservation",
+            Rule::PUBLIC,
             "Reservation API versions",
             versions,
         )
         .add(
             Method::GET,
             "/reservation/",
+            Rule::PUBLIC,
             "Reservation API versions",
             versions,
         );

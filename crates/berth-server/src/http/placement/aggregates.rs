@@ -4,8 +4,9 @@ use super::{find, provider_uuid, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::{Caller, json_bytes};
+use crate::http::extract::json_bytes;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::extract::State;
 use axum::extract::{Path, Request};
 use axum::http::Method;
@@ -19,10 +20,17 @@ use uuid::Uuid;
 pub(super) fn register(routes: &mut Routes) {
     let path = "/placement/resource_providers/{uuid}/aggregates";
     routes
-        .add(Method::GET, path, "List a provider's aggregates", list)
+        .add(
+            Method::GET,
+            path,
+            Rule::SERVICE,
+            "List a provider's aggregates",
+            list,
+        )
         .add(
             Method::PUT,
             path,
+            Rule::SERVICE,
             "Replace a provider's aggregates",
             replace,
         );
@@ -38,12 +46,10 @@ fn body(provider: &Provider, mv: Microversion) -> Value {
 
 async fn list(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
     mv.require(1)?;
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let out = state
         .berth
@@ -54,13 +60,11 @@ async fn list(
 
 async fn replace(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
     request: Request,
 ) -> Result<Response, ApiError> {
     mv.require(1)?;
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let bytes = json_bytes(request, &state).await?;
     let invalid =

@@ -5,8 +5,9 @@ use super::{find, provider_uuid, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::{Caller, json_bytes};
+use crate::http::extract::json_bytes;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::extract::{Path, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
@@ -25,34 +26,45 @@ const INCOMPLETE_CONSUMER: &str = "00000000-0000-0000-0000-000000000000";
 pub(super) fn register(routes: &mut Routes) {
     let one = "/placement/allocations/{consumer_uuid}";
     routes
-        .add(Method::GET, one, "Show a consumer's allocations", show)
+        .add(
+            Method::GET,
+            one,
+            Rule::SERVICE,
+            "Show a consumer's allocations",
+            show,
+        )
         .add(
             Method::PUT,
             one,
+            Rule::SERVICE,
             "Replace a consumer's allocations",
             replace,
         )
         .add(
             Method::DELETE,
             one,
+            Rule::SERVICE,
             "Delete a consumer's allocations",
             delete,
         )
         .add(
             Method::POST,
             "/placement/allocations",
+            Rule::SERVICE,
             "Replace several consumers' allocations atomically (1.13)",
             batch,
         )
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/allocations",
+            Rule::SERVICE,
             "List a provider's allocations",
             provider,
         )
         .add(
             Method::POST,
             "/placement/reshaper",
+            Rule::SERVICE,
             "Replace inventories and allocations atomically (1.30)",
             reshaper,
         );
@@ -205,12 +217,10 @@ async fn body_value(request: Request, state: &AppState) -> Result<Value, ApiErro
 
 async fn replace(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(consumer): Path<String>,
     request: Request,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let consumer = consumer_uuid(&consumer)?;
     let value = body_value(request, &state).await?;
     let write = match mv.at_least(12) {
@@ -223,12 +233,10 @@ async fn replace(
 
 async fn batch(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     request: Request,
 ) -> Result<StatusCode, ApiError> {
     mv.require(13)?;
-    caller.require_admin()?;
     let body: BTreeMap<String, ConsumerAllocations> = parse(body_value(request, &state).await?)?;
     if body.is_empty() {
         return Err(invalid("the request must name at least one consumer"));
@@ -273,11 +281,9 @@ fn consumer_body(catalog: &Catalog, uuid: Uuid, mv: Microversion) -> Value {
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(consumer): Path<String>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let consumer = consumer_uuid(&consumer)?;
     let body = state
         .berth
@@ -288,10 +294,8 @@ async fn show(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(consumer): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let consumer = consumer_uuid(&consumer)?;
     state.berth.delete_allocations(consumer).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -309,11 +313,9 @@ fn provider_entry(consumer: &Consumer, provider: Uuid, mv: Microversion) -> Opti
 
 async fn provider(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
@@ -331,12 +333,10 @@ async fn provider(
 
 async fn reshaper(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     request: Request,
 ) -> Result<StatusCode, ApiError> {
     mv.require(30)?;
-    caller.require_admin()?;
     let mut body = body_value(request, &state).await?;
     let Some(object) = body.as_object_mut() else {
         return Err(invalid("the body must be an object"));

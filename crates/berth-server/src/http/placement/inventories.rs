@@ -4,9 +4,10 @@ use super::{MOUNT, absolute_url, find, provider_uuid, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Caller};
+use crate::http::extract::ApiJson;
 use crate::http::rejection::CONCURRENT_UPDATE;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::extract::Path;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -25,26 +26,53 @@ pub(super) fn register(routes: &mut Routes) {
     let all = "/placement/resource_providers/{uuid}/inventories";
     let one = "/placement/resource_providers/{uuid}/inventories/{resource_class}";
     routes
-        .add(Method::GET, all, "List a provider's inventories", list)
+        .add(
+            Method::GET,
+            all,
+            Rule::SERVICE,
+            "List a provider's inventories",
+            list,
+        )
         .add(
             Method::PUT,
             all,
+            Rule::SERVICE,
             "Replace a provider's inventories",
             replace,
         )
-        .add(Method::POST, all, "Create one inventory", create)
+        .add(
+            Method::POST,
+            all,
+            Rule::SERVICE,
+            "Create one inventory",
+            create,
+        )
         .add(
             Method::DELETE,
             all,
+            Rule::SERVICE,
             "Delete all inventories (1.5)",
             delete_all,
         )
-        .add(Method::GET, one, "Show one inventory", show)
-        .add(Method::PUT, one, "Update one inventory", update)
-        .add(Method::DELETE, one, "Delete one inventory", delete)
+        .add(Method::GET, one, Rule::SERVICE, "Show one inventory", show)
+        .add(
+            Method::PUT,
+            one,
+            Rule::SERVICE,
+            "Update one inventory",
+            update,
+        )
+        .add(
+            Method::DELETE,
+            one,
+            Rule::SERVICE,
+            "Delete one inventory",
+            delete,
+        )
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/usages",
+            Rule::SERVICE,
             "Show a provider's usages",
             usages,
         );
@@ -136,11 +164,9 @@ pub(super) fn to_inventory(
 
 async fn list(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
@@ -151,12 +177,10 @@ async fn list(
 
 async fn replace(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<PutInventories>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let mut inventories = BTreeMap::new();
     for (name, record) in &body.inventories {
@@ -175,13 +199,11 @@ async fn replace(
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     headers: HeaderMap,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<PostInventory>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let class = class_name(&body.resource_class)?;
     let record = InventoryRecord {
@@ -218,7 +240,6 @@ async fn create(
 
 async fn delete_all(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -229,7 +250,6 @@ async fn delete_all(
             "The method DELETE is not allowed for this resource.",
         ));
     }
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     state.berth.remove_inventory(uuid, None).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -237,11 +257,9 @@ async fn delete_all(
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path((uuid, class)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
@@ -256,12 +274,10 @@ async fn show(
 
 async fn update(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path((uuid, class)): Path<(String, String)>,
     ApiJson(body): ApiJson<PutInventory>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let class = class_name(&class)?;
     let record = InventoryRecord {
@@ -298,10 +314,8 @@ async fn update(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path((uuid, class)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let class = class_name(&class)?;
     // Placement reports an in-use single inventory with `concurrent_update` (a quirk clients see).
@@ -320,11 +334,9 @@ async fn delete(
 
 async fn usages(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth

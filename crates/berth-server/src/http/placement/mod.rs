@@ -13,6 +13,7 @@ mod usages;
 use crate::http::context::{Microversion, PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
@@ -30,12 +31,14 @@ pub fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/placement",
+            Rule::PUBLIC,
             "Placement version document",
             version_document,
         )
         .add(
             Method::GET,
             "/placement/",
+            Rule::PUBLIC,
             "Placement version document",
             version_document,
         );

@@ -4,9 +4,10 @@ use super::{MOUNT, absolute_url, find, provider_uuid, query, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Caller};
+use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
 use crate::http::status::{StatusBody, condition_json, effects_json};
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::extract::{Path, RawQuery};
@@ -26,42 +27,49 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/placement/resource_providers",
+            Rule::SERVICE,
             "List resource providers",
             list,
         )
         .add(
             Method::POST,
             "/placement/resource_providers",
+            Rule::SERVICE,
             "Create a resource provider",
             create,
         )
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}",
+            Rule::SERVICE,
             "Show a resource provider",
             show,
         )
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}",
+            Rule::SERVICE,
             "Update a resource provider",
             update,
         )
         .add(
             Method::DELETE,
             "/placement/resource_providers/{uuid}",
+            Rule::SERVICE,
             "Delete a resource provider",
             delete,
         )
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/status",
+            Rule::SERVICE,
             "Show whether a provider is up, down or in maintenance (berth)",
             show_status,
         )
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}/status",
+            Rule::SYSTEM_ADMIN,
             "Mark a provider up, down or in maintenance, healing the leases on it (berth)",
             set_status,
         );
@@ -69,10 +77,8 @@ pub(super) fn register(routes: &mut Routes) {
 
 async fn show_status(
     State(state): State<AppState>,
-    caller: Caller,
     Path(uuid): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
@@ -83,11 +89,9 @@ async fn show_status(
 
 async fn set_status(
     State(state): State<AppState>,
-    caller: Caller,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<StatusBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let (status, reason) = body.parse()?;
     let effects = state
@@ -175,11 +179,9 @@ fn filter(
 
 async fn list(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let pairs = query::pairs(raw.as_deref())?;
     let body = state
         .berth
@@ -209,12 +211,10 @@ fn optional_uuid(field: &str, value: Option<&str>) -> Result<Option<Uuid>, ApiEr
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateResourceProvider>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     if body.parent_provider_uuid.is_some() && !mv.at_least(14) {
         return Err(ApiError::bad_request(
             "JSON does not validate: Additional properties are not allowed ('parent_provider_uuid' was unexpected)",
@@ -243,11 +243,9 @@ async fn create(
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
@@ -258,12 +256,10 @@ async fn show(
 
 async fn update(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<UpdateResourceProvider>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     if body.parent_provider_uuid.is_some() && !mv.at_least(14) {
         return Err(ApiError::bad_request(
@@ -292,10 +288,8 @@ async fn update(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(uuid): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     state.berth.delete_provider(uuid).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -4,8 +4,9 @@ use super::{MOUNT, absolute_url, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Caller};
+use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::extract::Path;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -20,30 +21,35 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/placement/resource_classes",
+            Rule::SERVICE,
             "List resource classes",
             list,
         )
         .add(
             Method::POST,
             "/placement/resource_classes",
+            Rule::SERVICE,
             "Create a custom resource class",
             create,
         )
         .add(
             Method::GET,
             "/placement/resource_classes/{name}",
+            Rule::SERVICE,
             "Show a resource class",
             show,
         )
         .add(
             Method::PUT,
             "/placement/resource_classes/{name}",
+            Rule::SERVICE,
             "Create or verify a custom resource class (1.7)",
             ensure,
         )
         .add(
             Method::DELETE,
             "/placement/resource_classes/{name}",
+            Rule::SERVICE,
             "Delete a custom resource class",
             delete,
         );
@@ -53,13 +59,8 @@ fn representation(name: &str) -> Value {
     json!({"name": name, "links": [{"rel": "self", "href": format!("{MOUNT}/resource_classes/{name}")}]})
 }
 
-async fn list(
-    State(state): State<AppState>,
-    caller: Caller,
-    mv: Microversion,
-) -> Result<Response, ApiError> {
+async fn list(State(state): State<AppState>, mv: Microversion) -> Result<Response, ApiError> {
     mv.require(2)?;
-    caller.require_admin()?;
     let body = state
         .berth
         .read(|catalog| {
@@ -77,13 +78,11 @@ async fn list(
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateResourceClass>,
 ) -> Result<Response, ApiError> {
     mv.require(2)?;
-    caller.require_admin()?;
     state.berth.create_resource_class(&body.name).await?;
     let location = absolute_url(&headers, &format!("{MOUNT}/resource_classes/{}", body.name));
     let location = HeaderValue::from_str(&location)
@@ -93,12 +92,10 @@ async fn create(
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     mv.require(2)?;
-    caller.require_admin()?;
     let exists = state
         .berth
         .read(|catalog| ResourceClass::parse(&name).is_some_and(|c| catalog.has_resource_class(&c)))
@@ -113,12 +110,10 @@ async fn show(
 
 async fn ensure(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(2)?;
-    caller.require_admin()?;
     if !mv.at_least(7) {
         // Renaming (1.2 to 1.6) would silently rewrite every inventory of the class; berth
         // supports the create-or-verify semantics of 1.7 and later only.
@@ -134,12 +129,10 @@ async fn ensure(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(2)?;
-    caller.require_admin()?;
     state.berth.delete_resource_class(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,8 +4,9 @@ use super::{find, provider_uuid, query, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Caller};
+use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::extract::State;
 use axum::extract::{Path, RawQuery};
 use axum::http::{Method, StatusCode};
@@ -17,40 +18,52 @@ use std::collections::BTreeSet;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
-        .add(Method::GET, "/placement/traits", "List traits", list)
+        .add(
+            Method::GET,
+            "/placement/traits",
+            Rule::SERVICE,
+            "List traits",
+            list,
+        )
         .add(
             Method::GET,
             "/placement/traits/{name}",
+            Rule::SERVICE,
             "Check that a trait exists",
             show,
         )
         .add(
             Method::PUT,
             "/placement/traits/{name}",
+            Rule::SERVICE,
             "Create a custom trait",
             create,
         )
         .add(
             Method::DELETE,
             "/placement/traits/{name}",
+            Rule::SERVICE,
             "Delete a custom trait",
             delete,
         )
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/traits",
+            Rule::SERVICE,
             "List a provider's traits",
             provider_list,
         )
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}/traits",
+            Rule::SERVICE,
             "Replace a provider's traits",
             provider_set,
         )
         .add(
             Method::DELETE,
             "/placement/resource_providers/{uuid}/traits",
+            Rule::SERVICE,
             "Remove a provider's traits",
             provider_clear,
         );
@@ -58,12 +71,10 @@ pub(super) fn register(routes: &mut Routes) {
 
 async fn list(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     let pairs = query::pairs(raw.as_deref())?;
     query::only(&pairs, &["name", "associated"])?;
     let name = query::values(&pairs, "name").last().map(str::to_owned);
@@ -117,12 +128,10 @@ async fn list(
 
 async fn show(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     let exists = state
         .berth
         .read(|catalog| TraitName::parse(&name).is_some_and(|t| catalog.has_trait(&t)))
@@ -135,12 +144,10 @@ async fn show(
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     match state.berth.create_trait(&name).await? {
         true => Ok(StatusCode::CREATED),
         false => Ok(StatusCode::NO_CONTENT),
@@ -149,12 +156,10 @@ async fn create(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     state.berth.delete_trait(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -166,12 +171,10 @@ fn traits_body(provider: &Provider) -> Value {
 
 async fn provider_list(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
@@ -182,13 +185,11 @@ async fn provider_list(
 
 async fn provider_set(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<PutTraits>,
 ) -> Result<Response, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     let mut traits = BTreeSet::new();
     for name in &body.traits {
@@ -209,12 +210,10 @@ async fn provider_set(
 
 async fn provider_clear(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     Path(uuid): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(6)?;
-    caller.require_admin()?;
     let uuid = provider_uuid(&uuid)?;
     state.berth.set_traits(uuid, None, BTreeSet::new()).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -5,8 +5,8 @@ use super::{query, respond};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::extract::{RawQuery, State};
 use axum::http::Method;
 use axum::response::Response;
@@ -17,6 +17,7 @@ pub(super) fn register(routes: &mut Routes) {
     routes.add(
         Method::GET,
         "/placement/usages",
+        Rule::SERVICE,
         "Usages of a project and user (1.9)",
         usages,
     );
@@ -24,12 +25,10 @@ pub(super) fn register(routes: &mut Routes) {
 
 async fn usages(
     State(state): State<AppState>,
-    caller: Caller,
     mv: Microversion,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     mv.require(9)?;
-    caller.require_admin()?;
     let pairs = query::pairs(raw.as_deref())?;
     let allowed: &[&str] = if mv.at_least(38) {
         &["project_id", "user_id", "consumer_type"]

@@ -6,6 +6,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
@@ -17,29 +18,45 @@ use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
-        .add(Method::GET, "/promise/flavors", "List flavors", list)
-        .add(Method::POST, "/promise/flavors", "Create a flavor", create)
+        .add(
+            Method::GET,
+            "/promise/flavors",
+            Rule::SYSTEM_READER,
+            "List flavors",
+            list,
+        )
+        .add(
+            Method::POST,
+            "/promise/flavors",
+            Rule::SYSTEM_ADMIN,
+            "Create a flavor",
+            create,
+        )
         .add(
             Method::GET,
             "/promise/flavors/{flavor_id}",
+            Rule::SYSTEM_READER,
             "Show a flavor",
             show,
         )
         .add(
             Method::DELETE,
             "/promise/flavors/{flavor_id}",
+            Rule::SYSTEM_ADMIN,
             "Delete a flavor",
             delete,
         )
         .add(
             Method::GET,
             "/promise/policy",
+            Rule::SYSTEM_READER,
             "Show the reservation policy",
             get_policy,
         )
         .add(
             Method::PUT,
             "/promise/policy",
+            Rule::SYSTEM_ADMIN,
             "Set the reservation policy",
             put_policy,
         );
@@ -108,10 +125,8 @@ const FLAVOR_FIELDS: [&str; 7] = [
 
 async fn create(
     State(state): State<AppState>,
-    caller: Caller,
     Input(input): Input,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    caller.require_admin()?;
     let body = match input.get("flavor") {
         Some(Value::Object(inner)) => inner.clone(),
         _ => input,
@@ -144,10 +159,8 @@ async fn create(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     state.berth.delete_flavor(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -204,10 +217,8 @@ fn policy_patch(body: &Map<String, Value>) -> Result<PolicyPatch, ApiError> {
 
 async fn put_policy(
     State(state): State<AppState>,
-    caller: Caller,
     Input(input): Input,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin()?;
     let body = match input.get("reservation") {
         Some(Value::Object(inner)) => inner.clone(),
         Some(_) => return Err(ApiError::bad_request("reservation must be an object")),

@@ -8,6 +8,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
@@ -21,6 +22,7 @@ pub(super) fn register(routes: &mut Routes) {
         routes.add(
             method.clone(),
             "/promise/capacity/{kind}/query",
+            Rule::SYSTEM_READER,
             "Query capacity (ETSI style)",
             etsi_query,
         );
@@ -28,6 +30,7 @@ pub(super) fn register(routes: &mut Routes) {
     routes.add(
         Method::POST,
         "/promise/query-capacity",
+        Rule::SYSTEM_READER,
         "Query capacity (Promise RPC)",
         rpc_query,
     );

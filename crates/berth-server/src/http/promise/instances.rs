@@ -7,6 +7,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
@@ -20,16 +21,24 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::POST,
             "/promise/create-instance",
+            Rule::PROJECT_MEMBER,
             "Create an instance (Promise RPC)",
             create,
         )
         .add(
             Method::POST,
             "/promise/destroy-instance",
+            Rule::PROJECT_MEMBER,
             "Destroy an instance (Promise RPC)",
             destroy,
         )
-        .add(Method::GET, "/promise/instances", "List instances", list);
+        .add(
+            Method::GET,
+            "/promise/instances",
+            Rule::PROJECT_READER,
+            "List instances",
+            list,
+        );
 }
 
 /// An instance; `status` is `active` while it holds its allocations and `deleted` once they

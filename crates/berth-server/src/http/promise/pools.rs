@@ -7,6 +7,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
@@ -20,30 +21,35 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::POST,
             "/promise/increase-capacity",
+            Rule::SYSTEM_ADMIN,
             "Increase capacity over a window (Promise RPC)",
             increase,
         )
         .add(
             Method::POST,
             "/promise/decrease-capacity",
+            Rule::SYSTEM_ADMIN,
             "Decrease capacity over a window (Promise RPC)",
             decrease,
         )
         .add(
             Method::GET,
             "/promise/pools",
+            Rule::SYSTEM_READER,
             "List planned capacity changes",
             list,
         )
         .add(
             Method::GET,
             "/promise/pools/{pool_id}",
+            Rule::SYSTEM_READER,
             "Show a planned capacity change",
             show,
         )
         .add(
             Method::DELETE,
             "/promise/pools/{pool_id}",
+            Rule::SYSTEM_ADMIN,
             "Withdraw a planned capacity change",
             delete,
         );
@@ -125,7 +131,6 @@ async fn change(
     body: Map<String, Value>,
     increase: bool,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require_admin().map_err(rpc_error)?;
     let now = state.berth.now();
     let (change, ignored) = parse(&body, &caller, increase, now).map_err(rpc_error)?;
     let pool = state
@@ -188,10 +193,8 @@ async fn show(
 
 async fn delete(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     state.berth.delete_pool(pool_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }

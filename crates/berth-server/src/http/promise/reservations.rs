@@ -7,6 +7,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
@@ -25,6 +26,7 @@ pub(super) fn register(routes: &mut Routes) {
     routes.add(
         Method::POST,
         "/promise/reservation/{kind}/create",
+        Rule::PROJECT_MEMBER,
         "Create a reservation (ETSI style)",
         create,
     );
@@ -32,6 +34,7 @@ pub(super) fn register(routes: &mut Routes) {
         routes.add(
             method,
             "/promise/reservation/{kind}/query",
+            Rule::PROJECT_READER,
             "Query reservations (ETSI style)",
             query,
         );
@@ -40,12 +43,14 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::POST,
             "/promise/reservation/{kind}/update",
+            Rule::PROJECT_MEMBER,
             "Update a reservation (ETSI style)",
             update,
         )
         .add(
             Method::DELETE,
             "/promise/reservation/{kind}/{reservation_id}",
+            Rule::PROJECT_MEMBER,
             "Terminate a reservation (ETSI style)",
             terminate,
         );
@@ -420,21 +425,35 @@ async fn create(
         expiry: date(&body, "expiryTime", now)?,
         zone: text(&body, "zoneId")?,
         priority: priority(&body)?,
+        grant: state.authz.policy().grant(&caller.0),
         project_id: caller.0.project_id.clone(),
         user_id: caller.0.user_id.clone(),
         horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
     };
     let (start, end) = (cmd.start.unwrap_or(now), cmd.end.unwrap_or(now));
+    let asked = cmd.priority;
     let lease = state
         .berth
         .create_reservation(cmd)
         .await
         .map_err(|e| refused(e, &ask, start, end.max(start)))?;
-    let data = state.berth.read_local(|c| reservation_data(c, &lease));
+    let mut data = state.berth.read_local(|c| reservation_data(c, &lease));
+    note_priority(&mut data, asked, lease.priority());
     Ok((
         StatusCode::CREATED,
         Json(json!({ "reservationData": data })),
     ))
+}
+
+/// Says in the answer that the priority asked for was lowered to the caller's grant.
+pub(super) fn note_priority(data: &mut Value, asked: u32, granted: u32) {
+    if asked != granted {
+        data["priorityLowered"] = json!({
+            "requested": asked,
+            "granted": granted,
+            "reason": "priorities above the project's granted ceiling are lowered to it; an admin grants higher ones in the policy file",
+        });
+    }
 }
 
 fn filter_ids(body: &Map<String, Value>) -> Result<Option<Vec<Uuid>>, ApiError> {

@@ -3,12 +3,13 @@
 //! `instances`, `addresses`, and berth's `gigabytes`) and the `{"result", "message"}` envelope.
 
 use super::capacity::rpc_window;
-use super::reservations::{priority, refused, reservation_data, update_with};
+use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
 use super::wire::{Input, count, date, object, ok, rpc_error, size, text, time, uuids};
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
@@ -27,24 +28,28 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::POST,
             "/promise/create-reservation",
+            Rule::PROJECT_MEMBER,
             "Create a reservation (Promise RPC)",
             create,
         )
         .add(
             Method::POST,
             "/promise/update-reservation",
+            Rule::PROJECT_MEMBER,
             "Update a reservation (Promise RPC)",
             update,
         )
         .add(
             Method::POST,
             "/promise/cancel-reservation",
+            Rule::PROJECT_MEMBER,
             "Cancel a reservation (Promise RPC)",
             cancel,
         )
         .add(
             Method::POST,
             "/promise/query-reservation",
+            Rule::PROJECT_READER,
             "Query reservations (Promise RPC)",
             query,
         );
@@ -113,6 +118,7 @@ async fn create(
             expiry: date(&body, "expiry", now)?,
             zone: text(&body, "zone")?,
             priority: priority(&body)?,
+            grant: state.authz.policy().grant(&caller.0),
             project_id: caller.0.project_id.clone(),
             user_id: caller.0.user_id.clone(),
             horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
@@ -121,12 +127,14 @@ async fn create(
     .map_err(rpc_error)?;
     let ask = parsed.ask.clone();
     let (start, end) = (parsed.start.unwrap_or(now), parsed.end.unwrap_or(now));
+    let asked = parsed.priority;
     let lease = state
         .berth
         .create_reservation(parsed)
         .await
         .map_err(|e| rpc_error(refused(e, &ask, start, end.max(start))))?;
-    let data = state.berth.read_local(|c| reservation_data(c, &lease));
+    let mut data = state.berth.read_local(|c| reservation_data(c, &lease));
+    note_priority(&mut data, asked, lease.priority());
     Ok(Json(ok(
         "reservation request accepted",
         json!({"reservation-id": lease.id, "reservation": data}),

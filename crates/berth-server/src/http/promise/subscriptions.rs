@@ -9,6 +9,7 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
@@ -22,48 +23,56 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::POST,
             "/promise/capacity/{kind}/subscribe",
+            Rule::PROJECT_MEMBER,
             "Subscribe to capacity changes",
             capacity,
         )
         .add(
             Method::POST,
             "/promise/reservation/subscribe",
+            Rule::PROJECT_MEMBER,
             "Subscribe to reservation changes",
             reservation,
         )
         .add(
             Method::GET,
             "/promise/subscriptions",
+            Rule::PROJECT_READER,
             "List subscriptions",
             list,
         )
         .add(
             Method::GET,
             "/promise/subscriptions/{subscription_id}",
+            Rule::PROJECT_READER,
             "Show a subscription",
             show,
         )
         .add(
             Method::DELETE,
             "/promise/subscriptions/{subscription_id}",
+            Rule::PROJECT_MEMBER,
             "Delete a subscription",
             delete,
         )
         .add(
             Method::GET,
             "/promise/deliveries",
+            Rule::PROJECT_READER,
             "List undelivered notifications (pending and dead)",
             deliveries,
         )
         .add(
             Method::POST,
             "/promise/deliveries/{notification_id}/retry",
+            Rule::SYSTEM_ADMIN,
             "Retry a dead notification",
             retry,
         )
         .add(
             Method::GET,
             "/promise/notifications",
+            Rule::PROJECT_READER,
             "Read the notification feed",
             feed,
         );
@@ -328,10 +337,8 @@ async fn deliveries(
 
 async fn retry(
     State(state): State<AppState>,
-    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     state.berth.redeliver(id).await?;
     Ok(StatusCode::ACCEPTED)
 }

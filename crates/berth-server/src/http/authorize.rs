@@ -1,0 +1,238 @@
+//! The authorization middleware: resolves the caller once, checks the rule the matched route
+//! declared (with the operator's overrides), and hands the identity to the handler. In `noauth`
+//! mode it also keeps browsers from being used against a local berth: requests must name a
+//! loopback host (no DNS rebinding), come from the same origin when a browser says where they
+//! come from, and carry their POST bodies as JSON (so a cross-site form or `fetch` without a CORS
+//! preflight cannot write).
+
+use crate::auth::{AuthFailure, Identity};
+use crate::config::AuthMode;
+use crate::http::AppState;
+use crate::http::error::ApiError;
+use crate::policy::{AccessPolicy, Need, Rule};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::collections::BTreeMap;
+
+/// The rules in force and the operator's policy.
+#[derive(Debug)]
+pub struct Authorization {
+    rules: BTreeMap<(Method, &'static str), Rule>,
+    policy: AccessPolicy,
+}
+
+impl Authorization {
+    /// The rules of `routes` with `policy`'s overrides applied.
+    pub fn new(
+        routes: &crate::http::routes::Routes,
+        policy: AccessPolicy,
+    ) -> anyhow::Result<Authorization> {
+        let rules = policy.apply(routes.rules())?;
+        Ok(Authorization { rules, policy })
+    }
+
+    /// The rule of every route.
+    pub fn rules(&self) -> &BTreeMap<(Method, &'static str), Rule> {
+        &self.rules
+    }
+
+    /// The operator's policy (priority grants).
+    pub fn policy(&self) -> &AccessPolicy {
+        &self.policy
+    }
+
+    fn rule(&self, method: &Method, path: &str) -> Option<Rule> {
+        let method = match *method {
+            Method::HEAD => Method::GET,
+            ref other => other.clone(),
+        };
+        self.rules
+            .iter()
+            .find(|((m, p), _)| *m == method && *p == path)
+            .map(|(_, rule)| *rule)
+    }
+}
+
+/// 401 in the surface's format.
+pub fn unauthorized(failure: AuthFailure) -> ApiError {
+    let detail = match failure {
+        AuthFailure::Missing => "The request you have made requires authentication.",
+        AuthFailure::Invalid => "The token given is not valid.",
+    };
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
+}
+
+/// Checks the caller against the matched route's rule before the handler runs.
+pub async fn middleware(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if state.auth.mode() == AuthMode::Noauth
+        && let Err(error) = browser_guard(request.method(), request.headers())
+    {
+        return error.into_response();
+    }
+    let Some(path) = request.extensions().get::<MatchedPath>().cloned() else {
+        return next.run(request).await;
+    };
+    // A method the path does not serve: routing answers 405 with `Allow`.
+    let Some(rule) = state.authz.rule(request.method(), path.as_str()) else {
+        return next.run(request).await;
+    };
+    if rule.need == Need::Public {
+        return next.run(request).await;
+    }
+    let identity: Identity = match state.auth.identify(request.headers()) {
+        Ok(identity) => identity,
+        Err(failure) => return unauthorized(failure).into_response(),
+    };
+    if !rule.need.satisfied_by(&identity.roles) {
+        return ApiError::forbidden().into_response();
+    }
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+/// Whether `host` (a `Host` header or an origin's authority, port included) names this machine
+/// by a loopback literal or `localhost`.
+fn loopback_authority(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn refused(detail: &str) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
+}
+
+/// The `noauth` checks that keep a browser from being turned against a local berth.
+fn browser_guard(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST).unwrap_or("");
+    if !loopback_authority(host) {
+        return Err(refused(
+            "Without authentication berth answers only requests addressed to a loopback host.",
+        ));
+    }
+    if let Some(origin) = text(header::ORIGIN) {
+        let same = origin
+            .strip_prefix("http://")
+            .is_some_and(|authority| authority.eq_ignore_ascii_case(host));
+        if !same {
+            return Err(refused(
+                "Without authentication berth answers only requests from its own origin.",
+            ));
+        }
+    }
+    if *method == Method::POST {
+        let json = text(header::CONTENT_TYPE)
+            .and_then(|t| t.split(';').next())
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Without authentication a POST must carry a JSON body (Content-Type: application/json).",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), value.parse().expect("header value"));
+        }
+        map
+    }
+
+    #[test]
+    fn loopback_authorities_are_recognised() {
+        for ok in [
+            "127.0.0.1:8778",
+            "127.0.0.1",
+            "localhost:1",
+            "LOCALHOST",
+            "[::1]:8778",
+            "127.1.2.3:9",
+        ] {
+            assert!(loopback_authority(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:8778",
+            "localhost.evil.example",
+            "10.0.0.1:8778",
+            "[::2]:1",
+            "",
+        ] {
+            assert!(!loopback_authority(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_browser_guard_refuses_rebinding_cross_origin_and_form_posts() {
+        let json = (header::CONTENT_TYPE, "application/json");
+        let local = (header::HOST, "127.0.0.1:8778");
+        assert!(browser_guard(&Method::POST, &headers(&[local.clone(), json.clone()])).is_ok());
+        assert!(browser_guard(&Method::GET, &headers(std::slice::from_ref(&local))).is_ok());
+        assert!(browser_guard(&Method::DELETE, &headers(std::slice::from_ref(&local))).is_ok());
+        assert_eq!(
+            browser_guard(
+                &Method::GET,
+                &headers(&[(header::HOST, "rebind.evil.example:8778")])
+            )
+            .expect_err("rebinding")
+            .status(),
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            browser_guard(
+                &Method::POST,
+                &headers(&[
+                    local.clone(),
+                    json.clone(),
+                    (header::ORIGIN, "http://evil.example")
+                ])
+            )
+            .expect_err("cross origin")
+            .status(),
+            StatusCode::FORBIDDEN
+        );
+        assert!(
+            browser_guard(
+                &Method::POST,
+                &headers(&[
+                    local.clone(),
+                    json,
+                    (header::ORIGIN, "http://127.0.0.1:8778")
+                ])
+            )
+            .is_ok()
+        );
+        for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
+            assert_eq!(
+                browser_guard(
+                    &Method::POST,
+                    &headers(&[local.clone(), (header::CONTENT_TYPE, content_type)])
+                )
+                .expect_err("form post")
+                .status(),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            );
+        }
+        assert!(browser_guard(&Method::POST, &headers(&[local])).is_err());
+    }
+}
