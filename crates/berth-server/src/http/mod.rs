@@ -39,6 +39,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The OpenAPI document of every route served.
     pub openapi: Arc<serde_json::Value>,
+    /// Limits applied to every request (a long poll ends before the request timeout).
+    pub limits: HttpLimits,
 }
 
 /// Limits applied to every request.
@@ -65,6 +67,7 @@ pub fn router(berth: Arc<Berth>, auth: Arc<Authenticator>, limits: HttpLimits) -
         auth,
         metrics: Metrics::global(),
         openapi,
+        limits,
     };
     routes
         .into_router()
