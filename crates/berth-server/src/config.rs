@@ -93,6 +93,15 @@ pub struct ServeArgs {
     /// [default: 600].
     #[arg(long, env = "BERTH_CLAIM_TTL_SECONDS")]
     pub claim_ttl_seconds: Option<u64>,
+    /// Most connections served at once; more wait in the listen backlog [default: 1024].
+    #[arg(long, env = "BERTH_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Seconds a connection with no request in flight stays open without traffic [default: 60].
+    #[arg(long, env = "BERTH_IDLE_TIMEOUT_SECONDS")]
+    pub idle_timeout_seconds: Option<u64>,
+    /// Seconds a request's headers may take from their first byte [default: 10].
+    #[arg(long, env = "BERTH_HEADER_TIMEOUT_SECONDS")]
+    pub header_timeout_seconds: Option<u64>,
     /// Print the effective configuration and exit.
     /// Authorization policy file (TOML): per-route role overrides and priority grants.
     #[arg(long = "policy", env = "BERTH_POLICY")]
@@ -116,6 +125,16 @@ struct FileConfig {
     promise: Option<PromiseSection>,
     notifications: Option<NotificationsSection>,
     baremetal: Option<BaremetalSection>,
+    http: Option<HttpSection>,
+}
+
+/// `[http]` in the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpSection {
+    max_connections: Option<usize>,
+    idle_timeout_seconds: Option<u64>,
+    header_timeout_seconds: Option<u64>,
 }
 
 /// `[baremetal]` in the TOML file.
@@ -210,6 +229,12 @@ pub struct Config {
     pub body_limit_bytes: usize,
     /// Longest a request may run.
     pub request_timeout: Duration,
+    /// Most connections served at once.
+    pub max_connections: usize,
+    /// How long a connection with no request in flight stays open without traffic.
+    pub idle_timeout: Duration,
+    /// How long a request's headers may take from their first byte.
+    pub header_timeout: Duration,
     /// How long shutdown waits for in-flight requests.
     pub shutdown_grace: Duration,
     /// Whether unreserved consumers are kept out of capacity leases hold.
@@ -233,6 +258,12 @@ pub struct Config {
 pub const LISTEN_DEFAULT: &str = "127.0.0.1:8778";
 /// Default request body limit (Placement bodies are small; reshaper bodies are the largest).
 pub const BODY_LIMIT_BYTES_DEFAULT: usize = 1024 * 1024;
+/// Default limit on connections served at once.
+pub const MAX_CONNECTIONS_DEFAULT: usize = 1024;
+/// Default idle timeout of a connection, in seconds.
+pub const IDLE_TIMEOUT_SECONDS_DEFAULT: u64 = 60;
+/// Default time a request's headers may take, in seconds.
+pub const HEADER_TIMEOUT_SECONDS_DEFAULT: u64 = 10;
 
 impl Config {
     /// Layers flags over the file over defaults, then validates.
@@ -302,6 +333,8 @@ impl Config {
             (1..=7 * 24 * 3600).contains(&claim_ttl.as_secs()),
             "--claim-ttl-seconds must be between 1 and 604800"
         );
+        let (max_connections, idle_timeout, header_timeout) =
+            connection_settings(args, file.http.unwrap_or_default())?;
         Ok(Config {
             listen,
             storage,
@@ -324,6 +357,9 @@ impl Config {
             access_policy,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
+            max_connections,
+            idle_timeout,
+            header_timeout,
             shutdown_grace: Duration::from_secs(10),
         })
     }
@@ -353,8 +389,11 @@ impl Config {
             None => "none".to_owned(),
         };
         format!(
-            "{general}\n[notifications]\ncallback_ca_file = {ca_file}\n\n[baremetal]\nclaim_ttl_seconds = {}\n",
-            self.claim_ttl.as_secs()
+            "{general}\n[notifications]\ncallback_ca_file = {ca_file}\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n",
+            self.claim_ttl.as_secs(),
+            self.max_connections,
+            self.idle_timeout.as_secs(),
+            self.header_timeout.as_secs()
         )
     }
 }
@@ -365,6 +404,42 @@ fn access_policy(path: Option<&std::path::Path>) -> anyhow::Result<crate::policy
         || Ok(crate::policy::AccessPolicy::default()),
         crate::policy::AccessPolicy::load,
     )
+}
+
+/// The connection limit and the idle and header timeouts, flags over `[http]` over defaults.
+fn connection_settings(
+    args: &ServeArgs,
+    http: HttpSection,
+) -> anyhow::Result<(usize, Duration, Duration)> {
+    let max_connections = args
+        .max_connections
+        .or(http.max_connections)
+        .unwrap_or(MAX_CONNECTIONS_DEFAULT);
+    anyhow::ensure!(
+        (1..=1_000_000).contains(&max_connections),
+        "--max-connections must be between 1 and 1000000"
+    );
+    let idle_timeout_seconds = args
+        .idle_timeout_seconds
+        .or(http.idle_timeout_seconds)
+        .unwrap_or(IDLE_TIMEOUT_SECONDS_DEFAULT);
+    anyhow::ensure!(
+        (1..=3600).contains(&idle_timeout_seconds),
+        "--idle-timeout-seconds must be between 1 and 3600"
+    );
+    let header_timeout_seconds = args
+        .header_timeout_seconds
+        .or(http.header_timeout_seconds)
+        .unwrap_or(HEADER_TIMEOUT_SECONDS_DEFAULT);
+    anyhow::ensure!(
+        (1..=3600).contains(&header_timeout_seconds),
+        "--header-timeout-seconds must be between 1 and 3600"
+    );
+    Ok((
+        max_connections,
+        Duration::from_secs(idle_timeout_seconds),
+        Duration::from_secs(header_timeout_seconds),
+    ))
 }
 
 fn parse_storage_url(url: &str) -> anyhow::Result<StorageUrl> {
@@ -445,6 +520,74 @@ mod tests {
                 ..ServeArgs::default()
             };
             assert!(Config::from_args(&args).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn connection_limits_come_from_the_flags_or_the_http_section() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.max_connections, MAX_CONNECTIONS_DEFAULT);
+        assert_eq!(
+            config.idle_timeout,
+            Duration::from_secs(IDLE_TIMEOUT_SECONDS_DEFAULT)
+        );
+        assert_eq!(
+            config.header_timeout,
+            Duration::from_secs(HEADER_TIMEOUT_SECONDS_DEFAULT)
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(
+            &file,
+            "[http]\nmax_connections = 8\nidle_timeout_seconds = 5\nheader_timeout_seconds = 2\n",
+        )
+        .expect("write");
+        let from_file = ServeArgs {
+            config: Some(file),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("file");
+        assert_eq!(config.max_connections, 8);
+        assert_eq!(config.idle_timeout, Duration::from_secs(5));
+        assert_eq!(config.header_timeout, Duration::from_secs(2));
+        assert!(
+            config.describe().contains(
+                "[http]\nmax_connections = 8\nidle_timeout_seconds = 5\nheader_timeout_seconds = 2\n"
+            ),
+            "{}",
+            config.describe()
+        );
+        let flags = ServeArgs {
+            max_connections: Some(3),
+            idle_timeout_seconds: Some(7),
+            header_timeout_seconds: Some(4),
+            ..from_file
+        };
+        let config = Config::from_args(&flags).expect("flags");
+        assert_eq!(
+            (
+                config.max_connections,
+                config.idle_timeout.as_secs(),
+                config.header_timeout.as_secs()
+            ),
+            (3, 7, 4),
+            "flags beat the file"
+        );
+        for bad in [
+            ServeArgs {
+                max_connections: Some(0),
+                ..ServeArgs::default()
+            },
+            ServeArgs {
+                idle_timeout_seconds: Some(0),
+                ..ServeArgs::default()
+            },
+            ServeArgs {
+                header_timeout_seconds: Some(0),
+                ..ServeArgs::default()
+            },
+        ] {
+            assert!(Config::from_args(&bad).is_err(), "{bad:?}");
         }
     }
 

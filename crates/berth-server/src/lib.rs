@@ -5,6 +5,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod connections;
 pub mod http;
 pub mod ids;
 pub mod metrics;
@@ -122,11 +123,12 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     let signal = stop.clone();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(signal.cancelled_owned())
-            .await
-    });
+    let connection_limits = connections::ConnectionLimits {
+        max_connections: config.max_connections,
+        idle_timeout: config.idle_timeout,
+        header_timeout: config.header_timeout,
+    };
+    let task = tokio::spawn(connections::serve(listener, app, connection_limits, signal));
     tracing::info!(%addr, auth = ?config.auth, "berth is serving");
     Ok(Running {
         addr,

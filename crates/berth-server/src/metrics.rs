@@ -1,6 +1,10 @@
 //! Request metrics in Prometheus text format: a count and a latency histogram per route, method
 //! and status.
 //!
+//! Every label has a bounded set of values, so no request can grow the series: `method` is one of
+//! the standard methods or `other`, `route` a matched route template or `unmatched` (the caller
+//! passes only those), `status` a status code.
+//!
 //! The Prometheus recorder is process-global, so it is installed once and shared by every
 //! server in the process (tests start several).
 
@@ -48,7 +52,7 @@ impl Metrics {
     /// Records one finished request.
     pub fn observe(&self, method: &Method, route: &str, status: StatusCode, elapsed: Duration) {
         let labels = [
-            ("method", method.as_str().to_owned()),
+            ("method", method_label(method).to_owned()),
             ("route", route.to_owned()),
             ("status", status.as_u16().to_string()),
         ];
@@ -60,5 +64,34 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         self.handle.render()
+    }
+}
+
+/// The `method` label: a standard method, or `other` for any extension method.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_standard_methods_become_labels() {
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        assert_eq!(method_label(&Method::OPTIONS), "OPTIONS");
+        for other in ["TRACE", "CONNECT", "PROPFIND", "XYZZY", "get"] {
+            let method = Method::from_bytes(other.as_bytes()).expect("a token");
+            assert_eq!(method_label(&method), "other", "{other}");
+        }
     }
 }

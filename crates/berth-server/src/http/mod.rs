@@ -43,6 +43,8 @@ pub struct AppState {
     pub openapi: Arc<serde_json::Value>,
     /// The rule of every route, and the operator's policy.
     pub authz: Arc<authorize::Authorization>,
+    /// Limits applied to every request (a long poll ends before the request timeout).
+    pub limits: HttpLimits,
 }
 
 /// Limits applied to every request.
@@ -77,6 +79,7 @@ pub fn router(
         metrics: Metrics::global(),
         openapi,
         authz,
+        limits,
     };
     Ok(routes
         .into_router()

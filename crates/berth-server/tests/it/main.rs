@@ -21,6 +21,7 @@ mod placement_traits;
 mod postgres;
 mod promise;
 mod server;
+mod staying_up;
 mod support;
 mod tidy;
 mod ui;

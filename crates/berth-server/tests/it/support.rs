@@ -27,6 +27,14 @@ pub(crate) struct Options {
     pub(crate) callback_ca_file: Option<PathBuf>,
     /// `--policy`: the authorization policy file.
     pub(crate) policy: Option<PathBuf>,
+    /// `--max-connections`.
+    pub(crate) max_connections: Option<usize>,
+    /// `--idle-timeout-seconds`.
+    pub(crate) idle_timeout_seconds: Option<u64>,
+    /// `--header-timeout-seconds`.
+    pub(crate) header_timeout_seconds: Option<u64>,
+    /// The request timeout (30 s unless set).
+    pub(crate) request_timeout: Option<std::time::Duration>,
 }
 
 /// A caller in `headers` auth mode: project, user and comma-separated roles.
@@ -70,9 +78,15 @@ impl TestApp {
             fence_unreserved: options.fence_unreserved,
             callback_ca_file: options.callback_ca_file,
             policy_file: options.policy,
+            max_connections: options.max_connections,
+            idle_timeout_seconds: options.idle_timeout_seconds,
+            header_timeout_seconds: options.header_timeout_seconds,
             ..ServeArgs::default()
         };
-        let config = Config::from_args(&args).expect("config");
+        let mut config = Config::from_args(&args).expect("config");
+        if let Some(timeout) = options.request_timeout {
+            config.request_timeout = timeout;
+        }
         let running = berth_server::start(&config).await.expect("start");
         let base = format!("http://{}", running.addr());
         TestApp {

@@ -355,6 +355,8 @@ struct FeedQuery {
 const FEED_LIMIT_MAX: usize = 1_000;
 /// Longest a feed request waits for an entry.
 const FEED_WAIT_MAX_SECONDS: u64 = 30;
+/// How long before the request timeout a feed request answers with what it has.
+const FEED_TIMEOUT_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn feed(
     State(state): State<AppState>,
@@ -362,7 +364,13 @@ async fn feed(
     Query(query): Query<FeedQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = query.limit.unwrap_or(100).clamp(1, FEED_LIMIT_MAX);
-    let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0).min(FEED_WAIT_MAX_SECONDS));
+    // The answer must leave before the request timeout turns it into a 503.
+    let cutoff = state
+        .limits
+        .request_timeout
+        .saturating_sub(FEED_TIMEOUT_MARGIN);
+    let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0).min(FEED_WAIT_MAX_SECONDS))
+        .min(cutoff);
     let started = std::time::Instant::now();
     let project = caller.project_scope();
     let mut after = query.after.unwrap_or(0);
@@ -381,7 +389,8 @@ async fn feed(
             after = last;
         }
         let exhausted = page.len() < limit;
-        if !mine.is_empty() || (started.elapsed() >= wait && exhausted) {
+        let elapsed = started.elapsed();
+        if !mine.is_empty() || (elapsed >= wait && exhausted) || elapsed >= cutoff {
             return Ok(Json(json!({"notifications": mine, "next": after})));
         }
         if exhausted {
