@@ -268,15 +268,7 @@ pub const HEADER_TIMEOUT_SECONDS_DEFAULT: u64 = 10;
 impl Config {
     /// Layers flags over the file over defaults, then validates.
     pub fn from_args(args: &ServeArgs) -> anyhow::Result<Config> {
-        let file = match &args.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
-                toml::from_str::<FileConfig>(&text)
-                    .with_context(|| format!("parsing {}", path.display()))?
-            }
-            None => FileConfig::default(),
-        };
+        let file = read_file(args.config.as_deref())?;
         let listen_text = args
             .listen
             .clone()
@@ -294,18 +286,7 @@ impl Config {
             None => StorageUrl::Sqlite(data_dir.join("berth.db")),
             Some(url) => parse_storage_url(&url)?,
         };
-        let auth = match args.auth.or(file.auth) {
-            Some(mode) => mode,
-            None if listen.ip().is_loopback() => AuthMode::Noauth,
-            None => anyhow::bail!(
-                "refusing to listen on {listen} without authentication: set --auth token or --auth headers (noauth is only the default on loopback)"
-            ),
-        };
-        if auth == AuthMode::Noauth && !listen.ip().is_loopback() {
-            anyhow::bail!(
-                "refusing to listen on {listen} with --auth noauth: noauth is only allowed on a loopback address"
-            );
-        }
+        let auth = auth_mode(args.auth.or(file.auth), listen)?;
         let tokens = args.tokens.clone().or(file.tokens);
         let policy_file = args.policy_file.clone().or(file.policy_file);
         let access_policy = access_policy(policy_file.as_deref())?;
@@ -396,6 +377,33 @@ impl Config {
             self.header_timeout.as_secs()
         )
     }
+}
+
+/// The TOML file, or nothing.
+fn read_file(path: Option<&std::path::Path>) -> anyhow::Result<FileConfig> {
+    let Some(path) = path else {
+        return Ok(FileConfig::default());
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    toml::from_str::<FileConfig>(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The authentication mode: `noauth` by default on loopback only, and only there.
+fn auth_mode(mode: Option<AuthMode>, listen: SocketAddr) -> anyhow::Result<AuthMode> {
+    let auth = match mode {
+        Some(mode) => mode,
+        None if listen.ip().is_loopback() => AuthMode::Noauth,
+        None => anyhow::bail!(
+            "refusing to listen on {listen} without authentication: set --auth token or --auth headers (noauth is only the default on loopback)"
+        ),
+    };
+    if auth == AuthMode::Noauth && !listen.ip().is_loopback() {
+        anyhow::bail!(
+            "refusing to listen on {listen} with --auth noauth: noauth is only allowed on a loopback address"
+        );
+    }
+    Ok(auth)
 }
 
 /// The authorization policy of the file, or the defaults without one.
