@@ -13,6 +13,7 @@ mod deadline;
 mod demo;
 mod error;
 mod health;
+mod idempotency;
 mod inventory;
 mod leases;
 mod notify;

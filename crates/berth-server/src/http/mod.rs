@@ -10,6 +10,7 @@ pub mod context;
 pub mod deadline;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod meta;
 pub mod placement;
 pub mod promise;
