@@ -2,11 +2,15 @@
 //! wait at a gate the test opens: a decision still queued when its request's deadline expires
 //! is never made and its caller is told nothing changed; one already taken into a committing
 //! batch is answered with that batch's outcome; one whose caller is gone is never made.
+//! A create with an `Idempotency-Key` whose answer was lost is found by its retry, and
+//! concurrent requests with one key make one lease.
 //! No test here waits on time: every step is ordered by the gate.
 
-use berth_app::{AppError, Berth, Clock, CreateProvider, Deadline, IdGen};
+use berth_app::{AppError, Berth, Clock, CreateLease, CreateProvider, Deadline, EnrollHost, IdGen};
 use berth_core::catalog::CatalogRows;
+use berth_core::idempotency::{IdempotencyKey, Idempotent};
 use berth_core::lease::LeaseRecord;
+use berth_core::lease::ReservationSpec;
 use berth_core::{Change, Instant};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
 use std::sync::Arc;
@@ -264,4 +268,115 @@ async fn a_decision_whose_caller_went_away_is_never_made() {
         .expect("a later write");
     assert_eq!(stored(&berth, &store, "gone").await, (false, false));
     assert_eq!(stored(&berth, &store, "after").await, (true, true));
+}
+
+/// Enrols a host of 8 VCPUs, letting its commit through the gate.
+async fn host(berth: &Berth, gate: &Gate, name: &str) {
+    gate.open_once();
+    berth
+        .enroll_host(EnrollHost {
+            reservable: true,
+            name: name.into(),
+            vcpus: Some(8),
+            memory_mb: Some(16_384),
+            local_gb: Some(100),
+            availability_zone: Some("az1".into()),
+            hypervisor_type: None,
+            service_name: None,
+            attributes: std::collections::BTreeMap::new(),
+        })
+        .await
+        .expect("enroll");
+    // Its commit arrived at the gate: take that word, so the next arrival waited for is new.
+    gate.arrival().await;
+}
+
+/// A lease of one whole host tomorrow, with `key`.
+fn keyed_lease(key: &str) -> CreateLease {
+    let start = 1_700_000_000_000_000 + 24 * 3_600_000_000;
+    CreateLease {
+        name: "once".into(),
+        project_id: "p1".into(),
+        user_id: "u1".into(),
+        start: Instant::from_micros(start),
+        end: Instant::from_micros(start + 3_600_000_000),
+        before_end: None,
+        reservations: vec![ReservationSpec::Host {
+            min: 1,
+            max: 1,
+            hypervisor_properties: String::new(),
+            resource_properties: String::new(),
+            before_end: "default".into(),
+        }],
+        horizon_micros: berth_app::SEARCH_HORIZON_DEFAULT_MICROS,
+        idempotency: Some(Idempotent {
+            key: IdempotencyKey {
+                project_id: "p1".into(),
+                route: "POST /reservation/v1/leases".into(),
+                key: key.into(),
+            },
+            fingerprint: "request".into(),
+        }),
+    }
+}
+
+async fn lease_ids(berth: &Berth) -> Vec<Uuid> {
+    berth
+        .read(|c| c.leases().map(|l| l.id).collect())
+        .await
+        .expect("read")
+}
+
+#[tokio::test]
+async fn a_retry_finds_the_lease_whose_answer_was_lost_while_it_committed() {
+    let (berth, _store, gate) = service().await;
+    host(&berth, &gate, "cn1").await;
+    host(&berth, &gate, "cn2").await;
+    // The caller goes away (a timeout, a dropped connection) while its lease is committing.
+    let lost = {
+        let berth = Arc::clone(&berth);
+        tokio::spawn(async move { berth.create_lease(keyed_lease("k")).await })
+    };
+    gate.arrival().await;
+    lost.abort();
+    assert!(lost.await.expect_err("aborted").is_cancelled());
+    // The commit goes on without it.
+    gate.open_once();
+    settle().await;
+    let committed = lease_ids(&berth).await;
+    assert_eq!(committed.len(), 1, "the lease committed without its caller");
+    let retry = berth.create_lease(keyed_lease("k")).await.expect("retry");
+    assert_eq!(
+        retry.id, committed[0],
+        "the retry answers with the first lease"
+    );
+    assert_eq!(lease_ids(&berth).await, committed, "and makes no other");
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_one_key_make_one_lease() {
+    let (berth, _store, gate) = service().await;
+    host(&berth, &gate, "cn1").await;
+    host(&berth, &gate, "cn2").await;
+    let first = leader(&berth, &gate, "first").await;
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let berth = Arc::clone(&berth);
+            tokio::spawn(async move { berth.create_lease(keyed_lease("k")).await })
+        })
+        .collect();
+    settle().await;
+    gate.open_once();
+    first.await.expect("join");
+    // Enough for one batch per request, should they not all share one.
+    for _ in 0..8 {
+        gate.open_once();
+    }
+    let mut ids = Vec::new();
+    for task in tasks {
+        ids.push(task.await.expect("join").expect("answered").id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "every request answers with the same lease");
+    assert_eq!(lease_ids(&berth).await, ids);
 }
