@@ -200,6 +200,10 @@ async fn a_retried_node_claim_answers_with_the_first_claim() {
     assert_eq!(status, StatusCode::CREATED, "{theirs}");
     assert_eq!(theirs["reservation"]["node_uuid"], nodes[1]);
     assert_eq!(count(&app, ADMIN, claims, "reservations").await, 2);
+    // With every listed node held, the retry is still the first claim, not a refusal.
+    let (status, again) = send(&app, P1, claims, Some("c-1"), &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    assert_eq!(again["reservation"]["uuid"], claim);
     // Once the first claim is released, a retry says so rather than claim again.
     let path = format!("{claims}/{}", claim.as_str().expect("uuid"));
     let (status, _) = app.call_as(P1, Method::DELETE, &path, None).await;
