@@ -10,6 +10,7 @@ use berth_core::decide::baremetal::{
     self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
 };
 use berth_core::decide::health::Effects;
+use berth_core::idempotency::{self, Idempotent};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use uuid::Uuid;
@@ -49,6 +50,8 @@ pub struct ClaimNode {
     pub user_id: String,
     /// How long it holds; the configured default when absent.
     pub ttl: Option<Duration>,
+    /// The request's `Idempotency-Key`, if any: a retry answers with the claim it made.
+    pub idempotency: Option<Idempotent>,
 }
 
 impl Berth {
@@ -90,7 +93,8 @@ impl Berth {
             .await
     }
 
-    /// Claims the first eligible node for an instance.
+    /// Claims the first eligible node for an instance (with an idempotency key seen before: the
+    /// claim that key's first request made, as it is now).
     pub async fn claim_node(&self, cmd: ClaimNode) -> Result<NodeClaim, AppError> {
         let request = ClaimRequest {
             uuid: self.new_uuid(),
@@ -109,16 +113,25 @@ impl Berth {
         // refusal is the answer a decision at the instant of this read would give.
         // The local catalog answers first (no database round trip); a refusal there is
         // confirmed against the latest committed catalog of every replica.
+        // A key seen before is answered by the decision (with the claim it made), never here.
         let now = self.now();
-        let refused =
-            |catalog: &berth_core::Catalog| decide::claim(catalog, &request, now, policy).err();
+        let key = cmd.idempotency;
+        let refused = |catalog: &berth_core::Catalog| match &key {
+            Some(key) if !matches!(idempotency::replay(catalog, key, now), Ok(None)) => None,
+            _ => decide::claim(catalog, &request, now, policy).err(),
+        };
         if self.read_local(refused).is_some()
             && let Some(rejection) = self.read(refused).await?
         {
             return Err(AppError::Rejected(rejection));
         }
         let claim = self
-            .write(move |catalog, now| decide::claim(catalog, &request, now, policy))
+            .write_once(
+                key,
+                |catalog, id| catalog.claim(id).cloned(),
+                |claim| claim.uuid,
+                move |catalog, now| decide::claim(catalog, &request, now, policy),
+            )
             .await?;
         self.lifecycle.notify_one();
         Ok(claim)

@@ -9,6 +9,7 @@
 
 use crate::{AppError, Berth};
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
+use berth_core::idempotency::Idempotent;
 use berth_core::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
 use berth_core::ledger::Window;
 use berth_core::reserve::{self, Refusal};
@@ -45,6 +46,8 @@ pub struct CreateLease {
     pub reservations: Vec<ReservationSpec>,
     /// How far after `start` the counter-offer searches.
     pub horizon_micros: i64,
+    /// The request's `Idempotency-Key`, if any: a retry answers with the lease it created.
+    pub idempotency: Option<Idempotent>,
 }
 
 /// A floating IP to register.
@@ -82,12 +85,23 @@ pub struct Availability {
     pub zones: Vec<ZoneCapacity>,
 }
 
+/// A lease as it is now (an idempotent create's replay).
+pub(crate) fn find_lease(catalog: &berth_core::Catalog, id: Uuid) -> Option<Lease> {
+    catalog.lease(id).cloned()
+}
+
+/// The id of a created lease.
+pub(crate) fn lease_id(lease: &Lease) -> Uuid {
+    lease.id
+}
+
 pub(crate) fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
     Instant::from_micros(start.as_micros().saturating_add(horizon_micros.max(0)))
 }
 
 impl Berth {
-    /// Admits a lease all-or-nothing and returns it.
+    /// Admits a lease all-or-nothing and returns it (with an idempotency key seen before: the
+    /// lease that key's first request created, as it is now).
     pub async fn create_lease(&self, cmd: CreateLease) -> Result<Lease, AppError> {
         let new = NewLease {
             id: self.new_uuid(),
@@ -109,7 +123,12 @@ impl Berth {
         };
         let horizon = horizon_end(cmd.start, cmd.horizon_micros);
         let lease = self
-            .write(move |catalog, now| decide::create_lease(catalog, &new, now, horizon))
+            .write_once(
+                cmd.idempotency,
+                find_lease,
+                lease_id,
+                move |catalog, now| decide::create_lease(catalog, &new, now, horizon),
+            )
             .await?;
         self.lifecycle.notify_one();
         Ok(lease)

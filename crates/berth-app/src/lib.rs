@@ -9,15 +9,18 @@
 #![forbid(unsafe_code)]
 
 mod baremetal;
+mod deadline;
 mod demo;
 mod error;
 mod health;
+mod idempotency;
 mod inventory;
 mod leases;
 mod notify;
 mod promise;
 
 pub use baremetal::{CLAIM_TTL_DEFAULT, ClaimNode, EnrollNode};
+pub use deadline::Deadline;
 pub use error::AppError;
 pub use health::{Reallocation, Requester};
 pub use inventory::{CreateProvider, EnrollHost};
@@ -33,7 +36,7 @@ use berth_store::{Store, StoreError};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
-use tokio::sync::{Mutex, Notify, oneshot};
+use tokio::sync::{Mutex, Notify, OwnedMutexGuard, oneshot};
 use uuid::Uuid;
 
 /// A duration in microseconds, saturating.
@@ -55,8 +58,12 @@ pub trait IdGen: Send + Sync + 'static {
 
 /// A decision waiting to be made and committed, with the way back to its caller.
 struct Pending {
+    /// Identifies it in the queue (for withdrawing it at its deadline).
+    id: u64,
     decide: Decide,
     reply: oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>,
+    /// The deadline of the request that made it, if any.
+    deadline: Option<Arc<Deadline>>,
 }
 
 type Decide = Box<
@@ -77,11 +84,13 @@ pub struct Berth {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGen>,
     /// What readers see: only committed state.
-    catalog: RwLock<Catalog>,
+    catalog: Arc<RwLock<Catalog>>,
     /// The writers' copy, ahead of `catalog` only while a batch is being committed.
-    writer: Mutex<Working>,
+    writer: Arc<Mutex<Working>>,
     /// Decisions waiting for the next batch.
-    queue: std::sync::Mutex<VecDeque<Pending>>,
+    queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+    /// The id of the next queued decision.
+    next_pending: std::sync::atomic::AtomicU64,
     /// Wakes the lifecycle engine when a lease changes in this process.
     lifecycle: Notify,
     /// Whether unreserved consumers are kept out of fenced capacity (`true` by default).
@@ -117,9 +126,10 @@ impl Berth {
             store,
             clock,
             ids,
-            catalog: RwLock::new(catalog),
-            writer: Mutex::new(working),
-            queue: std::sync::Mutex::new(VecDeque::new()),
+            catalog: Arc::new(RwLock::new(catalog)),
+            writer: Arc::new(Mutex::new(working)),
+            queue: Arc::new(std::sync::Mutex::new(VecDeque::new())),
+            next_pending: std::sync::atomic::AtomicU64::new(0),
             lifecycle: Notify::new(),
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
             notice_lead_micros: std::sync::atomic::AtomicI64::new(
@@ -203,26 +213,20 @@ impl Berth {
             return Ok(());
         }
         let rows = self.store.load_catalog().await?;
-        self.replace_catalog(Catalog::from_rows(rows));
+        replace_catalog(&self.catalog, Catalog::from_rows(rows));
         Ok(())
-    }
-
-    fn replace_catalog(&self, fresh: Catalog) {
-        let mut catalog = self
-            .catalog
-            .write()
-            .expect("invariant: catalog lock is never poisoned");
-        if fresh.seq() < catalog.seq() {
-            return;
-        }
-        tracing::info!(from = catalog.seq(), to = fresh.seq(), "catalog reloaded");
-        *catalog = fresh;
     }
 
     /// The one write path. The decision is queued; whichever writer holds the writer lock takes
     /// every queued decision (up to [`BATCH_LEN_MAX`]), makes them in order over its working
     /// catalog inside one store transaction, and commits them together (group commit). Each
     /// caller gets its own answer; a refused decision does not affect the others.
+    ///
+    /// A batch runs in a task of its own, so neither a caller going away nor its deadline can
+    /// cut a commit short. Under a request [`Deadline`], a decision still queued when the
+    /// deadline expires is withdrawn and answered [`AppError::TimedOut`] (nothing was changed);
+    /// one already taken into a batch is answered with that batch's outcome, however late.
+    /// A decision whose caller is gone is never made.
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         decide: impl FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, T), Rejection> + Send + 'static,
@@ -232,30 +236,50 @@ impl Berth {
             decide(catalog, now)
                 .map(|(changes, value)| (changes, Box::new(value) as Box<dyn Any + Send>))
         });
+        let deadline = Deadline::current();
+        let id = self
+            .next_pending
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let watch = deadline.clone();
+        let mut watching = watch.is_some();
         self.queue
             .lock()
             .expect("invariant: queue lock is never poisoned")
-            .push_back(Pending { decide, reply });
+            .push_back(Pending {
+                id,
+                decide,
+                reply,
+                deadline,
+            });
         let result = loop {
-            let mut working = self.writer.lock().await;
-            if let Ok(result) = answer.try_recv() {
-                break result;
-            }
-            let batch: Vec<Pending> = {
-                let mut queue = self
-                    .queue
-                    .lock()
-                    .expect("invariant: queue lock is never poisoned");
-                let len = queue.len().min(BATCH_LEN_MAX);
-                queue.drain(..len).collect()
+            let expiry = async {
+                match &watch {
+                    Some(deadline) if watching => deadline.closed().await,
+                    _ => std::future::pending().await,
+                }
             };
-            self.commit_batch(&mut working, batch).await;
-            drop(working);
-            match answer.try_recv() {
-                Ok(result) => break result,
-                Err(oneshot::error::TryRecvError::Empty) => continue,
-                // The batch holding this decision was abandoned (its leader was cancelled).
-                Err(oneshot::error::TryRecvError::Closed) => break Err(AppError::Busy),
+            tokio::select! {
+                biased;
+                result = &mut answer => {
+                    // A closed channel: the batch task ended without answering (it panicked).
+                    break result.unwrap_or_else(|_| Err(abandoned()));
+                }
+                () = expiry => {
+                    if self.withdraw(id) {
+                        break Err(AppError::TimedOut);
+                    }
+                    // A batch met it first and answers it (closed: with the same answer).
+                    watching = false;
+                }
+                working = Arc::clone(&self.writer).lock_owned() => {
+                    if let Ok(result) = answer.try_recv() {
+                        break result;
+                    }
+                    let batch = self.batch();
+                    // Waiting for the task is all this caller does; dropping the wait leaves the
+                    // batch running to its end.
+                    let _ = tokio::spawn(batch.run(working)).await;
+                }
             }
         };
         result.map(|value| {
@@ -263,6 +287,71 @@ impl Berth {
                 .downcast::<T>()
                 .expect("invariant: a decision answers with its own type")
         })
+    }
+
+    /// Removes a queued decision of a closed request: `true` when it was still queued.
+    fn withdraw(&self, id: u64) -> bool {
+        let mut queue = self
+            .queue
+            .lock()
+            .expect("invariant: queue lock is never poisoned");
+        match queue.iter().position(|p| p.id == id) {
+            Some(idx) => queue.remove(idx).is_some(),
+            None => false,
+        }
+    }
+
+    /// What a batch task needs of the service.
+    fn batch(&self) -> Batch {
+        Batch {
+            store: Arc::clone(&self.store),
+            clock: Arc::clone(&self.clock),
+            catalog: Arc::clone(&self.catalog),
+            queue: Arc::clone(&self.queue),
+        }
+    }
+
+    pub(crate) fn new_uuid(&self) -> Uuid {
+        self.ids.uuid()
+    }
+}
+
+/// One batch leader's work, owned by the task that runs it.
+struct Batch {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    catalog: Arc<RwLock<Catalog>>,
+    queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+}
+
+impl Batch {
+    /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
+    /// is gone or whose request was closed at its deadline, and commits them.
+    async fn run(self, mut working: OwnedMutexGuard<Working>) {
+        let batch: Vec<Pending> = {
+            let mut queue = self
+                .queue
+                .lock()
+                .expect("invariant: queue lock is never poisoned");
+            let mut batch = Vec::new();
+            // Bounded by the queue's length and the batch's.
+            while batch.len() < BATCH_LEN_MAX {
+                let Some(pending) = queue.pop_front() else {
+                    break;
+                };
+                if pending.reply.is_closed() {
+                    continue;
+                }
+                match pending.deadline.as_ref().is_none_or(|d| d.take()) {
+                    true => batch.push(pending),
+                    false => {
+                        let _ = pending.reply.send(Err(AppError::TimedOut));
+                    }
+                }
+            }
+            batch
+        };
+        self.commit_batch(&mut working, batch).await;
     }
 
     async fn commit_batch(&self, working: &mut Working, batch: Vec<Pending>) {
@@ -282,13 +371,17 @@ impl Berth {
                 Ok(rows) => working.catalog = Catalog::from_rows(rows),
                 Err(error) => return fail(batch, &error),
             }
-            self.replace_catalog(working.catalog.clone());
+            replace_catalog(&self.catalog, working.catalog.clone());
         }
         working.dirty = true;
         let now = self.clock.now();
         let mut changes = Vec::new();
         let mut accepted = Vec::with_capacity(batch.len());
         for pending in batch {
+            // The caller went away while the batch began: nobody would learn the outcome.
+            if pending.reply.is_closed() {
+                continue;
+            }
             match (pending.decide)(&working.catalog, now) {
                 Err(rejection) => {
                     let _ = pending.reply.send(Err(AppError::Rejected(rejection)));
@@ -333,10 +426,26 @@ impl Berth {
             let _ = reply.send(Ok(value));
         }
     }
+}
 
-    pub(crate) fn new_uuid(&self) -> Uuid {
-        self.ids.uuid()
+/// Puts a freshly loaded catalog in the readers' place, unless it is older than theirs.
+fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
+    let mut catalog = catalog
+        .write()
+        .expect("invariant: catalog lock is never poisoned");
+    if fresh.seq() < catalog.seq() {
+        return;
     }
+    tracing::info!(from = catalog.seq(), to = fresh.seq(), "catalog reloaded");
+    *catalog = fresh;
+}
+
+/// The answer of a decision whose batch task ended without answering (it panicked): whether
+/// its batch committed is unknown, so it is a storage failure, not a retryable refusal.
+fn abandoned() -> AppError {
+    AppError::Store(StoreError::Backend(
+        "the write batch ended without an answer".into(),
+    ))
 }
 
 /// Most decisions one batch commits together.

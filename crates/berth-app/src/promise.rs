@@ -2,7 +2,7 @@
 //! and instances created against a reservation or from unreserved capacity. Capacity queries
 //! are pure reads of the catalog ([`berth_core::capacity`]) and need no use case here.
 
-use crate::leases::horizon_end;
+use crate::leases::{find_lease, horizon_end, lease_id};
 use crate::{AppError, Berth};
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::lease::Lease;
@@ -55,6 +55,8 @@ pub struct CreateReservation {
     pub user_id: String,
     /// How far after the start the counter-offer searches.
     pub horizon_micros: i64,
+    /// The request's `Idempotency-Key`, if any: a retry answers with the reservation it created.
+    pub idempotency: Option<berth_core::idempotency::Idempotent>,
 }
 
 /// What priorities a caller may give its reservations (an operator's grant).
@@ -142,7 +144,8 @@ impl Berth {
     }
 
     /// Admits a Promise reservation (displacing lower priorities when the policy allows) and
-    /// returns its lease.
+    /// returns its lease (with an idempotency key seen before: the lease that key's first
+    /// request created, as it is now).
     pub async fn create_reservation(&self, cmd: CreateReservation) -> Result<Lease, AppError> {
         let wanted = cmd.ask.containers.len() + 3;
         let new = NewReservation {
@@ -167,10 +170,20 @@ impl Berth {
         };
         let horizon_micros = cmd.horizon_micros;
         let lease = self
-            .write(move |catalog, now| {
-                let start = new.start.unwrap_or(now);
-                decide::create_reservation(catalog, &new, now, horizon_end(start, horizon_micros))
-            })
+            .write_once(
+                cmd.idempotency,
+                find_lease,
+                lease_id,
+                move |catalog, now| {
+                    let start = new.start.unwrap_or(now);
+                    decide::create_reservation(
+                        catalog,
+                        &new,
+                        now,
+                        horizon_end(start, horizon_micros),
+                    )
+                },
+            )
             .await?;
         self.lifecycle.notify_one();
         Ok(lease)

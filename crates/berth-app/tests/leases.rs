@@ -85,6 +85,7 @@ fn lease(start: i64, end: i64, reservations: Vec<ReservationSpec>) -> CreateLeas
         before_end: None,
         reservations,
         horizon_micros: berth_app::SEARCH_HORIZON_DEFAULT_MICROS,
+        idempotency: None,
     }
 }
 

@@ -6,6 +6,7 @@
 
 use crate::change::Change;
 use crate::consumer::Consumer;
+use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::inventory::Inventory;
 use crate::lease::{EventKind, FloatingIp, Lease};
 use crate::ledger::Ledger;
@@ -68,6 +69,8 @@ pub struct CatalogRows {
     pub deliveries: Vec<crate::notify::Delivery>,
     /// The outbox sequence number expanded up to.
     pub outbox_cursor: u64,
+    /// Idempotency keys with what their first request created.
+    pub idempotency: Vec<(IdempotencyKey, IdempotencyRecord)>,
 }
 
 impl CatalogRows {
@@ -96,6 +99,7 @@ impl CatalogRows {
         self.pools.sort_by_key(|p| p.id);
         self.subscriptions.sort_by_key(|s| s.id);
         self.deliveries.sort_by(|a, b| a.id.cmp(&b.id));
+        self.idempotency.sort_by(|a, b| a.0.cmp(&b.0));
     }
 }
 
@@ -153,6 +157,27 @@ pub struct Catalog {
     /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
     /// that claim churn never copies the shared lease index.
     claim_due: BTreeSet<(Instant, Uuid)>,
+    /// Idempotency records, shared between copies until one changes.
+    idempotency: Arc<IdempotencyIndex>,
+}
+
+/// Idempotency records by key, and by age for pruning.
+#[derive(Debug, Clone, Default)]
+struct IdempotencyIndex {
+    records: HashMap<IdempotencyKey, IdempotencyRecord>,
+    by_age: BTreeSet<(Instant, IdempotencyKey)>,
+}
+
+impl IdempotencyIndex {
+    fn set(&mut self, key: &IdempotencyKey, record: Option<&IdempotencyRecord>) {
+        if let Some(old) = self.records.remove(key) {
+            self.by_age.remove(&(old.created_at, key.clone()));
+        }
+        if let Some(record) = record {
+            self.by_age.insert((record.created_at, key.clone()));
+            self.records.insert(key.clone(), record.clone());
+        }
+    }
 }
 
 impl Catalog {
@@ -233,6 +258,11 @@ impl Catalog {
             .map(|d| (d.id.clone(), d))
             .collect();
         catalog.outbox_cursor = rows.outbox_cursor;
+        let mut idempotency = IdempotencyIndex::default();
+        for (key, record) in &rows.idempotency {
+            idempotency.set(key, Some(record));
+        }
+        catalog.idempotency = Arc::new(idempotency);
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -496,6 +526,9 @@ impl Catalog {
             | Change::SubscriptionSet { .. }
             | Change::DeliverySet { .. }
             | Change::OutboxCursor(_) => self.apply_promise(change),
+            Change::IdempotencySet { key, record } => {
+                Arc::make_mut(&mut self.idempotency).set(key, record.as_ref());
+            }
             Change::PropertyPrivacy { name, private } => {
                 match private {
                     true => self.private_properties.insert(name.clone()),
@@ -1236,6 +1269,12 @@ impl Catalog {
         rows.deliveries = self.deliveries.values().cloned().collect();
         rows.outbox_cursor = self.outbox_cursor;
         rows.claims = self.claims.values().cloned().collect();
+        rows.idempotency = self
+            .idempotency
+            .records
+            .iter()
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect();
         rows.normalize();
         rows
     }
@@ -1303,9 +1342,50 @@ impl Catalog {
         Ok(())
     }
 
+    /// Every idempotency record is indexed by its age, and nothing else is.
+    fn check_idempotency(&self) -> Result<(), String> {
+        let index = &self.idempotency;
+        if index.by_age.len() != index.records.len() {
+            return Err("the idempotency age index is out of step".into());
+        }
+        for (at, key) in &index.by_age {
+            if index.records.get(key).map(|r| r.created_at) != Some(*at) {
+                return Err(format!("idempotency key {:?} is misindexed", key.key));
+            }
+        }
+        Ok(())
+    }
+
+    /// The record of an idempotency key, live or expired.
+    pub fn idempotency_record(&self, key: &IdempotencyKey) -> Option<&IdempotencyRecord> {
+        self.idempotency.records.get(key)
+    }
+
+    /// Every idempotency record, in no order.
+    pub fn idempotency_records(
+        &self,
+    ) -> impl Iterator<Item = (&IdempotencyKey, &IdempotencyRecord)> {
+        self.idempotency.records.iter()
+    }
+
+    /// Keys whose record expired by `now`, oldest first.
+    pub fn idempotency_expired(&self, now: Instant) -> impl Iterator<Item = &IdempotencyKey> {
+        self.idempotency
+            .by_age
+            .iter()
+            .take_while(move |(at, key)| {
+                self.idempotency
+                    .records
+                    .get(key)
+                    .is_some_and(|r| r.created_at == *at && !r.is_live(now))
+            })
+            .map(|(_, key)| key)
+    }
+
     /// Checks every structural invariant; O(n). Used after every step in tests.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.check_claims()?;
+        self.check_idempotency()?;
         if self.by_name.len() != self.providers.len() || self.by_id.len() != self.providers.len() {
             return Err("name or id index out of step with providers".into());
         }

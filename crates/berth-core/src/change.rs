@@ -152,6 +152,14 @@ pub enum Change {
         /// Its record.
         claim: Option<crate::baremetal::NodeClaim>,
     },
+    /// An idempotency key recorded with what its first request created (`Some`), or forgotten
+    /// once expired (`None`).
+    IdempotencySet {
+        /// The key, scoped to its project and route.
+        key: crate::idempotency::IdempotencyKey,
+        /// Its record.
+        record: Option<crate::idempotency::IdempotencyRecord>,
+    },
     /// A host property (extra capability or host field) marked private or public.
     PropertyPrivacy {
         /// The property's name.

@@ -16,6 +16,7 @@ pub mod consumer;
 pub mod decide;
 pub mod fence;
 pub mod filter;
+pub mod idempotency;
 pub mod inventory;
 pub mod lease;
 pub mod ledger;

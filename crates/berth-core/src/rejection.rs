@@ -327,6 +327,12 @@ pub enum Rejection {
     /// A deployment without the matching live claim.
     #[error("{0}")]
     DeployRefused(String),
+    /// The `Idempotency-Key` was used before, by a request that asked something else.
+    #[error("Idempotency-Key {0:?} was already used for a different request")]
+    IdempotencyKeyReused(String),
+    /// The `Idempotency-Key`'s first request created an object that has since gone.
+    #[error("The request with this Idempotency-Key created {0}, which no longer exists")]
+    IdempotentObjectGone(Uuid),
 }
 
 fn unclaimable(reasons: &[crate::baremetal::Unclaimable]) -> String {

@@ -71,6 +71,7 @@ pub(crate) async fn load(conn: &mut PgConnection) -> Result<CatalogRows, StoreEr
     load_consumers(conn, &mut rows).await?;
     lease::load(conn, &mut rows).await?;
     crate::promise::load(conn, &mut rows).await?;
+    crate::idempotency::load(conn, &mut rows).await?;
     rows.normalize();
     Ok(rows)
 }
@@ -296,6 +297,9 @@ pub(crate) async fn persist(
         Change::LeaseRecorded(record) => lease::append_record(conn, record).await,
         Change::PropertyPrivacy { name, private } => {
             lease::set_property_privacy(conn, name, *private, now).await
+        }
+        Change::IdempotencySet { key, record } => {
+            crate::idempotency::set(conn, key, record.as_ref()).await
         }
         Change::FlavorSet { .. }
         | Change::PolicySet(_)

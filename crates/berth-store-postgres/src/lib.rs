@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+mod idempotency;
 mod lease;
 mod promise;
 #[cfg(feature = "testkit")]

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+mod idempotency;
 mod lease;
 mod promise;
 

@@ -42,6 +42,72 @@ where
     promise_objects_round_trip(&make().await).await;
     provider_conditions_round_trip(&make().await).await;
     nodes_and_claims_round_trip(&make().await).await;
+    idempotency_keys_round_trip(&make().await).await;
+}
+
+/// Idempotency keys round-trip with the change that records them, stay apart per project and
+/// route, are replaced once expired, and are deleted when pruned.
+async fn idempotency_keys_round_trip<S: Store>(store: &S) {
+    use berth_core::idempotency::{IDEMPOTENCY_TTL_MICROS, IdempotencyKey, Idempotent, record};
+    let mut catalog = Catalog::new();
+    let request = |project: &str, route: &str, key: &str, fingerprint: &str| Idempotent {
+        key: IdempotencyKey {
+            project_id: project.to_owned(),
+            route: route.to_owned(),
+            key: key.to_owned(),
+        },
+        fingerprint: fingerprint.to_owned(),
+    };
+    let leases = "POST /reservation/v1/leases";
+    let claims = "POST /baremetal/v1/reservations";
+    let first = request("p1", leases, "key-1", "f1");
+    // Recorded in the same commit as the object it names.
+    let new = NewProvider {
+        uuid: uuid(0xD0),
+        name: "cn1".to_owned(),
+        parent: None,
+        availability_zone: None,
+    };
+    let mut changes = decide::create_provider(&catalog, &new, T0).expect("created");
+    changes.extend(record(&catalog, &first, uuid(0xD0), T0));
+    changes.extend(record(
+        &catalog,
+        &request("p2", leases, "key-1", "f2"),
+        uuid(0xD1),
+        T0,
+    ));
+    changes.extend(record(
+        &catalog,
+        &request("p1", claims, "key-1", "f3"),
+        uuid(0xD2),
+        T0,
+    ));
+    let long = "k".repeat(berth_core::idempotency::IDEMPOTENCY_KEY_LEN_MAX);
+    changes.extend(record(
+        &catalog,
+        &request("p1", leases, &long, "f4"),
+        uuid(0xD3),
+        T0,
+    ));
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    assert_eq!(
+        store.load_catalog().await.expect("load").idempotency.len(),
+        4
+    );
+    // Expired: a new request with the key replaces the record, and prunes the others.
+    let later = Instant::from_micros(T0.as_micros() + IDEMPOTENCY_TTL_MICROS);
+    let again = request("p1", leases, "key-1", "f5");
+    let changes = record(&catalog, &again, uuid(0xD4), later);
+    assert_eq!(changes.len(), 4, "three pruned, one replaced");
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.idempotency.len(), 1);
+    assert_eq!(
+        (&rows.idempotency[0].0, rows.idempotency[0].1.object_id),
+        (&again.key, uuid(0xD4))
+    );
 }
 
 /// A node record and a claim round-trip, change, and go (the claim on release, the record with

@@ -129,6 +129,12 @@ impl From<AppError> for ApiError {
                 "busy",
                 "The database is busy; retry shortly.",
             ),
+            AppError::TimedOut => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout_not_committed",
+                "The request timed out before it was decided; nothing was changed, and \
+                 retrying is safe.",
+            ),
             AppError::Store(store) => {
                 // Logged once here with its cause chain; the body carries no internal text.
                 let mut chain = store.to_string();

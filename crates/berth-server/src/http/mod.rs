@@ -8,8 +8,10 @@ pub mod authorize;
 pub mod baremetal;
 pub mod blazar;
 pub mod context;
+pub mod deadline;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod meta;
 pub mod placement;
 pub mod promise;
@@ -27,7 +29,6 @@ use berth_app::Berth;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 /// State shared by every handler.
@@ -52,7 +53,9 @@ pub struct AppState {
 pub struct HttpLimits {
     /// Largest request body.
     pub body_limit_bytes: usize,
-    /// Longest a request may run.
+    /// When a request's deadline passes: a request none of whose writes was taken for a commit
+    /// is cut short then; one with a write being committed answers with its outcome (within
+    /// [`deadline::COMMIT_GRACE`]).
     pub request_timeout: Duration,
 }
 
@@ -85,6 +88,10 @@ pub fn router(
         .into_router()
         .fallback(fallback)
         .layer(axum::middleware::from_fn_with_state(
+            limits.request_timeout,
+            deadline::middleware,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authorize::middleware,
         ))
@@ -93,10 +100,6 @@ pub fn router(
             context::middleware,
         ))
         .layer(DefaultBodyLimit::max(limits.body_limit_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            limits.request_timeout,
-        ))
         .layer(CatchPanicLayer::custom(|_| {
             error::ApiError::new(
                 axum::http::StatusCode::INTERNAL_SERVER_ERROR,

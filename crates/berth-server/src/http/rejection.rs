@@ -10,10 +10,14 @@ pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
 pub const DUPLICATE_NAME: &str = "placement.duplicate_name";
 /// berth's code for a lease request that does not fit (the body carries the counter-offer).
 pub const NOT_ENOUGH_RESOURCES: &str = "not_enough_resources";
+/// berth's code for an `Idempotency-Key` sent again with a different request.
+pub const IDEMPOTENCY_KEY_REUSED: &str = "idempotency_key_reused";
 /// Placement's code for removing an inventory that is in use.
 pub const INVENTORY_INUSE: &str = "placement.inventory.inuse";
 
 /// The status and code of a rejection (the order of arms follows [`Rejection`]).
+// One table of arms, one per rejection: splitting it would hide the table.
+#[allow(clippy::too_many_lines)]
 pub fn to_api_error(rejection: &Rejection) -> ApiError {
     let detail = rejection.to_string();
     let (status, code) = match rejection {
@@ -98,6 +102,10 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::NodeInUse(_)
         | Rejection::DeployRefused(_)
         | Rejection::NoNodeClaimable(_) => return node_error(rejection, detail),
+        Rejection::IdempotencyKeyReused(_) => {
+            (StatusCode::UNPROCESSABLE_ENTITY, IDEMPOTENCY_KEY_REUSED)
+        }
+        Rejection::IdempotentObjectGone(_) => (StatusCode::GONE, "idempotency_key_object_gone"),
         Rejection::DoesNotFit(refusal) => {
             return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
                 .with_extra(crate::http::blazar::lease_wire::refusal_json(refusal));

@@ -12,6 +12,7 @@ mod cli;
 mod failures;
 mod fence;
 mod https_callbacks;
+mod idempotency;
 mod notifications;
 mod placement_allocations;
 mod placement_candidates;

@@ -8,6 +8,7 @@ use super::{time, uuid_field};
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
+use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
@@ -128,6 +129,7 @@ fn ttl(body: &Map<String, Value>) -> Result<Option<Duration>, ApiError> {
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyHeader,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     if let Some(unknown) = body.keys().find(|k| !CLAIM_FIELDS.contains(&k.as_str())) {
@@ -143,6 +145,7 @@ async fn create(
         project_id: caller.0.project_id.clone(),
         user_id: caller.0.user_id.clone(),
         ttl: ttl(&body)?,
+        idempotency: key.bind(&caller, &body),
     };
     let claim = state.berth.claim_node(cmd).await?;
     Ok((

@@ -10,6 +10,7 @@ use super::lease_wire::{
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
+use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
@@ -174,15 +175,18 @@ fn create_command(
             .map(reservation_spec)
             .collect::<Result<_, _>>()?,
         horizon_micros: horizon(body)?,
+        idempotency: None,
     })
 }
 
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyHeader,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let cmd = create_command(&body, &caller, state.berth.now())?;
+    let mut cmd = create_command(&body, &caller, state.berth.now())?;
+    cmd.idempotency = key.bind(&caller, &body);
     let lease = state.berth.create_lease(cmd).await?;
     // The write was committed by this process: its catalog already holds it.
     let body = state

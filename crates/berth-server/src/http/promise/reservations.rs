@@ -6,6 +6,7 @@ use super::wire::{Input, count, date, object, size, text, time};
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
+use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
@@ -410,6 +411,7 @@ async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Path(kind): Path<String>,
+    key: IdempotencyHeader,
     Input(body): Input,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let kind = kind_of(&kind)?;
@@ -429,6 +431,7 @@ async fn create(
         project_id: caller.0.project_id.clone(),
         user_id: caller.0.user_id.clone(),
         horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
+        idempotency: key.bind(&caller, &body),
     };
     let (start, end) = (cmd.start.unwrap_or(now), cmd.end.unwrap_or(now));
     let asked = cmd.priority;

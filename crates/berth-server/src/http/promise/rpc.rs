@@ -8,6 +8,7 @@ use super::wire::{Input, count, date, object, ok, rpc_error, size, text, time, u
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
+use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
@@ -104,6 +105,7 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
+    key: IdempotencyHeader,
     Input(body): Input,
 ) -> Result<Json<Value>, ApiError> {
     let now = state.berth.now();
@@ -122,6 +124,7 @@ async fn create(
             project_id: caller.0.project_id.clone(),
             user_id: caller.0.user_id.clone(),
             horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
+            idempotency: key.bind(&caller, &body),
         })
     })()
     .map_err(rpc_error)?;
