@@ -7,6 +7,7 @@ mod baremetal;
 mod binary;
 mod blazar_hosts;
 mod blazar_leases;
+mod callback_destinations;
 mod cli;
 mod failures;
 mod fence;

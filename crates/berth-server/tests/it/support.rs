@@ -25,7 +25,13 @@ pub(crate) struct Options {
     pub(crate) fence_unreserved: Option<bool>,
     /// `--callback-ca-file`: extra CA certificates trusted for `https` callbacks.
     pub(crate) callback_ca_file: Option<PathBuf>,
+    /// `--callback-allow`: address ranges callbacks may reach although the destination policy
+    /// refuses them (tests whose receivers listen on 127.0.0.1 allow `127.0.0.0/8`).
+    pub(crate) callback_allow: Vec<String>,
 }
+
+/// The range test receivers listen in.
+pub(crate) const LOOPBACK: &str = "127.0.0.0/8";
 
 /// A caller in `headers` auth mode: project, user and comma-separated roles.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +55,15 @@ impl TestApp {
         TestApp::spawn_with(Options::default()).await
     }
 
+    /// A server, noauth, whose callbacks may reach 127.0.0.0/8 (where test receivers listen).
+    pub(crate) async fn spawn_allowing_loopback() -> TestApp {
+        TestApp::spawn_with(Options {
+            callback_allow: vec![LOOPBACK.to_owned()],
+            ..Options::default()
+        })
+        .await
+    }
+
     /// A server with options; without a database URL, a fresh SQLite file in a temp dir.
     pub(crate) async fn spawn_with(options: Options) -> TestApp {
         let (dir, database) = match options.database {
@@ -67,6 +82,7 @@ impl TestApp {
             demo: options.demo,
             fence_unreserved: options.fence_unreserved,
             callback_ca_file: options.callback_ca_file,
+            callback_allow: options.callback_allow,
             ..ServeArgs::default()
         };
         let config = Config::from_args(&args).expect("config");
