@@ -168,6 +168,11 @@ impl Berth {
             let done = Arc::clone(done);
             tokio::spawn(async move {
                 let outcome = sending.await;
+                // The whole cause goes to the log; subscribers who are not admins are told
+                // only that the attempt failed.
+                if let Err(error) = &outcome {
+                    tracing::warn!(notification = %id, %error, "a notification delivery attempt failed");
+                }
                 let jitter = (berth.new_uuid().as_u128() % 1_000) as f64 / 1_000.0;
                 let key = id.clone();
                 let recorded = berth

@@ -1,8 +1,8 @@
 //! Notification delivery throughput to a local receiver.
 //!
 //! A berth server is started in-process on `127.0.0.1:0` over a temporary SQLite database, with
-//! a receiver (axum, same process, `127.0.0.1:0`) that answers 200 to every POST and counts
-//! them. One reservation subscription (`inputFilter: "all"`, with a secret, so every
+//! a receiver (axum, same process, `127.0.0.1:0`, allowed with `--callback-allow`) that answers
+//! 200 to every POST and counts them. One reservation subscription (`inputFilter: "all"`, with a secret, so every
 //! notification is signed) is made; then N Promise reservations are created over HTTP (16
 //! clients), each one outbox entry and so one notification. The figure is N divided by the time
 //! from the first creation to the last notification received: expansion of the outbox, the
@@ -36,6 +36,8 @@ async fn run(n: usize) {
             "sqlite://{}",
             dir.path().join("berth.db").display()
         )),
+        // The receiver listens on loopback, which callbacks may not reach by default.
+        callback_allow: vec!["127.0.0.0/8".to_owned()],
         ..ServeArgs::default()
     };
     let config = Config::from_args(&args).expect("configuration");

@@ -4,6 +4,7 @@
 //! Precedence, lowest first: built-in defaults, the TOML file given with `--config`, environment
 //! variables, command-line flags.
 
+use crate::notifier::destination::{self, Destinations};
 use anyhow::Context as _;
 use berth_core::promise::Policy;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -53,6 +54,27 @@ pub enum AuthMode {
     Headers,
 }
 
+/// SQLite's `synchronous` setting (in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteSynchronous {
+    /// A commit is durable against a crash of berth, not against power loss or an OS crash.
+    #[default]
+    Normal,
+    /// A commit is durable against power loss too: each commit waits for an fsync of the WAL.
+    Full,
+}
+
+impl SqliteSynchronous {
+    /// The store's setting.
+    pub fn store(self) -> berth_store_sqlite::Synchronous {
+        match self {
+            SqliteSynchronous::Normal => berth_store_sqlite::Synchronous::Normal,
+            SqliteSynchronous::Full => berth_store_sqlite::Synchronous::Full,
+        }
+    }
+}
+
 /// Flags of `berth serve`; every one is optional here so that the file can fill it in.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ServeArgs {
@@ -68,6 +90,11 @@ pub struct ServeArgs {
     /// Database URL: `sqlite://PATH` or `postgres://...` [default: DATA_DIR/berth.db].
     #[arg(long, env = "BERTH_DATABASE")]
     pub database: Option<String>,
+    /// SQLite's `synchronous` setting: `normal` (a process crash loses nothing; a power loss
+    /// or OS crash may lose the last commits) or `full` (commits survive power loss; each
+    /// commit waits for an fsync) [default: normal].
+    #[arg(long, env = "BERTH_SQLITE_SYNCHRONOUS", value_enum)]
+    pub sqlite_synchronous: Option<SqliteSynchronous>,
     /// Authentication mode [default: noauth on loopback, otherwise required].
     #[arg(long, env = "BERTH_AUTH", value_enum)]
     pub auth: Option<AuthMode>,
@@ -89,6 +116,10 @@ pub struct ServeArgs {
     /// roots.
     #[arg(long, env = "BERTH_CALLBACK_CA_FILE")]
     pub callback_ca_file: Option<PathBuf>,
+    /// Address range (CIDR) callbacks may reach although it is loopback, link-local, private,
+    /// multicast or reserved; repeatable or comma-separated [default: none].
+    #[arg(long, env = "BERTH_CALLBACK_ALLOW", value_delimiter = ',')]
+    pub callback_allow: Vec<String>,
     /// Seconds a bare-metal node claim holds its node unless the request gives a `ttl`
     /// [default: 600].
     #[arg(long, env = "BERTH_CLAIM_TTL_SECONDS")]
@@ -117,6 +148,7 @@ struct FileConfig {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
     database: Option<String>,
+    sqlite_synchronous: Option<SqliteSynchronous>,
     auth: Option<AuthMode>,
     tokens: Option<PathBuf>,
     policy_file: Option<PathBuf>,
@@ -149,6 +181,7 @@ struct BaremetalSection {
 #[serde(deny_unknown_fields)]
 struct NotificationsSection {
     callback_ca_file: Option<PathBuf>,
+    callback_allow: Option<Vec<String>>,
 }
 
 /// `[promise]` in the TOML file.
@@ -219,6 +252,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Database.
     pub storage: StorageUrl,
+    /// SQLite's `synchronous` setting (unused with PostgreSQL).
+    pub sqlite_synchronous: SqliteSynchronous,
     /// Authentication mode.
     pub auth: AuthMode,
     /// Token file, required for `token` mode.
@@ -246,6 +281,8 @@ pub struct Config {
     /// PEM bundle of extra CA certificates trusted for `https` callbacks (checked to hold at
     /// least one certificate).
     pub callback_ca_file: Option<PathBuf>,
+    /// Where callbacks may go: the default refusals less the allowed ranges.
+    pub callback_destinations: Destinations,
     /// How long a node claim holds when the request gives no `ttl`.
     pub claim_ttl: Duration,
     /// The authorization policy file, if any.
@@ -299,13 +336,8 @@ impl Config {
         if auth == AuthMode::Token && tokens.is_none() {
             anyhow::bail!("--auth token needs --tokens FILE");
         }
-        let callback_ca_file = args
-            .callback_ca_file
-            .clone()
-            .or(file.notifications.and_then(|n| n.callback_ca_file));
-        if let Some(path) = &callback_ca_file {
-            crate::notifier::ca_certificates(path)?;
-        }
+        let (callback_ca_file, callback_destinations) =
+            notifications(args, file.notifications.unwrap_or_default())?;
         let claim_ttl = args
             .claim_ttl_seconds
             .or(file.baremetal.and_then(|b| b.claim_ttl_seconds))
@@ -319,6 +351,10 @@ impl Config {
         Ok(Config {
             listen,
             storage,
+            sqlite_synchronous: args
+                .sqlite_synchronous
+                .or(file.sqlite_synchronous)
+                .unwrap_or_default(),
             auth,
             tokens,
             demo: args.demo || file.demo.unwrap_or(false),
@@ -333,6 +369,7 @@ impl Config {
             ),
             policy,
             callback_ca_file,
+            callback_destinations,
             claim_ttl,
             policy_file,
             access_policy,
@@ -352,9 +389,10 @@ impl Config {
             StorageUrl::Postgres(url) => redact_url(url),
         };
         let general = format!(
-            "listen = \"{}\"\ndatabase = \"{}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
+            "listen = \"{}\"\ndatabase = \"{}\"\nsqlite_synchronous = \"{:?}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
             self.listen,
             storage,
+            self.sqlite_synchronous,
             self.auth,
             self.tokens,
             self.demo,
@@ -369,8 +407,15 @@ impl Config {
             Some(path) => format!("{:?}", path.display().to_string()),
             None => "none".to_owned(),
         };
+        let allow: Vec<String> = self
+            .callback_destinations
+            .allowed()
+            .iter()
+            .map(|net| format!("{:?}", net.to_string()))
+            .collect();
         format!(
-            "{general}\n[notifications]\ncallback_ca_file = {ca_file}\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n",
+            "{general}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n",
+            allow.join(", "),
             self.claim_ttl.as_secs(),
             self.max_connections,
             self.idle_timeout.as_secs(),
@@ -448,6 +493,24 @@ fn connection_settings(
         Duration::from_secs(idle_timeout_seconds),
         Duration::from_secs(header_timeout_seconds),
     ))
+}
+
+/// The callback CA file (checked to hold a certificate) and the destination policy, from the
+/// flags over `[notifications]`; a flag's allow-list replaces the file's.
+fn notifications(
+    args: &ServeArgs,
+    file: NotificationsSection,
+) -> anyhow::Result<(Option<PathBuf>, Destinations)> {
+    let ca_file = args.callback_ca_file.clone().or(file.callback_ca_file);
+    if let Some(path) = &ca_file {
+        crate::notifier::ca_certificates(path)?;
+    }
+    let allow = match args.callback_allow.is_empty() {
+        true => file.callback_allow.unwrap_or_default(),
+        false => args.callback_allow.clone(),
+    };
+    let allow = destination::parse_allow(&allow).map_err(anyhow::Error::msg)?;
+    Ok((ca_file, Destinations::new(allow)))
 }
 
 fn parse_storage_url(url: &str) -> anyhow::Result<StorageUrl> {
@@ -702,6 +765,116 @@ mod tests {
                 .callback_ca_file,
             None
         );
+    }
+
+    #[test]
+    fn the_callback_allow_list_comes_from_the_flag_or_the_file() {
+        let loopback = "127.0.0.1".parse().expect("ip");
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert!(config.callback_destinations.check(loopback).is_err());
+        assert!(
+            config.describe().contains("callback_allow = []\n"),
+            "{}",
+            config.describe()
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(
+            &file,
+            "[notifications]\ncallback_allow = [\"127.0.0.0/8\", \"10.1.0.0/16\"]\n",
+        )
+        .expect("write");
+        let from_file = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("file");
+        assert!(config.callback_destinations.check(loopback).is_ok());
+        assert!(
+            config
+                .describe()
+                .contains("callback_allow = [\"127.0.0.0/8\", \"10.1.0.0/16\"]\n"),
+            "{}",
+            config.describe()
+        );
+        // Flags (repeated or comma-separated) replace the file's list.
+        let cli = Cli::try_parse_from([
+            "berth",
+            "serve",
+            "--callback-allow",
+            "192.168.0.0/16,fd00::/8",
+            "--callback-allow",
+            "169.254.169.254",
+        ])
+        .expect("parsed");
+        let Command::Serve(mut args) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(args.callback_allow.len(), 3, "{:?}", args.callback_allow);
+        args.config = Some(file);
+        let config = Config::from_args(&args).expect("flags");
+        assert!(config.callback_destinations.check(loopback).is_err());
+        for allowed in ["192.168.4.4", "fd00::1", "169.254.169.254"] {
+            let ip = allowed.parse().expect("ip");
+            assert!(config.callback_destinations.check(ip).is_ok(), "{allowed}");
+        }
+        let bad = ServeArgs {
+            callback_allow: vec!["10.0.0.0/40".into()],
+            ..ServeArgs::default()
+        };
+        let error = Config::from_args(&bad).expect_err("bad range").to_string();
+        assert!(
+            error.contains("--callback-allow \"10.0.0.0/40\""),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_sqlite_synchronous_setting_comes_from_the_flag_or_the_file() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.sqlite_synchronous, SqliteSynchronous::Normal);
+        assert!(
+            config
+                .describe()
+                .contains("sqlite_synchronous = \"normal\"")
+        );
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(&file, "sqlite_synchronous = \"full\"\n").expect("write");
+        let from_file = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("file");
+        assert_eq!(config.sqlite_synchronous, SqliteSynchronous::Full);
+        assert_eq!(
+            config.sqlite_synchronous.store(),
+            berth_store_sqlite::Synchronous::Full
+        );
+        assert!(config.describe().contains("sqlite_synchronous = \"full\""));
+        let cli = Cli::try_parse_from([
+            "berth",
+            "serve",
+            "--config",
+            &file.display().to_string(),
+            "--sqlite-synchronous",
+            "normal",
+        ])
+        .expect("parsed");
+        let Command::Serve(args) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(
+            Config::from_args(&args).expect("flag").sqlite_synchronous,
+            SqliteSynchronous::Normal,
+            "the flag beats the file"
+        );
+        assert!(
+            Cli::try_parse_from(["berth", "serve", "--sqlite-synchronous", "off"]).is_err(),
+            "only normal and full"
+        );
+        std::fs::write(&file, "sqlite_synchronous = \"off\"\n").expect("write");
+        assert!(Config::from_args(&from_file).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod notifier;
 pub mod policy;
 
 use crate::auth::Authenticator;
-use crate::config::{Config, StorageUrl};
+use crate::config::{Config, SqliteSynchronous, StorageUrl};
 use crate::http::HttpLimits;
 use anyhow::Context as _;
 use berth_app::Berth;
@@ -24,15 +24,15 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Opens the configured store, applying migrations.
-pub async fn open_store(storage: &StorageUrl) -> anyhow::Result<Arc<dyn Store>> {
+/// Opens the configured store, applying migrations; an SQLite file (and the directories above
+/// it) is created owner-only when missing, and opened with the `synchronous` setting.
+pub async fn open_store(
+    storage: &StorageUrl,
+    synchronous: SqliteSynchronous,
+) -> anyhow::Result<Arc<dyn Store>> {
     match storage {
         StorageUrl::Sqlite(path) => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-            }
-            let store = berth_store_sqlite::SqliteStore::open(path)
+            let store = berth_store_sqlite::SqliteStore::open_with(path, synchronous.store())
                 .await
                 .with_context(|| format!("opening SQLite database {}", path.display()))?;
             Ok(Arc::new(store))
@@ -88,10 +88,12 @@ impl Running {
 /// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let auth = Arc::new(Authenticator::new(config.auth, config.tokens.as_deref())?);
+    let destinations = Arc::new(config.callback_destinations.clone());
     let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new(
         config.callback_ca_file.as_deref(),
+        Arc::clone(&destinations),
     )?);
-    let store = open_store(&config.storage).await?;
+    let store = open_store(&config.storage, config.sqlite_synchronous).await?;
     let berth =
         Arc::new(Berth::open(store, Arc::new(clock::SystemClock), Arc::new(ids::V7Ids)).await?);
     berth.set_fence_policy(match config.fence_unreserved {
@@ -117,7 +119,8 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));
-    let app = http::router(berth, auth, limits, config.access_policy.clone())?;
+    let app = http::router(berth, auth, limits, config.access_policy.clone())?
+        .layer(axum::Extension(destinations));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

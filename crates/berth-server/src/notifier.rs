@@ -4,13 +4,25 @@
 //!
 //! `https` callbacks are verified against the system's trusted roots, plus the certificates of
 //! the configured CA file (`--callback-ca-file`) when there is one.
+//!
+//! Every attempt goes only where the [`destination`] policy lets it: a literal address is
+//! checked before the request, and a host name through the client's resolver, which resolves it,
+//! refuses the attempt when any address it resolves to is refused, and hands the connector only
+//! the addresses it checked. Proxy settings from the environment are ignored (a proxy would
+//! connect to addresses berth never saw), and redirects are never followed, so neither can lead
+//! a callback to a refused address.
+
+pub mod destination;
 
 use anyhow::Context as _;
 use berth_app::Notifier;
+use destination::Destinations;
 use hmac::{KeyInit, Mac};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long one delivery attempt may take.
@@ -20,12 +32,17 @@ pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct HttpNotifier {
     client: reqwest::Client,
+    destinations: Arc<Destinations>,
 }
 
 impl HttpNotifier {
     /// A notifier with its own connection pool, trusting the system's roots and, when given,
-    /// the certificates of the PEM bundle `ca_file` as well.
-    pub fn new(ca_file: Option<&Path>) -> anyhow::Result<HttpNotifier> {
+    /// the certificates of the PEM bundle `ca_file` as well, that reaches only what
+    /// `destinations` lets through.
+    pub fn new(
+        ca_file: Option<&Path>,
+        destinations: Arc<Destinations>,
+    ) -> anyhow::Result<HttpNotifier> {
         let extra = match ca_file {
             Some(path) => ca_certificates(path)?,
             None => Vec::new(),
@@ -35,6 +52,10 @@ impl HttpNotifier {
                 .timeout(DELIVERY_TIMEOUT)
                 .connect_timeout(DELIVERY_TIMEOUT)
                 .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(CheckedResolver {
+                    destinations: Arc::clone(&destinations),
+                })
         };
         let client = match builder().tls_certs_merge(extra.clone()).build() {
             Ok(client) => client,
@@ -52,7 +73,36 @@ impl HttpNotifier {
                 client
             }
         };
-        Ok(HttpNotifier { client })
+        Ok(HttpNotifier {
+            client,
+            destinations,
+        })
+    }
+}
+
+/// Resolves a callback's host name, and refuses it unless every address it resolves to passes
+/// the destination policy; the connector then connects only to those addresses.
+#[derive(Debug)]
+struct CheckedResolver {
+    destinations: Arc<Destinations>,
+}
+
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let destinations = Arc::clone(&self.destinations);
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addresses: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(refused) = addresses
+                .iter()
+                .find_map(|a| destinations.check(a.ip()).err())
+            {
+                return Err(format!("callback host {host}: {refused}").into());
+            }
+            let addresses: reqwest::dns::Addrs = Box::new(addresses.into_iter());
+            Ok(addresses)
+        })
     }
 }
 
@@ -91,9 +141,16 @@ impl Notifier for HttpNotifier {
         secret: Option<String>,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> {
         let client = self.client.clone();
+        let destinations = Arc::clone(&self.destinations);
         Box::pin(async move {
+            // A literal address never reaches the resolver: check it here (subscriptions made
+            // before the policy, or under a wider allow-list, are checked again at delivery).
+            let parsed = reqwest::Url::parse(&url).map_err(|e| format!("callback URL: {e}"))?;
+            destinations
+                .check_url(&parsed)
+                .map_err(|refused| format!("callback {refused}"))?;
             let mut request = client
-                .post(&url)
+                .post(parsed)
                 .header(reqwest::header::CONTENT_TYPE, "application/json");
             if let Some(secret) = secret {
                 let now = crate::clock::unix_seconds();
@@ -117,19 +174,52 @@ impl Notifier for HttpNotifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::dns::Resolve as _;
+
+    #[tokio::test]
+    async fn a_name_is_refused_when_an_address_it_resolves_to_is() {
+        let name = |text: &str| text.parse::<reqwest::dns::Name>().expect("a name");
+        let strict = CheckedResolver {
+            destinations: Arc::default(),
+        };
+        let error = match strict.resolve(name("localhost")).await {
+            Ok(_) => panic!("localhost resolves to loopback"),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            error.starts_with("callback host localhost: destination ")
+                && error.contains("is a loopback address"),
+            "{error}"
+        );
+        let allowed = destination::parse_allow(&["127.0.0.0/8,::1"]).expect("parsed");
+        let open = CheckedResolver {
+            destinations: Arc::new(Destinations::new(allowed)),
+        };
+        let addresses: Vec<SocketAddr> = open
+            .resolve(name("localhost"))
+            .await
+            .expect("allowed")
+            .collect();
+        assert!(!addresses.is_empty());
+        assert!(
+            addresses.iter().all(|a| a.ip().is_loopback()),
+            "{addresses:?}"
+        );
+    }
 
     #[test]
     fn the_client_takes_the_callback_ca_file() {
-        assert!(HttpNotifier::new(None).is_ok());
+        let open = |ca: Option<&Path>| HttpNotifier::new(ca, Arc::default());
+        assert!(open(None).is_ok());
         let dir = tempfile::tempdir().expect("dir");
         let ca = dir.path().join("ca.pem");
-        assert!(HttpNotifier::new(Some(&ca)).is_err(), "a missing file");
+        assert!(open(Some(&ca)).is_err(), "a missing file");
         std::fs::write(&ca, "").expect("write");
-        assert!(HttpNotifier::new(Some(&ca)).is_err(), "an empty file");
+        assert!(open(Some(&ca)).is_err(), "an empty file");
         let certified =
             rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("certificate");
         std::fs::write(&ca, certified.cert.pem()).expect("write");
         assert_eq!(ca_certificates(&ca).expect("read").len(), 1);
-        assert!(HttpNotifier::new(Some(&ca)).is_ok());
+        assert!(open(Some(&ca)).is_ok());
     }
 }

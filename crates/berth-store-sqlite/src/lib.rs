@@ -3,6 +3,11 @@
 //! The only crate with SQLite SQL. One file in WAL mode; every catalog write runs in a
 //! `BEGIN IMMEDIATE` transaction, so writers are serialized by SQLite's write lock and a reader
 //! never blocks a writer. Migrations in `migrations/` are embedded and applied at open.
+//!
+//! The file holds webhook secrets, so berth creates it (and the directory it makes for it)
+//! readable by its owner only; SQLite gives the `-wal` and `-shm` files the database file's
+//! permissions. A file that already exists is left as it is, with a warning when other users
+//! may read it.
 #![forbid(unsafe_code)]
 
 mod catalog;
@@ -28,6 +33,18 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections in the pool; SQLite serializes writers, readers run in parallel.
 const POOL_CONNECTIONS_MAX: u32 = 8;
 
+/// SQLite's `synchronous` setting, in WAL mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// The WAL is synced at checkpoints, not at each commit: a commit survives a crash of the
+    /// process, but the last commits may be lost (never corrupted) on power loss or an OS crash.
+    #[default]
+    Normal,
+    /// The WAL is synced at each commit: a commit survives power loss too, at the cost of an
+    /// fsync per write.
+    Full,
+}
+
 /// A berth store in one SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -35,13 +52,27 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if missing) the database at `path` and applies migrations.
+    /// Opens (creating if missing) the database at `path` with [`Synchronous::Normal`] and
+    /// applies migrations.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Synchronous::default()).await
+    }
+
+    /// Opens (creating if missing, with its directory, owner-only) the database at `path` with
+    /// the given `synchronous` setting and applies migrations.
+    pub async fn open_with(
+        path: &Path,
+        synchronous: Synchronous,
+    ) -> Result<SqliteStore, StoreError> {
+        create_private(path).map_err(|e| StoreError::Backend(e.into()))?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            .synchronous(match synchronous {
+                Synchronous::Normal => SqliteSynchronous::Normal,
+                Synchronous::Full => SqliteSynchronous::Full,
+            })
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
@@ -60,6 +91,57 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Creates the missing directories above `path` (0700) and the empty database file (0600);
+/// warns about an existing database file, or its `-wal` or `-shm` file, that other users may
+/// read or write.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let annotate = |what: &Path| {
+        let what = what.display().to_string();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("creating {what}: {e}"))
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir).map_err(annotate(dir))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            warn_if_shared(path);
+            Ok(())
+        }
+        Err(e) => Err(annotate(path)(e)),
+    }
+}
+
+/// Logs a warning for each of the database's files that other users may read or write.
+fn warn_if_shared(path: &Path) {
+    #[cfg(unix)]
+    for suffix in ["", "-wal", "-shm"] {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = std::path::PathBuf::from(name);
+        if let Ok(metadata) = std::fs::metadata(&file)
+            && metadata.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                file = %file.display(),
+                mode = format_args!("{:o}", metadata.permissions().mode() & 0o777),
+                "the database holds webhook secrets and other users may read this file: make it owner-only (chmod 600)"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// Maps a driver error to the port's error.
@@ -170,5 +252,67 @@ impl SqliteStore {
         .await
         .map_err(map_err)?;
         Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_fresh_database_and_its_directory_are_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("dir");
+        let data = dir.path().join("data").join("berth");
+        let path = data.join("berth.db");
+        let store = SqliteStore::open(&path).await.expect("open");
+        store.ping().await.expect("ping");
+        let mode = |p: &Path| {
+            std::fs::metadata(p)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode(&data), 0o700, "the data directory");
+        assert_eq!(
+            mode(&dir.path().join("data")),
+            0o700,
+            "its parent, also made"
+        );
+        assert_eq!(mode(&path), 0o600, "the database file");
+        for suffix in ["-wal", "-shm"] {
+            let file = data.join(format!("berth.db{suffix}"));
+            assert_eq!(mode(&file), 0o600, "{}", file.display());
+        }
+        store.close().await;
+        // An existing file is not changed (only warned about).
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let store = SqliteStore::open(&path).await.expect("reopen");
+        assert_eq!(mode(&path), 0o644);
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn the_synchronous_setting_is_applied() {
+        let dir = tempfile::tempdir().expect("dir");
+        for (setting, pragma) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+            let path = dir.path().join(format!("{setting:?}.db"));
+            let store = SqliteStore::open_with(&path, setting).await.expect("open");
+            // Every pooled connection has it: hold several at once.
+            let mut held = Vec::new();
+            for _ in 0..3 {
+                let mut conn = store.pool.acquire().await.expect("connection");
+                let value: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .expect("pragma");
+                assert_eq!(value, pragma, "{setting:?}");
+                held.push(conn);
+            }
+            drop(held);
+            store.close().await;
+        }
     }
 }

@@ -689,7 +689,7 @@ async fn capacity_and_flavors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_and_the_notification_feed() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_allowing_loopback().await;
     enrol(&app, "compute-1", "az1", false).await;
     let subscription = json(
         &app,

@@ -66,7 +66,7 @@ fn changes_of<'a>(got: &'a [Got], lease: &str, kind: &str) -> Vec<&'a Value> {
 
 #[tokio::test]
 async fn a_host_down_heals_degrades_flags_and_notifies_and_its_return_clears_the_flags() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_allowing_loopback().await;
     let mut hosts = Vec::new();
     for idx in 0..10 {
         hosts.push(enroll(&app, &format!("h{idx}"), idx < 4).await);

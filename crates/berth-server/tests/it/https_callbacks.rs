@@ -5,7 +5,7 @@
 
 use crate::blazar_leases::{minutes, now_micros};
 use crate::notifications::{Received, SECRET, checks_signatures, wait_until};
-use crate::support::{Options, TestApp, parse};
+use crate::support::{LOOPBACK, Options, TestApp, parse};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::io;
@@ -216,6 +216,7 @@ async fn an_https_callback_is_delivered_signed_when_its_ca_is_trusted() {
         let (_dir, ca) = ca_file(&pki);
         let app = TestApp::spawn_with(Options {
             callback_ca_file: Some(ca),
+            callback_allow: vec![LOOPBACK.to_owned()],
             ..Options::default()
         })
         .await;
@@ -276,7 +277,7 @@ async fn refused(
 async fn an_https_callback_with_an_untrusted_certificate_is_never_delivered() {
     let run = async {
         let pki = pki();
-        let app = TestApp::spawn().await;
+        let app = TestApp::spawn_allowing_loopback().await;
         let (port, received, connections, server) = tls_receiver(pki.acceptor).await;
         subscribe_and_lease(&app.client, &app.base, port).await;
         refused(&app.client, &app.base, &received, &connections).await;
@@ -311,6 +312,8 @@ async fn without_system_roots_berth_starts_and_still_verifies() {
                 "serve",
                 "--listen",
                 &format!("127.0.0.1:{port}"),
+                "--callback-allow",
+                LOOPBACK,
                 "--data-dir",
             ])
             .arg(dir.path().join("data"))

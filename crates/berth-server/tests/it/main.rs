@@ -8,6 +8,7 @@ mod baremetal;
 mod binary;
 mod blazar_hosts;
 mod blazar_leases;
+mod callback_destinations;
 mod cli;
 mod failures;
 mod fence;

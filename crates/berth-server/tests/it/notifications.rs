@@ -4,7 +4,7 @@
 //! `notificationId`, the feed is resumable, and bad subscriptions are refused.
 
 use crate::blazar_leases::{enroll, now_micros, rfc3339};
-use crate::support::{Options, TestApp, Who, free_port};
+use crate::support::{LOOPBACK, Options, TestApp, Who, free_port};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
 use berth_server::config::AuthMode;
@@ -130,7 +130,7 @@ pub(crate) fn checks_signatures(received: &Received) {
 
 #[tokio::test]
 async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_allowing_loopback().await;
     enroll(&app, "cn1", "az1", 16).await;
     enroll(&app, "cn2", "az1", 16).await;
     let (url, received, server) = receiver(0).await;
@@ -263,7 +263,7 @@ async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications(
 
 #[tokio::test]
 async fn a_failing_receiver_gets_retries_with_the_same_notification_id() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_allowing_loopback().await;
     enroll(&app, "cn1", "az1", 16).await;
     let (url, received, server) = receiver(2).await;
     let (status, _) = app
@@ -365,6 +365,7 @@ async fn the_feed_is_resumable_and_waits() {
 async fn bad_subscriptions_are_refused() {
     let app = TestApp::spawn_with(Options {
         auth: Some(AuthMode::Headers),
+        callback_allow: vec![LOOPBACK.to_owned()],
         ..Options::default()
     })
     .await;
@@ -493,7 +494,7 @@ async fn redirecting_receiver(target: String) -> (String, tokio::task::JoinHandl
 
 #[tokio::test]
 async fn a_silent_or_redirecting_receiver_never_holds_up_the_others() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_allowing_loopback().await;
     enroll(&app, "cn1", "az1", 16).await;
     let (silent, accepted, silent_server) = silent_receiver().await;
     let (good, received, good_server) = receiver(0).await;
@@ -574,6 +575,8 @@ async fn serve(dir: &std::path::Path, port: u16) -> Berth {
             "serve",
             "--listen",
             &format!("127.0.0.1:{port}"),
+            "--callback-allow",
+            LOOPBACK,
             "--data-dir",
         ])
         .arg(dir)
@@ -675,7 +678,7 @@ async fn no_notification_is_lost_when_berth_is_killed_while_the_receiver_is_down
 
 #[tokio::test]
 async fn a_flavor_threshold_watches_how_many_instances_fit() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_allowing_loopback().await;
     enroll(&app, "cn1", "az1", 16).await;
     enroll(&app, "cn2", "az1", 16).await;
     let (status, _) = app

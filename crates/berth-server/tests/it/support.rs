@@ -35,7 +35,13 @@ pub(crate) struct Options {
     pub(crate) header_timeout_seconds: Option<u64>,
     /// The request timeout (30 s unless set).
     pub(crate) request_timeout: Option<std::time::Duration>,
+    /// `--callback-allow`: address ranges callbacks may reach although the destination policy
+    /// refuses them (tests whose receivers listen on 127.0.0.1 allow `127.0.0.0/8`).
+    pub(crate) callback_allow: Vec<String>,
 }
+
+/// The range test receivers listen in.
+pub(crate) const LOOPBACK: &str = "127.0.0.0/8";
 
 /// A caller in `headers` auth mode: project, user and comma-separated roles.
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +63,15 @@ impl TestApp {
     /// A server over a fresh SQLite file, noauth.
     pub(crate) async fn spawn() -> TestApp {
         TestApp::spawn_with(Options::default()).await
+    }
+
+    /// A server, noauth, whose callbacks may reach 127.0.0.0/8 (where test receivers listen).
+    pub(crate) async fn spawn_allowing_loopback() -> TestApp {
+        TestApp::spawn_with(Options {
+            callback_allow: vec![LOOPBACK.to_owned()],
+            ..Options::default()
+        })
+        .await
     }
 
     /// A server with options; without a database URL, a fresh SQLite file in a temp dir.
@@ -81,6 +96,7 @@ impl TestApp {
             max_connections: options.max_connections,
             idle_timeout_seconds: options.idle_timeout_seconds,
             header_timeout_seconds: options.header_timeout_seconds,
+            callback_allow: options.callback_allow,
             ..ServeArgs::default()
         };
         let mut config = Config::from_args(&args).expect("config");

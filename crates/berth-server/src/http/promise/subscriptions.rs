@@ -2,6 +2,9 @@
 //! capacity threshold), `POST /promise/reservation/subscribe` (reservation changes), list, show
 //! and delete under `/promise/subscriptions`, the dead letters under `/promise/deliveries`, and
 //! `GET /promise/notifications?after=&limit=&wait=` for consumers that cannot take callbacks.
+//!
+//! A `callbackUri` whose host is a literal address the destination policy refuses is refused
+//! here (the policy comes as a request extension); host names are checked at delivery.
 
 use super::reservations::kind_of;
 use super::wire::{Input, number, object, text, time};
@@ -9,13 +12,15 @@ use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::notifier::destination::Destinations;
 use crate::policy::Rule;
-use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
+use axum::{Extension, Json};
 use berth_app::Subscribe;
 use berth_core::notify::{CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic};
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -117,20 +122,27 @@ fn subscription_json(s: &Subscription) -> Value {
     out
 }
 
-/// `callbackUri`: an absolute `http` or `https` URL with a host (an `https` receiver's
-/// certificate is verified against the system's roots and the configured callback CA file).
-fn callback(body: &Map<String, Value>) -> Result<String, ApiError> {
+/// `callbackUri`: an absolute `http` or `https` URL with a host, without user info, whose host,
+/// when it is a literal address, `destinations` lets through (an `https` receiver's certificate
+/// is verified against the system's roots and the configured callback CA file).
+fn callback(body: &Map<String, Value>, destinations: &Destinations) -> Result<String, ApiError> {
     let text = text(body, "callbackUri")?
         .ok_or_else(|| ApiError::bad_request("callbackUri is missing"))?;
-    let parsed = reqwest::Url::parse(&text).map_err(|e| {
+    let parsed = url::Url::parse(&text).map_err(|e| {
         ApiError::bad_request(format!("callbackUri {text} is not an absolute URL: {e}"))
     })?;
     match (parsed.scheme(), parsed.host_str()) {
-        ("http" | "https", Some(_)) => Ok(text),
-        _ => Err(ApiError::bad_request(format!(
-            "callbackUri {text} must be an absolute http or https URL"
-        ))),
+        ("http" | "https", Some(_)) => {}
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "callbackUri {text} must be an absolute http or https URL"
+            )));
+        }
     }
+    destinations
+        .check_url(&parsed)
+        .map_err(|refused| ApiError::bad_request(format!("callbackUri: {refused}")))?;
+    Ok(text)
 }
 
 fn secret(body: &Map<String, Value>) -> Result<Option<String>, ApiError> {
@@ -167,6 +179,7 @@ fn threshold(body: &Map<String, Value>) -> Result<Threshold, ApiError> {
 
 async fn capacity(
     State(state): State<AppState>,
+    Extension(destinations): Extension<Arc<Destinations>>,
     caller: Caller,
     Path(kind): Path<String>,
     Input(body): Input,
@@ -197,7 +210,7 @@ async fn capacity(
             threshold,
             flavor,
         },
-        callback: callback(&body)?,
+        callback: callback(&body, &destinations)?,
         secret: secret(&body)?,
         scope: caller.project_scope(),
     };
@@ -233,6 +246,7 @@ fn filter(body: &Map<String, Value>) -> Result<Vec<Uuid>, ApiError> {
 
 async fn reservation(
     State(state): State<AppState>,
+    Extension(destinations): Extension<Arc<Destinations>>,
     caller: Caller,
     Input(body): Input,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -241,7 +255,7 @@ async fn reservation(
         topic: Topic::Reservations {
             ids: filter(&body)?,
         },
-        callback: callback(&body)?,
+        callback: callback(&body, &destinations)?,
         secret: secret(&body)?,
         scope: caller.project_scope(),
     };
@@ -303,14 +317,24 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn delivery_json(d: &Delivery) -> Value {
+/// What a subscriber is told of a failed attempt: that it failed, never what answered (the
+/// status, body, connection error or address of a receiver would tell them what runs where).
+const DELIVERY_FAILED: &str = "delivery failed";
+
+/// A delivery as `caller` sees it: an admin sees the last attempt's cause (also in the server
+/// log), anyone else only that it failed.
+fn delivery_json(d: &Delivery, admin: bool) -> Value {
+    let last_error = match admin {
+        true => d.last_error.clone(),
+        false => d.last_error.as_ref().map(|_| DELIVERY_FAILED.to_owned()),
+    };
     json!({
         "notificationId": d.id,
         "subscriptionId": d.subscription,
         "status": format!("{:?}", d.status).to_lowercase(),
         "attempts": d.attempts,
         "nextAttempt": time(d.next_at),
-        "lastError": d.last_error,
+        "lastError": last_error,
         "created": time(d.created_at),
     })
 }
@@ -320,6 +344,7 @@ async fn deliveries(
     caller: Caller,
 ) -> Result<Json<Value>, ApiError> {
     let project = caller.project_scope();
+    let admin = caller.0.is_admin();
     let all = state
         .berth
         .read(move |c| {
@@ -328,7 +353,7 @@ async fn deliveries(
                     c.subscription(d.subscription)
                         .is_some_and(|s| project.as_deref().is_none_or(|p| p == s.project_id))
                 })
-                .map(delivery_json)
+                .map(|d| delivery_json(d, admin))
                 .collect::<Vec<_>>()
         })
         .await?;
