@@ -66,6 +66,8 @@ pub enum AuthFailure {
     Missing,
     /// Credentials that name nobody.
     Invalid,
+    /// Identity headers from a peer that is not a trusted proxy.
+    Untrusted,
 }
 
 #[derive(Debug, Deserialize)]
@@ -88,6 +90,7 @@ struct TokenEntry {
 pub struct Authenticator {
     mode: AuthMode,
     tokens: HashMap<String, Identity>,
+    trusted: Vec<ipnet::IpNet>,
 }
 
 impl Authenticator {
@@ -98,7 +101,28 @@ impl Authenticator {
             (AuthMode::Token, None) => anyhow::bail!("--auth token needs --tokens FILE"),
             _ => HashMap::new(),
         };
-        Ok(Authenticator { mode, tokens })
+        Ok(Authenticator {
+            mode,
+            tokens,
+            trusted: Vec::new(),
+        })
+    }
+
+    /// Sets the peers whose identity headers `headers` mode believes.
+    pub fn with_trusted_proxies(mut self, trusted: Vec<ipnet::IpNet>) -> Authenticator {
+        self.trusted = trusted;
+        self
+    }
+
+    /// Whether a request from `peer` may be identified: in `headers` mode only a trusted
+    /// proxy's requests are (anyone could send the headers themselves).
+    pub fn trusts(&self, peer: Option<std::net::IpAddr>) -> Result<(), AuthFailure> {
+        let trusted = self.mode != AuthMode::Headers
+            || peer.is_some_and(|ip| self.trusted.iter().any(|net| net.contains(&ip)));
+        match trusted {
+            true => Ok(()),
+            false => Err(AuthFailure::Untrusted),
+        }
     }
 
     /// The configured mode.

@@ -101,6 +101,14 @@ pub struct ServeArgs {
     /// Token file for `--auth token`.
     #[arg(long, env = "BERTH_TOKENS")]
     pub tokens: Option<PathBuf>,
+    /// Address ranges (CIDR) whose identity headers `--auth headers` believes: the proxy that
+    /// authenticates callers [default: loopback].
+    #[arg(
+        long = "trusted-proxy",
+        env = "BERTH_TRUSTED_PROXY",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
     /// Seed demo inventory when the database is empty.
     #[arg(long, env = "BERTH_DEMO")]
     pub demo: bool,
@@ -151,6 +159,7 @@ struct FileConfig {
     sqlite_synchronous: Option<SqliteSynchronous>,
     auth: Option<AuthMode>,
     tokens: Option<PathBuf>,
+    trusted_proxies: Option<Vec<String>>,
     policy_file: Option<PathBuf>,
     demo: Option<bool>,
     placement: Option<PlacementSection>,
@@ -285,6 +294,8 @@ pub struct Config {
     pub callback_destinations: Destinations,
     /// How long a node claim holds when the request gives no `ttl`.
     pub claim_ttl: Duration,
+    /// Where `--auth headers` accepts identity headers from.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// The authorization policy file, if any.
     pub policy_file: Option<PathBuf>,
     /// Its route overrides and priority grants (empty without a file).
@@ -325,6 +336,10 @@ impl Config {
         };
         let auth = auth_mode(args.auth.or(file.auth), listen)?;
         let tokens = args.tokens.clone().or(file.tokens);
+        let trusted_proxies = trusted_proxies(match args.trusted_proxies.is_empty() {
+            true => file.trusted_proxies.as_deref().unwrap_or_default(),
+            false => &args.trusted_proxies,
+        })?;
         let policy_file = args.policy_file.clone().or(file.policy_file);
         let access_policy = access_policy(policy_file.as_deref())?;
         let placement = file.placement.unwrap_or_default();
@@ -371,6 +386,7 @@ impl Config {
             callback_ca_file,
             callback_destinations,
             claim_ttl,
+            trusted_proxies,
             policy_file,
             access_policy,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
@@ -449,6 +465,28 @@ fn auth_mode(mode: Option<AuthMode>, listen: SocketAddr) -> anyhow::Result<AuthM
         );
     }
     Ok(auth)
+}
+
+/// The ranges `--auth headers` trusts: loopback unless some are given.
+fn trusted_proxies(items: &[String]) -> anyhow::Result<Vec<ipnet::IpNet>> {
+    let nets = items
+        .iter()
+        .flat_map(|item| item.split(','))
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(|text| {
+            text.parse::<ipnet::IpNet>()
+                .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .with_context(|| format!("--trusted-proxy {text:?} is not a CIDR range"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    match nets.is_empty() {
+        true => Ok(vec![
+            "127.0.0.0/8".parse().expect("invariant: a CIDR"),
+            "::1/128".parse().expect("invariant: a CIDR"),
+        ]),
+        false => Ok(nets),
+    }
 }
 
 /// The authorization policy of the file, or the defaults without one.

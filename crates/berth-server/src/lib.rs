@@ -87,7 +87,17 @@ impl Running {
 
 /// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let auth = Arc::new(Authenticator::new(config.auth, config.tokens.as_deref())?);
+    let auth = Arc::new(
+        Authenticator::new(config.auth, config.tokens.as_deref())?
+            .with_trusted_proxies(config.trusted_proxies.clone()),
+    );
+    if config.auth == config::AuthMode::Headers && !config.listen.ip().is_loopback() {
+        tracing::warn!(
+            listen = %config.listen,
+            trusted_proxies = ?config.trusted_proxies,
+            "--auth headers believes the identity headers of these peers only; put the authenticating proxy there and keep everyone else from reaching berth directly"
+        );
+    }
     let destinations = Arc::new(config.callback_destinations.clone());
     let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new(
         config.callback_ca_file.as_deref(),

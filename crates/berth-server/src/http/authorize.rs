@@ -10,11 +10,12 @@ use crate::config::AuthMode;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::policy::{AccessPolicy, Need, Rule};
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 /// The rules in force and the operator's policy.
 #[derive(Debug)]
@@ -60,6 +61,9 @@ pub fn unauthorized(failure: AuthFailure) -> ApiError {
     let detail = match failure {
         AuthFailure::Missing => "The request you have made requires authentication.",
         AuthFailure::Invalid => "The token given is not valid.",
+        AuthFailure::Untrusted => {
+            "Identity headers are accepted only from a trusted proxy (--trusted-proxy)."
+        }
     };
     ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
 }
@@ -84,6 +88,13 @@ pub async fn middleware(
     };
     if rule.need == Need::Public {
         return next.run(request).await;
+    }
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    if let Err(failure) = state.auth.trusts(peer) {
+        return unauthorized(failure).into_response();
     }
     let identity: Identity = match state.auth.identify(request.headers()) {
         Ok(identity) => identity,

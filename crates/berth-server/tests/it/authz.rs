@@ -518,3 +518,32 @@ async fn availability_does_not_name_other_projects_reservations() {
     );
     assert!(text.contains("VCPU"), "{text}");
 }
+
+/// `headers` mode believes identity headers only from its trusted proxies (loopback unless
+/// configured): anyone else could send them too.
+#[tokio::test]
+async fn identity_headers_count_only_from_a_trusted_proxy() {
+    let elsewhere = TestApp::spawn_with(Options {
+        auth: Some(AuthMode::Headers),
+        trusted_proxies: vec!["10.0.0.0/8".to_owned()],
+        ..Options::default()
+    })
+    .await;
+    let (status, body) = elsewhere
+        .call_as(ADMIN, Method::GET, "/reservation/v1/leases", None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(body.to_string().contains("trusted proxy"), "{body}");
+    let (status, _) = elsewhere.get("/healthz", None).await;
+    assert_eq!(status, StatusCode::OK, "public routes need no identity");
+
+    let loopback = TestApp::spawn_with(Options {
+        auth: Some(AuthMode::Headers),
+        ..Options::default()
+    })
+    .await;
+    let (status, body) = loopback
+        .call_as(ADMIN, Method::GET, "/reservation/v1/leases", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

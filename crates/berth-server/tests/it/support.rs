@@ -27,6 +27,8 @@ pub(crate) struct Options {
     pub(crate) callback_ca_file: Option<PathBuf>,
     /// `--policy`: the authorization policy file.
     pub(crate) policy: Option<PathBuf>,
+    /// `--trusted-proxy`: peers whose identity headers `headers` mode believes.
+    pub(crate) trusted_proxies: Vec<String>,
     /// `--max-connections`.
     pub(crate) max_connections: Option<usize>,
     /// `--idle-timeout-seconds`.
@@ -93,6 +95,7 @@ impl TestApp {
             fence_unreserved: options.fence_unreserved,
             callback_ca_file: options.callback_ca_file,
             policy_file: options.policy,
+            trusted_proxies: options.trusted_proxies,
             max_connections: options.max_connections,
             idle_timeout_seconds: options.idle_timeout_seconds,
             header_timeout_seconds: options.header_timeout_seconds,
