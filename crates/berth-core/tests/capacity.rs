@@ -19,6 +19,7 @@ use berth_core::fence::FencePolicy;
 use berth_core::lease::ReservationSpec;
 use berth_core::ledger::Window;
 use berth_core::promise::{Ask, Flavor, PoolAsk, PromiseKind};
+use berth_core::reserve::Search;
 use berth_core::{Catalog, Instant, ResourceClass};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -190,13 +191,15 @@ fn run(w: &mut World, op: &Op) {
                 *priority,
                 expiry,
             );
-            if let Ok((changes, _)) = create_reservation(&w.catalog, &new, now, t(48)) {
+            if let Ok((changes, _)) =
+                create_reservation(&w.catalog, &new, now, &Search::until(t(48)))
+            {
                 w.apply(&changes);
             }
         }
         Op::Host { start, len } => {
             let new = host_lease(w, t(*start), t(start + len));
-            if let Ok((changes, _)) = create_lease(&w.catalog, &new, now, t(48)) {
+            if let Ok((changes, _)) = create_lease(&w.catalog, &new, now, &Search::until(t(48))) {
                 w.apply(&changes);
             }
         }

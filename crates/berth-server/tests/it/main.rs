@@ -11,6 +11,7 @@ mod cli;
 mod failures;
 mod fence;
 mod https_callbacks;
+mod limits;
 mod notifications;
 mod placement_allocations;
 mod placement_candidates;

@@ -6,6 +6,7 @@ use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
+use crate::http::rejection::to_api_error;
 use crate::http::routes::Routes;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};
@@ -15,7 +16,7 @@ use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolic
 use berth_core::fence::FencePolicy;
 use berth_core::lease::ReservationSpec;
 use berth_core::query::TraitFilter;
-use berth_core::{Catalog, Provider, ResourceClass};
+use berth_core::{Catalog, Provider, Rejection, ResourceClass, limits};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -80,6 +81,23 @@ struct RawGroup<'p> {
     required: Vec<&'p str>,
     member_of: Vec<&'p str>,
     in_tree: Option<&'p str>,
+}
+
+/// 400 when the request names more groups than [`limits::REQUEST_GROUPS_MAX`], before any
+/// work is done on them.
+fn check_groups(pairs: &[(String, String)], mv: Microversion) -> Result<(), ApiError> {
+    let groups: BTreeSet<&str> = pairs
+        .iter()
+        .filter_map(|(key, _)| group_key(key, mv).map(|(_, suffix)| suffix))
+        .collect();
+    match groups.len() <= limits::REQUEST_GROUPS_MAX {
+        true => Ok(()),
+        false => Err(to_api_error(&Rejection::LimitExceeded {
+            limit: "request_groups",
+            max: limits::REQUEST_GROUPS_MAX as u64,
+            got: groups.len() as u64,
+        })),
+    }
 }
 
 fn parse(
@@ -564,13 +582,14 @@ async fn list(
     mv.require(10)?;
     caller.require_admin()?;
     let pairs = query::pairs(raw.as_deref())?;
+    check_groups(&pairs, mv)?;
     let fence = state.berth.fence_policy();
     let now = state.berth.now();
     let (bytes, truncated) = state
         .berth
-        .read(|catalog| {
+        .search(move |catalog, stop| {
             let parsed = parse(&pairs, mv, catalog, fence, now)?;
-            let found = candidates::allocation_candidates(catalog, &parsed.query);
+            let found = candidates::allocation_candidates_within(catalog, &parsed.query, stop);
             Ok::<_, ApiError>((
                 render(catalog, &found, mv, &parsed.requested),
                 found.truncated,
