@@ -572,7 +572,8 @@ pub fn allocation_candidates_within(
     let limit = query
         .limit
         .unwrap_or(usize::MAX)
-        .min(limits::PLACEMENT_CANDIDATES_MAX);
+        .min(limits::PLACEMENT_CANDIDATES_MAX)
+        .min(limits::CANDIDATE_MAPPINGS_MAX / query.groups.len().max(1));
     let truncated = query.limit.is_none_or(|wanted| wanted > limit);
     let mut out = Candidates::default();
     // The common case, one group over flat providers with no sharing: each root alone.

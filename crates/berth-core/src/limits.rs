@@ -55,6 +55,13 @@ pub const SEARCH_BUDGET_MICROS: i64 = 2_000_000;
 /// Nova sends a handful; Placement itself sets no bound.
 pub const REQUEST_GROUPS_MAX: usize = 64;
 
+/// Most group mappings (candidates times request groups) one candidates answer carries, so that
+/// a request with many groups cannot ask for an answer of tens of megabytes: with more than
+/// four groups, fewer than [`PLACEMENT_CANDIDATES_MAX`] candidates are returned (and the
+/// answer says it was truncated).
+pub const CANDIDATE_MAPPINGS_MAX: usize = 40_000;
+
+const _: () = assert!(CANDIDATE_MAPPINGS_MAX / REQUEST_GROUPS_MAX > 0);
 const _: () = assert!(INSTANCES_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
 const _: () = assert!(HOSTS_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
 const _: () = assert!(SEARCH_STEPS_MAX > 0);

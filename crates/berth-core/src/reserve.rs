@@ -186,6 +186,10 @@ struct Pool<'c> {
     extra: &'c [Hold],
     whole: HashSet<Uuid>,
     added: HashMap<Uuid, Vec<(ResourceClass, u64)>>,
+    /// The ledger's peak per host over the window, computed once per admission: every
+    /// reservation of a request looks at the same hosts over the same window, and what earlier
+    /// reservations took is kept apart in `added` and `whole`.
+    peaks: std::cell::RefCell<HashMap<Uuid, Peak>>,
 }
 
 impl<'c> Pool<'c> {
@@ -197,6 +201,7 @@ impl<'c> Pool<'c> {
             extra: &[],
             whole: HashSet::new(),
             added: HashMap::new(),
+            peaks: std::cell::RefCell::new(HashMap::new()),
         }
     }
 
@@ -221,6 +226,15 @@ impl<'c> Pool<'c> {
 
     /// Peak use of `host` over the window.
     fn peak(&self, host: Uuid) -> Peak {
+        if let Some(peak) = self.peaks.borrow().get(&host) {
+            return peak.clone();
+        }
+        let peak = self.peak_uncached(host);
+        self.peaks.borrow_mut().insert(host, peak.clone());
+        peak
+    }
+
+    fn peak_uncached(&self, host: Uuid) -> Peak {
         match self.overlay(host) {
             Some(ledger) => ledger.peak(host, self.window, &[]),
             None => self

@@ -405,6 +405,15 @@ fn a_stop_probe_ends_the_search_as_truncated() {
     assert!(!all.truncated);
     assert_eq!(all.candidates.len(), 20 * 19 * 18);
     let cut = allocation_candidates_within(&w.catalog, &isolated, &|| true);
+    // With many groups the answer is bounded by its mappings rather than its candidates.
+    let many = query(
+        (1..=8)
+            .map(|n| group(&n.to_string(), &[("VCPU", 1)]))
+            .collect(),
+    );
+    let bounded = allocation_candidates(&w.catalog, &many);
+    assert_eq!(bounded.candidates.len(), limits::CANDIDATE_MAPPINGS_MAX / 8);
+    assert!(bounded.truncated);
     assert!(cut.truncated);
     assert!(cut.candidates.len() < all.candidates.len());
 }
