@@ -13,7 +13,7 @@ use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
     NewInstance, NewReservation, create_flavor, create_instance, create_reservation,
-    destroy_instance,
+    create_reservation_displacing, destroy_instance, displaced_by,
 };
 use berth_core::fence::FencePolicy;
 use berth_core::lease::ReservationSpec;
@@ -432,4 +432,45 @@ fn planned_changes_say_when_capacity_moves_with_time_alone() {
     );
     assert!(w.catalog.capacity_changes_between(t(29), t(31)), "it ends");
     assert!(!w.catalog.capacity_changes_between(t(30), t(40)));
+}
+
+#[test]
+fn a_displacement_chosen_on_a_snapshot_is_rechecked_not_searched() {
+    let mut w = world();
+    let now = w.at();
+    let base = w.now;
+    let t = move |ticks: i64| Instant::from_micros((base + ticks) * TICK);
+    let window = (t(10), t(20));
+    // Sixteen 2-VCPU instances fill the four 8-VCPU hosts.
+    let low = pool_request(&mut w, window, 16, 10, None);
+    let (changes, _) =
+        create_reservation(&w.catalog, &low, now, &Search::until(t(48))).expect("fits");
+    w.apply(&changes);
+    let high = pool_request(&mut w, window, 4, 50, None);
+    // Under the writer lock nothing is searched: without a chosen displacement it is refused.
+    assert!(create_reservation(&w.catalog, &high, now, &Search::NONE).is_err());
+    // The search (on a snapshot) chooses the low-priority reservation ...
+    let (changes, made) =
+        create_reservation(&w.catalog, &high, now, &Search::until(t(48))).expect("displaces");
+    let chosen = displaced_by(&changes, made.id);
+    assert_eq!(chosen, vec![low.id]);
+    // ... which the decision under the lock re-checks and displaces.
+    let (rechecked, _) =
+        create_reservation_displacing(&w.catalog, &high, now, &Search::NONE, &chosen)
+            .expect("still displaceable");
+    assert_eq!(displaced_by(&rechecked, high.id), chosen);
+    // A choice that no longer holds (a lease that is gone, or one a request may not displace)
+    // is refused rather than searched again.
+    let gone = [Uuid::from_u128(7)];
+    assert!(create_reservation_displacing(&w.catalog, &high, now, &Search::NONE, &gone).is_err());
+    let lower = pool_request(&mut w, window, 4, 5, None);
+    assert!(
+        create_reservation_displacing(&w.catalog, &lower, now, &Search::NONE, &chosen).is_err()
+    );
+    // A search cut by its budget finds no displacement.
+    let stopped = Search {
+        stop: &|| true,
+        ..Search::until(t(48))
+    };
+    assert!(create_reservation(&w.catalog, &high, now, &stopped).is_err());
 }
