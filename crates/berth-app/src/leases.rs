@@ -9,10 +9,10 @@
 
 use crate::{AppError, Berth};
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
-use berth_core::idempotency::Idempotent;
+use berth_core::idempotency::{Idempotent, replay};
 use berth_core::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
 use berth_core::ledger::Window;
-use berth_core::reserve::{self, Refusal};
+use berth_core::reserve::{self, Refusal, Search};
 use berth_core::{Change, Instant, Rejection};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -102,7 +102,16 @@ pub(crate) fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
 impl Berth {
     /// Admits a lease all-or-nothing and returns it (with an idempotency key seen before: the
     /// lease that key's first request created, as it is now).
+    ///
+    /// The request is checked against the named limits first, then admitted as asked over a
+    /// snapshot off the runtime threads: a request that does not fit is refused there, with
+    /// its counter-offer searched within the search budget, and never takes the writer lock.
+    /// One that fits is decided again under the lock, where nothing is searched; if the
+    /// catalog moved and it no longer fits, the counter-offer is searched after the lock.
+    /// A key seen before skips the snapshot: its decision answers with what the key made.
     pub async fn create_lease(&self, cmd: CreateLease) -> Result<Lease, AppError> {
+        decide::check_limits(cmd.reservations.iter())?;
+        decide::check_horizon(cmd.horizon_micros)?;
         let new = NewLease {
             id: self.new_uuid(),
             name: cmd.name,
@@ -122,40 +131,71 @@ impl Berth {
                 .load(std::sync::atomic::Ordering::Relaxed),
         };
         let horizon = horizon_end(cmd.start, cmd.horizon_micros);
-        let lease = self
-            .write_once(
-                cmd.idempotency,
-                find_lease,
-                lease_id,
-                move |catalog, now| decide::create_lease(catalog, &new, now, horizon),
-            )
+        let now = self.now();
+        let key = cmd.idempotency;
+        let asked = new.clone();
+        let seen = key.clone();
+        let fits = self
+            .read_blocking(move |catalog| match &seen {
+                Some(seen) if !matches!(replay(catalog, seen, now), Ok(None)) => Ok(()),
+                _ => decide::create_lease(catalog, &asked, now, &Search::NONE).map(|_| ()),
+            })
             .await?;
+        let decided = new.clone();
+        let result = match fits {
+            Ok(()) => {
+                self.write_once(key, find_lease, lease_id, move |catalog, now| {
+                    decide::create_lease(catalog, &decided, now, &Search::NONE)
+                })
+                .await
+            }
+            Err(rejection) => Err(AppError::Rejected(rejection)),
+        };
+        let lease = match result {
+            Err(AppError::Rejected(rejection)) => {
+                let offer = move |catalog: &berth_core::Catalog, search: &Search<'_>| {
+                    decide::create_lease(catalog, &new, now, search).err()
+                };
+                return Err(self.with_offer(rejection, move |_| horizon, offer).await);
+            }
+            other => other?,
+        };
         self.lifecycle.notify_one();
         Ok(lease)
     }
 
-    /// Updates a lease, re-admitting it atomically when its window or amounts change.
+    /// Updates a lease, re-admitting it atomically when its window or amounts change. Nothing
+    /// is searched under the writer lock: a refusal's counter-offer is searched after it.
     pub async fn update_lease(
         &self,
         id: Uuid,
         update: LeaseUpdate,
         horizon_micros: i64,
     ) -> Result<Lease, AppError> {
-        let lease = self
+        decide::check_horizon(horizon_micros)?;
+        let decided = update.clone();
+        let result = self
             .write(move |catalog, now| {
-                let start = update
-                    .start
-                    .or_else(|| catalog.lease(id).map(|l| l.start))
-                    .unwrap_or(now);
-                decide::update_lease(
-                    catalog,
-                    id,
-                    &update,
-                    now,
-                    horizon_end(start, horizon_micros),
-                )
+                decide::update_lease(catalog, id, &decided, now, &Search::NONE)
             })
-            .await?;
+            .await;
+        let lease = match result {
+            Err(AppError::Rejected(rejection)) => {
+                let now = self.now();
+                let start = update.start;
+                let horizon = move |catalog: &berth_core::Catalog| {
+                    let start = start
+                        .or_else(|| catalog.lease(id).map(|l| l.start))
+                        .unwrap_or(now);
+                    horizon_end(start, horizon_micros)
+                };
+                let offer = move |catalog: &berth_core::Catalog, search: &Search<'_>| {
+                    decide::update_lease(catalog, id, &update, now, search).err()
+                };
+                return Err(self.with_offer(rejection, horizon, offer).await);
+            }
+            other => other?,
+        };
         self.lifecycle.notify_one();
         Ok(lease)
     }
@@ -207,7 +247,8 @@ impl Berth {
     }
 
     /// Whether `specs` fit over `[start, end)`, the counter-offer when they do not, and free
-    /// capacity per availability zone. Admits nothing.
+    /// capacity per availability zone. Admits nothing; checked against the named limits, then
+    /// searched like a counter-offer (a snapshot, a blocking thread, the search budget).
     pub async fn availability(
         &self,
         start: Instant,
@@ -217,12 +258,15 @@ impl Berth {
     ) -> Result<Availability, AppError> {
         let window = Window::new(start, end)
             .ok_or_else(|| Rejection::BadLease("End date must be later than start date.".into()))?;
+        decide::check_limits(specs.iter())?;
+        decide::check_horizon(horizon_micros)?;
         let horizon = horizon_end(start, horizon_micros);
         let answer = self
-            .read(move |catalog| {
+            .search(move |catalog, stop| {
                 let want = decide::wanted(catalog, specs.iter().map(|spec| (spec, None)))?;
+                let search = crate::search::search_until(horizon, stop);
                 let (refusal, hosts) =
-                    match reserve::admit_or_offer(catalog, window, &want, &[], horizon) {
+                    match reserve::admit_or_offer(catalog, window, &want, &[], &search) {
                         Ok(granted) => (None, granted.hosts),
                         Err(refusal) => (Some(refusal), Vec::new()),
                     };

@@ -18,6 +18,7 @@ mod inventory;
 mod leases;
 mod notify;
 mod promise;
+mod search;
 
 pub use baremetal::{CLAIM_TTL_DEFAULT, ClaimNode, EnrollNode};
 pub use deadline::Deadline;
@@ -30,6 +31,7 @@ pub use leases::{
 };
 pub use notify::{DELIVERIES_IN_FLIGHT, NOTIFY_POLL, Notifier, Subscribe};
 pub use promise::{CreateFlavor, CreateInstance, CreateReservation, PriorityGrant};
+pub use search::searches_in_flight;
 
 use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{Store, StoreError};

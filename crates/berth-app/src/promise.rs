@@ -3,10 +3,12 @@
 //! are pure reads of the catalog ([`berth_core::capacity`]) and need no use case here.
 
 use crate::leases::{find_lease, horizon_end, lease_id};
+use crate::search::search_until;
 use crate::{AppError, Berth};
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::lease::Lease;
 use berth_core::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
+use berth_core::reserve::Search;
 use berth_core::{Change, Instant};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -169,27 +171,75 @@ impl Berth {
                 .load(std::sync::atomic::Ordering::Relaxed),
         };
         let horizon_micros = cmd.horizon_micros;
-        let lease = self
-            .write_once(
-                cmd.idempotency,
-                find_lease,
-                lease_id,
-                move |catalog, now| {
-                    let start = new.start.unwrap_or(now);
-                    decide::create_reservation(
-                        catalog,
-                        &new,
-                        now,
-                        horizon_end(start, horizon_micros),
-                    )
-                },
-            )
+        berth_core::decide::lease::check_horizon(horizon_micros)?;
+        let now = self.now();
+        let horizon =
+            move |new: &NewReservation| horizon_end(new.start.unwrap_or(now), horizon_micros);
+        // As asked, over a snapshot: what fits goes to the writer lock with nothing to search.
+        // A key seen before goes straight to its decision, which answers with what it made.
+        let key = cmd.idempotency;
+        let seen = key.clone();
+        let asked = new.clone();
+        let fits = self
+            .read_blocking(move |catalog| match &seen {
+                Some(seen)
+                    if !matches!(
+                        berth_core::idempotency::replay(catalog, seen, now),
+                        Ok(None)
+                    ) =>
+                {
+                    Ok(())
+                }
+                _ => decide::create_reservation(catalog, &asked, now, &Search::NONE).map(|_| ()),
+            })
             .await?;
+        let displacing = match fits {
+            Ok(()) => Vec::new(),
+            Err(berth_core::Rejection::DoesNotFit(_)) => {
+                // The displacement search (and the counter-offer) over a snapshot.
+                let searched = new.clone();
+                let found = self
+                    .search(move |catalog, stop| {
+                        let search = search_until(horizon(&searched), stop);
+                        decide::create_reservation(catalog, &searched, now, &search)
+                            .map(|(changes, lease)| decide::displaced_by(&changes, lease.id))
+                    })
+                    .await?;
+                found?
+            }
+            Err(other) => return Err(other.into()),
+        };
+        // Under the lock, only the chosen answer is re-checked: admission as asked, or with
+        // exactly the displacement chosen above. If the catalog moved so that neither holds,
+        // the request is refused (not retried); its counter-offer is searched after the lock.
+        let decided = new.clone();
+        let result = self
+            .write_once(key, find_lease, lease_id, move |catalog, now| {
+                decide::create_reservation_displacing(
+                    catalog,
+                    &decided,
+                    now,
+                    &Search::NONE,
+                    &displacing,
+                )
+            })
+            .await;
+        let lease = match result {
+            Err(AppError::Rejected(rejection)) => {
+                let end = horizon(&new);
+                let offer = move |catalog: &berth_core::Catalog, search: &Search<'_>| {
+                    decide::create_reservation(catalog, &new, now, search).err()
+                };
+                return Err(self.with_offer(rejection, move |_| end, offer).await);
+            }
+            other => other?,
+        };
         self.lifecycle.notify_one();
         Ok(lease)
     }
 
-    /// Updates a Promise reservation of `project` (`None`: any).
+    /// Updates a Promise reservation of `project` (`None`: any). Nothing is searched under the
+    /// writer lock: a refusal's counter-offer is searched after it.
     pub async fn update_reservation(
         &self,
         id: Uuid,
@@ -197,19 +247,29 @@ impl Berth {
         change: ReservationChange,
         horizon_micros: i64,
     ) -> Result<Lease, AppError> {
-        let lease = self
+        berth_core::decide::lease::check_horizon(horizon_micros)?;
+        let decided = change.clone();
+        let result = self
             .write(move |catalog, now| {
-                let current = decide::owned(catalog, id, project.as_deref())?;
-                let start = change.start.unwrap_or(current.start).max(now);
-                decide::update_reservation(
-                    catalog,
-                    id,
-                    &change,
-                    now,
-                    horizon_end(start, horizon_micros),
-                )
+                decide::owned(catalog, id, project.as_deref())?;
+                decide::update_reservation(catalog, id, &decided, now, &Search::NONE)
             })
-            .await?;
+            .await;
+        let lease = match result {
+            Err(AppError::Rejected(rejection)) => {
+                let now = self.now();
+                let start = change.start;
+                let horizon = move |catalog: &berth_core::Catalog| {
+                    let current = catalog.lease(id).map_or(now, |l| l.start);
+                    horizon_end(start.unwrap_or(current).max(now), horizon_micros)
+                };
+                let offer = move |catalog: &berth_core::Catalog, search: &Search<'_>| {
+                    decide::update_reservation(catalog, id, &change, now, search).err()
+                };
+                return Err(self.with_offer(rejection, horizon, offer).await);
+            }
+            other => other?,
+        };
         self.lifecycle.notify_one();
         Ok(lease)
     }

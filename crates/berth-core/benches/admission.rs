@@ -218,7 +218,13 @@ fn request(amount: u32) -> NewLease {
 fn decide(catalog: &Catalog, new: &NewLease) -> Result<Lease, berth_core::Rejection> {
     let now = Instant::from_micros(T0);
     let horizon = Instant::from_micros(new.start.as_micros() + 30 * DAY);
-    create_lease(catalog, new, now, horizon).map(|(_, lease)| lease)
+    create_lease(
+        catalog,
+        new,
+        now,
+        &berth_core::reserve::Search::until(horizon),
+    )
+    .map(|(_, lease)| lease)
 }
 
 fn admit(catalog: &Catalog, new: &NewLease) -> Lease {

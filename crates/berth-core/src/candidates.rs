@@ -552,13 +552,28 @@ fn interned(catalog: &Catalog, query: &CandidateQuery) -> CandidateQuery {
 
 /// Every allocation candidate for `query`, in tree creation order, stopping at `limit`.
 pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candidates {
+    allocation_candidates_within(catalog, query, &|| false)
+}
+
+/// How many steps of a candidates search pass between two calls of its `stop` probe.
+const STOP_PROBE_EVERY: usize = 4_096;
+
+/// [`allocation_candidates`] with a time budget: `stop` is asked every few thousand steps and
+/// `true` ends the search, whose answer then says it is truncated (the core reads no clock;
+/// the application's probe does).
+pub fn allocation_candidates_within(
+    catalog: &Catalog,
+    query: &CandidateQuery,
+    stop: &dyn Fn() -> bool,
+) -> Candidates {
     let canonical = interned(catalog, query);
     let query = &canonical;
     let index = Index::build(catalog, query);
     let limit = query
         .limit
         .unwrap_or(usize::MAX)
-        .min(limits::PLACEMENT_CANDIDATES_MAX);
+        .min(limits::PLACEMENT_CANDIDATES_MAX)
+        .min(limits::CANDIDATE_MAPPINGS_MAX / query.groups.len().max(1));
     let truncated = query.limit.is_none_or(|wanted| wanted > limit);
     let mut out = Candidates::default();
     // The common case, one group over flat providers with no sharing: each root alone.
@@ -571,10 +586,15 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
         resources.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let resources: Arc<[(ResourceClass, u64)]> = resources.into();
         out.one_root_each = true;
-        for root in catalog
+        for (step, root) in catalog
             .roots()
             .filter(|r| query.root_required.admits(r.traits()))
+            .enumerate()
         {
+            if step % STOP_PROBE_EVERY == STOP_PROBE_EVERY - 1 && stop() {
+                out.truncated = true;
+                return out;
+            }
             let Some(candidate) = single(group, root, &resources, &index.rules) else {
                 continue;
             };
@@ -602,6 +622,10 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
         if !query.root_required.admits(root.traits()) {
             continue;
         }
+        if stop() {
+            out.truncated = true;
+            return out;
+        }
         let members = catalog.tree(root.uuid());
         let mut per_group: Vec<Vec<GroupOption<'_>>> = Vec::with_capacity(query.groups.len());
         for (group, in_tree) in query.groups.iter().zip(&in_tree_roots) {
@@ -614,33 +638,161 @@ pub fn allocation_candidates(catalog: &Catalog, query: &CandidateQuery) -> Candi
         if per_group.len() != query.groups.len() {
             continue;
         }
-        let mut cursor = vec![0usize; per_group.len()];
-        loop {
-            if budget == 0 {
-                out.truncated = true;
-                return out;
-            }
-            budget -= 1;
-            let chosen: Vec<&GroupOption<'_>> = cursor
-                .iter()
-                .zip(&per_group)
-                .map(|(idx, options)| &options[*idx])
-                .collect();
-            let candidate = combine(query, catalog, root.uuid(), &chosen)
-                .filter(|c| !dedupe || seen.insert(Identity(c.parts.clone(), c.mappings.clone())));
-            if let Some(candidate) = candidate {
-                out.candidates.push(candidate);
-                if out.candidates.len() >= limit {
-                    out.truncated = truncated;
-                    return out;
-                }
-            }
-            if !advance(&mut cursor, &per_group) {
-                break;
-            }
+        let mut walk = Walk {
+            query,
+            catalog,
+            anchor: root.uuid(),
+            budget: &mut budget,
+            stop,
+            steps: 0,
+            limit,
+            truncated,
+            dedupe,
+            seen: &mut seen,
+            out: &mut out,
+        };
+        if !walk.run(&per_group) {
+            return out;
         }
     }
     out
+}
+
+/// The depth-first walk over one option per group within one tree. It visits combinations in
+/// the order an odometer would (the first group slowest), but drops a partial combination as
+/// soon as it breaks group isolation or sums more than a provider can give, so a dead-end
+/// prefix (every group on the same first child of a wide tree) costs one step instead of
+/// consuming the whole combination budget before a satisfiable combination is reached.
+struct Walk<'w, 'c> {
+    query: &'w CandidateQuery,
+    catalog: &'c Catalog,
+    anchor: Uuid,
+    budget: &'w mut usize,
+    stop: &'w dyn Fn() -> bool,
+    steps: usize,
+    limit: usize,
+    /// Whether reaching `limit` is a truncation (no `limit` was asked for).
+    truncated: bool,
+    dedupe: bool,
+    seen: &'w mut HashSet<Identity>,
+    out: &'w mut Candidates,
+}
+
+impl<'c> Walk<'_, 'c> {
+    /// Walks every combination of `per_group`; false when the search must end (a bound or the
+    /// limit was reached; `out` says which).
+    fn run(&mut self, per_group: &[Vec<GroupOption<'c>>]) -> bool {
+        let depth_max = per_group.len();
+        let mut cursor = vec![0usize; depth_max];
+        let mut sums: HashMap<(Uuid, &'c ResourceClass), u64> = HashMap::new();
+        let mut isolated: HashSet<Uuid> = HashSet::new();
+        let isolate = self.query.group_policy == GroupPolicy::Isolate;
+        let mut depth = 0;
+        loop {
+            if depth == depth_max {
+                if !self.leaf(per_group, &cursor) {
+                    return false;
+                }
+            } else if cursor[depth] < per_group[depth].len() {
+                if *self.budget == 0 || self.stopped() {
+                    self.out.truncated = true;
+                    return false;
+                }
+                *self.budget -= 1;
+                let suffixed = isolate && !self.query.groups[depth].is_unsuffixed();
+                let option = &per_group[depth][cursor[depth]];
+                if self.admits(option, &sums, suffixed.then_some(&isolated)) {
+                    add(&mut sums, option, true);
+                    if suffixed {
+                        isolated.extend(option.providers.iter().copied());
+                    }
+                    depth += 1;
+                    continue;
+                }
+                cursor[depth] += 1;
+                continue;
+            } else {
+                cursor[depth] = 0;
+            }
+            // Back up one group and move it to its next option.
+            if depth == 0 {
+                return true;
+            }
+            depth -= 1;
+            let option = &per_group[depth][cursor[depth]];
+            add(&mut sums, option, false);
+            if isolate && !self.query.groups[depth].is_unsuffixed() {
+                for provider in &option.providers {
+                    isolated.remove(provider);
+                }
+            }
+            cursor[depth] += 1;
+        }
+    }
+
+    fn stopped(&mut self) -> bool {
+        self.steps += 1;
+        self.steps.is_multiple_of(STOP_PROBE_EVERY) && (self.stop)()
+    }
+
+    /// Whether `option` can join the partial combination: its suffixed providers unused (under
+    /// `isolate`) and every amount still within what its provider can give.
+    fn admits(
+        &self,
+        option: &GroupOption<'c>,
+        sums: &HashMap<(Uuid, &'c ResourceClass), u64>,
+        isolated: Option<&HashSet<Uuid>>,
+    ) -> bool {
+        if isolated.is_some_and(|used| option.providers.iter().any(|p| used.contains(p))) {
+            return false;
+        }
+        option.entries.iter().all(|(provider, class, amount)| {
+            let sum = sums.get(&(provider.uuid(), *class)).copied().unwrap_or(0) + amount;
+            provider.inventory_interned(class).is_some_and(|record| {
+                sum <= record.max_unit()
+                    && (used_for(provider, class, self.query.unreserved) + sum) as f64
+                        <= record.capacity_exact()
+            })
+        })
+    }
+
+    /// Judges a whole combination; false when the search must end.
+    fn leaf(&mut self, per_group: &[Vec<GroupOption<'c>>], cursor: &[usize]) -> bool {
+        let chosen: Vec<&GroupOption<'_>> = cursor
+            .iter()
+            .zip(per_group)
+            .map(|(idx, options)| &options[*idx])
+            .collect();
+        let candidate = combine(self.query, self.catalog, self.anchor, &chosen).filter(|c| {
+            !self.dedupe
+                || self
+                    .seen
+                    .insert(Identity(c.parts.clone(), c.mappings.clone()))
+        });
+        if let Some(candidate) = candidate {
+            self.out.candidates.push(candidate);
+            if self.out.candidates.len() >= self.limit {
+                self.out.truncated = self.truncated;
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Adds (or, `add` false, takes back) what `option` asks of each provider.
+fn add<'c>(
+    sums: &mut HashMap<(Uuid, &'c ResourceClass), u64>,
+    option: &GroupOption<'c>,
+    add: bool,
+) {
+    for (provider, class, amount) in &option.entries {
+        let sum = sums.entry((provider.uuid(), *class)).or_insert(0);
+        *sum = match add {
+            true => *sum + amount,
+            false => sum.saturating_sub(*amount),
+        };
+    }
 }
 
 /// The options of one group within the tree of `root`.

@@ -34,3 +34,35 @@ pub const CANDIDATE_COMBINATIONS_MAX: usize = 1_000_000;
 const _: () = assert!(PLACEMENT_CANDIDATES_MAX <= CANDIDATE_COMBINATIONS_MAX);
 const _: () = assert!(NAME_LEN_MAX >= PROVIDER_NAME_LEN_MAX);
 const _: () = assert!(ATTRIBUTE_KEY_LEN_MAX <= NAME_LEN_MAX);
+
+/// Most reservations one lease (or one Promise reservation, once translated) may hold.
+/// Admission and every search over a lease scale with it.
+pub const RESERVATIONS_PER_LEASE_MAX: usize = 64;
+/// Largest instance `amount` one reservation may ask for (Blazar `virtual:instance`, Promise
+/// `numVcInstances` and volumes once translated into slots).
+pub const INSTANCES_PER_RESERVATION_MAX: u32 = 10_000;
+/// Largest host `max` one `physical:host` reservation may ask for.
+pub const HOSTS_PER_RESERVATION_MAX: u32 = 10_000;
+/// Longest `search_horizon_days` a counter-offer or availability search may be asked for.
+pub const SEARCH_HORIZON_DAYS_MAX: u64 = 366;
+/// Most steps of one search: start instants the earliest-start search tries, and admissions the
+/// displacement search tries. A search cut here says its answer is truncated.
+pub const SEARCH_STEPS_MAX: usize = 512;
+/// Longest one search (counter-offer, availability, displacement, allocation candidates) may
+/// run, in microseconds, measured by the application's clock (the core is given a probe).
+pub const SEARCH_BUDGET_MICROS: i64 = 2_000_000;
+/// Most request groups (`resources`, `resourcesN`) in one allocation-candidates request.
+/// Nova sends a handful; Placement itself sets no bound.
+pub const REQUEST_GROUPS_MAX: usize = 64;
+
+/// Most group mappings (candidates times request groups) one candidates answer carries, so that
+/// a request with many groups cannot ask for an answer of tens of megabytes: with more than
+/// four groups, fewer than [`PLACEMENT_CANDIDATES_MAX`] candidates are returned (and the
+/// answer says it was truncated).
+pub const CANDIDATE_MAPPINGS_MAX: usize = 40_000;
+
+const _: () = assert!(CANDIDATE_MAPPINGS_MAX / REQUEST_GROUPS_MAX > 0);
+const _: () = assert!(INSTANCES_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
+const _: () = assert!(HOSTS_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
+const _: () = assert!(SEARCH_STEPS_MAX > 0);
+const _: () = assert!(SEARCH_BUDGET_MICROS > 0);

@@ -202,6 +202,16 @@ pub enum Rejection {
     /// A collection is over its bound.
     #[error("too many {0}")]
     TooMany(&'static str),
+    /// The request is over one of the named limits of `limits`; checked before any work.
+    #[error("Request exceeds the limit {limit}: at most {max}, got {got}")]
+    LimitExceeded {
+        /// The limit's name (`reservations_per_lease`, `search_horizon_days`, ...).
+        limit: &'static str,
+        /// What it allows.
+        max: u64,
+        /// What was asked.
+        got: u64,
+    },
     /// No lease with that id (or none the caller may see).
     #[error("Lease {0} could not be found")]
     LeaseNotFound(Uuid),

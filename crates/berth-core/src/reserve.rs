@@ -41,7 +41,60 @@ pub const HOST_PROPERTIES: [&str; 10] = [
 ];
 
 /// Most start times the earliest-start search tries before giving up.
-pub const EARLIEST_START_PROBES_MAX: usize = 512;
+pub const EARLIEST_START_PROBES_MAX: usize = crate::limits::SEARCH_STEPS_MAX;
+
+/// How far a decision may search beyond admitting the request as asked: the counter-offer's
+/// earliest start and the displacement of lower priorities. The core never reads the clock:
+/// a time budget comes in as `stop`, a probe the application implements with its clock.
+#[derive(Clone, Copy)]
+pub struct Search<'a> {
+    /// The earliest-start search tries starts before this instant only.
+    pub horizon_end: crate::time::Instant,
+    /// Most steps (start instants tried, displacement sets tried).
+    pub steps: usize,
+    /// Asked before every step: `true` stops the search, and the answer says it is truncated.
+    pub stop: &'a dyn Fn() -> bool,
+}
+
+fn never() -> bool {
+    false
+}
+
+impl Search<'static> {
+    /// No search at all: the request is admitted as asked or refused with the most that fits
+    /// and no earliest start (what a decision under the writer lock does).
+    pub const NONE: Search<'static> = Search {
+        horizon_end: crate::time::Instant::from_micros(i64::MIN),
+        steps: 0,
+        stop: &never,
+    };
+
+    /// A search up to `horizon_end`, bounded by [`crate::limits::SEARCH_STEPS_MAX`] steps and
+    /// by no time budget.
+    pub fn until(horizon_end: crate::time::Instant) -> Search<'static> {
+        Search {
+            horizon_end,
+            steps: crate::limits::SEARCH_STEPS_MAX,
+            stop: &never,
+        }
+    }
+}
+
+impl<'a> Search<'a> {
+    /// Whether step number `step` (from 0) may run.
+    pub fn allows(&self, step: usize) -> bool {
+        step < self.steps && !(self.stop)()
+    }
+}
+
+impl std::fmt::Debug for Search<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Search")
+            .field("horizon_end", &self.horizon_end)
+            .field("steps", &self.steps)
+            .finish_non_exhaustive()
+    }
+}
 
 /// The value of a host property, for filters.
 pub fn host_property(provider: &Provider, name: &str) -> Option<AttrValue> {
@@ -133,6 +186,10 @@ struct Pool<'c> {
     extra: &'c [Hold],
     whole: HashSet<Uuid>,
     added: HashMap<Uuid, Vec<(ResourceClass, u64)>>,
+    /// The ledger's peak per host over the window, computed once per admission: every
+    /// reservation of a request looks at the same hosts over the same window, and what earlier
+    /// reservations took is kept apart in `added` and `whole`.
+    peaks: std::cell::RefCell<HashMap<Uuid, Peak>>,
 }
 
 impl<'c> Pool<'c> {
@@ -144,6 +201,7 @@ impl<'c> Pool<'c> {
             extra: &[],
             whole: HashSet::new(),
             added: HashMap::new(),
+            peaks: std::cell::RefCell::new(HashMap::new()),
         }
     }
 
@@ -168,6 +226,15 @@ impl<'c> Pool<'c> {
 
     /// Peak use of `host` over the window.
     fn peak(&self, host: Uuid) -> Peak {
+        if let Some(peak) = self.peaks.borrow().get(&host) {
+            return peak.clone();
+        }
+        let peak = self.peak_uncached(host);
+        self.peaks.borrow_mut().insert(host, peak.clone());
+        peak
+    }
+
+    fn peak_uncached(&self, host: Uuid) -> Peak {
         match self.overlay(host) {
             Some(ledger) => ledger.peak(host, self.window, &[]),
             None => self
@@ -618,15 +685,20 @@ fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, 
     Ok(taken)
 }
 
-/// The earliest start at or after `window.start` and before `horizon_end` at which the whole
-/// request fits for the same duration, trying the instants at which capacity is released.
+/// The earliest start at or after `window.start` and before the search's horizon at which the
+/// whole request fits for the same duration, trying the instants at which capacity is released,
+/// and whether the search was cut by its steps or its time budget before it tried them all.
 pub fn earliest_start(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
     excluding: &[Uuid],
-    horizon_end: crate::time::Instant,
-) -> Option<crate::time::Instant> {
+    search: &Search<'_>,
+) -> (Option<crate::time::Instant>, bool) {
+    let horizon_end = search.horizon_end;
+    if horizon_end <= window.start || search.steps == 0 {
+        return (None, false);
+    }
     let mut instants: Vec<crate::time::Instant> = Vec::new();
     let ledger = catalog.ledger();
     let pool = Pool::new(catalog, window, excluding);
@@ -656,10 +728,15 @@ pub fn earliest_start(
     instants.sort_unstable();
     instants.dedup();
     instants.retain(|t| *t > window.start);
-    instants
-        .into_iter()
-        .take(EARLIEST_START_PROBES_MAX)
-        .find(|t| admit(catalog, window.shifted_to(*t), wanted, excluding).is_ok())
+    for (step, t) in instants.into_iter().enumerate() {
+        if !search.allows(step) {
+            return (None, true);
+        }
+        if admit(catalog, window.shifted_to(t), wanted, excluding).is_ok() {
+            return (Some(t), false);
+        }
+    }
+    (None, false)
 }
 
 /// The most each reservation could get in the requested window, taken one by one in request
@@ -699,6 +776,9 @@ pub struct Refusal {
     /// The earliest start within the search horizon at which the whole request fits for the
     /// same duration, if one was found.
     pub earliest_start: Option<crate::time::Instant>,
+    /// Whether the earliest-start search was cut by its steps or its time budget (a start
+    /// within the horizon may exist that it did not try).
+    pub truncated: bool,
 }
 
 impl std::fmt::Display for Refusal {
@@ -715,21 +795,24 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// Admits `wanted`, or explains the refusal with a counter-offer searched up to `horizon_end`.
+/// Admits `wanted`, or explains the refusal with a counter-offer: the most that fits (a
+/// by-product of admission) and the earliest start, searched within `search`.
 pub fn admit_or_offer(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
     excluding: &[Uuid],
-    horizon_end: crate::time::Instant,
+    search: &Search<'_>,
 ) -> Result<Granted, Refusal> {
     let (granted, shortfalls) = admit_each(catalog, window, wanted, excluding);
     if shortfalls.is_empty() {
         return Ok(granted);
     }
+    let (earliest_start, truncated) = earliest_start(catalog, window, wanted, excluding, search);
     Err(Refusal {
         amounts: largest_amounts(&shortfalls, wanted, &granted),
-        earliest_start: earliest_start(catalog, window, wanted, excluding, horizon_end),
+        earliest_start,
+        truncated,
         shortfalls,
     })
 }

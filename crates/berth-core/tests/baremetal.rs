@@ -108,7 +108,13 @@ fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
         notice_lead_micros: 0,
     };
     let horizon = Instant::from_micros((w.now + 100) * TICK);
-    let (changes, _) = create_lease(&w.catalog, &lease, w.at(), horizon).expect("reserved");
+    let (changes, _) = create_lease(
+        &w.catalog,
+        &lease,
+        w.at(),
+        &berth_core::reserve::Search::until(horizon),
+    )
+    .expect("reserved");
     w.apply(&changes);
 }
 

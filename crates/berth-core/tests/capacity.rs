@@ -13,12 +13,13 @@ use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
     NewInstance, NewReservation, create_flavor, create_instance, create_reservation,
-    destroy_instance,
+    create_reservation_displacing, destroy_instance, displaced_by,
 };
 use berth_core::fence::FencePolicy;
 use berth_core::lease::{LeaseStatus, ReservationSpec};
 use berth_core::ledger::Window;
 use berth_core::promise::{Ask, Flavor, PoolAsk, PromiseKind};
+use berth_core::reserve::Search;
 use berth_core::{Catalog, Instant, ResourceClass};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -191,13 +192,15 @@ fn run(w: &mut World, op: &Op) {
                 *priority,
                 expiry,
             );
-            if let Ok((changes, _)) = create_reservation(&w.catalog, &new, now, t(48)) {
+            if let Ok((changes, _)) =
+                create_reservation(&w.catalog, &new, now, &Search::until(t(48)))
+            {
                 w.apply(&changes);
             }
         }
         Op::Host { start, len } => {
             let new = host_lease(w, t(*start), t(start + len));
-            if let Ok((changes, _)) = create_lease(&w.catalog, &new, now, t(48)) {
+            if let Ok((changes, _)) = create_lease(&w.catalog, &new, now, &Search::until(t(48))) {
                 w.apply(&changes);
             }
         }
@@ -408,10 +411,10 @@ fn priorities_displace_other_projects_only_when_granted() {
     let mut w = world();
     let (now, base) = (w.at(), w.now);
     let t = move |ticks: i64| Instant::from_micros((base + ticks) * TICK);
-    let (window, horizon) = ((t(10), t(20)), t(48));
+    let (window, horizon) = ((t(10), t(20)), Search::until(t(48)));
     let mut low = pool_request(&mut w, window, 16, 10, None);
     low.project_id = "p1".into();
-    let (changes, victim) = create_reservation(&w.catalog, &low, now, horizon).expect("fits");
+    let (changes, victim) = create_reservation(&w.catalog, &low, now, &horizon).expect("fits");
     w.apply(&changes);
     let pending = |w: &World| {
         w.catalog
@@ -422,20 +425,20 @@ fn priorities_displace_other_projects_only_when_granted() {
     let mut other = pool_request(&mut w, window, 16, 100, None);
     other.project_id = "p2".into();
     assert!(
-        create_reservation(&w.catalog, &other, now, horizon).is_err(),
+        create_reservation(&w.catalog, &other, now, &horizon).is_err(),
         "another project's priority 100 alone displaces nothing"
     );
     assert!(pending(&w));
 
     let mut own = pool_request(&mut w, window, 16, 100, None);
     own.project_id = "p1".into();
-    let (changes, _) = create_reservation(&w.catalog, &own, now, horizon)
+    let (changes, _) = create_reservation(&w.catalog, &own, now, &horizon)
         .expect("the project's own lower priority is displaced");
     assert!(!changes.is_empty());
 
     other.displace_other_projects = true;
-    let (changes, _) =
-        create_reservation(&w.catalog, &other, now, horizon).expect("a granted priority displaces");
+    let (changes, _) = create_reservation(&w.catalog, &other, now, &horizon)
+        .expect("a granted priority displaces");
     w.apply(&changes);
     assert!(
         !pending(&w),
@@ -472,4 +475,45 @@ fn planned_changes_say_when_capacity_moves_with_time_alone() {
     );
     assert!(w.catalog.capacity_changes_between(t(29), t(31)), "it ends");
     assert!(!w.catalog.capacity_changes_between(t(30), t(40)));
+}
+
+#[test]
+fn a_displacement_chosen_on_a_snapshot_is_rechecked_not_searched() {
+    let mut w = world();
+    let now = w.at();
+    let base = w.now;
+    let t = move |ticks: i64| Instant::from_micros((base + ticks) * TICK);
+    let window = (t(10), t(20));
+    // Sixteen 2-VCPU instances fill the four 8-VCPU hosts.
+    let low = pool_request(&mut w, window, 16, 10, None);
+    let (changes, _) =
+        create_reservation(&w.catalog, &low, now, &Search::until(t(48))).expect("fits");
+    w.apply(&changes);
+    let high = pool_request(&mut w, window, 4, 50, None);
+    // Under the writer lock nothing is searched: without a chosen displacement it is refused.
+    assert!(create_reservation(&w.catalog, &high, now, &Search::NONE).is_err());
+    // The search (on a snapshot) chooses the low-priority reservation ...
+    let (changes, made) =
+        create_reservation(&w.catalog, &high, now, &Search::until(t(48))).expect("displaces");
+    let chosen = displaced_by(&changes, made.id);
+    assert_eq!(chosen, vec![low.id]);
+    // ... which the decision under the lock re-checks and displaces.
+    let (rechecked, _) =
+        create_reservation_displacing(&w.catalog, &high, now, &Search::NONE, &chosen)
+            .expect("still displaceable");
+    assert_eq!(displaced_by(&rechecked, high.id), chosen);
+    // A choice that no longer holds (a lease that is gone, or one a request may not displace)
+    // is refused rather than searched again.
+    let gone = [Uuid::from_u128(7)];
+    assert!(create_reservation_displacing(&w.catalog, &high, now, &Search::NONE, &gone).is_err());
+    let lower = pool_request(&mut w, window, 4, 5, None);
+    assert!(
+        create_reservation_displacing(&w.catalog, &lower, now, &Search::NONE, &chosen).is_err()
+    );
+    // A search cut by its budget finds no displacement.
+    let stopped = Search {
+        stop: &|| true,
+        ..Search::until(t(48))
+    };
+    assert!(create_reservation(&w.catalog, &high, now, &stopped).is_err());
 }

@@ -232,7 +232,12 @@ fn lease(
 ) -> Result<(), TestCaseError> {
     let new = new_lease(w, start, len, project, specs);
     let horizon = Instant::from_micros((w.now + 200) * TICK);
-    match create_lease(&w.catalog, &new, w.at(), horizon) {
+    match create_lease(
+        &w.catalog,
+        &new,
+        w.at(),
+        &berth_core::reserve::Search::until(horizon),
+    ) {
         Ok((changes, _)) => w.apply(&changes),
         Err(Rejection::DoesNotFit(_)) => {}
         // A window that is already over is refused outright.
@@ -746,7 +751,13 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
     };
     let new = new_lease(&mut w, 0, 5, 0, std::slice::from_ref(&half));
     let horizon = Instant::from_micros((w.now + 200) * TICK);
-    let (changes, running) = create_lease(&w.catalog, &new, w.at(), horizon).expect("fits");
+    let (changes, running) = create_lease(
+        &w.catalog,
+        &new,
+        w.at(),
+        &berth_core::reserve::Search::until(horizon),
+    )
+    .expect("fits");
     w.apply(&changes);
     w.fire_due();
     let reservation = &running.reservations[0];
@@ -763,10 +774,21 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
         extra: 0,
     };
     let new = new_lease(&mut w, 0, 5, 1, &[others]);
-    let (changes, _) = create_lease(&w.catalog, &new, w.at(), horizon).expect("the other hosts");
+    let (changes, _) = create_lease(
+        &w.catalog,
+        &new,
+        w.at(),
+        &berth_core::reserve::Search::until(horizon),
+    )
+    .expect("the other hosts");
     w.apply(&changes);
     let new = new_lease(&mut w, 0, 5, 1, &[half]);
-    let (_, second) = create_lease(&w.catalog, &new, w.at(), horizon)
-        .expect("4 of 8 VCPUs are held once; the other 4 are free");
+    let (_, second) = create_lease(
+        &w.catalog,
+        &new,
+        w.at(),
+        &berth_core::reserve::Search::until(horizon),
+    )
+    .expect("4 of 8 VCPUs are held once; the other 4 are free");
     assert_eq!(second.reservations[0].hosts, vec![(host, 1)]);
 }

@@ -128,7 +128,12 @@ fn create(w: &mut World, op: &LeaseOp) {
         notice_lead_micros: 0,
     };
     let horizon = Instant::from_micros((w.now + 100) * TICK);
-    if let Ok((changes, _)) = create_lease(&w.catalog, &new, w.at(), horizon) {
+    if let Ok((changes, _)) = create_lease(
+        &w.catalog,
+        &new,
+        w.at(),
+        &berth_core::reserve::Search::until(horizon),
+    ) {
         w.apply(&changes);
     }
 }

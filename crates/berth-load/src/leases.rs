@@ -24,15 +24,15 @@ use crate::pool;
 use crate::stats::Summary;
 
 /// Prefix of every host name this tool enrolls.
-const HOST_PREFIX: &str = "bench-host-";
+pub(crate) const HOST_PREFIX: &str = "bench-host-";
 /// Availability zones the hosts are spread over.
 const ZONES: usize = 10;
 /// VCPUs of each enrolled host.
-const HOST_VCPUS: u64 = 64;
+pub(crate) const HOST_VCPUS: u64 = 64;
 /// Seconds between the starts of two consecutive windows, and the length of a window.
 const SLOT_SECONDS: i64 = 7_200;
 const WINDOW_SECONDS: i64 = 3_600;
-const DAY_SECONDS: i64 = 86_400;
+pub(crate) const DAY_SECONDS: i64 = 86_400;
 
 /// The origin of `--url`: scheme, host and port.
 pub(crate) fn origin(target: &Target) -> anyhow::Result<String> {
@@ -86,7 +86,7 @@ fn parse_http_date(text: &str) -> Option<i64> {
 }
 
 /// RFC 3339 text (UTC, whole seconds) of seconds since the epoch.
-fn rfc3339(seconds: i64) -> String {
+pub(crate) fn rfc3339(seconds: i64) -> String {
     let (year, month, day) = civil_from_days(seconds.div_euclid(DAY_SECONDS));
     let rest = seconds.rem_euclid(DAY_SECONDS);
     format!(
@@ -99,7 +99,7 @@ fn rfc3339(seconds: i64) -> String {
 
 /// Enrolls hosts `0..hosts` (an already enrolled one answers 409 and is kept); returns the
 /// server's clock, in seconds since the epoch, from the first answer's `Date` header.
-async fn enroll(
+pub(crate) async fn enroll(
     target: &Target,
     base: &str,
     hosts: usize,
@@ -143,7 +143,7 @@ async fn enroll(
 }
 
 /// The body of lease `index`; `first_start` is the first window's start, in epoch seconds.
-fn lease_body(index: usize, per_slot: usize, first_start: i64) -> serde_json::Value {
+pub(crate) fn lease_body(index: usize, per_slot: usize, first_start: i64) -> serde_json::Value {
     let start = first_start + (index / per_slot) as i64 * SLOT_SECONDS;
     json!({
         "name": format!("bench-lease-{index:07}"),

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod allocations;
+mod attack;
 mod claims;
 mod client;
 mod get;
@@ -105,6 +106,30 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Bounded work: victims' lease creates and allocation writes and `/healthz`, timed while
+    /// attackers loop the most expensive requests the limits allow (see `attack.rs`).
+    Attack {
+        #[command(flatten)]
+        common: Common,
+        /// Hosts to enroll first (already enrolled ones are kept).
+        #[arg(long, default_value_t = 100)]
+        hosts: usize,
+        /// Children of the wide tree the candidates attack searches.
+        #[arg(long, default_value_t = 100)]
+        width: usize,
+        /// Attacking clients (0: the victims alone, for a baseline).
+        #[arg(long, default_value_t = 8)]
+        attackers: usize,
+        /// Victim clients creating leases, and as many writing allocations.
+        #[arg(long, default_value_t = 4)]
+        victims: usize,
+        /// Length of the measured phase, in seconds.
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        /// Most requests per class.
+        #[arg(long, default_value_t = 20_000)]
+        requests: usize,
+    },
     /// Bare metal: enrol N nodes, then R rounds in which C clients claim every node (K listed
     /// per claim) and the claims are released.
     ClaimNodes {
@@ -180,6 +205,26 @@ async fn run(command: Command) -> anyhow::Result<()> {
         } => {
             let target = client::Target::new(&common)?;
             leases::run(&target, hosts, leases, concurrency, seed).await
+        }
+        Command::Attack {
+            common,
+            hosts,
+            width,
+            attackers,
+            victims,
+            seconds,
+            requests,
+        } => {
+            let target = client::Target::new(&common)?;
+            let options = attack::Options {
+                hosts,
+                width,
+                attackers,
+                victims,
+                seconds,
+                requests,
+            };
+            attack::run(&target, &options).await
         }
         Command::ClaimNodes {
             common,

@@ -192,7 +192,10 @@ pub(super) fn build(
             notice_lead_micros,
         };
         let horizon = at(new.start, 24);
-        draft.step(|c| create_lease(c, &new, now, horizon).map(|(changes, _)| changes))?;
+        draft.step(|c| {
+            create_lease(c, &new, now, &berth_core::reserve::Search::until(horizon))
+                .map(|(changes, _)| changes)
+        })?;
     }
     let out_of_service = [
         (

@@ -353,3 +353,67 @@ fn traits_on_the_unsuffixed_group_are_judged_on_the_providers_used() {
         "before 1.29 one tree gives one provider"
     );
 }
+
+/// A root with `width` children of one VCPU each.
+fn wide_tree(width: usize) -> World {
+    let mut w = World::new();
+    w.provider("root", None, &[]);
+    for child in 0..width {
+        w.provider(&format!("c{child:03}"), Some("root"), &[("VCPU", 1)]);
+    }
+    w
+}
+
+#[test]
+fn a_satisfiable_request_over_a_wide_tree_is_found_within_the_combination_bound() {
+    // Five isolated groups over 100 one-VCPU children: the first satisfiable combination
+    // (c000, c001, c002, c003, c004) comes after about 1.02 million others in odometer order,
+    // every one of which repeats a child; walked depth first with pruning it is the first one.
+    let w = wide_tree(100);
+    let groups = (1..=5)
+        .map(|n| group(&n.to_string(), &[("VCPU", 1)]))
+        .collect();
+    let mut isolated = query(groups);
+    isolated.group_policy = GroupPolicy::Isolate;
+    isolated.limit = Some(1);
+    let found = allocation_candidates(&w.catalog, &isolated);
+    assert_eq!(found.candidates.len(), 1);
+    assert!(!found.truncated);
+    assert_eq!(
+        w.run(&isolated),
+        vec!["c000:VCPU=1 c001:VCPU=1 c002:VCPU=1 c003:VCPU=1 c004:VCPU=1"]
+    );
+    // Without isolation the groups may share a child, but not beyond its capacity: the same
+    // dead-end prefix is pruned on summed capacity.
+    let mut shared = isolated.clone();
+    shared.group_policy = GroupPolicy::None;
+    assert_eq!(
+        allocation_candidates(&w.catalog, &shared).candidates.len(),
+        1
+    );
+}
+
+#[test]
+fn a_stop_probe_ends_the_search_as_truncated() {
+    let w = wide_tree(20);
+    let groups = (1..=3)
+        .map(|n| group(&n.to_string(), &[("VCPU", 1)]))
+        .collect();
+    let mut isolated = query(groups);
+    isolated.group_policy = GroupPolicy::Isolate;
+    let all = allocation_candidates(&w.catalog, &isolated);
+    assert!(!all.truncated);
+    assert_eq!(all.candidates.len(), 20 * 19 * 18);
+    let cut = allocation_candidates_within(&w.catalog, &isolated, &|| true);
+    // With many groups the answer is bounded by its mappings rather than its candidates.
+    let many = query(
+        (1..=8)
+            .map(|n| group(&n.to_string(), &[("VCPU", 1)]))
+            .collect(),
+    );
+    let bounded = allocation_candidates(&w.catalog, &many);
+    assert_eq!(bounded.candidates.len(), limits::CANDIDATE_MAPPINGS_MAX / 8);
+    assert!(bounded.truncated);
+    assert!(cut.truncated);
+    assert!(cut.candidates.len() < all.candidates.len());
+}

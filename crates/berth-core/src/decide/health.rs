@@ -505,6 +505,7 @@ pub fn reallocate(
             shortfalls,
             amounts,
             earliest_start: None,
+            truncated: false,
         })));
     }
     if lease.reservations.iter().all(|r| r.missing.is_empty()) {

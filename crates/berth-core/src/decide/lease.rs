@@ -11,8 +11,9 @@ use crate::lease::{
     ReservationSpec, ReservationStatus,
 };
 use crate::ledger::Window;
+use crate::limits;
 use crate::rejection::Rejection;
-use crate::reserve::{self, Wanted};
+use crate::reserve::{self, Search, Wanted};
 use crate::time::Instant;
 use uuid::Uuid;
 
@@ -21,8 +22,7 @@ use uuid::Uuid;
 pub const BEFORE_END_DEFAULT_MICROS: i64 = 60 * 60 * 1_000_000;
 /// Longest lease name.
 pub const LEASE_NAME_LEN_MAX: usize = 255;
-/// Most reservations in one lease.
-pub const RESERVATIONS_PER_LEASE_MAX: usize = 64;
+pub use crate::limits::RESERVATIONS_PER_LEASE_MAX;
 /// Largest amount, host count or size one reservation may ask for.
 pub const AMOUNT_MAX: u32 = 1_000_000;
 
@@ -217,6 +217,50 @@ fn before_end_at(window: Window, given: Option<Instant>) -> Result<Instant, Reje
     }
 }
 
+fn over(limit: &'static str, max: u64, got: u64) -> Result<(), Rejection> {
+    match got <= max {
+        true => Ok(()),
+        false => Err(Rejection::LimitExceeded { limit, max, got }),
+    }
+}
+
+/// Checks reservations against the named limits (reservations per lease, instances and hosts
+/// per reservation) before any work is done on them.
+pub fn check_limits<'a>(
+    specs: impl ExactSizeIterator<Item = &'a ReservationSpec>,
+) -> Result<(), Rejection> {
+    over(
+        "reservations_per_lease",
+        limits::RESERVATIONS_PER_LEASE_MAX as u64,
+        specs.len() as u64,
+    )?;
+    for spec in specs {
+        match spec {
+            ReservationSpec::Host { max, .. } => over(
+                "hosts_per_reservation",
+                u64::from(limits::HOSTS_PER_RESERVATION_MAX),
+                u64::from(*max),
+            )?,
+            ReservationSpec::Instance { amount, .. } => over(
+                "instances_per_reservation",
+                u64::from(limits::INSTANCES_PER_RESERVATION_MAX),
+                u64::from(*amount),
+            )?,
+            ReservationSpec::FloatingIp { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks a counter-offer search horizon (microseconds after the start) against
+/// [`limits::SEARCH_HORIZON_DAYS_MAX`].
+pub fn check_horizon(horizon_micros: i64) -> Result<(), Rejection> {
+    const DAY: i64 = 86_400_000_000;
+    let micros = u64::try_from(horizon_micros.max(0)).unwrap_or(0);
+    let days = micros.div_ceil(DAY as u64);
+    over("search_horizon_days", limits::SEARCH_HORIZON_DAYS_MAX, days)
+}
+
 /// The reservations to admit, each checked (see [`check_spec`]), with what it holds now when
 /// it is being re-admitted.
 pub fn wanted<'a>(
@@ -236,15 +280,15 @@ pub fn wanted<'a>(
         .collect()
 }
 
-/// Admits a new lease all-or-nothing, or refuses it with a counter-offer searched until
-/// `horizon_end`.
+/// Admits a new lease all-or-nothing, or refuses it with a counter-offer searched within
+/// `search` ([`Search::NONE`] under the writer lock: the most that fits, no earliest start).
 pub fn create_lease(
     catalog: &Catalog,
     new: &NewLease,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
 ) -> Result<(Vec<Change>, Lease), Rejection> {
-    create_lease_with(catalog, new, now, horizon_end, &[])
+    create_lease_with(catalog, new, now, search, &[])
 }
 
 /// [`create_lease`], not counting the holds of the reservations in `excluding` (they are being
@@ -253,9 +297,10 @@ pub fn create_lease_with(
     catalog: &Catalog,
     new: &NewLease,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
     excluding: &[Uuid],
 ) -> Result<(Vec<Change>, Lease), Rejection> {
+    check_limits(new.reservations.iter().map(|(_, s)| s))?;
     check_name(&new.name)?;
     let window = check_window(new.start, new.end)?;
     if window.end <= now {
@@ -263,11 +308,8 @@ pub fn create_lease_with(
     }
     catalog.policy().check(window, now)?;
     let before_end = before_end_at(window, new.before_end)?;
-    if new.reservations.len() > RESERVATIONS_PER_LEASE_MAX {
-        return Err(Rejection::TooMany("reservations"));
-    }
     let want = wanted(catalog, new.reservations.iter().map(|(_, s)| (s, None)))?;
-    let granted = reserve::admit_or_offer(catalog, window, &want, excluding, horizon_end)
+    let granted = reserve::admit_or_offer(catalog, window, &want, excluding, search)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
     let reservations = new
         .reservations

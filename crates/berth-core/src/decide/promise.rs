@@ -17,7 +17,7 @@ use crate::promise::{
     self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms,
 };
 use crate::rejection::Rejection;
-use crate::reserve;
+use crate::reserve::{self, Search};
 use crate::time::Instant;
 use std::collections::BTreeSet;
 use uuid::Uuid;
@@ -224,12 +224,27 @@ fn with_terms(changes: &mut [Change], lease: &mut Lease, terms: PromiseTerms) {
 
 /// Admits a Promise reservation all-or-nothing as a lease; when it does not fit and the policy
 /// allows it, displaces not-yet-started reservations of lower priority (lowest first, newest
-/// first among equals, no more than needed). A refusal carries the counter-offer.
+/// first among equals, no more than needed; the search for them is bounded by `search`, and
+/// [`Search::NONE`] searches none). A refusal carries the counter-offer.
 pub fn create_reservation(
     catalog: &Catalog,
     new: &NewReservation,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    create_reservation_displacing(catalog, new, now, search, &[])
+}
+
+/// [`create_reservation`] with the leases to displace chosen beforehand (by a search over a
+/// snapshot of the catalog, read back with [`displaced_by`]): when the request does not fit as
+/// asked, it is admitted only by displacing exactly `displacing`, each of which must still be
+/// displaceable; nothing is searched. An empty `displacing` searches within `search`.
+pub fn create_reservation_displacing(
+    catalog: &Catalog,
+    new: &NewReservation,
+    now: Instant,
+    search: &Search<'_>,
+    displacing: &[Uuid],
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     let mut ask = new.ask.clone();
     if ask.is_empty() {
@@ -271,14 +286,18 @@ pub fn create_reservation(
             event_ids: new.event_ids,
             notice_lead_micros: new.notice_lead_micros,
         };
-        match lease_decide::create_lease(catalog, &lease, now, horizon_end) {
+        match lease_decide::create_lease(catalog, &lease, now, search) {
             Ok((mut changes, mut made)) => {
                 with_terms(&mut changes, &mut made, terms);
                 return Ok((changes, made));
             }
             Err(Rejection::DoesNotFit(refusal)) => {
                 let others = new.displace_other_projects;
-                if let Some(done) = displace(catalog, &lease, &terms, others, now, horizon_end) {
+                let done = match displacing {
+                    [] => displace(catalog, &lease, &terms, others, now, search),
+                    chosen => displace_chosen(catalog, &lease, &terms, others, now, chosen),
+                };
+                if let Some(done) = done {
                     return Ok(done);
                 }
                 first_refusal.get_or_insert(Rejection::DoesNotFit(refusal));
@@ -334,21 +353,28 @@ fn reservation_ids(leases: &[&Lease]) -> Vec<Uuid> {
 }
 
 /// The smallest set of lower-priority reservations (greedy, then pruned) whose displacement
-/// lets `lease` in, and the decision that displaces them and admits it.
+/// lets `lease` in, and the decision that displaces them and admits it. Every admission tried
+/// is a step of `search`; a search cut short before a set fits finds nothing, one cut while
+/// pruning keeps the set it has.
 fn displace(
     catalog: &Catalog,
     lease: &NewLease,
     terms: &PromiseTerms,
     others: bool,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
 ) -> Option<(Vec<Change>, Lease)> {
     if !catalog.policy().preemption {
         return None;
     }
     let mut chosen: Vec<&Lease> = Vec::new();
     let mut admitted = false;
+    let mut step = 0;
     for candidate in displaceable(catalog, lease, terms.priority, others) {
+        if !search.allows(step) {
+            return None;
+        }
+        step += 1;
         chosen.push(candidate);
         if fits(catalog, lease, &reservation_ids(&chosen)) {
             admitted = true;
@@ -362,15 +388,51 @@ fn displace(
         return None;
     }
     for idx in (0..chosen.len()).rev() {
+        if !search.allows(step) {
+            break;
+        }
+        step += 1;
         let mut without = chosen.clone();
         without.remove(idx);
         if fits(catalog, lease, &reservation_ids(&without)) {
             chosen = without;
         }
     }
-    let excluding = reservation_ids(&chosen);
+    admit_displacing(catalog, lease, terms, now, &chosen)
+}
+
+/// Re-checks a displacement chosen beforehand: every lease of `chosen` must still be
+/// displaceable by `lease`, and displacing them must let it in.
+fn displace_chosen(
+    catalog: &Catalog,
+    lease: &NewLease,
+    terms: &PromiseTerms,
+    others: bool,
+    now: Instant,
+    chosen: &[Uuid],
+) -> Option<(Vec<Change>, Lease)> {
+    if !catalog.policy().preemption || chosen.len() > DISPLACED_MAX {
+        return None;
+    }
+    let candidates = displaceable(catalog, lease, terms.priority, others);
+    let chosen: Vec<&Lease> = chosen
+        .iter()
+        .map(|id| candidates.iter().find(|l| l.id == *id).copied())
+        .collect::<Option<_>>()?;
+    admit_displacing(catalog, lease, terms, now, &chosen)
+}
+
+/// Admits `lease` over the holds of `chosen`, which it displaces in the same decision.
+fn admit_displacing(
+    catalog: &Catalog,
+    lease: &NewLease,
+    terms: &PromiseTerms,
+    now: Instant,
+    chosen: &[&Lease],
+) -> Option<(Vec<Change>, Lease)> {
+    let excluding = reservation_ids(chosen);
     let (admitted, mut made) =
-        lease_decide::create_lease_with(catalog, lease, now, horizon_end, &excluding).ok()?;
+        lease_decide::create_lease_with(catalog, lease, now, &Search::NONE, &excluding).ok()?;
     let mut changes: Vec<Change> = chosen
         .iter()
         .flat_map(|victim| preempt(victim, lease.id, terms.priority, now))
@@ -379,6 +441,21 @@ fn displace(
     with_terms(&mut admitted, &mut made, terms.clone());
     changes.extend(admitted);
     Some((changes, made))
+}
+
+/// The leases a reservation decision displaced: those its changes set, other than its own
+/// lease `id`, in the order it displaced them.
+pub fn displaced_by(changes: &[Change], id: Uuid) -> Vec<Uuid> {
+    let mut out: Vec<Uuid> = Vec::new();
+    for change in changes {
+        if let Change::LeaseSet { id: set, .. } = change
+            && *set != id
+            && !out.contains(set)
+        {
+            out.push(*set);
+        }
+    }
+    out
 }
 
 /// Ends a not-yet-started lease displaced by `by`: it holds nothing from now on.
@@ -459,7 +536,7 @@ pub fn update_reservation(
     id: Uuid,
     change: &ReservationChange,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     let current = catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))?;
     let mut terms = current
@@ -505,7 +582,7 @@ pub fn update_reservation(
     check_expiry(terms.expiry, start, end)?;
     let (mut changes, mut lease) =
         match update.start.is_some() || update.end.is_some() || !update.reservations.is_empty() {
-            true => lease_decide::update_lease(catalog, id, &update, now, horizon_end)?,
+            true => lease_decide::update_lease(catalog, id, &update, now, search)?,
             false => {
                 let mut lease = current.clone();
                 lease.updated_at = now;

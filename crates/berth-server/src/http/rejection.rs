@@ -12,6 +12,8 @@ pub const DUPLICATE_NAME: &str = "placement.duplicate_name";
 pub const NOT_ENOUGH_RESOURCES: &str = "not_enough_resources";
 /// berth's code for an `Idempotency-Key` sent again with a different request.
 pub const IDEMPOTENCY_KEY_REUSED: &str = "idempotency_key_reused";
+/// berth's code for a request over one of the named limits (the body names the limit).
+pub const LIMIT_EXCEEDED: &str = "limit_exceeded";
 /// Placement's code for removing an inventory that is in use.
 pub const INVENTORY_INUSE: &str = "placement.inventory.inuse";
 
@@ -71,6 +73,7 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::TooMany(_)
         | Rejection::BadLease(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
         Rejection::Policy { .. } => (StatusCode::BAD_REQUEST, "policy_violation"),
+        Rejection::LimitExceeded { limit, max, .. } => return limit_error(limit, *max, detail),
         Rejection::LeaseNotFound(_)
         | Rejection::FloatingIpNotFound(_)
         | Rejection::PropertyNotFound(_)
@@ -112,6 +115,12 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         }
     };
     ApiError::new(status, code, detail)
+}
+
+/// 400 naming the limit a request is over, and what it allows.
+fn limit_error(limit: &str, max: u64, detail: String) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail)
+        .with_extra(serde_json::json!({ "limit": limit, "max": max }))
 }
 
 /// The status and code of a bare-metal rejection; a refused claim lists why, per node.

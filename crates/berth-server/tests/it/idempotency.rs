@@ -247,3 +247,30 @@ async fn an_idempotency_key_survives_a_restart() {
     drop(app);
     drop(dir);
 }
+
+/// A retry of a lease that took the last of the capacity still answers with that lease: the
+/// refusal a snapshot would give (nothing left) never hides the first request's result.
+#[tokio::test]
+async fn a_retry_after_taking_the_last_capacity_answers_with_the_first_lease() {
+    let app = headers_app().await;
+    hosts(&app, &["cn1"]).await;
+    let start = tomorrow();
+    let body = lease_body(
+        "last",
+        &minutes(start),
+        &minutes(start + HOUR),
+        json!([whole_hosts(1, 1, "az1")]),
+    );
+    let (status, first) = send(&app, P1, LEASES, Some("last-host"), &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, again) = send(&app, P1, LEASES, Some("last-host"), &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    assert_eq!(again["lease"]["id"], first["lease"]["id"]);
+    let (status, _) = send(&app, P1, LEASES, Some("another"), &body).await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "without the key it does not fit"
+    );
+    assert_eq!(count(&app, P1, LEASES, "leases").await, 1);
+}

@@ -14,6 +14,7 @@ mod failures;
 mod fence;
 mod https_callbacks;
 mod idempotency;
+mod limits;
 mod notifications;
 mod placement_allocations;
 mod placement_candidates;

@@ -202,7 +202,7 @@ impl World {
     }
 
     fn create(&mut self, new: &NewLease) -> Result<Lease, Rejection> {
-        let (changes, lease) = create_lease(&self.catalog, new, now(), horizon())?;
+        let (changes, lease) = create_lease(&self.catalog, new, now(), &Search::until(horizon()))?;
         assert_eq!(record_kinds(&changes), ["lease.create"]);
         self.apply(&changes);
         Ok(lease)
@@ -229,7 +229,13 @@ impl World {
     }
 
     fn update(&mut self, id: Uuid, update: &LeaseUpdate, hour: i64) -> Result<Lease, Rejection> {
-        let (changes, lease) = update_lease(&self.catalog, id, update, at(hour), horizon())?;
+        let (changes, lease) = update_lease(
+            &self.catalog,
+            id,
+            update,
+            at(hour),
+            &Search::until(horizon()),
+        )?;
         assert_eq!(record_kinds(&changes), ["lease.update"]);
         self.apply(&changes);
         Ok(lease)
@@ -716,13 +722,85 @@ fn earliest_start_is_when_the_blocking_leases_end() {
     assert_eq!(never.earliest_start, None);
     for (horizon, expected) in [(12, None), (13, Some(at(12)))] {
         let new = w.new_lease((5, 8), vec![hosts(2, 2)]);
-        match create_lease(&w.catalog, &new, now(), at(horizon)) {
+        match create_lease(&w.catalog, &new, now(), &Search::until(at(horizon))) {
             Err(Rejection::DoesNotFit(refusal)) => {
                 assert_eq!(refusal.earliest_start, expected, "horizon {horizon}");
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn an_earliest_start_search_cut_by_its_steps_or_its_probe_says_it_is_truncated() {
+    let mut w = World::new();
+    w.host("h1");
+    w.host("h2");
+    w.lease((0, 10), vec![hosts(2, 2)]);
+    w.lease((10, 12), vec![hosts(1, 1)]);
+    let new = w.new_lease((5, 8), vec![hosts(2, 2)]);
+    let refusal = |search: &Search<'_>| match create_lease(&w.catalog, &new, now(), search) {
+        Err(Rejection::DoesNotFit(refusal)) => *refusal,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let full = refusal(&Search::until(horizon()));
+    assert_eq!((full.earliest_start, full.truncated), (Some(at(12)), false));
+    // The first instant tried (10) does not fit; one step stops before the second.
+    let one_step = Search {
+        steps: 1,
+        ..Search::until(horizon())
+    };
+    let cut = refusal(&one_step);
+    assert_eq!((cut.earliest_start, cut.truncated), (None, true));
+    assert_eq!(cut.amounts, full.amounts);
+    let stopped = Search {
+        stop: &|| true,
+        ..Search::until(horizon())
+    };
+    assert!(refusal(&stopped).truncated);
+    // No search (the writer lock's decision): the most that fits, no start, not truncated.
+    let none = refusal(&Search::NONE);
+    assert_eq!((none.earliest_start, none.truncated), (None, false));
+    assert_eq!(none.amounts, full.amounts);
+}
+
+#[test]
+fn requests_over_the_named_limits_are_refused_before_any_work() {
+    let mut w = World::new();
+    w.host("h1");
+    let over = |limit: &'static str, max: u32| Rejection::LimitExceeded {
+        limit,
+        max: u64::from(max),
+        got: u64::from(max) + 1,
+    };
+    let many = crate::limits::INSTANCES_PER_RESERVATION_MAX + 1;
+    assert_eq!(
+        w.try_lease((0, 10), vec![instances(1, many, Affinity::Any)])
+            .err(),
+        Some(over(
+            "instances_per_reservation",
+            crate::limits::INSTANCES_PER_RESERVATION_MAX
+        ))
+    );
+    let wide = crate::limits::HOSTS_PER_RESERVATION_MAX + 1;
+    assert_eq!(
+        w.try_lease((0, 10), vec![hosts(1, wide)]).err(),
+        Some(over(
+            "hosts_per_reservation",
+            crate::limits::HOSTS_PER_RESERVATION_MAX
+        ))
+    );
+    let day = 86_400_000_000;
+    let days = crate::limits::SEARCH_HORIZON_DAYS_MAX as i64;
+    assert_eq!(check_horizon(days * day), Ok(()));
+    assert_eq!(
+        check_horizon(days * day + 1),
+        Err(Rejection::LimitExceeded {
+            limit: "search_horizon_days",
+            max: days as u64,
+            got: days as u64 + 1,
+        })
+    );
 }
 
 #[test]
@@ -886,14 +964,18 @@ fn invalid_leases_are_refused() {
     for (what, breaks) in cases {
         let mut new = w.new_lease((0, 10), vec![hosts(1, 1)]);
         breaks(&mut new);
-        let result = create_lease(&w.catalog, &new, now(), horizon());
+        let result = create_lease(&w.catalog, &new, now(), &Search::until(horizon()));
         assert!(is_bad_lease(&result), "{what}: {result:?}");
     }
     let many = vec![hosts(1, 1); RESERVATIONS_PER_LEASE_MAX + 1];
     let new = w.new_lease((0, 10), many);
     assert_eq!(
-        create_lease(&w.catalog, &new, now(), horizon()).map(|(_, l)| l),
-        Err(Rejection::TooMany("reservations"))
+        create_lease(&w.catalog, &new, now(), &Search::until(horizon())).map(|(_, l)| l),
+        Err(Rejection::LimitExceeded {
+            limit: "reservations_per_lease",
+            max: RESERVATIONS_PER_LEASE_MAX as u64,
+            got: RESERVATIONS_PER_LEASE_MAX as u64 + 1,
+        })
     );
     let mut fine = w.new_lease((0, 10), vec![hosts(1, 1)]);
     fine.before_end = Some(at(9));

@@ -15,7 +15,7 @@ use crate::decide::lease::ReservationUpdate;
 use crate::lease::{EventKind, EventStatus, Lease, Reservation, ReservationSpec};
 use crate::ledger::Window;
 use crate::rejection::Rejection;
-use crate::reserve::{self, Refusal, Shortfall};
+use crate::reserve::{self, Refusal, Search, Shortfall};
 use crate::time::Instant;
 use uuid::Uuid;
 
@@ -207,7 +207,7 @@ pub fn update_lease(
     id: Uuid,
     update: &LeaseUpdate,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     let current = catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))?;
     if update.name.is_none() && !changes_capacity(update) {
@@ -224,7 +224,7 @@ pub fn update_lease(
         lease.name = name.trim().to_owned();
     }
     if changes_capacity(update) {
-        readmit(catalog, current, &mut lease, update, now, horizon_end)?;
+        readmit(catalog, current, &mut lease, update, now, search)?;
     }
     lease.updated_at = now;
     let mut changes = vec![record(
@@ -250,7 +250,7 @@ fn readmit(
     lease: &mut Lease,
     update: &LeaseUpdate,
     now: Instant,
-    horizon_end: Instant,
+    search: &Search<'_>,
 ) -> Result<(), Rejection> {
     let window = new_window(current, update)?;
     if window.end <= now && update.end.is_some() {
@@ -261,12 +261,13 @@ fn readmit(
     }
     let before_end = new_before_end(current, window, update.before_end)?;
     let specs = new_specs(current, update)?;
+    super::check_limits(specs.iter())?;
     let want = wanted(
         catalog,
         specs.iter().zip(current.reservations.iter().map(Some)),
     )?;
     let own: Vec<Uuid> = current.reservations.iter().map(|r| r.id).collect();
-    let granted = reserve::admit_or_offer(catalog, window, &want, &own, horizon_end)
+    let granted = reserve::admit_or_offer(catalog, window, &want, &own, search)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
     let started = current.started();
     let mut lost = Vec::new();
@@ -295,6 +296,7 @@ fn readmit(
             shortfalls: lost,
             amounts,
             earliest_start: None,
+            truncated: false,
         })));
     }
     lease.start = window.start;

@@ -385,6 +385,7 @@ pub(crate) fn refusal_json(refusal: &Refusal) -> Value {
         "counter_offer": {
             "amounts": refusal.amounts,
             "earliest_start": refusal.earliest_start.map(lease_time),
+            "truncated": refusal.truncated,
         },
     })
 }

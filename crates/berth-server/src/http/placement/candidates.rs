@@ -5,6 +5,7 @@ use super::{caching_headers, query};
 use crate::http::AppState;
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
+use crate::http::rejection::to_api_error;
 use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::body::Body;
@@ -15,7 +16,7 @@ use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolic
 use berth_core::fence::FencePolicy;
 use berth_core::lease::ReservationSpec;
 use berth_core::query::TraitFilter;
-use berth_core::{Catalog, Provider, ResourceClass};
+use berth_core::{Catalog, Provider, Rejection, ResourceClass, limits};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -81,6 +82,23 @@ struct RawGroup<'p> {
     required: Vec<&'p str>,
     member_of: Vec<&'p str>,
     in_tree: Option<&'p str>,
+}
+
+/// How many groups the request names; 400 when more than [`limits::REQUEST_GROUPS_MAX`],
+/// before any work is done on them.
+fn check_groups(pairs: &[(String, String)], mv: Microversion) -> Result<usize, ApiError> {
+    let groups: BTreeSet<&str> = pairs
+        .iter()
+        .filter_map(|(key, _)| group_key(key, mv).map(|(_, suffix)| suffix))
+        .collect();
+    match groups.len() <= limits::REQUEST_GROUPS_MAX {
+        true => Ok(groups.len()),
+        false => Err(to_api_error(&Rejection::LimitExceeded {
+            limit: "request_groups",
+            max: limits::REQUEST_GROUPS_MAX as u64,
+            got: groups.len() as u64,
+        })),
+    }
 }
 
 fn parse(
@@ -563,19 +581,29 @@ async fn list(
 ) -> Result<Response, ApiError> {
     mv.require(10)?;
     let pairs = query::pairs(raw.as_deref())?;
+    let groups = check_groups(&pairs, mv)?;
     let fence = state.berth.fence_policy();
     let now = state.berth.now();
-    let (bytes, truncated) = state
-        .berth
-        .read(|catalog| {
-            let parsed = parse(&pairs, mv, catalog, fence, now)?;
-            let found = candidates::allocation_candidates(catalog, &parsed.query);
-            Ok::<_, ApiError>((
-                render(catalog, &found, mv, &parsed.requested),
-                found.truncated,
-            ))
-        })
-        .await??;
+    let answer = move |catalog: &Catalog, stop: &dyn Fn() -> bool| {
+        let parsed = parse(&pairs, mv, catalog, fence, now)?;
+        let found = candidates::allocation_candidates_within(catalog, &parsed.query, stop);
+        Ok::<_, ApiError>((
+            render(catalog, &found, mv, &parsed.requested),
+            found.truncated,
+        ))
+    };
+    // One group visits each tree once (what Nova sends most): answered in place, from the
+    // catalog. Several groups combine options and may search long: on a snapshot, off the
+    // runtime threads, within the search budget.
+    let (bytes, truncated) = match groups {
+        0 | 1 => {
+            state
+                .berth
+                .read(move |catalog| answer(catalog, &|| false))
+                .await??
+        }
+        _ => state.berth.search(answer).await??,
+    };
     let mut response = Response::new(Body::from(bytes));
     let headers = response.headers_mut();
     headers.insert(

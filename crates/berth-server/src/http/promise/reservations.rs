@@ -253,6 +253,7 @@ pub(super) fn offer(ask: &Ask, refusal: &Refusal, start: Instant, end: Instant) 
         "capacity": vector(&most),
         "window": {"startTime": time(start), "endTime": time(end)},
         "earliestWindow": earliest,
+        "truncated": refusal.truncated,
     })
 }
 
