@@ -108,7 +108,9 @@ impl Berth {
     /// its counter-offer searched within the search budget, and never takes the writer lock.
     /// One that fits is decided again under the lock, where nothing is searched; if the
     /// catalog moved and it no longer fits, the counter-offer is searched after the lock.
-    /// A key seen before skips the snapshot: its decision answers with what the key made.
+    /// A light request (up to `limits::ADMISSION_IN_PLACE_MAX` hosts, slots and addresses in
+    /// all) goes straight to the lock; a key seen before skips the snapshot too: its decision
+    /// answers with what the key made.
     pub async fn create_lease(&self, cmd: CreateLease) -> Result<Lease, AppError> {
         decide::check_limits(cmd.reservations.iter())?;
         decide::check_horizon(cmd.horizon_micros)?;
@@ -135,12 +137,18 @@ impl Berth {
         let key = cmd.idempotency;
         let asked = new.clone();
         let seen = key.clone();
-        let fits = self
-            .read_blocking(move |catalog| match &seen {
-                Some(seen) if !matches!(replay(catalog, seen, now), Ok(None)) => Ok(()),
-                _ => decide::create_lease(catalog, &asked, now, &Search::NONE).map(|_| ()),
-            })
-            .await?;
+        let weight = decide::admission_weight(new.reservations.iter().map(|(_, spec)| spec));
+        let fits = match weight <= berth_core::limits::ADMISSION_IN_PLACE_MAX {
+            // As cheap to decide under the lock as any write: no snapshot to pay for.
+            true => Ok(()),
+            false => {
+                self.read_blocking(move |catalog| match &seen {
+                    Some(seen) if !matches!(replay(catalog, seen, now), Ok(None)) => Ok(()),
+                    _ => decide::create_lease(catalog, &asked, now, &Search::NONE).map(|_| ()),
+                })
+                .await?
+            }
+        };
         let decided = new.clone();
         let result = match fits {
             Ok(()) => {

@@ -63,10 +63,13 @@ struct Pending {
     /// Identifies it in the queue (for withdrawing it at its deadline).
     id: u64,
     decide: Decide,
-    reply: oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>,
+    reply: Reply,
     /// The deadline of the request that made it, if any.
     deadline: Option<Arc<Deadline>>,
 }
+
+/// The way back to a decision's caller.
+type Reply = oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>;
 
 type Decide = Box<
     dyn FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, Box<dyn Any + Send>), Rejection> + Send,
@@ -379,15 +382,16 @@ impl Batch {
         let now = self.clock.now();
         let mut changes = Vec::new();
         let mut accepted = Vec::with_capacity(batch.len());
+        // Refusals are answered once the batch is settled, so that whatever a refused caller
+        // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
+        let mut refused = Vec::new();
         for pending in batch {
             // The caller went away while the batch began: nobody would learn the outcome.
             if pending.reply.is_closed() {
                 continue;
             }
             match (pending.decide)(&working.catalog, now) {
-                Err(rejection) => {
-                    let _ = pending.reply.send(Err(AppError::Rejected(rejection)));
-                }
+                Err(rejection) => refused.push((pending.reply, rejection)),
                 Ok((decided, value)) => {
                     working.catalog.apply(&decided);
                     changes.extend(decided);
@@ -395,12 +399,17 @@ impl Batch {
                 }
             }
         }
+        let refuse = |refused: Vec<(Reply, Rejection)>| {
+            for (reply, rejection) in refused {
+                let _ = reply.send(Err(AppError::Rejected(rejection)));
+            }
+        };
         if changes.is_empty() {
             working.dirty = false;
             for (reply, value) in accepted {
                 let _ = reply.send(Ok(value));
             }
-            return;
+            return refuse(refused);
         }
         let committed = match tx.persist(&changes, now).await {
             Ok(()) => tx.commit().await,
@@ -410,7 +419,8 @@ impl Batch {
             Ok(seq) => seq,
             Err(error) => {
                 let replies = accepted.into_iter().map(|(reply, _)| reply);
-                return fail_replies(replies, &error);
+                fail_replies(replies, &error);
+                return refuse(refused);
             }
         };
         working.catalog.set_seq(seq);
@@ -427,6 +437,7 @@ impl Batch {
         for (reply, value) in accepted {
             let _ = reply.send(Ok(value));
         }
+        refuse(refused);
     }
 }
 
@@ -458,10 +469,7 @@ fn fail(batch: Vec<Pending>, error: &StoreError) {
     fail_replies(batch.into_iter().map(|p| p.reply), error);
 }
 
-fn fail_replies(
-    replies: impl Iterator<Item = oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>>,
-    error: &StoreError,
-) {
+fn fail_replies(replies: impl Iterator<Item = Reply>, error: &StoreError) {
     tracing::error!(error = %error, "a write batch could not be committed");
     for reply in replies {
         let answer = match error {

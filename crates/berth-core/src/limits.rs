@@ -66,3 +66,9 @@ const _: () = assert!(INSTANCES_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
 const _: () = assert!(HOSTS_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
 const _: () = assert!(SEARCH_STEPS_MAX > 0);
 const _: () = assert!(SEARCH_BUDGET_MICROS > 0);
+
+/// The most hosts, instance slots and addresses a new lease may ask for in all and still be
+/// decided directly under the writer lock (its admission as asked is then as cheap as any
+/// write); a heavier request is first admitted over a snapshot, off the lock, and reaches the
+/// lock only if it fits there.
+pub const ADMISSION_IN_PLACE_MAX: u64 = 256;

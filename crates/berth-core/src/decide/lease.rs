@@ -252,6 +252,18 @@ pub fn check_limits<'a>(
     Ok(())
 }
 
+/// How much admitting `specs` as asked weighs: the hosts, instance slots and addresses they
+/// ask for (compared with [`limits::ADMISSION_IN_PLACE_MAX`]).
+pub fn admission_weight<'a>(specs: impl Iterator<Item = &'a ReservationSpec>) -> u64 {
+    specs
+        .map(|spec| match spec {
+            ReservationSpec::Host { max, .. } => u64::from(*max),
+            ReservationSpec::Instance { amount, .. }
+            | ReservationSpec::FloatingIp { amount, .. } => u64::from(*amount),
+        })
+        .sum()
+}
+
 /// Checks a counter-offer search horizon (microseconds after the start) against
 /// [`limits::SEARCH_HORIZON_DAYS_MAX`].
 pub fn check_horizon(horizon_micros: i64) -> Result<(), Rejection> {
