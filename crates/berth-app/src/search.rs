@@ -3,7 +3,7 @@
 //! A search (a counter-offer's earliest start, the availability search, the displacement of
 //! lower priorities, allocation candidates) runs on a snapshot of the readers' catalog (a
 //! copy that shares leases and ledger timelines with it, see ARCHITECTURE.md), on a blocking
-//! thread (`tokio::task::spawn_blocking`), within [`limits::SEARCH_BUDGET_MICROS`] measured by
+//! thread of its own at a lower priority (nice 10), within [`limits::SEARCH_BUDGET_MICROS`] measured by
 //! the injected clock and handed to the core as a probe, and at most [`searches_in_flight`] at
 //! once (the rest wait their turn, first come first served), so searches never hold the writer
 //! lock, never stall the runtime that answers `/healthz` and other requests, and never take
@@ -43,7 +43,7 @@ impl Berth {
         f: impl FnOnce(&Catalog) -> R + Send + 'static,
     ) -> Result<R, AppError> {
         let snapshot = self.read(Catalog::clone).await?;
-        blocking(move || f(&snapshot)).await
+        lowered(move || f(&snapshot)).await
     }
 
     /// Runs the search `f` over a snapshot of a current catalog on a blocking thread, once a
@@ -56,7 +56,7 @@ impl Berth {
         let _turn = searches().acquire().await.map_err(|_| AppError::Busy)?;
         let snapshot = self.read(Catalog::clone).await?;
         let clock = std::sync::Arc::clone(&self.clock);
-        blocking(move || {
+        lowered(move || {
             let deadline = clock.now().as_micros() + limits::SEARCH_BUDGET_MICROS;
             let stop = move || clock.now().as_micros() >= deadline;
             f(&snapshot, &stop)
@@ -91,13 +91,39 @@ impl Berth {
     }
 }
 
-/// Runs `f` on a blocking thread; a panic in it resumes in the caller.
-async fn blocking<R: Send + 'static>(
-    f: impl FnOnce() -> R + Send + 'static,
-) -> Result<R, AppError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(value) => Ok(value),
-        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+/// The nice value of a search thread: it gets the CPU the runtime and the writers leave, so a
+/// search, however long within its budget, does not slow the requests that are not searching.
+const SEARCH_NICE: u8 = 10;
+
+/// Runs `f` on a thread of its own at a lower scheduling priority (nice [`SEARCH_NICE`]; where
+/// that cannot be set, at the normal one); a panic in it resumes in the caller.
+async fn lowered<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R, AppError> {
+    let (done, answer) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("berth-search".into())
+        .spawn(move || {
+            lower_priority();
+            let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        })
+        .map_err(|_| AppError::Busy)?;
+    match answer.await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(_) => Err(AppError::Busy),
+    }
+}
+
+/// Lowers the current thread's priority to nice [`SEARCH_NICE`] (Linux keeps a nice value per
+/// thread); a failure only leaves it at the normal priority.
+fn lower_priority() {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue, set_current_thread_priority};
+    // The crate maps 0..=99 onto nice 19..=-20, rounding towards the lower nice.
+    let value = 99_u32.saturating_sub((u32::from(SEARCH_NICE) + 20) * 99 / 39 + 1);
+    if let Ok(value) = u8::try_from(value)
+        .map_err(|_| ())
+        .and_then(|v| ThreadPriorityValue::try_from(v).map_err(|_| ()))
+        && let Err(error) = set_current_thread_priority(ThreadPriority::Crossplatform(value))
+    {
+        tracing::debug!(?error, "a search thread keeps the normal priority");
     }
 }

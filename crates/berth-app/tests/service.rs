@@ -174,3 +174,28 @@ async fn concurrent_writers_are_batched_without_losing_any_answer() {
         "the store holds exactly what readers see"
     );
 }
+
+/// A search runs on a thread of lower priority than the runtime's (nice 10 on Linux), so that
+/// it takes only the CPU the requests that are not searching leave.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn searches_run_at_a_lower_priority() {
+    let store = MemStore::new();
+    let berth = service(&store).await;
+    let nice_of_this_thread = || {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("stat");
+        // The fields after the command name, which ends at the last ')'.
+        let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+        rest.split(' ')
+            .nth(16)
+            .expect("nice")
+            .parse::<i32>()
+            .expect("a number")
+    };
+    let outside = nice_of_this_thread();
+    let inside = berth
+        .search(move |_catalog, _stop| nice_of_this_thread())
+        .await
+        .expect("searched");
+    assert_eq!(inside, outside + 10, "outside {outside}");
+}
