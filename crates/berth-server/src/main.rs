@@ -19,8 +19,37 @@ fn init_tracing() {
     }
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+/// The runtime's worker threads: `TOKIO_WORKER_THREADS` if set, otherwise twice the cores (at
+/// least four). berth's requests are short and use the CPU; with more workers than cores the
+/// operating system time-slices them, so a short request (a health check) is taken up within a
+/// slice instead of waiting for busy workers' tasks to yield (docs/benchmarks.md, "Bounded work
+/// under attack").
+fn worker_threads() -> usize {
+    std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+            (2 * cores).max(4)
+        })
+}
+
+fn main() -> std::process::ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads())
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(error) => {
+            eprintln!("berth: cannot start the runtime: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> std::process::ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {
