@@ -469,17 +469,7 @@ fn auth_mode(mode: Option<AuthMode>, listen: SocketAddr) -> anyhow::Result<AuthM
 
 /// The ranges `--auth headers` trusts: loopback unless some are given.
 fn trusted_proxies(items: &[String]) -> anyhow::Result<Vec<ipnet::IpNet>> {
-    let nets = items
-        .iter()
-        .flat_map(|item| item.split(','))
-        .map(str::trim)
-        .filter(|text| !text.is_empty())
-        .map(|text| {
-            text.parse::<ipnet::IpNet>()
-                .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
-                .with_context(|| format!("--trusted-proxy {text:?} is not a CIDR range"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let nets = destination::parse_ranges(items, "--trusted-proxy").map_err(anyhow::Error::msg)?;
     match nets.is_empty() {
         true => Ok(vec![
             "127.0.0.0/8".parse().expect("invariant: a CIDR"),

@@ -14,13 +14,15 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 
 /// The rules in force and the operator's policy.
 #[derive(Debug)]
 pub struct Authorization {
     rules: BTreeMap<(Method, &'static str), Rule>,
+    /// The same rules by route template, for the lookup every request makes.
+    by_path: HashMap<&'static str, Vec<(Method, Rule)>>,
     policy: AccessPolicy,
 }
 
@@ -31,7 +33,18 @@ impl Authorization {
         policy: AccessPolicy,
     ) -> anyhow::Result<Authorization> {
         let rules = policy.apply(routes.rules())?;
-        Ok(Authorization { rules, policy })
+        let mut by_path: HashMap<&'static str, Vec<(Method, Rule)>> = HashMap::new();
+        for ((method, path), rule) in &rules {
+            by_path
+                .entry(path)
+                .or_default()
+                .push((method.clone(), *rule));
+        }
+        Ok(Authorization {
+            rules,
+            by_path,
+            policy,
+        })
     }
 
     /// The rule of every route.
@@ -49,9 +62,10 @@ impl Authorization {
             Method::HEAD => Method::GET,
             ref other => other.clone(),
         };
-        self.rules
+        self.by_path
+            .get(path)?
             .iter()
-            .find(|((m, p), _)| *m == method && *p == path)
+            .find(|(m, _)| *m == method)
             .map(|(_, rule)| *rule)
     }
 }

@@ -209,6 +209,12 @@ impl Destinations {
 /// Parses an allow-list: CIDR ranges (`10.1.0.0/16`, `fd00::/8`) or single addresses, each item
 /// possibly a comma-separated list.
 pub fn parse_allow<S: AsRef<str>>(items: &[S]) -> Result<Vec<IpNet>, String> {
+    parse_ranges(items, "--callback-allow")
+}
+
+/// Parses address ranges given to `flag`: CIDR ranges or single addresses, each item possibly a
+/// comma-separated list.
+pub fn parse_ranges<S: AsRef<str>>(items: &[S], flag: &str) -> Result<Vec<IpNet>, String> {
     items
         .iter()
         .flat_map(|item| item.as_ref().split(','))
@@ -218,9 +224,7 @@ pub fn parse_allow<S: AsRef<str>>(items: &[S]) -> Result<Vec<IpNet>, String> {
             text.parse::<IpNet>()
                 .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
                 .map(|net| net.trunc())
-                .map_err(|_| {
-                    format!("--callback-allow {text:?} is not a CIDR range like 10.1.0.0/16")
-                })
+                .map_err(|_| format!("{flag} {text:?} is not a CIDR range like 10.1.0.0/16"))
         })
         .collect()
 }
