@@ -18,7 +18,7 @@
 
 use berth_app::{Berth, Clock, IdGen};
 use berth_core::decide::{self, NewHost};
-use berth_core::lease::{
+use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
     ReservationStatus,
 };
@@ -131,7 +131,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> L
             ),
             event(4, EventKind::EndLease, end),
         ],
-        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         preemption_noticed: false,
         terms: None,
         outcome: None,

@@ -4,13 +4,14 @@
 //! makes one.
 
 use crate::{AppError, Berth};
-use berth_core::baremetal::{NodeClaim, ProvisionState};
-use berth_core::catalog::Attributes;
 use berth_core::decide::baremetal::{
     self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
 };
 use berth_core::decide::health::Effects;
-use berth_core::idempotency::{self, Idempotent};
+use berth_core::decide::idempotency;
+use berth_core::model::baremetal::{NodeClaim, ProvisionState};
+use berth_core::model::idempotency::Idempotent;
+use berth_core::model::provider::Attributes;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use uuid::Uuid;

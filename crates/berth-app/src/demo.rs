@@ -7,10 +7,10 @@
 mod activity;
 
 use crate::{AppError, Berth};
-use berth_core::baremetal::ProvisionState;
 use berth_core::decide::baremetal::{NewNode, enroll_node};
 use berth_core::decide::{self, NewHost, NewProvider};
-use berth_core::inventory::FullReservation;
+use berth_core::model::baremetal::ProvisionState;
+use berth_core::model::inventory::FullReservation;
 use berth_core::{
     AggregateRecord, AttrValue, Catalog, Change, Inventory, Rejection, ResourceClass, TraitName,
 };

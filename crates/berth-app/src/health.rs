@@ -5,7 +5,7 @@
 
 use crate::{AppError, Berth};
 use berth_core::decide::health::{self, Effects};
-use berth_core::lease::Lease;
+use berth_core::model::lease::Lease;
 use berth_core::{Catalog, ProviderStatus, Rejection};
 use uuid::Uuid;
 

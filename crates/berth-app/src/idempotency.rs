@@ -5,7 +5,8 @@
 //! two decisions: the second, in the same batch or a later one, finds the first's record.
 
 use crate::{AppError, Berth};
-use berth_core::idempotency::{self, Idempotent};
+use berth_core::decide::idempotency;
+use berth_core::model::idempotency::Idempotent;
 use berth_core::{Catalog, Change, Instant, Rejection};
 use uuid::Uuid;
 

@@ -8,11 +8,13 @@
 //! writer lock, so with several replicas each event fires exactly once.
 
 use crate::{AppError, Berth};
+use berth_core::decide::idempotency::replay;
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
-use berth_core::idempotency::{Idempotent, replay};
-use berth_core::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
-use berth_core::ledger::Window;
-use berth_core::reserve::{self, Refusal, Search};
+use berth_core::model::idempotency::Idempotent;
+use berth_core::model::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
+use berth_core::model::ledger::Window;
+use berth_core::rejection::Refusal;
+use berth_core::reserve::{self, Search};
 use berth_core::{Change, Instant, Rejection};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -405,7 +407,7 @@ fn zone_capacity(catalog: &berth_core::Catalog, window: Window) -> Vec<ZoneCapac
         zone.free_hosts += u32::from(free);
         for (class, record) in provider.inventories() {
             // A reservation's own class is its holder's business (and names it).
-            if berth_core::fence::reservation_of_class(class).is_some() {
+            if berth_core::model::fence::reservation_of_class(class).is_some() {
                 continue;
             }
             let left = match peak.exclusive {

@@ -138,7 +138,7 @@ impl Berth {
             lifecycle: Notify::new(),
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
             notice_lead_micros: std::sync::atomic::AtomicI64::new(
-                berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+                berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
             ),
             claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
         })

@@ -9,7 +9,7 @@
 
 use crate::{AppError, Berth};
 use berth_core::decide::notify as decide;
-use berth_core::notify::{DeliveryStatus, Subscription, Topic};
+use berth_core::model::notify::{DeliveryStatus, Subscription, Topic};
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -97,7 +97,7 @@ impl Berth {
         &self,
         seq: u64,
         limit: usize,
-    ) -> Result<Vec<(u64, berth_core::lease::LeaseRecord)>, AppError> {
+    ) -> Result<Vec<(u64, berth_core::model::lease::LeaseRecord)>, AppError> {
         Ok(self.store.records_after(seq, limit).await?)
     }
 

@@ -6,8 +6,8 @@ use crate::leases::{find_lease, horizon_end, lease_id};
 use crate::search::search_until;
 use crate::{AppError, Berth};
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
-use berth_core::lease::Lease;
-use berth_core::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
+use berth_core::model::lease::Lease;
+use berth_core::model::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
 use berth_core::reserve::Search;
 use berth_core::{Change, Instant};
 use std::collections::BTreeMap;
@@ -58,7 +58,7 @@ pub struct CreateReservation {
     /// How far after the start the counter-offer searches.
     pub horizon_micros: i64,
     /// The request's `Idempotency-Key`, if any: a retry answers with the reservation it created.
-    pub idempotency: Option<berth_core::idempotency::Idempotent>,
+    pub idempotency: Option<berth_core::model::idempotency::Idempotent>,
 }
 
 /// What priorities a caller may give its reservations (an operator's grant).
@@ -98,7 +98,7 @@ pub struct CreateInstance {
 }
 
 /// The most ledger reservations one Promise reservation may become.
-const RESERVATION_IDS_MAX: usize = berth_core::decide::lease::RESERVATIONS_PER_LEASE_MAX;
+const RESERVATION_IDS_MAX: usize = berth_core::limits::RESERVATIONS_PER_LEASE_MAX;
 
 impl Berth {
     /// Creates a flavor and returns it.
@@ -136,7 +136,7 @@ impl Berth {
     /// concurrent changes never undo each other).
     pub async fn update_policy(
         &self,
-        patch: berth_core::promise::PolicyPatch,
+        patch: berth_core::model::promise::PolicyPatch,
     ) -> Result<Policy, AppError> {
         self.write(move |catalog, _| {
             let policy = patch.apply(catalog.policy());
@@ -184,7 +184,7 @@ impl Berth {
             .read_blocking(move |catalog| match &seen {
                 Some(seen)
                     if !matches!(
-                        berth_core::idempotency::replay(catalog, seen, now),
+                        berth_core::decide::idempotency::replay(catalog, seen, now),
                         Ok(None)
                     ) =>
                 {

@@ -8,9 +8,9 @@
 
 use berth_app::{AppError, Berth, Clock, CreateLease, CreateProvider, Deadline, EnrollHost, IdGen};
 use berth_core::catalog::CatalogRows;
-use berth_core::idempotency::{IdempotencyKey, Idempotent};
-use berth_core::lease::LeaseRecord;
-use berth_core::lease::ReservationSpec;
+use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
+use berth_core::model::lease::LeaseRecord;
+use berth_core::model::lease::ReservationSpec;
 use berth_core::{Change, Instant};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
 use std::sync::Arc;

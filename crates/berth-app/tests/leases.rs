@@ -2,7 +2,7 @@
 //! the tests move by hand.
 
 use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
-use berth_core::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
+use berth_core::model::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
 use berth_core::{Instant, Rejection};
 use berth_store::MemStore;
 use std::collections::BTreeMap;
@@ -293,7 +293,7 @@ fn borrower(consumer: u128, host: Uuid, vcpus: u64) -> berth_core::allocation::C
         consumer: Uuid::from_u128(consumer),
         project_id: "batch".into(),
         user_id: "u".into(),
-        consumer_type: Some(berth_core::fence::PREEMPTIBLE.into()),
+        consumer_type: Some(berth_core::model::consumer::PREEMPTIBLE.into()),
         generation: berth_core::allocation::ConsumerGeneration::New,
         allocations: BTreeMap::from([(host, BTreeMap::from([(vcpu, vcpus)]))]),
         reservation: None,
@@ -404,14 +404,14 @@ impl berth_store::Store for CrashingStore {
     async fn lease_records(
         &self,
         lease: Uuid,
-    ) -> Result<Vec<berth_core::lease::LeaseRecord>, berth_store::StoreError> {
+    ) -> Result<Vec<berth_core::model::lease::LeaseRecord>, berth_store::StoreError> {
         self.inner.lease_records(lease).await
     }
     async fn records_after(
         &self,
         seq: u64,
         limit: usize,
-    ) -> Result<Vec<(u64, berth_core::lease::LeaseRecord)>, berth_store::StoreError> {
+    ) -> Result<Vec<(u64, berth_core::model::lease::LeaseRecord)>, berth_store::StoreError> {
         self.inner.records_after(seq, limit).await
     }
 }
@@ -457,7 +457,7 @@ async fn stored_fence(store: &MemStore, lease: Uuid) -> (LeaseStatus, usize, usi
     );
     let stored = catalog.lease(lease).expect("the lease is stored");
     let reservation = stored.reservations[0].id;
-    let class = berth_core::fence::reservation_class(reservation);
+    let class = berth_core::model::fence::reservation_class(reservation);
     let members = catalog
         .providers()
         .filter(|p| p.aggregates().contains(&reservation))
@@ -497,7 +497,7 @@ async fn hold_a_slot(berth: &Berth, reservation: Uuid) {
         .await
         .expect("read")
         .expect("h1");
-    let class = berth_core::fence::reservation_class(reservation);
+    let class = berth_core::model::fence::reservation_class(reservation);
     let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
     let holder = berth_core::allocation::ConsumerWrite {
         consumer: Uuid::from_u128(777),

@@ -21,14 +21,15 @@
 //! (comma-separated) pick cells of the grid.
 
 use berth_core::Catalog;
-use berth_core::capacity::{self, Measure};
+use berth_core::capacity;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::{self, NewHost};
-use berth_core::lease::{
+use berth_core::model::capacity::Measure;
+use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
     ReservationStatus,
 };
-use berth_core::ledger::{Ledger, Window};
+use berth_core::model::ledger::{Ledger, Window};
 use berth_core::{Change, Instant, ResourceClass};
 use criterion::{BenchmarkId, Criterion};
 use std::hint::black_box;
@@ -154,7 +155,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Leas
             ),
             event(4, EventKind::EndLease, end),
         ],
-        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         preemption_noticed: false,
         terms: None,
         outcome: None,
@@ -211,7 +212,7 @@ fn request(amount: u32) -> NewLease {
             Uuid::from_u128(0xbe7c_0004),
             Uuid::from_u128(0xbe7c_0005),
         ],
-        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
     }
 }
 
@@ -280,7 +281,7 @@ fn rss() -> u64 {
 /// A ledger of `count` holds of synthetic leases, as `Lease::holds` makes them (each hold with
 /// its own class names) or, with `shared`, with one shared instance of each class name.
 fn ledger_of(count: usize, hosts: &[Uuid], shared: bool) -> Ledger {
-    let names = berth_core::lease::instance_amounts(1, 1, 1, 1);
+    let names = berth_core::model::lease::instance_amounts(1, 1, 1, 1);
     let mean = mean_duration(hosts.len(), count);
     let mut ledger = Ledger::new();
     let mut rng = Rng(7);

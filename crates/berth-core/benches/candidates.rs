@@ -2,7 +2,7 @@
 
 use berth_core::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::decide::{self, NewProvider};
-use berth_core::inventory::{FullReservation, Inventory};
+use berth_core::model::inventory::{FullReservation, Inventory};
 use berth_core::query::MemberOf;
 use berth_core::{Catalog, Instant, ResourceClass};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -107,7 +107,7 @@ fn candidates(c: &mut Criterion) {
 /// Fences the last 20% of the providers with 1,000 running reservations: 500 host reservations
 /// (one provider each, held whole) and 500 instance reservations (two 4-VCPU slots each).
 fn fence_fifth(catalog: &mut Catalog, n: usize) {
-    use berth_core::lease::{
+    use berth_core::model::lease::{
         Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
     };
     let now = Instant::from_micros(1);

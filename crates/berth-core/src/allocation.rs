@@ -7,13 +7,14 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::consumer::{Allocations, Consumer};
-use crate::decide::Decision;
+use crate::change::Decision;
 use crate::fence::{self, FencePolicy};
-use crate::name::ResourceClass;
-use crate::provider::Provider;
+use crate::model::consumer::{Allocations, Consumer, PREEMPTIBLE};
+use crate::model::fence::reservation_in;
+use crate::model::name::ResourceClass;
+use crate::model::provider::Provider;
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -108,7 +109,7 @@ fn presented(
     }
     let named = write
         .reservation
-        .or_else(|| fence::reservation_in(&write.allocations))
+        .or_else(|| reservation_in(&write.allocations))
         .or_else(|| {
             write
                 .allocations
@@ -134,13 +135,13 @@ fn unreserved_totals(
         // What a borrower held is not unreserved use it may keep: it was lent, not given.
         if let Some(existing) = catalog.consumer(write.consumer)
             && existing.reservation.is_none()
-            && existing.consumer_type.as_deref() != Some(fence::PREEMPTIBLE)
+            && existing.consumer_type.as_deref() != Some(PREEMPTIBLE)
         {
             for (provider, class, amount) in existing.entries() {
                 totals.entry((provider, class.clone())).or_default().0 += amount;
             }
         }
-        let preemptible = write.consumer_type.as_deref() == Some(fence::PREEMPTIBLE);
+        let preemptible = write.consumer_type.as_deref() == Some(PREEMPTIBLE);
         if reservation.is_some() || preemptible {
             continue;
         }
@@ -242,7 +243,7 @@ fn borrower_on(catalog: &Catalog, provider: Uuid, writes: &[ConsumerWrite]) -> O
     catalog
         .consumers()
         .filter(|(uuid, c)| {
-            c.consumer_type.as_deref() == Some(fence::PREEMPTIBLE)
+            c.consumer_type.as_deref() == Some(PREEMPTIBLE)
                 && c.reservation.is_none()
                 && c.allocations.contains_key(&provider)
                 && !writes.iter().any(|w| w.consumer == *uuid)
@@ -352,7 +353,7 @@ pub struct InventoryWrite {
     /// The generation the caller last saw.
     pub generation: u64,
     /// The full new set.
-    pub inventories: BTreeMap<ResourceClass, crate::inventory::Inventory>,
+    pub inventories: BTreeMap<ResourceClass, crate::model::inventory::Inventory>,
 }
 
 /// Replaces inventories and allocations together (Placement's reshaper): consumers in `writes`
@@ -435,7 +436,7 @@ pub fn reshape_with(
 mod tests {
     use super::*;
     use crate::decide::{self, NewProvider};
-    use crate::inventory::{FullReservation, Inventory};
+    use crate::model::inventory::{FullReservation, Inventory};
     use proptest::prelude::*;
 
     const T0: Instant = Instant::from_micros(7);

@@ -16,8 +16,8 @@
 
 use crate::catalog::Catalog;
 use crate::limits;
-use crate::name::{ResourceClass, TraitName};
-use crate::provider::Provider;
+use crate::model::name::{ResourceClass, TraitName};
+use crate::model::provider::Provider;
 use crate::query::{MemberOf, TraitFilter};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -223,7 +223,7 @@ fn aggregates_pass(group: &Group, provider: &Provider, anchor: &Provider, spans:
 struct Rules<'c> {
     catalog: &'c Catalog,
     fenced: bool,
-    within: Option<&'c crate::lease::Reservation>,
+    within: Option<&'c crate::model::lease::Reservation>,
     presented: &'c BTreeSet<Uuid>,
 }
 

@@ -5,14 +5,15 @@
 //! the same [`Change`]s the store has just committed. It owns no I/O.
 
 use crate::change::Change;
-use crate::consumer::Consumer;
-use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
-use crate::inventory::Inventory;
-use crate::lease::{EventKind, FloatingIp, Lease};
-use crate::ledger::Ledger;
-use crate::name::{self, ResourceClass, TraitName};
-use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
-use crate::time::Instant;
+use crate::model::consumer::Consumer;
+use crate::model::fence::Fence;
+use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
+use crate::model::inventory::Inventory;
+use crate::model::lease::{EventKind, FloatingIp, Lease};
+use crate::model::ledger::Ledger;
+use crate::model::name::{self, ResourceClass, TraitName};
+use crate::model::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
+use crate::model::time::Instant;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -36,11 +37,11 @@ pub struct CatalogRows {
     /// `(provider, host)`.
     pub hosts: Vec<(Uuid, HostRecord)>,
     /// `(provider, condition)` of providers out of service.
-    pub conditions: Vec<(Uuid, crate::provider::ProviderCondition)>,
+    pub conditions: Vec<(Uuid, crate::model::provider::ProviderCondition)>,
     /// `(provider, node)` of bare-metal nodes.
-    pub nodes: Vec<(Uuid, crate::baremetal::NodeRecord)>,
+    pub nodes: Vec<(Uuid, crate::model::baremetal::NodeRecord)>,
     /// Node claims.
-    pub claims: Vec<crate::baremetal::NodeClaim>,
+    pub claims: Vec<crate::model::baremetal::NodeClaim>,
     /// Custom resource classes.
     pub resource_classes: Vec<ResourceClass>,
     /// Custom traits.
@@ -56,17 +57,17 @@ pub struct CatalogRows {
     /// Host properties marked private.
     pub private_properties: Vec<String>,
     /// Flavors.
-    pub flavors: Vec<crate::promise::Flavor>,
+    pub flavors: Vec<crate::model::promise::Flavor>,
     /// The reservation policy, when one was set.
-    pub policy: Option<crate::promise::Policy>,
+    pub policy: Option<crate::model::promise::Policy>,
     /// Instances created through Promise.
-    pub instances: Vec<crate::promise::PromiseInstance>,
+    pub instances: Vec<crate::model::promise::PromiseInstance>,
     /// Planned capacity changes.
-    pub pools: Vec<crate::promise::CapacityPool>,
+    pub pools: Vec<crate::model::promise::CapacityPool>,
     /// Subscriptions.
-    pub subscriptions: Vec<crate::notify::Subscription>,
+    pub subscriptions: Vec<crate::model::notify::Subscription>,
     /// Deliveries pending or dead.
-    pub deliveries: Vec<crate::notify::Delivery>,
+    pub deliveries: Vec<crate::model::notify::Delivery>,
     /// The outbox sequence number expanded up to.
     pub outbox_cursor: u64,
     /// Idempotency keys with what their first request created.
@@ -135,23 +136,23 @@ pub struct Catalog {
     /// Reservation to the consumers presenting it.
     reserved_consumers: HashMap<Uuid, BTreeSet<Uuid>>,
     /// Flavors by id.
-    flavors: BTreeMap<String, crate::promise::Flavor>,
+    flavors: BTreeMap<String, crate::model::promise::Flavor>,
     /// The reservation policy, once one was set.
-    policy: Option<crate::promise::Policy>,
+    policy: Option<crate::model::promise::Policy>,
     /// Instances created through Promise, by id.
-    instances: BTreeMap<Uuid, crate::promise::PromiseInstance>,
+    instances: BTreeMap<Uuid, crate::model::promise::PromiseInstance>,
     /// Planned capacity changes, by id.
-    pools: BTreeMap<Uuid, crate::promise::CapacityPool>,
+    pools: BTreeMap<Uuid, crate::model::promise::CapacityPool>,
     /// Providers some planned capacity change touches, with the pools touching each.
     pooled: HashMap<Uuid, BTreeSet<Uuid>>,
     /// Subscriptions, by id.
-    subscriptions: BTreeMap<Uuid, crate::notify::Subscription>,
+    subscriptions: BTreeMap<Uuid, crate::model::notify::Subscription>,
     /// Deliveries pending or dead, by notification id.
-    deliveries: BTreeMap<String, crate::notify::Delivery>,
+    deliveries: BTreeMap<String, crate::model::notify::Delivery>,
     /// The outbox sequence number expanded up to.
     outbox_cursor: u64,
     /// Node claims, by uuid.
-    claims: BTreeMap<Uuid, crate::baremetal::NodeClaim>,
+    claims: BTreeMap<Uuid, crate::model::baremetal::NodeClaim>,
     /// Node to the claim on it.
     node_claims: HashMap<Uuid, Uuid>,
     /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
@@ -702,7 +703,7 @@ impl Catalog {
             if !self.providers.contains_key(&host) {
                 continue;
             }
-            let fence = crate::fence::fence_of(self, host);
+            let fence = Fence::of(&self.ledger, host);
             let amounts = fence
                 .amounts
                 .into_iter()
@@ -714,7 +715,7 @@ impl Catalog {
                 }
             }
             if let Some(provider) = self.providers.get_mut(&host) {
-                provider.fence = crate::provider::Fence {
+                provider.fence = Fence {
                     whole: fence.whole,
                     amounts,
                 };
@@ -734,7 +735,7 @@ impl Catalog {
     pub fn leases_holding(&self, provider: Uuid) -> impl Iterator<Item = &Lease> {
         let ids: BTreeSet<Uuid> = self
             .ledger
-            .holds_on(provider, crate::ledger::Window::ALWAYS)
+            .holds_on(provider, crate::model::ledger::Window::ALWAYS)
             .into_iter()
             .filter_map(|hold| self.reservation_leases.get(&hold.reservation).copied())
             .collect();
@@ -824,23 +825,23 @@ impl Catalog {
     }
 
     /// Node claims, by uuid.
-    pub fn claims(&self) -> impl Iterator<Item = &crate::baremetal::NodeClaim> {
+    pub fn claims(&self) -> impl Iterator<Item = &crate::model::baremetal::NodeClaim> {
         self.claims.values()
     }
 
     /// A node claim.
-    pub fn claim(&self, uuid: Uuid) -> Option<&crate::baremetal::NodeClaim> {
+    pub fn claim(&self, uuid: Uuid) -> Option<&crate::model::baremetal::NodeClaim> {
         self.claims.get(&uuid)
     }
 
     /// The claim on a node, expired or not.
-    pub fn claim_on(&self, node: Uuid) -> Option<&crate::baremetal::NodeClaim> {
+    pub fn claim_on(&self, node: Uuid) -> Option<&crate::model::baremetal::NodeClaim> {
         self.node_claims
             .get(&node)
             .and_then(|uuid| self.claims.get(uuid))
     }
 
-    fn insert_claim(&mut self, claim: crate::baremetal::NodeClaim) {
+    fn insert_claim(&mut self, claim: crate::model::baremetal::NodeClaim) {
         self.node_claims.insert(claim.node_uuid, claim.uuid);
         self.claim_due.insert((claim.expires_at, claim.uuid));
         self.claims.insert(claim.uuid, claim);
@@ -869,39 +870,39 @@ impl Catalog {
     }
 
     /// Every flavor, by id.
-    pub fn flavors(&self) -> impl Iterator<Item = &crate::promise::Flavor> {
+    pub fn flavors(&self) -> impl Iterator<Item = &crate::model::promise::Flavor> {
         self.flavors.values()
     }
 
     /// One flavor, by id or else by name.
-    pub fn flavor(&self, id_or_name: &str) -> Option<&crate::promise::Flavor> {
+    pub fn flavor(&self, id_or_name: &str) -> Option<&crate::model::promise::Flavor> {
         self.flavors
             .get(id_or_name)
             .or_else(|| self.flavors.values().find(|f| f.name == id_or_name))
     }
 
     /// The reservation policy.
-    pub fn policy(&self) -> &crate::promise::Policy {
-        static DEFAULT: std::sync::LazyLock<crate::promise::Policy> =
-            std::sync::LazyLock::new(crate::promise::Policy::default);
+    pub fn policy(&self) -> &crate::model::promise::Policy {
+        static DEFAULT: std::sync::LazyLock<crate::model::promise::Policy> =
+            std::sync::LazyLock::new(crate::model::promise::Policy::default);
         self.policy.as_ref().unwrap_or(&DEFAULT)
     }
 
     /// Every instance created through Promise, by id.
-    pub fn instances(&self) -> impl Iterator<Item = &crate::promise::PromiseInstance> {
+    pub fn instances(&self) -> impl Iterator<Item = &crate::model::promise::PromiseInstance> {
         self.instances.values()
     }
 
     /// One instance created through Promise.
-    pub fn instance(&self, id: Uuid) -> Option<&crate::promise::PromiseInstance> {
+    pub fn instance(&self, id: Uuid) -> Option<&crate::model::promise::PromiseInstance> {
         self.instances.get(&id)
     }
 
     /// The live Promise instances created against `lease`, by id: the consumers presenting
     /// its reservations that are its instances (found through the reservation index, not by
     /// scanning every instance).
-    pub fn instances_of(&self, lease: &Lease) -> Vec<&crate::promise::PromiseInstance> {
-        let mut found: Vec<&crate::promise::PromiseInstance> = lease
+    pub fn instances_of(&self, lease: &Lease) -> Vec<&crate::model::promise::PromiseInstance> {
+        let mut found: Vec<&crate::model::promise::PromiseInstance> = lease
             .reservations
             .iter()
             .filter_map(|r| self.reserved_consumers.get(&r.id))
@@ -915,22 +916,22 @@ impl Catalog {
     }
 
     /// Every subscription, by id.
-    pub fn subscriptions(&self) -> impl Iterator<Item = &crate::notify::Subscription> {
+    pub fn subscriptions(&self) -> impl Iterator<Item = &crate::model::notify::Subscription> {
         self.subscriptions.values()
     }
 
     /// One subscription.
-    pub fn subscription(&self, id: Uuid) -> Option<&crate::notify::Subscription> {
+    pub fn subscription(&self, id: Uuid) -> Option<&crate::model::notify::Subscription> {
         self.subscriptions.get(&id)
     }
 
     /// Every delivery pending or dead, by notification id.
-    pub fn deliveries(&self) -> impl Iterator<Item = &crate::notify::Delivery> {
+    pub fn deliveries(&self) -> impl Iterator<Item = &crate::model::notify::Delivery> {
         self.deliveries.values()
     }
 
     /// One delivery.
-    pub fn delivery(&self, id: &str) -> Option<&crate::notify::Delivery> {
+    pub fn delivery(&self, id: &str) -> Option<&crate::model::notify::Delivery> {
         self.deliveries.get(id)
     }
 
@@ -940,12 +941,12 @@ impl Catalog {
     }
 
     /// Every planned capacity change, by id.
-    pub fn pools(&self) -> impl Iterator<Item = &crate::promise::CapacityPool> {
+    pub fn pools(&self) -> impl Iterator<Item = &crate::model::promise::CapacityPool> {
         self.pools.values()
     }
 
     /// One planned capacity change.
-    pub fn pool(&self, id: Uuid) -> Option<&crate::promise::CapacityPool> {
+    pub fn pool(&self, id: Uuid) -> Option<&crate::model::promise::CapacityPool> {
         self.pools.get(&id)
     }
 
@@ -964,8 +965,8 @@ impl Catalog {
         &self,
         provider: Uuid,
         class: &ResourceClass,
-        window: crate::ledger::Window,
-    ) -> Vec<(crate::ledger::Window, i64)> {
+        window: crate::model::ledger::Window,
+    ) -> Vec<(crate::model::ledger::Window, i64)> {
         let Some(ids) = self.pooled.get(&provider) else {
             return Vec::new();
         };
@@ -988,7 +989,7 @@ impl Catalog {
         &self,
         provider: Uuid,
         class: &ResourceClass,
-        window: crate::ledger::Window,
+        window: crate::model::ledger::Window,
     ) -> i64 {
         if self.pooled.is_empty() {
             return 0;
@@ -1015,7 +1016,7 @@ impl Catalog {
     }
 
     /// Whether a planned decrease applies to `provider` at some instant of `window`.
-    pub fn capacity_decreased(&self, provider: Uuid, window: crate::ledger::Window) -> bool {
+    pub fn capacity_decreased(&self, provider: Uuid, window: crate::model::ledger::Window) -> bool {
         !self.pooled.is_empty()
             && self.pooled.get(&provider).is_some_and(|ids| {
                 ids.iter().filter_map(|id| self.pools.get(id)).any(|pool| {
@@ -1025,7 +1026,7 @@ impl Catalog {
             })
     }
 
-    fn insert_pool(&mut self, pool: crate::promise::CapacityPool) {
+    fn insert_pool(&mut self, pool: crate::model::promise::CapacityPool) {
         for (provider, _, _) in &pool.deltas {
             self.pooled.entry(*provider).or_default().insert(pool.id);
         }
@@ -1481,12 +1482,12 @@ pub type Attributes = BTreeMap<String, AttrValue>;
 /// reservation).
 fn is_preemptible(consumer: &Consumer) -> bool {
     consumer.reservation.is_none()
-        && consumer.consumer_type.as_deref() == Some(crate::fence::PREEMPTIBLE)
+        && consumer.consumer_type.as_deref() == Some(crate::model::consumer::PREEMPTIBLE)
 }
 
 fn is_sharing(provider: &Provider) -> bool {
     provider
         .traits
         .iter()
-        .any(|t| t.as_str() == crate::candidates::SHARING_TRAIT)
+        .any(|t| t.as_str() == crate::model::provider::SHARING_TRAIT)
 }

@@ -1,13 +1,24 @@
 //! The state changes decisions produce. The store persists them in one transaction, then the
 //! catalog applies them; both see exactly the same list.
 
-use crate::consumer::Consumer;
-use crate::inventory::Inventory;
-use crate::lease::{FloatingIp, Lease, LeaseRecord};
-use crate::name::{ResourceClass, TraitName};
-use crate::provider::{AggregateRecord, AttrValue, HostRecord, ProviderRow};
+use crate::model::baremetal::{NodeClaim, NodeRecord};
+use crate::model::consumer::Consumer;
+use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
+use crate::model::inventory::Inventory;
+use crate::model::lease::{FloatingIp, Lease, LeaseRecord};
+use crate::model::name::{ResourceClass, TraitName};
+use crate::model::notify::{Delivery, Subscription};
+use crate::model::promise::{CapacityPool, Flavor, Policy, PromiseInstance};
+use crate::model::provider::{
+    AggregateRecord, AttrValue, HostRecord, ProviderCondition, ProviderRow,
+};
+use crate::model::time::Instant;
+use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
+
+/// What a decision returns: the changes to persist and apply, or why it refused.
+pub type Decision = Result<Vec<Change>, Rejection>;
 
 /// One change to the inventory catalog. Each carries the full new state of what it touches.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,30 +107,30 @@ pub enum Change {
         /// The flavor's id.
         id: String,
         /// Its record.
-        flavor: Option<crate::promise::Flavor>,
+        flavor: Option<Flavor>,
     },
     /// The reservation policy replaced.
-    PolicySet(crate::promise::Policy),
+    PolicySet(Policy),
     /// A planned capacity change made (`Some`) or withdrawn (`None`).
     PoolSet {
         /// The pool's id.
         id: Uuid,
         /// Its record.
-        pool: Option<crate::promise::CapacityPool>,
+        pool: Option<CapacityPool>,
     },
     /// A subscription made or changed (`Some`) or removed (`None`).
     SubscriptionSet {
         /// The subscription's id.
         id: Uuid,
         /// Its record.
-        subscription: Option<crate::notify::Subscription>,
+        subscription: Option<Subscription>,
     },
     /// A delivery queued or retried (`Some`), or delivered (`None`).
     DeliverySet {
         /// The notification id.
         id: String,
         /// Its record.
-        delivery: Option<crate::notify::Delivery>,
+        delivery: Option<Delivery>,
     },
     /// The outbox has been expanded into deliveries up to this record sequence number.
     OutboxCursor(u64),
@@ -128,14 +139,14 @@ pub enum Change {
         /// The instance's id.
         id: Uuid,
         /// Its record.
-        instance: Option<crate::promise::PromiseInstance>,
+        instance: Option<PromiseInstance>,
     },
     /// A provider taken out of service (`Some`) or returned to it (`None`).
     ProviderConditionSet {
         /// The provider.
         uuid: Uuid,
         /// Why it is out of service.
-        condition: Option<crate::provider::ProviderCondition>,
+        condition: Option<ProviderCondition>,
     },
     /// A provider made a bare-metal node or its record changed (`Some`), or no longer a node
     /// (`None`).
@@ -143,22 +154,22 @@ pub enum Change {
         /// The provider.
         uuid: Uuid,
         /// Its node record.
-        node: Option<crate::baremetal::NodeRecord>,
+        node: Option<NodeRecord>,
     },
     /// A node claim made or changed (`Some`), or gone (`None`: released, expired or deployed).
     ClaimSet {
         /// The claim's uuid.
         uuid: Uuid,
         /// Its record.
-        claim: Option<crate::baremetal::NodeClaim>,
+        claim: Option<NodeClaim>,
     },
     /// An idempotency key recorded with what its first request created (`Some`), or forgotten
     /// once expired (`None`).
     IdempotencySet {
         /// The key, scoped to its project and route.
-        key: crate::idempotency::IdempotencyKey,
+        key: IdempotencyKey,
         /// Its record.
-        record: Option<crate::idempotency::IdempotencyRecord>,
+        record: Option<IdempotencyRecord>,
     },
     /// A host property (extra capability or host field) marked private or public.
     PropertyPrivacy {
@@ -167,4 +178,24 @@ pub enum Change {
         /// Whether it is hidden from property listings unless asked for.
         private: bool,
     },
+}
+
+/// An entry of `lease`'s lifecycle record, as the change that appends it. The details always
+/// carry the lease's `project_id` (the record outlives the lease; notifications are routed by
+/// project).
+pub(crate) fn record(
+    lease: &Lease,
+    kind: &str,
+    at: Instant,
+    mut details: serde_json::Value,
+) -> Change {
+    if let serde_json::Value::Object(map) = &mut details {
+        map.insert("project_id".into(), lease.project_id.clone().into());
+    }
+    Change::LeaseRecorded(LeaseRecord {
+        lease_id: lease.id,
+        kind: kind.to_owned(),
+        at,
+        details: details.to_string(),
+    })
 }

@@ -3,12 +3,12 @@
 
 use crate::catalog::{Attributes, Catalog};
 use crate::change::Change;
-use crate::inventory::Inventory;
 use crate::limits;
-use crate::name::{ResourceClass, TraitName, is_custom_name};
-use crate::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
+use crate::model::inventory::Inventory;
+use crate::model::name::{ResourceClass, TraitName, is_custom_name};
+use crate::model::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -597,11 +597,11 @@ pub fn enroll_host(catalog: &Catalog, new: &NewHost, now: Instant) -> Decision {
     ] {
         let Some(total) = total else { continue };
         let class = ResourceClass::parse(class).expect("invariant: standard class names parse");
-        if !(1..=limits::AMOUNT_MAX).contains(&total) {
+        if !(1..=limits::INVENTORY_AMOUNT_MAX).contains(&total) {
             return Err(Rejection::BadInventory {
                 uuid,
                 class: class.as_str().to_owned(),
-                error: crate::inventory::InventoryError::TotalOutOfRange,
+                error: crate::model::inventory::InventoryError::TotalOutOfRange,
             });
         }
         inventories.insert(class, Inventory::simple(total));
@@ -628,7 +628,7 @@ pub fn enroll_host(catalog: &Catalog, new: &NewHost, now: Instant) -> Decision {
         .map(|p| p.aggregates.clone())
         .unwrap_or_default();
     if new.reservable {
-        aggregates.insert(crate::fence::FREEPOOL_AGGREGATE);
+        aggregates.insert(crate::model::fence::FREEPOOL_AGGREGATE);
     }
     changes.extend(describe_freepool(catalog));
     changes.extend([
@@ -646,7 +646,7 @@ pub fn enroll_host(catalog: &Catalog, new: &NewHost, now: Instant) -> Decision {
 
 /// Names the freepool aggregate the first time a host is enrolled.
 fn describe_freepool(catalog: &Catalog) -> Option<Change> {
-    let freepool = crate::fence::FREEPOOL_AGGREGATE;
+    let freepool = crate::model::fence::FREEPOOL_AGGREGATE;
     catalog
         .aggregate(freepool)
         .is_none()
@@ -704,8 +704,8 @@ pub fn update_host(
     if host_record != current.host {
         let mut aggregates = current.aggregates.clone();
         match host_record.as_ref().is_some_and(|h| h.reservable) {
-            true => aggregates.insert(crate::fence::FREEPOOL_AGGREGATE),
-            false => aggregates.remove(&crate::fence::FREEPOOL_AGGREGATE),
+            true => aggregates.insert(crate::model::fence::FREEPOOL_AGGREGATE),
+            false => aggregates.remove(&crate::model::fence::FREEPOOL_AGGREGATE),
         };
         changes.extend(describe_freepool(catalog));
         changes.push(Change::AggregatesReplaced {
@@ -756,6 +756,7 @@ pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
 
 pub mod baremetal;
 pub mod health;
+pub mod idempotency;
 pub mod lease;
 pub mod notify;
 pub mod pools;

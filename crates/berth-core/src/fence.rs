@@ -19,21 +19,16 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::consumer::Allocations;
-use crate::inventory::{FullReservation, Inventory};
-use crate::lease::{Lease, Reservation, ReservationSpec};
-use crate::name::ResourceClass;
-use crate::provider::AggregateRecord;
+use crate::model::consumer::{Allocations, PREEMPTIBLE};
+use crate::model::fence::{reservation_class, reservation_of_class};
+use crate::model::inventory::{FullReservation, Inventory};
+use crate::model::lease::{Lease, Reservation, ReservationSpec};
+use crate::model::name::ResourceClass;
+use crate::model::provider::AggregateRecord;
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
-
-/// The aggregate of every reservable host (Blazar's freepool).
-pub const FREEPOOL_AGGREGATE: Uuid = Uuid::from_u128(0x0000_0000_6265_7274_6800_0000_0000_0001);
-
-/// The consumer type of consumers that may borrow fenced capacity and be evicted for it.
-pub const PREEMPTIBLE: &str = "PREEMPTIBLE";
 
 /// Whether unreserved consumers are kept out of fenced capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,43 +38,6 @@ pub enum FencePolicy {
     Enforced,
     /// They are not: strict Placement behaviour; callers exclude reservations themselves.
     Off,
-}
-
-/// The resource class of an instance reservation: `CUSTOM_RESERVATION_<ID>`, the id in upper
-/// case with `-` as `_`.
-pub fn reservation_class(reservation: Uuid) -> ResourceClass {
-    let id = reservation
-        .hyphenated()
-        .to_string()
-        .to_uppercase()
-        .replace('-', "_");
-    ResourceClass::parse(&format!("CUSTOM_RESERVATION_{id}"))
-        .expect("invariant: reservation class names are valid custom names")
-}
-
-/// The reservation a `CUSTOM_RESERVATION_<ID>` class stands for.
-pub fn reservation_of_class(class: &ResourceClass) -> Option<Uuid> {
-    let id = class.as_str().strip_prefix("CUSTOM_RESERVATION_")?;
-    Uuid::parse_str(&id.replace('_', "-")).ok()
-}
-
-/// The reservation a consumer's allocations name through a reservation class, if any.
-pub fn reservation_in(allocations: &Allocations) -> Option<Uuid> {
-    allocations
-        .values()
-        .flat_map(|by_class| by_class.keys())
-        .find_map(reservation_of_class)
-}
-
-/// A provider's fence, from the ledger: everything its remaining holds keep.
-pub fn fence_of(catalog: &Catalog, provider: Uuid) -> crate::provider::Fence {
-    let peak = catalog
-        .ledger()
-        .peak(provider, crate::ledger::Window::ALWAYS, &[]);
-    crate::provider::Fence {
-        whole: peak.exclusive > 0,
-        amounts: peak.amounts,
-    }
 }
 
 /// The lease and reservation a reservation id names.
@@ -316,7 +274,7 @@ fn terminated(lease: &Lease, reservation: &Reservation, consumer: Uuid, now: Ins
         "reservation": reservation.id,
         "reason": "the reservation ended",
     });
-    crate::lease::record(lease, "consumer.terminated", now, details)
+    crate::change::record(lease, "consumer.terminated", now, details)
 }
 
 /// The changes that end a lease in Placement: the consumers still allocated against its
@@ -398,7 +356,7 @@ pub fn resync(catalog: &Catalog, old: &Lease, new: &Lease) -> Vec<Change> {
 /// first until the reservation's share is free. (Preemptible consumers have no priority of
 /// their own yet, so newest first is the whole order.)
 pub fn evictions(catalog: &Catalog, lease: &Lease) -> Vec<Uuid> {
-    let mut borrowers: Vec<(Uuid, &crate::consumer::Consumer)> = catalog
+    let mut borrowers: Vec<(Uuid, &crate::model::consumer::Consumer)> = catalog
         .consumers()
         .filter(|(_, c)| c.consumer_type.as_deref() == Some(PREEMPTIBLE) && c.reservation.is_none())
         .collect();
@@ -409,7 +367,7 @@ pub fn evictions(catalog: &Catalog, lease: &Lease) -> Vec<Uuid> {
             let Some(provider) = catalog.provider(*host) else {
                 continue;
             };
-            let on_host: Vec<(Uuid, &crate::consumer::Consumer)> = borrowers
+            let on_host: Vec<(Uuid, &crate::model::consumer::Consumer)> = borrowers
                 .iter()
                 .filter(|(uuid, c)| !out.contains(uuid) && c.allocations.contains_key(host))
                 .copied()
@@ -458,7 +416,7 @@ pub fn preemption_records(
                 "evicted_at": lease.start.as_micros(),
                 "reason": "a reservation needs the capacity it borrowed",
             });
-            crate::lease::record(lease, kind, now, details)
+            crate::change::record(lease, kind, now, details)
         })
         .collect()
 }

@@ -10,8 +10,8 @@
 //!   and `value` a JSON string, number or boolean;
 //! - `["in", "$key", v1, v2, ...]` or `["in", "$key", [v1, v2, ...]]` (at least one value);
 //! - `["and", clause, ...]` and `["or", clause, ...]` (at least one clause) and
-//!   `["not", clause]`, nested at most [`MAX_DEPTH`] levels and at most [`MAX_NODES`] nodes in
-//!   all.
+//!   `["not", clause]`, nested at most [`FILTER_DEPTH_MAX`] levels and at most [`FILTER_NODES_MAX`]
+//!   nodes in all.
 //!
 //! Operators are case-sensitive. A key is a string `$name` with a non-empty name; the filter
 //! keeps the name without the `$`.
@@ -29,16 +29,11 @@
 //! from everything) and no `in`; `not` inverts whatever its clause gives, so
 //! `["not", ["==", "$gpu", "true"]]` matches a host without `gpu`.
 
-use crate::provider::AttrValue;
+use crate::limits::{FILTER_DEPTH_MAX, FILTER_NODES_MAX};
+use crate::model::provider::AttrValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cmp::Ordering;
-
-/// The deepest nesting accepted; a lone comparison is at depth 1.
-pub const MAX_DEPTH: usize = 32;
-
-/// The most nodes accepted: every clause counts one and every value of an `in` list one more.
-pub const MAX_NODES: usize = 1_000;
 
 /// The longest excerpt of the filter an error message quotes, in characters.
 const SNIPPET_CHARS: usize = 80;
@@ -442,18 +437,18 @@ struct Parser {
 impl Parser {
     fn count(&mut self, nodes: usize) -> Result<(), FilterError> {
         self.nodes = self.nodes.saturating_add(nodes);
-        if self.nodes > MAX_NODES {
+        if self.nodes > FILTER_NODES_MAX {
             return Err(FilterError::TooComplex {
-                detail: format!("more than {MAX_NODES} nodes"),
+                detail: format!("more than {FILTER_NODES_MAX} nodes"),
             });
         }
         Ok(())
     }
 
     fn clause(&mut self, value: &Value, depth: usize) -> Result<Filter, FilterError> {
-        if depth > MAX_DEPTH {
+        if depth > FILTER_DEPTH_MAX {
             return Err(FilterError::TooComplex {
-                detail: format!("nested deeper than {MAX_DEPTH} levels"),
+                detail: format!("nested deeper than {FILTER_DEPTH_MAX} levels"),
             });
         }
         self.count(1)?;

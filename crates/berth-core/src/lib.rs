@@ -7,36 +7,26 @@
 #![forbid(unsafe_code)]
 
 pub mod allocation;
-pub mod baremetal;
 pub mod candidates;
 pub mod capacity;
 pub mod catalog;
 pub mod change;
-pub mod consumer;
 pub mod decide;
 pub mod fence;
 pub mod filter;
-pub mod idempotency;
-pub mod inventory;
-pub mod lease;
-pub mod ledger;
 pub mod limits;
-pub mod name;
-pub mod notify;
-pub mod promise;
-pub mod provider;
+pub mod model;
 pub mod query;
 pub mod rejection;
 pub mod reserve;
-pub mod time;
 
 pub use catalog::Catalog;
 pub use change::Change;
-pub use consumer::Consumer;
-pub use inventory::Inventory;
-pub use name::{ResourceClass, TraitName};
-pub use provider::{
+pub use model::consumer::Consumer;
+pub use model::inventory::Inventory;
+pub use model::name::{ResourceClass, TraitName};
+pub use model::provider::{
     AggregateRecord, AttrValue, HostRecord, Provider, ProviderCondition, ProviderStatus,
 };
+pub use model::time::Instant;
 pub use rejection::Rejection;
-pub use time::Instant;

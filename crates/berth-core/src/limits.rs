@@ -1,7 +1,9 @@
-//! Named bounds. Every loop over user input and every stored collection is bounded by one of these.
+//! Named bounds. Every loop over user input and every stored collection is bounded by one of
+//! these, and every bound of the core is here.
 
-/// Largest inventory amount Placement accepts (a signed 32-bit integer).
-pub const AMOUNT_MAX: u64 = 2_147_483_647;
+/// Largest amount an inventory field (`total`, `reserved`, `min_unit`, `max_unit`,
+/// `step_size`) may carry: Placement's signed 32-bit integer.
+pub const INVENTORY_AMOUNT_MAX: u64 = 2_147_483_647;
 /// Longest provider name, as Placement.
 pub const PROVIDER_NAME_LEN_MAX: usize = 200;
 /// Longest resource class or trait name, as Placement.
@@ -24,6 +26,12 @@ pub const ATTRIBUTE_VALUE_LEN_MAX: usize = 1_024;
 /// Most metadata entries on one aggregate.
 pub const AGGREGATE_METADATA_MAX: usize = 64;
 
+/// The deepest nesting of a Blazar filter accepted; a lone comparison is at depth 1.
+pub const FILTER_DEPTH_MAX: usize = 32;
+/// The most nodes of a Blazar filter accepted: every clause counts one and every value of an
+/// `in` list one more.
+pub const FILTER_NODES_MAX: usize = 1_000;
+
 /// Most allocation candidates one request returns; a request without `limit` that would produce
 /// more is cut here and the answer says it was truncated.
 pub const PLACEMENT_CANDIDATES_MAX: usize = 10_000;
@@ -38,6 +46,13 @@ const _: () = assert!(ATTRIBUTE_KEY_LEN_MAX <= NAME_LEN_MAX);
 /// Most reservations one lease (or one Promise reservation, once translated) may hold.
 /// Admission and every search over a lease scale with it.
 pub const RESERVATIONS_PER_LEASE_MAX: usize = 64;
+/// Longest lease name, in characters.
+pub const LEASE_NAME_LEN_MAX: usize = 255;
+/// Largest count or size a request may name for one reservation, flavor or Promise ask: host
+/// `min` and `max`, instance and address `amount`, `vcpus`, `memory_mb` and `disk_gb`, a
+/// flavor's vcpus and disk (its memory, in MB, up to 1,024 times this). The per-reservation
+/// limits below are tighter for host and instance counts.
+pub const REQUEST_QUANTITY_MAX: u32 = 1_000_000;
 /// Largest instance `amount` one reservation may ask for (Blazar `virtual:instance`, Promise
 /// `numVcInstances` and volumes once translated into slots).
 pub const INSTANCES_PER_RESERVATION_MAX: u32 = 10_000;
@@ -62,8 +77,10 @@ pub const REQUEST_GROUPS_MAX: usize = 64;
 pub const CANDIDATE_MAPPINGS_MAX: usize = 40_000;
 
 const _: () = assert!(CANDIDATE_MAPPINGS_MAX / REQUEST_GROUPS_MAX > 0);
-const _: () = assert!(INSTANCES_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
-const _: () = assert!(HOSTS_PER_RESERVATION_MAX as u64 <= AMOUNT_MAX);
+const _: () = assert!(INSTANCES_PER_RESERVATION_MAX as u64 <= INVENTORY_AMOUNT_MAX);
+const _: () = assert!(HOSTS_PER_RESERVATION_MAX as u64 <= INVENTORY_AMOUNT_MAX);
+const _: () = assert!(INSTANCES_PER_RESERVATION_MAX <= REQUEST_QUANTITY_MAX);
+const _: () = assert!(HOSTS_PER_RESERVATION_MAX <= REQUEST_QUANTITY_MAX);
 const _: () = assert!(SEARCH_STEPS_MAX > 0);
 const _: () = assert!(SEARCH_BUDGET_MICROS > 0);
 
@@ -72,3 +89,32 @@ const _: () = assert!(SEARCH_BUDGET_MICROS > 0);
 /// write); a heavier request is first admitted over a snapshot, off the lock, and reaches the
 /// lock only if it fits there.
 pub const ADMISSION_IN_PLACE_MAX: u64 = 256;
+
+/// Most reservations one request may displace.
+pub const DISPLACED_MAX: usize = 64;
+/// Most lower-priority reservations looked at when searching what to displace.
+pub const DISPLACEMENT_CANDIDATES_MAX: usize = 256;
+
+const _: () = assert!(DISPLACED_MAX <= DISPLACEMENT_CANDIDATES_MAX);
+
+/// Longest reason an admin or monitor may give when taking a provider out of service, in
+/// characters.
+pub const STATUS_REASON_LEN_MAX: usize = 255;
+
+/// Longest Ironic resource class name, in characters.
+pub const RESOURCE_CLASS_LEN_MAX: usize = 80;
+/// Most nodes one claim request may list.
+pub const CLAIM_CANDIDATES_MAX: usize = 1_000;
+
+/// Most subscriptions one project may hold.
+pub const SUBSCRIPTIONS_PER_PROJECT_MAX: usize = 256;
+/// Failed attempts after which a delivery is dead.
+pub const DELIVERY_ATTEMPTS_MAX: u32 = 8;
+
+/// The longest idempotency key accepted, in bytes.
+pub const IDEMPOTENCY_KEY_LEN_MAX: usize = 255;
+/// Most expired idempotency records one decision removes (so pruning never makes a decision
+/// slow).
+pub const IDEMPOTENCY_PRUNE_MAX: usize = 16;
+
+const _: () = assert!(IDEMPOTENCY_PRUNE_MAX > 1, "pruning outpaces recording");

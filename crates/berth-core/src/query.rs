@@ -2,8 +2,8 @@
 //! tree, traits). Evaluated over the in-memory catalog; never touches storage.
 
 use crate::catalog::Catalog;
-use crate::name::{ResourceClass, TraitName};
-use crate::provider::Provider;
+use crate::model::name::{ResourceClass, TraitName};
+use crate::model::provider::Provider;
 use std::collections::BTreeSet;
 use uuid::Uuid;
 

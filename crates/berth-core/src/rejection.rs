@@ -1,7 +1,10 @@
 //! Why the core refused a command. Rejections are values; each surface maps them to its own
 //! status codes and error bodies.
 
-use crate::inventory::InventoryError;
+use crate::model::baremetal::Unclaimable;
+use crate::model::inventory::InventoryError;
+use crate::model::promise::PolicyBreach;
+use crate::model::time::Instant;
 use uuid::Uuid;
 
 /// Every way an inventory command can be refused.
@@ -223,7 +226,7 @@ pub enum Rejection {
     CantUpdate(String),
     /// The request does not fit: why, per reservation, and what would.
     #[error("{0}")]
-    DoesNotFit(Box<crate::reserve::Refusal>),
+    DoesNotFit(Box<Refusal>),
     /// No floating IP with that id.
     #[error("Floating IP {0} could not be found")]
     FloatingIpNotFound(Uuid),
@@ -333,7 +336,7 @@ pub enum Rejection {
     ClaimNotFound(Uuid),
     /// None of the listed nodes can be claimed; why, per node, in list order.
     #[error("None of the nodes can be reserved: {}", unclaimable(.0))]
-    NoNodeClaimable(Vec<crate::baremetal::Unclaimable>),
+    NoNodeClaimable(Vec<Unclaimable>),
     /// A deployment without the matching live claim.
     #[error("{0}")]
     DeployRefused(String),
@@ -345,7 +348,7 @@ pub enum Rejection {
     IdempotentObjectGone(Uuid),
 }
 
-fn unclaimable(reasons: &[crate::baremetal::Unclaimable]) -> String {
+fn unclaimable(reasons: &[Unclaimable]) -> String {
     reasons
         .iter()
         .map(|r| format!("{}: {}", r.node_uuid, r.detail))
@@ -362,4 +365,57 @@ fn list(ids: &[Uuid]) -> String {
 
 fn show(generation: Option<u64>) -> String {
     generation.map_or_else(|| "null".to_owned(), |g| g.to_string())
+}
+
+impl From<PolicyBreach> for Rejection {
+    fn from(breach: PolicyBreach) -> Rejection {
+        Rejection::Policy {
+            limit: breach.limit,
+            detail: breach.detail,
+        }
+    }
+}
+
+/// Why one reservation of a request does not fit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shortfall {
+    /// Position of the reservation in the request.
+    pub index: usize,
+    /// Blazar's resource type.
+    pub resource_type: &'static str,
+    /// What was asked (hosts: `min`; instances and addresses: `amount`).
+    pub requested: u32,
+    /// The most that fits in the requested window, after the request's earlier reservations.
+    pub available: u32,
+    /// Machine-readable reason.
+    pub reason: &'static str,
+}
+
+/// Why a request was refused and what would fit instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Every reservation that does not fit.
+    pub shortfalls: Vec<Shortfall>,
+    /// Per reservation, in request order, the most that fits in the requested window.
+    pub amounts: Vec<u32>,
+    /// The earliest start within the search horizon at which the whole request fits for the
+    /// same duration, if one was found.
+    pub earliest_start: Option<Instant>,
+    /// Whether the earliest-start search was cut by its steps or its time budget (a start
+    /// within the horizon may exist that it did not try).
+    pub truncated: bool,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Not enough resources available for the requested window")?;
+        for s in &self.shortfalls {
+            write!(
+                f,
+                "; reservation {} ({}): {} requested, {} available",
+                s.index, s.resource_type, s.requested, s.available
+            )?;
+        }
+        Ok(())
+    }
 }

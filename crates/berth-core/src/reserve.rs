@@ -19,10 +19,11 @@
 
 use crate::catalog::Catalog;
 use crate::filter::Filter;
-use crate::lease::{Affinity, ReservationSpec};
-use crate::ledger::{Hold, Ledger, Peak, Window};
-use crate::name::ResourceClass;
-use crate::provider::{AttrValue, Provider};
+use crate::model::lease::{Affinity, ReservationSpec};
+use crate::model::ledger::{Hold, Ledger, Peak, Window};
+use crate::model::name::ResourceClass;
+use crate::model::provider::{AttrValue, Provider};
+use crate::rejection::{Refusal, Shortfall};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
@@ -40,16 +41,13 @@ pub const HOST_PROPERTIES: [&str; 10] = [
     "resource_class",
 ];
 
-/// Most start times the earliest-start search tries before giving up.
-pub const EARLIEST_START_PROBES_MAX: usize = crate::limits::SEARCH_STEPS_MAX;
-
 /// How far a decision may search beyond admitting the request as asked: the counter-offer's
 /// earliest start and the displacement of lower priorities. The core never reads the clock:
 /// a time budget comes in as `stop`, a probe the application implements with its clock.
 #[derive(Clone, Copy)]
 pub struct Search<'a> {
     /// The earliest-start search tries starts before this instant only.
-    pub horizon_end: crate::time::Instant,
+    pub horizon_end: crate::model::time::Instant,
     /// Most steps (start instants tried, displacement sets tried).
     pub steps: usize,
     /// Asked before every step: `true` stops the search, and the answer says it is truncated.
@@ -64,14 +62,14 @@ impl Search<'static> {
     /// No search at all: the request is admitted as asked or refused with the most that fits
     /// and no earliest start (what a decision under the writer lock does).
     pub const NONE: Search<'static> = Search {
-        horizon_end: crate::time::Instant::from_micros(i64::MIN),
+        horizon_end: crate::model::time::Instant::from_micros(i64::MIN),
         steps: 0,
         stop: &never,
     };
 
     /// A search up to `horizon_end`, bounded by [`crate::limits::SEARCH_STEPS_MAX`] steps and
     /// by no time budget.
-    pub fn until(horizon_end: crate::time::Instant) -> Search<'static> {
+    pub fn until(horizon_end: crate::model::time::Instant) -> Search<'static> {
         Search {
             horizon_end,
             steps: crate::limits::SEARCH_STEPS_MAX,
@@ -134,21 +132,6 @@ pub fn is_known_property(catalog: &Catalog, name: &str) -> bool {
         || catalog
             .providers()
             .any(|p| p.host().is_some() && p.attributes().contains_key(name))
-}
-
-/// Why one reservation of a request does not fit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shortfall {
-    /// Position of the reservation in the request.
-    pub index: usize,
-    /// Blazar's resource type.
-    pub resource_type: &'static str,
-    /// What was asked (hosts: `min`; instances and addresses: `amount`).
-    pub requested: u32,
-    /// The most that fits in the requested window, after the request's earlier reservations.
-    pub available: u32,
-    /// Machine-readable reason.
-    pub reason: &'static str,
 }
 
 /// What a request was given: per reservation, hosts with slots, and floating IPs.
@@ -654,7 +637,7 @@ fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, 
         unreachable!("pick_fips is called for floating-IP reservations only");
     };
     let ledger = pool.catalog.ledger();
-    let free: Vec<&crate::lease::FloatingIp> = pool
+    let free: Vec<&crate::model::lease::FloatingIp> = pool
         .catalog
         .floating_ips()
         .filter(|f| f.network_id == *network_id && f.reservable)
@@ -669,7 +652,7 @@ fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, 
         }
     }
     let current: HashSet<Uuid> = want.current_fips.iter().copied().collect();
-    let mut rest: Vec<&&crate::lease::FloatingIp> =
+    let mut rest: Vec<&&crate::model::lease::FloatingIp> =
         free.iter().filter(|f| !taken.contains(&f.id)).collect();
     rest.sort_by_key(|f| !current.contains(&f.id));
     for fip in rest {
@@ -694,12 +677,12 @@ pub fn earliest_start(
     wanted: &[Wanted<'_>],
     excluding: &[Uuid],
     search: &Search<'_>,
-) -> (Option<crate::time::Instant>, bool) {
+) -> (Option<crate::model::time::Instant>, bool) {
     let horizon_end = search.horizon_end;
     if horizon_end <= window.start || search.steps == 0 {
         return (None, false);
     }
-    let mut instants: Vec<crate::time::Instant> = Vec::new();
+    let mut instants: Vec<crate::model::time::Instant> = Vec::new();
     let ledger = catalog.ledger();
     let pool = Pool::new(catalog, window, excluding);
     for want in wanted {
@@ -764,35 +747,6 @@ pub fn largest_amounts(
             },
         )
         .collect()
-}
-
-/// Why a request was refused and what would fit instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// Every reservation that does not fit.
-    pub shortfalls: Vec<Shortfall>,
-    /// Per reservation, in request order, the most that fits in the requested window.
-    pub amounts: Vec<u32>,
-    /// The earliest start within the search horizon at which the whole request fits for the
-    /// same duration, if one was found.
-    pub earliest_start: Option<crate::time::Instant>,
-    /// Whether the earliest-start search was cut by its steps or its time budget (a start
-    /// within the horizon may exist that it did not try).
-    pub truncated: bool,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Not enough resources available for the requested window")?;
-        for s in &self.shortfalls {
-            write!(
-                f,
-                "; reservation {} ({}): {} requested, {} available",
-                s.index, s.resource_type, s.requested, s.available
-            )?;
-        }
-        Ok(())
-    }
 }
 
 /// Admits `wanted`, or explains the refusal with a counter-offer: the most that fits (a

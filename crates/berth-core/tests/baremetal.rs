@@ -8,15 +8,15 @@
 
 mod support;
 
-use berth_core::baremetal::{NodeClaim, ProvisionState};
-use berth_core::catalog::Attributes;
 use berth_core::decide::baremetal::{
     Candidates, ClaimRequest, NewNode, NodeChange, claim, delete_node, deploy, enroll_node,
     release_claim, update_node,
 };
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::fence::FencePolicy;
-use berth_core::lease::ReservationSpec;
+use berth_core::model::baremetal::{NodeClaim, ProvisionState};
+use berth_core::model::lease::ReservationSpec;
+use berth_core::model::provider::Attributes;
 use berth_core::{AttrValue, Instant, Rejection};
 use proptest::prelude::*;
 use support::{TICK, World};

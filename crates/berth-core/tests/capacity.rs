@@ -7,8 +7,7 @@
 //! instants between steps; the summary is the least `available` and the most `reserved`; and
 //! exactly the number of instances counted as fitting can be admitted over the window.
 
-use berth_core::capacity::{self, Figures, Measure};
-use berth_core::catalog::Attributes;
+use berth_core::capacity;
 use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
@@ -16,9 +15,11 @@ use berth_core::decide::promise::{
     create_reservation_displacing, destroy_instance, displaced_by,
 };
 use berth_core::fence::FencePolicy;
-use berth_core::lease::{LeaseStatus, ReservationSpec};
-use berth_core::ledger::Window;
-use berth_core::promise::{Ask, Flavor, PoolAsk, PromiseKind};
+use berth_core::model::capacity::{Figures, Measure};
+use berth_core::model::lease::{LeaseStatus, ReservationSpec};
+use berth_core::model::ledger::Window;
+use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
+use berth_core::model::provider::Attributes;
 use berth_core::reserve::Search;
 use berth_core::{Catalog, Instant, ResourceClass};
 use proptest::prelude::*;
@@ -376,7 +377,7 @@ fn check(w: &World, probes: &[i64]) {
             memory_mb: 2048,
             disk_gb: 0,
             amount: u32::try_from(amount).expect("a small count"),
-            affinity: berth_core::lease::Affinity::Any,
+            affinity: berth_core::model::lease::Affinity::Any,
             resource_properties: String::new(),
         };
         let want = wanted(&w.catalog, std::iter::once((&spec, None))).expect("a valid spec");

@@ -10,14 +10,15 @@
 
 use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use berth_core::candidates::{CandidateQuery, Group, allocation_candidates};
-use berth_core::catalog::Attributes;
-use berth_core::consumer::{Allocations, Consumer};
 use berth_core::decide::lease::{NewLease, create_lease, delete_lease, fire_event};
-use berth_core::fence::{self, PREEMPTIBLE};
-use berth_core::lease::{
+use berth_core::model::consumer::PREEMPTIBLE;
+use berth_core::model::consumer::{Allocations, Consumer};
+use berth_core::model::fence;
+use berth_core::model::lease::{
     Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, instance_amounts,
 };
-use berth_core::ledger::Window;
+use berth_core::model::ledger::Window;
+use berth_core::model::provider::Attributes;
 use berth_core::{Catalog, Change, Instant, Rejection, ResourceClass};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};

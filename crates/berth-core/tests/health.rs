@@ -17,11 +17,11 @@
 //!
 //! After the hosts return, nothing is missing and no lease is degraded.
 
-use berth_core::catalog::Attributes;
 use berth_core::decide::health::set_status;
 use berth_core::decide::lease::{NewLease, create_lease};
-use berth_core::lease::{Affinity, Lease, ReservationSpec};
-use berth_core::ledger::Hold;
+use berth_core::model::lease::{Affinity, Lease, ReservationSpec};
+use berth_core::model::ledger::Hold;
+use berth_core::model::provider::Attributes;
 use berth_core::{AttrValue, Catalog, Change, Instant, ProviderStatus, ResourceClass};
 use proptest::prelude::*;
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 
 use crate::notifier::destination::{self, Destinations};
 use anyhow::Context as _;
-use berth_core::promise::Policy;
+use berth_core::model::promise::Policy;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use std::net::SocketAddr;

@@ -10,7 +10,7 @@ use crate::auth::{Identity, Role};
 use anyhow::Context as _;
 use axum::http::Method;
 use berth_app::PriorityGrant;
-use berth_core::promise::PRIORITY_MAX;
+use berth_core::model::promise::PRIORITY_MAX;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,7 +4,7 @@
 use crate::map_err;
 use berth_core::Instant;
 use berth_core::catalog::CatalogRows;
-use berth_core::lease::{FloatingIp, Lease, LeaseRecord};
+use berth_core::model::lease::{FloatingIp, Lease, LeaseRecord};
 use berth_store::StoreError;
 use berth_store::codec::{decode_lease, decode_u64, encode_bound, encode_instant, encode_lease};
 use sqlx::postgres::PgRow;

@@ -16,7 +16,7 @@ pub mod scratch;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
-use berth_core::lease::LeaseRecord;
+use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use berth_store::{Store, StoreError, WriteTx};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};

@@ -3,7 +3,7 @@
 
 use crate::{lease, map_err};
 use berth_core::catalog::CatalogRows;
-use berth_core::provider::ProviderRow;
+use berth_core::model::provider::ProviderRow;
 use berth_core::{
     AggregateRecord, AttrValue, Change, Consumer, HostRecord, Instant, Inventory, ResourceClass,
     TraitName,
@@ -111,7 +111,7 @@ async fn load_inventories(
             decode_u64(row.get("reserved"))?,
             units,
             row.get("allocation_ratio"),
-            berth_core::inventory::FullReservation::Allowed,
+            berth_core::model::inventory::FullReservation::Allowed,
         )
         .map_err(|_| corrupt("inventory"))?;
         rows.inventories.push((

@@ -4,7 +4,7 @@ use crate::catalog::parse_uuid;
 use crate::map_err;
 use berth_core::Instant;
 use berth_core::catalog::CatalogRows;
-use berth_core::idempotency::{IdempotencyKey, IdempotencyRecord};
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_store::StoreError;
 use berth_store::codec::encode_instant;
 use sqlx::{Row, SqliteConnection};

@@ -17,7 +17,7 @@ mod promise;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
-use berth_core::lease::LeaseRecord;
+use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use berth_store::{Store, StoreError, WriteTx};
 use sqlx::sqlite::{

@@ -2,7 +2,7 @@
 //! dialects. No SQL here: only the mapping between domain values and column values.
 
 use crate::StoreError;
-use berth_core::lease::Lease;
+use berth_core::model::lease::Lease;
 use berth_core::{AttrValue, Instant, ResourceClass, TraitName};
 
 /// The `(kind, value)` columns of a typed attribute.
@@ -100,7 +100,7 @@ struct ConditionDocument {
 struct NodeDocument {
     provider: uuid::Uuid,
     #[serde(flatten)]
-    node: berth_core::baremetal::NodeRecord,
+    node: berth_core::model::baremetal::NodeRecord,
 }
 
 /// The `(kind, id, document)` row a document change (Promise objects, subscriptions,

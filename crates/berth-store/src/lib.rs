@@ -14,7 +14,7 @@ pub use mem::MemStore;
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
-use berth_core::lease::LeaseRecord;
+use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use uuid::Uuid;
 

@@ -4,7 +4,7 @@
 use crate::{Store, StoreError, WriteTx};
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
-use berth_core::lease::{FloatingIp, LeaseRecord};
+use berth_core::model::lease::{FloatingIp, LeaseRecord};
 use berth_core::{Catalog, Change, Instant};
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};

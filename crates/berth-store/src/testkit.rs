@@ -5,10 +5,10 @@
 use crate::{Store, StoreError};
 use berth_core::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use berth_core::catalog::CatalogRows;
-use berth_core::consumer::Allocations;
 use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
-use berth_core::inventory::FullReservation;
-use berth_core::lease::{
+use berth_core::model::consumer::Allocations;
+use berth_core::model::inventory::FullReservation;
+use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseRecord, LeaseStatus,
     Reservation, ReservationSpec, ReservationStatus,
 };
@@ -48,7 +48,8 @@ where
 /// Idempotency keys round-trip with the change that records them, stay apart per project and
 /// route, are replaced once expired, and are deleted when pruned.
 async fn idempotency_keys_round_trip<S: Store>(store: &S) {
-    use berth_core::idempotency::{IDEMPOTENCY_TTL_MICROS, IdempotencyKey, Idempotent, record};
+    use berth_core::decide::idempotency::record;
+    use berth_core::model::idempotency::{IDEMPOTENCY_TTL_MICROS, IdempotencyKey, Idempotent};
     let mut catalog = Catalog::new();
     let request = |project: &str, route: &str, key: &str, fingerprint: &str| Idempotent {
         key: IdempotencyKey {
@@ -82,7 +83,7 @@ async fn idempotency_keys_round_trip<S: Store>(store: &S) {
         uuid(0xD2),
         T0,
     ));
-    let long = "k".repeat(berth_core::idempotency::IDEMPOTENCY_KEY_LEN_MAX);
+    let long = "k".repeat(berth_core::limits::IDEMPOTENCY_KEY_LEN_MAX);
     changes.extend(record(
         &catalog,
         &request("p1", leases, &long, "f4"),
@@ -113,10 +114,10 @@ async fn idempotency_keys_round_trip<S: Store>(store: &S) {
 /// A node record and a claim round-trip, change, and go (the claim on release, the record with
 /// its node).
 async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
-    use berth_core::baremetal::ProvisionState;
     use berth_core::decide::baremetal::{
         Candidates, ClaimRequest, NewNode, claim, delete_node, enroll_node, release_claim,
     };
+    use berth_core::model::baremetal::ProvisionState;
     let mut catalog = Catalog::new();
     let new = NewNode {
         uuid: uuid(0xB0),
@@ -212,7 +213,7 @@ async fn provider_conditions_round_trip<S: Store>(store: &S) {
 
 /// Subscriptions, deliveries and the outbox cursor round-trip, are replaced and are deleted.
 async fn notification_state_round_trips<S: Store>(store: &S, catalog: &mut Catalog) {
-    use berth_core::notify::{Delivery, DeliveryStatus, Subscription, Topic};
+    use berth_core::model::notify::{Delivery, DeliveryStatus, Subscription, Topic};
     let subscription = Subscription {
         id: Uuid::from_u128(0x5ab),
         project_id: "p".into(),
@@ -272,7 +273,7 @@ async fn notification_state_round_trips<S: Store>(store: &S, catalog: &mut Catal
 
 /// Flavors, the policy and Promise instances round-trip, are replaced and are deleted.
 async fn promise_objects_round_trip<S: Store>(store: &S) {
-    use berth_core::promise::{Flavor, Policy, PromiseInstance};
+    use berth_core::model::promise::{Flavor, Policy, PromiseInstance};
     let mut catalog = Catalog::new();
     let flavor = |id: &str, vcpus: u64| Flavor {
         id: id.to_owned(),
@@ -748,7 +749,7 @@ fn lease(n: u128, project: &str) -> Lease {
             event(n * 10 + 5, EventKind::BeforeEndLease, at_hours(2)),
             event(n * 10 + 6, EventKind::EndLease, at_hours(3)),
         ],
-        notice_lead_micros: berth_core::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         preemption_noticed: false,
         terms: None,
         outcome: None,

@@ -14,8 +14,8 @@ use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations}
 use berth_core::decide::health;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::promise::create_flavor;
-use berth_core::lease::{Affinity, ReservationSpec};
-use berth_core::promise::Flavor;
+use berth_core::model::lease::{Affinity, ReservationSpec};
+use berth_core::model::promise::Flavor;
 use berth_core::{Instant, ProviderStatus, Rejection};
 use std::collections::BTreeMap;
 use uuid::Uuid;

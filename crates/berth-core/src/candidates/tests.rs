@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::decide::{self, NewProvider};
-use crate::inventory::Inventory;
-use crate::time::Instant;
+use crate::model::inventory::Inventory;
+use crate::model::time::Instant;
 
 const T0: Instant = Instant::from_micros(1);
 

@@ -10,20 +10,20 @@
 use super::health::{self, Effects};
 use super::{Decision, NewHost, enroll_host};
 use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
-use crate::baremetal::{
-    CLAIM_CANDIDATES_MAX, NodeClaim, NodeRecord, ProvisionState, RESOURCE_CLASS_LEN_MAX,
-    Unclaimable, placement_class,
-};
 use crate::catalog::{Attributes, Catalog};
 use crate::change::Change;
-use crate::consumer::Allocations;
 use crate::fence::FencePolicy;
-use crate::inventory::Inventory;
-use crate::ledger::Window;
-use crate::name::{ResourceClass, TraitName, is_custom_name};
-use crate::provider::{AttrValue, Provider, ProviderStatus};
+use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX};
+use crate::model::baremetal::{
+    NodeClaim, NodeRecord, ProvisionState, Unclaimable, placement_class,
+};
+use crate::model::consumer::Allocations;
+use crate::model::inventory::Inventory;
+use crate::model::ledger::Window;
+use crate::model::name::{ResourceClass, TraitName, is_custom_name};
+use crate::model::provider::{AttrValue, Provider, ProviderStatus};
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 

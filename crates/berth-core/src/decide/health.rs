@@ -18,16 +18,16 @@
 use super::lease::filter_of;
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::lease::{Affinity, Lease, Reservation, ReservationSpec, record};
-use crate::ledger::{Hold, Window};
-use crate::provider::{Provider, ProviderCondition, ProviderStatus};
+use crate::change::record;
+use crate::limits::STATUS_REASON_LEN_MAX;
+use crate::model::lease::{Affinity, Lease, Reservation, ReservationSpec};
+use crate::model::ledger::{Hold, Window};
+use crate::model::provider::{Provider, ProviderCondition, ProviderStatus};
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::reserve::{self, Refusal, Wanted};
-use crate::time::Instant;
+use crate::rejection::{Refusal, Shortfall};
+use crate::reserve::{self, Wanted};
 use uuid::Uuid;
-
-/// Longest reason an admin or monitor may give.
-pub const STATUS_REASON_LEN_MAX: usize = 255;
 
 /// What changing a provider's status did to the leases on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -488,7 +488,7 @@ pub fn reallocate(
             .sum::<u32>();
         if short > 0 {
             let spec = &reservation.spec;
-            shortfalls.push(reserve::Shortfall {
+            shortfalls.push(Shortfall {
                 index: idx,
                 resource_type: spec.resource_type(),
                 requested: units(spec, &current.reservations[idx].hosts),

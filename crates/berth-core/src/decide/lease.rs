@@ -4,27 +4,22 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
+use crate::change::record;
 use crate::filter::Filter;
-use crate::lease::record;
-use crate::lease::{
+use crate::limits::{self, LEASE_NAME_LEN_MAX, REQUEST_QUANTITY_MAX};
+use crate::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseStatus, Reservation,
     ReservationSpec, ReservationStatus,
 };
-use crate::ledger::Window;
-use crate::limits;
+use crate::model::ledger::Window;
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use crate::reserve::{self, Search, Wanted};
-use crate::time::Instant;
 use uuid::Uuid;
 
 /// `before_end_lease` fires this long before the end unless the lease says when (Blazar's
 /// `minutes_before_end_lease` default, 60 minutes).
 pub const BEFORE_END_DEFAULT_MICROS: i64 = 60 * 60 * 1_000_000;
-/// Longest lease name.
-pub const LEASE_NAME_LEN_MAX: usize = 255;
-pub use crate::limits::RESERVATIONS_PER_LEASE_MAX;
-/// Largest amount, host count or size one reservation may ask for.
-pub const AMOUNT_MAX: u32 = 1_000_000;
 
 /// A new lease, with the ids the application generated for it.
 #[derive(Debug, Clone)]
@@ -107,10 +102,10 @@ fn check_name(name: &str) -> Result<(), Rejection> {
 }
 
 fn check_amount(field: &str, value: u64, min: u64) -> Result<(), Rejection> {
-    match (min..=u64::from(AMOUNT_MAX)).contains(&value) {
+    match (min..=u64::from(REQUEST_QUANTITY_MAX)).contains(&value) {
         true => Ok(()),
         false => Err(bad(format!(
-            "{field} must be an integer from {min} to {AMOUNT_MAX}, not {value}"
+            "{field} must be an integer from {min} to {REQUEST_QUANTITY_MAX}, not {value}"
         ))),
     }
 }

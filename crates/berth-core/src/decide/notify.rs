@@ -1,22 +1,21 @@
 //! Decisions about subscriptions and notifications: subscribe and unsubscribe, expand the
 //! outbox into deliveries (and evaluate capacity thresholds) exactly once, and record the
-//! outcome of a delivery attempt. See [`crate::notify`].
+//! outcome of a delivery attempt. See [`crate::model::notify`].
 
-use crate::capacity::{self, Figures};
+use crate::capacity;
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::lease::{EventKind, LeaseRecord};
-use crate::ledger::Window;
-use crate::notify::{
-    DELIVERY_ATTEMPTS_MAX, Delivery, DeliveryStatus, Subscription, Threshold, Topic,
-    reservation_body, retry_delay_micros, wants,
+use crate::limits::{DELIVERY_ATTEMPTS_MAX, SUBSCRIPTIONS_PER_PROJECT_MAX};
+use crate::model::capacity::{Figures, measure_of};
+use crate::model::lease::{EventKind, LeaseRecord};
+use crate::model::ledger::Window;
+use crate::model::notify::{
+    Delivery, DeliveryStatus, Subscription, Threshold, Topic, reservation_body, retry_delay_micros,
+    wants,
 };
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use uuid::Uuid;
-
-/// Most subscriptions one project may hold.
-pub const SUBSCRIPTIONS_PER_PROJECT_MAX: usize = 256;
 
 /// Records a new subscription. What it names must exist: the zone and flavor of a capacity
 /// threshold, and the leases of a reservation filter, which must be of `scope`'s project
@@ -161,7 +160,8 @@ fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> 
     let window = Window::new(now, Instant::from_micros(now.as_micros() + 1))?;
     if let Some(flavor) = flavor {
         let flavor = catalog.flavor(flavor)?;
-        let size = crate::lease::instance_amounts(flavor.vcpus, flavor.ram_mb, flavor.disk_gb, 1);
+        let size =
+            crate::model::lease::instance_amounts(flavor.vcpus, flavor.ram_mb, flavor.disk_gb, 1);
         let fit =
             capacity::instances_that_fit(catalog, zone.as_deref(), window, &size, &[]).ok()?;
         let fit = i64::try_from(fit).unwrap_or(i64::MAX);
@@ -172,7 +172,7 @@ fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> 
             available: fit,
         });
     }
-    let measure = capacity::measure_of(*resource, type_id)?;
+    let measure = measure_of(*resource, type_id)?;
     capacity::series(catalog, zone.as_deref(), window, &measure, &[])
         .ok()
         .map(|s| s.summary())
@@ -307,7 +307,6 @@ pub fn redeliver(catalog: &Catalog, id: &str, now: Instant) -> Result<Vec<Change
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notify::DELIVERY_ATTEMPTS_MAX;
 
     fn at(seconds: i64) -> Instant {
         Instant::from_micros(seconds * 1_000_000)

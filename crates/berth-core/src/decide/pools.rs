@@ -6,13 +6,13 @@
 use crate::capacity::usable;
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::lease::record;
-use crate::ledger::Window;
-use crate::name::ResourceClass;
-use crate::promise::CapacityPool;
-use crate::provider::Provider;
+use crate::change::record;
+use crate::model::ledger::Window;
+use crate::model::name::ResourceClass;
+use crate::model::promise::CapacityPool;
+use crate::model::provider::Provider;
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use std::collections::BTreeSet;
 use uuid::Uuid;
 

@@ -7,28 +7,75 @@ use super::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdat
 use crate::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::consumer::Allocations;
+use crate::change::record;
 use crate::fence::{self, FencePolicy};
-use crate::lease::{
-    EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus, record,
+use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY_MAX};
+use crate::model::consumer::Allocations;
+use crate::model::lease::{
+    Affinity, EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
 };
-use crate::name::ResourceClass;
-use crate::promise::{
-    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms,
+use crate::model::name::ResourceClass;
+use crate::model::promise::{
+    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms, ceil_div,
+    zone_filter,
 };
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use crate::reserve::{self, Search};
-use crate::time::Instant;
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
-/// Most reservations one request may displace.
-pub const DISPLACED_MAX: usize = 64;
-/// Most lower-priority reservations looked at when searching what to displace.
-pub const DISPLACEMENT_CANDIDATES_MAX: usize = 256;
-
 fn bad(text: impl Into<String>) -> Rejection {
     Rejection::BadLease(text.into())
+}
+
+fn slots(vcpus: u64, memory_mb: u64, disk_gb: u64, amount: u64, zone: &str) -> ReservationSpec {
+    ReservationSpec::Instance {
+        vcpus,
+        memory_mb,
+        disk_gb,
+        amount: u32::try_from(amount).unwrap_or(u32::MAX),
+        affinity: Affinity::Any,
+        resource_properties: zone.to_owned(),
+    }
+}
+
+/// The ledger reservations a Promise ask becomes, in order: pool, containers, addresses (from
+/// `network`), storage.
+pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<ReservationSpec> {
+    let filter = zone_filter(zone);
+    let mut out = Vec::new();
+    if let Some(pool) = ask.pool {
+        let instances = pool.slots();
+        out.push(slots(
+            ceil_div(pool.cores, instances),
+            ceil_div(pool.ram_mb, instances),
+            0,
+            instances,
+            &filter,
+        ));
+    }
+    for c in &ask.containers {
+        out.push(slots(c.vcpus, c.ram_mb, c.disk_gb, 1, &filter));
+    }
+    if ask.public_ips > 0 {
+        out.push(ReservationSpec::FloatingIp {
+            network_id: network.unwrap_or_default().to_owned(),
+            amount: u32::try_from(ask.public_ips).unwrap_or(u32::MAX),
+            required_floatingips: Vec::new(),
+        });
+    }
+    if let Some(storage) = ask.storage {
+        let volumes = storage.volumes.max(1);
+        out.push(slots(
+            0,
+            0,
+            ceil_div(storage.size_gb, volumes),
+            volumes,
+            &filter,
+        ));
+    }
+    out
 }
 
 /// Creates a flavor; ids and names are unique.
@@ -40,7 +87,7 @@ pub fn create_flavor(catalog: &Catalog, flavor: Flavor) -> Result<Vec<Change>, R
     if flavor.vcpus == 0 || flavor.ram_mb == 0 {
         return Err(bad("a flavor needs at least 1 vcpu and 1 MB of ram"));
     }
-    let limit = u64::from(lease_decide::AMOUNT_MAX);
+    let limit = u64::from(REQUEST_QUANTITY_MAX);
     if flavor.vcpus > limit || flavor.ram_mb > limit * 1024 || flavor.disk_gb > limit {
         return Err(bad("flavor sizes are too large"));
     }
@@ -192,7 +239,8 @@ fn window_of(
     if end <= start {
         return Err(bad("endTime must be later than startTime"));
     }
-    let window = crate::ledger::Window::new(start, end).ok_or_else(|| bad("empty window"))?;
+    let window =
+        crate::model::ledger::Window::new(start, end).ok_or_else(|| bad("empty window"))?;
     let expiry = new
         .expiry
         .or_else(|| catalog.policy().default_expiry(window));
@@ -270,7 +318,7 @@ pub fn create_reservation_displacing(
     };
     let mut first_refusal = None;
     for network in networks(catalog, &ask)? {
-        let specs = promise::specs(&ask, new.zone.as_deref(), network.as_deref());
+        let specs = specs(&ask, new.zone.as_deref(), network.as_deref());
         if specs.len() > new.reservation_ids.len() {
             return Err(Rejection::TooMany("reservations"));
         }
@@ -317,7 +365,7 @@ fn displaceable<'c>(
     priority: u32,
     others: bool,
 ) -> Vec<&'c Lease> {
-    let window = crate::ledger::Window::new(lease.start, lease.end);
+    let window = crate::model::ledger::Window::new(lease.start, lease.end);
     let mut found: Vec<&Lease> = catalog
         .leases()
         .filter(|l| l.priority() < priority && l.status == LeaseStatus::Pending && !l.started())
@@ -335,7 +383,7 @@ fn displaceable<'c>(
 }
 
 fn fits(catalog: &Catalog, lease: &NewLease, excluding: &[Uuid]) -> bool {
-    let Some(window) = crate::ledger::Window::new(lease.start, lease.end) else {
+    let Some(window) = crate::model::ledger::Window::new(lease.start, lease.end) else {
         return false;
     };
     let Ok(want) = lease_decide::wanted(catalog, lease.reservations.iter().map(|(_, s)| (s, None)))
@@ -556,7 +604,7 @@ pub fn update_reservation(
             ReservationSpec::FloatingIp { network_id, .. } => Some(network_id.clone()),
             _ => None,
         });
-        let specs = promise::specs(&ask, terms.zone.as_deref(), network.as_deref());
+        let specs = specs(&ask, terms.zone.as_deref(), network.as_deref());
         if specs.len() != current.reservations.len()
             || specs
                 .iter()
@@ -721,7 +769,7 @@ pub struct NewInstance {
 }
 
 fn flavor_amounts(flavor: &Flavor, disk: bool) -> Vec<(ResourceClass, u64)> {
-    crate::lease::instance_amounts(
+    crate::model::lease::instance_amounts(
         flavor.vcpus,
         flavor.ram_mb,
         if disk { flavor.disk_gb } else { 0 },
@@ -855,7 +903,7 @@ fn unreserved(
     let amounts = flavor_amounts(flavor, true);
     let best_effort = |host: Uuid| {
         let mut write = write_on(new, host, &amounts);
-        write.consumer_type = Some(crate::fence::PREEMPTIBLE.to_owned());
+        write.consumer_type = Some(crate::model::consumer::PREEMPTIBLE.to_owned());
         write
     };
     let hosts = catalog.providers().filter(|p| {
@@ -906,4 +954,60 @@ pub fn destroy_instance(
     }
     changes.push(Change::InstanceSet { id, instance: None });
     Ok(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::promise::{PoolAsk, offered};
+
+    #[test]
+    fn a_pool_becomes_instance_slots_of_its_average_shape() {
+        let ask = Ask {
+            pool: Some(PoolAsk {
+                cores: 20,
+                ram_mb: 10_240,
+                instances: 5,
+            }),
+            ..Ask::default()
+        };
+        let specs = specs(&ask, Some("az1"), None);
+        assert_eq!(specs.len(), 1);
+        let ReservationSpec::Instance {
+            vcpus,
+            memory_mb,
+            amount,
+            resource_properties,
+            ..
+        } = &specs[0]
+        else {
+            panic!("a pool is instance slots")
+        };
+        assert_eq!((*vcpus, *memory_mb, *amount), (4, 2048, 5));
+        assert!(resource_properties.contains("az1"));
+    }
+
+    #[test]
+    fn an_offer_keeps_the_shape_and_lowers_the_count() {
+        let ask = Ask {
+            pool: Some(PoolAsk {
+                cores: 20,
+                ram_mb: 10_240,
+                instances: 5,
+            }),
+            public_ips: 3,
+            ..Ask::default()
+        };
+        let offer = offered(&ask, &[2, 1]);
+        assert_eq!(
+            offer.pool,
+            Some(PoolAsk {
+                cores: 8,
+                ram_mb: 4096,
+                instances: 2
+            })
+        );
+        assert_eq!(offer.public_ips, 1);
+        assert_eq!(specs(&offer, None, Some("n")).len(), 2);
+    }
 }

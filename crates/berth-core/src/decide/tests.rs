@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::catalog::Catalog;
-use crate::inventory::FullReservation;
+use crate::model::inventory::FullReservation;
 use crate::query::{MemberOf, ProviderFilter};
 
 const T0: Instant = Instant::from_micros(1_000);

@@ -353,8 +353,8 @@ fn nested_nots(depth: usize) -> serde_json::Value {
 
 #[test]
 fn bounds_the_depth() {
-    assert!(Filter::from_json(&nested_nots(MAX_DEPTH)).is_ok());
-    let error = Filter::from_json(&nested_nots(MAX_DEPTH + 1)).unwrap_err();
+    assert!(Filter::from_json(&nested_nots(FILTER_DEPTH_MAX)).is_ok());
+    let error = Filter::from_json(&nested_nots(FILTER_DEPTH_MAX + 1)).unwrap_err();
     assert_eq!(
         error,
         FilterError::TooComplex {
@@ -375,14 +375,14 @@ fn wide_and(clauses: usize) -> serde_json::Value {
 
 #[test]
 fn bounds_the_nodes() {
-    assert!(Filter::from_json(&wide_and(MAX_NODES - 1)).is_ok());
-    let error = Filter::from_json(&wide_and(MAX_NODES)).unwrap_err();
+    assert!(Filter::from_json(&wide_and(FILTER_NODES_MAX - 1)).is_ok());
+    let error = Filter::from_json(&wide_and(FILTER_NODES_MAX)).unwrap_err();
     assert_eq!(
         error.to_string(),
         "filter too complex: more than 1000 nodes"
     );
     let mut values = vec![serde_json::json!("in"), serde_json::json!("$a")];
-    values.extend((0..MAX_NODES).map(|i| serde_json::json!(i)));
+    values.extend((0..FILTER_NODES_MAX).map(|i| serde_json::json!(i)));
     let error = Filter::from_json(&serde_json::Value::Array(values)).unwrap_err();
     assert!(matches!(error, FilterError::TooComplex { .. }));
 }

@@ -9,7 +9,7 @@ use crate::blazar_leases::{
     wait_for_status,
 };
 use crate::support::{Options, TestApp, detail};
-use berth_core::fence::FREEPOOL_AGGREGATE;
+use berth_core::model::fence::FREEPOOL_AGGREGATE;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

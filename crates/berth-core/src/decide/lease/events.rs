@@ -9,9 +9,9 @@ use super::record;
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::fence;
-use crate::lease::{EventKind, EventStatus, Lease, LeaseStatus, ReservationStatus};
+use crate::model::lease::{EventKind, EventStatus, Lease, LeaseStatus, ReservationStatus};
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use uuid::Uuid;
 
 fn mark(lease: &mut Lease, kind: EventKind, status: EventStatus, now: Instant) {

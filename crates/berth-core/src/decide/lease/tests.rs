@@ -7,12 +7,12 @@ use super::*;
 use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use crate::catalog::Attributes;
 use crate::decide::{NewHost, enroll_host, set_inventories};
-use crate::inventory::{FullReservation, Inventory};
-use crate::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
-use crate::ledger::Hold;
-use crate::name::ResourceClass;
-use crate::provider::{AttrValue, Provider};
-use crate::reserve::Refusal;
+use crate::model::inventory::{FullReservation, Inventory};
+use crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
+use crate::model::ledger::Hold;
+use crate::model::name::ResourceClass;
+use crate::model::provider::{AttrValue, Provider};
+use crate::rejection::Refusal;
 use std::collections::BTreeMap;
 
 const HOUR: i64 = 3_600_000_000;
@@ -197,7 +197,7 @@ impl World {
             before_end: None,
             reservations: specs.into_iter().map(|s| (self.id(), s)).collect(),
             event_ids: [self.id(), self.id(), self.id()],
-            notice_lead_micros: crate::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+            notice_lead_micros: crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         }
     }
 
@@ -967,14 +967,14 @@ fn invalid_leases_are_refused() {
         let result = create_lease(&w.catalog, &new, now(), &Search::until(horizon()));
         assert!(is_bad_lease(&result), "{what}: {result:?}");
     }
-    let many = vec![hosts(1, 1); RESERVATIONS_PER_LEASE_MAX + 1];
+    let many = vec![hosts(1, 1); crate::limits::RESERVATIONS_PER_LEASE_MAX + 1];
     let new = w.new_lease((0, 10), many);
     assert_eq!(
         create_lease(&w.catalog, &new, now(), &Search::until(horizon())).map(|(_, l)| l),
         Err(Rejection::LimitExceeded {
             limit: "reservations_per_lease",
-            max: RESERVATIONS_PER_LEASE_MAX as u64,
-            got: RESERVATIONS_PER_LEASE_MAX as u64 + 1,
+            max: crate::limits::RESERVATIONS_PER_LEASE_MAX as u64,
+            got: crate::limits::RESERVATIONS_PER_LEASE_MAX as u64 + 1,
         })
     );
     let mut fine = w.new_lease((0, 10), vec![hosts(1, 1)]);
@@ -1583,8 +1583,8 @@ mod model {
     //! A brute-force model of admission: every hold of every lease, summed instant by instant.
 
     use super::*;
-    use crate::lease::instance_amounts;
-    use crate::ledger::Window;
+    use crate::model::lease::instance_amounts;
+    use crate::model::ledger::Window;
     use proptest::prelude::*;
 
     /// Every hold of every lease in the catalog, derived from the leases themselves.
@@ -1720,8 +1720,8 @@ mod property {
 
     use super::model::{check_no_over_commit, check_unit_rules, slots, whole_free};
     use super::*;
-    use crate::lease::instance_amounts;
-    use crate::ledger::Window;
+    use crate::model::lease::instance_amounts;
+    use crate::model::ledger::Window;
     use proptest::collection::vec;
     use proptest::prelude::*;
 

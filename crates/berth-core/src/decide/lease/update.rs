@@ -12,11 +12,12 @@ use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::decide::lease::LeaseUpdate;
 use crate::decide::lease::ReservationUpdate;
-use crate::lease::{EventKind, EventStatus, Lease, Reservation, ReservationSpec};
-use crate::ledger::Window;
+use crate::model::lease::{EventKind, EventStatus, Lease, Reservation, ReservationSpec};
+use crate::model::ledger::Window;
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::reserve::{self, Refusal, Search, Shortfall};
-use crate::time::Instant;
+use crate::rejection::{Refusal, Shortfall};
+use crate::reserve::{self, Search};
 use uuid::Uuid;
 
 fn changes_capacity(update: &LeaseUpdate) -> bool {

@@ -13,8 +13,8 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use berth_app::EnrollNode;
-use berth_core::baremetal::ProvisionState;
 use berth_core::decide::baremetal::{NodeChange, find_node};
+use berth_core::model::baremetal::ProvisionState;
 use berth_core::{AttrValue, Catalog, Provider};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -206,7 +206,7 @@ fn traits(value: Option<&Value>) -> Result<Vec<String>, ApiError> {
     }
 }
 
-fn properties(value: Option<&Value>) -> Result<berth_core::catalog::Attributes, ApiError> {
+fn properties(value: Option<&Value>) -> Result<berth_core::model::provider::Attributes, ApiError> {
     match value {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(map)) => map

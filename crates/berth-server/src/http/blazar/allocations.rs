@@ -10,7 +10,7 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
-use berth_core::ledger::Window;
+use berth_core::model::ledger::Window;
 use berth_core::reserve::HOST_PROPERTIES;
 use berth_core::{Catalog, Instant, Provider};
 use serde_json::{Value, json};

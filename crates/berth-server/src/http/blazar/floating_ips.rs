@@ -12,7 +12,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_app::RegisterFloatingIp;
-use berth_core::lease::FloatingIp;
+use berth_core::model::lease::FloatingIp;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 

@@ -4,9 +4,12 @@
 use super::record_time;
 use crate::http::error::ApiError;
 use berth_core::decide::health::missing_resources;
-use berth_core::decide::lease::{AMOUNT_MAX, LeaseUpdate, ReservationUpdate};
-use berth_core::lease::{Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec};
-use berth_core::reserve::Refusal;
+use berth_core::decide::lease::{LeaseUpdate, ReservationUpdate};
+use berth_core::limits::REQUEST_QUANTITY_MAX;
+use berth_core::model::lease::{
+    Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec,
+};
+use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -63,13 +66,13 @@ pub(crate) fn date_field(
     }
 }
 
-/// An integer field given as a JSON number or a numeric string, in `[min, AMOUNT_MAX]`.
+/// An integer field given as a JSON number or a numeric string, in `[min, REQUEST_QUANTITY_MAX]`.
 pub(crate) fn count(
     body: &Map<String, Value>,
     field: &str,
     min: u64,
 ) -> Result<Option<u64>, ApiError> {
-    integer(body, field, min, u64::from(AMOUNT_MAX))
+    integer(body, field, min, u64::from(REQUEST_QUANTITY_MAX))
 }
 
 /// An integer field given as a JSON number or a numeric string, in `[min, max]`.
@@ -102,7 +105,7 @@ fn missing(field: &str) -> ApiError {
 }
 
 fn small(value: u64) -> u32 {
-    u32::try_from(value).expect("invariant: counts are bounded by AMOUNT_MAX")
+    u32::try_from(value).expect("invariant: counts are bounded by REQUEST_QUANTITY_MAX")
 }
 
 /// A string field; filters may also be given as JSON (kept as its text).

@@ -17,7 +17,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT_MICROS};
-use berth_core::lease::{Lease, LeaseStatus};
+use berth_core::model::lease::{Lease, LeaseStatus};
 use berth_core::{Catalog, Instant};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;

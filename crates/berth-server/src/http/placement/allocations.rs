@@ -13,7 +13,7 @@ use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use berth_api::placement::{ConsumerAllocations, PutAllocationsList};
 use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
-use berth_core::consumer::Allocations;
+use berth_core::model::consumer::Allocations;
 use berth_core::{Catalog, Consumer, ResourceClass};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};

@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
 use berth_core::fence::FencePolicy;
-use berth_core::lease::ReservationSpec;
+use berth_core::model::lease::ReservationSpec;
 use berth_core::query::TraitFilter;
 use berth_core::{Catalog, Provider, Rejection, ResourceClass, limits};
 use std::collections::{BTreeMap, BTreeSet};
@@ -282,7 +282,7 @@ fn present(
             group.member_of.required.push(BTreeSet::from([reservation]));
         }
         ReservationSpec::Instance { .. } => {
-            let class = berth_core::fence::reservation_class(reservation);
+            let class = berth_core::model::fence::reservation_class(reservation);
             group.resources.push((catalog.interned_class(&class), 1));
         }
         ReservationSpec::FloatingIp { .. } => {
@@ -302,7 +302,7 @@ fn confined_to(catalog: &Catalog, named: Option<Uuid>, groups: &[Group]) -> Opti
             groups
                 .iter()
                 .flat_map(|g| g.resources.iter())
-                .find_map(|(class, _)| berth_core::fence::reservation_of_class(class))
+                .find_map(|(class, _)| berth_core::model::fence::reservation_of_class(class))
         })
         .filter(|id| {
             berth_core::fence::find(catalog, *id)

@@ -16,8 +16,8 @@ use berth_api::placement::{
     InventoryOut, InventoryRecord, PostInventory, PutInventories, PutInventory,
 };
 use berth_app::AppError;
-use berth_core::inventory::FullReservation;
-use berth_core::limits::AMOUNT_MAX;
+use berth_core::limits::INVENTORY_AMOUNT_MAX;
+use berth_core::model::inventory::FullReservation;
 use berth_core::{Inventory, Provider, Rejection, ResourceClass};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -128,14 +128,14 @@ pub(super) fn to_inventory(
 ) -> Result<Inventory, ApiError> {
     let field = |name: &str, value: Option<i64>, default: i64, min: i64| -> Result<u64, ApiError> {
         let value = value.unwrap_or(default);
-        if value < min || value > i64::try_from(AMOUNT_MAX).expect("fits") {
+        if value < min || value > i64::try_from(INVENTORY_AMOUNT_MAX).expect("fits") {
             return Err(ApiError::bad_request(format!(
-                "JSON does not validate: {class}: {name} must be an integer between {min} and {AMOUNT_MAX}, got {value}"
+                "JSON does not validate: {class}: {name} must be an integer between {min} and {INVENTORY_AMOUNT_MAX}, got {value}"
             )));
         }
         Ok(u64::try_from(value).expect("invariant: checked non-negative"))
     };
-    let max = i64::try_from(AMOUNT_MAX).expect("fits");
+    let max = i64::try_from(INVENTORY_AMOUNT_MAX).expect("fits");
     let units = [
         field("min_unit", record.min_unit, 1, 1)?,
         field("max_unit", record.max_unit, max, 1)?,

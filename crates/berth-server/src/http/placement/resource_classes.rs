@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::placement::CreateResourceClass;
 use berth_core::ResourceClass;
-use berth_core::name::STANDARD_RESOURCE_CLASSES;
+use berth_core::model::name::STANDARD_RESOURCE_CLASSES;
 use serde_json::{Value, json};
 
 pub(super) fn register(routes: &mut Routes) {

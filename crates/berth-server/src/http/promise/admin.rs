@@ -11,8 +11,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_app::CreateFlavor;
-use berth_core::decide::lease::AMOUNT_MAX;
-use berth_core::promise::{Flavor, Policy, PolicyPatch};
+use berth_core::limits::REQUEST_QUANTITY_MAX;
+use berth_core::model::promise::{Flavor, Policy, PolicyPatch};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -139,7 +139,7 @@ async fn create(
     let required = |field: &str, v: Option<u64>| {
         v.ok_or_else(|| ApiError::bad_request(format!("Missing parameter: {field}")))
     };
-    let max = u64::from(AMOUNT_MAX);
+    let max = u64::from(REQUEST_QUANTITY_MAX);
     let cmd = CreateFlavor {
         id: text(&body, "id")?,
         name: text(&body, "name")?

@@ -12,8 +12,9 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
-use berth_core::capacity::{self, Figures, Measure, Series};
-use berth_core::ledger::Window;
+use berth_core::capacity;
+use berth_core::model::capacity::{Figures, Measure, Series};
+use berth_core::model::ledger::Window;
 use berth_core::{Catalog, Instant, Rejection, ResourceClass};
 use serde_json::{Map, Value, json};
 
@@ -59,7 +60,7 @@ enum Wanted {
 }
 
 fn shape(vcpus: u64, ram_mb: u64, disk_gb: u64) -> Result<Wanted, ApiError> {
-    let amounts = berth_core::lease::instance_amounts(vcpus, ram_mb, disk_gb, 1);
+    let amounts = berth_core::model::lease::instance_amounts(vcpus, ram_mb, disk_gb, 1);
     match amounts.is_empty() {
         true => Err(ApiError::bad_request(
             "resourceCriteria must give a size (virtualCPU.numVirtualCpu, virtualMemory.virtualMemSize or sizeOfStorage)",
@@ -110,7 +111,7 @@ fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wa
         (_, None, _) => return Err(ApiError::bad_request(format!("{type_field} is missing"))),
         (_, Some(id), _) => id,
     };
-    if let Some(measure) = capacity::measure_of(resource, id) {
+    if let Some(measure) = berth_core::model::capacity::measure_of(resource, id) {
         return Ok(Wanted::Plain(measure));
     }
     Err(ApiError::bad_request(match (kind, id) {

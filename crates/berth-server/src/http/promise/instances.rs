@@ -12,7 +12,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
 use berth_app::CreateInstance;
-use berth_core::promise::PromiseInstance;
+use berth_core::model::promise::PromiseInstance;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 

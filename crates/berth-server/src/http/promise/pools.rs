@@ -12,7 +12,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_core::decide::pools::CapacityChange;
-use berth_core::promise::CapacityPool;
+use berth_core::model::promise::CapacityPool;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 

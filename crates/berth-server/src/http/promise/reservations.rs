@@ -14,11 +14,11 @@ use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
-use berth_core::lease::{Lease, LeaseStatus, ReservationSpec};
-use berth_core::promise::{
+use berth_core::model::lease::{Lease, LeaseStatus, ReservationSpec};
+use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
 };
-use berth_core::reserve::Refusal;
+use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant, Rejection};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;

@@ -18,7 +18,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_app::Subscribe;
-use berth_core::notify::{CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic};
+use berth_core::model::notify::{
+    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic,
+};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -196,7 +198,7 @@ async fn capacity(
                 "a flavor threshold watches capacity_info available (instances that fit)",
             ));
         }
-    } else if berth_core::capacity::measure_of(resource, &type_id).is_none() {
+    } else if berth_core::model::capacity::measure_of(resource, &type_id).is_none() {
         return Err(ApiError::bad_request(format!(
             "Unknown {field} {type_id}: use numCpuCores, virtualMemSize, virtualDisk, storageSize or publicIps"
         )));
@@ -406,7 +408,8 @@ async fn feed(
             .iter()
             .filter(|(_, r)| project.is_none() || r.project_id().as_deref() == project.as_deref())
             .map(|(seq, r)| {
-                let body = berth_core::notify::reservation_body(&seq.to_string(), *seq, r, None);
+                let body =
+                    berth_core::model::notify::reservation_body(&seq.to_string(), *seq, r, None);
                 json!({"cursor": seq, "notification": body})
             })
             .collect();

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use berth_core::Instant;
-use berth_core::decide::lease::AMOUNT_MAX;
+use berth_core::limits::REQUEST_QUANTITY_MAX;
 use serde_json::{Map, Value, json};
 
 /// The input of a Promise request: the JSON object of the body (any method; an empty body is
@@ -106,12 +106,12 @@ pub(super) fn number(
 
 /// A count (instances, addresses, volumes, cores) within the reservation bounds.
 pub(super) fn count(body: &Map<String, Value>, field: &str) -> Result<Option<u64>, ApiError> {
-    number(body, field, u64::from(AMOUNT_MAX))
+    number(body, field, u64::from(REQUEST_QUANTITY_MAX))
 }
 
 /// A memory or storage size (MB or GB), up to a thousand times the count bound.
 pub(super) fn size(body: &Map<String, Value>, field: &str) -> Result<Option<u64>, ApiError> {
-    number(body, field, u64::from(AMOUNT_MAX) * 1024)
+    number(body, field, u64::from(REQUEST_QUANTITY_MAX) * 1024)
 }
 
 /// A string member, when given.

@@ -1,9 +1,10 @@
 //! The Promise model (OPNFV Promise, ETSI NFV IFA005): flavors, the reservation policy, the
 //! terms a Promise reservation carries on its lease, instances created against reservations, and
-//! the translation of a Promise request into the ledger's reservation kinds.
+//! what a counter-offer stands for in a request's own terms.
 //!
 //! A Promise reservation is a lease like any other, so the Blazar surface sees and counts it and
-//! the ledger, the fence and the lifecycle engine serve it unchanged. What it asks for maps to:
+//! the ledger, the fence and the lifecycle engine serve it unchanged. What it asks for maps to
+//! (see [`crate::decide::promise::specs`]):
 //! - a compute pool (`numCpuCores`, `numVcInstances`, `virtualMemSize`): `numVcInstances` instance
 //!   slots of `ceil(cores / instances)` VCPU and `ceil(memory / instances)` MB, packed onto any
 //!   hosts of the zone;
@@ -12,10 +13,8 @@
 //! - a storage pool (`storageSize` GB over `numVolumes` volumes): `numVolumes` slots of
 //!   `ceil(size / volumes)` DISK_GB (snapshots live inside volumes and are only recorded).
 
-use crate::lease::{Affinity, ReservationSpec};
-use crate::ledger::Window;
-use crate::rejection::Rejection;
-use crate::time::Instant;
+use crate::model::ledger::Window;
+use crate::model::time::Instant;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -48,6 +47,15 @@ pub struct Flavor {
     pub extra_specs: BTreeMap<String, String>,
     /// Creation time.
     pub created_at: Instant,
+}
+
+/// A window the reservation policy refuses: the rule broken, and what the policy allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyBreach {
+    /// The policy rule (`max-duration`, ...).
+    pub limit: &'static str,
+    /// What it allows.
+    pub detail: String,
 }
 
 /// The reservation policy (Promise's `policy/reservation`), enforced on every surface.
@@ -114,9 +122,9 @@ impl Default for Policy {
 
 impl Policy {
     /// Checks a window requested at `now`; the refusal names the limit.
-    pub fn check(&self, window: Window, now: Instant) -> Result<(), Rejection> {
+    pub fn check(&self, window: Window, now: Instant) -> Result<(), PolicyBreach> {
         let ahead = |t: Instant| t.as_micros().saturating_sub(now.as_micros());
-        let breach = |limit: &'static str, value: u32, unit: &'static str| Rejection::Policy {
+        let breach = |limit: &'static str, value: u32, unit: &'static str| PolicyBreach {
             limit,
             detail: format!("the policy allows {limit} of {value} {unit}"),
         };
@@ -355,60 +363,13 @@ pub fn zone_filter(zone: Option<&str>) -> String {
     }
 }
 
-fn ceil_div(total: u64, parts: u64) -> u64 {
+/// `total / parts` rounded up, with at least one part.
+pub(crate) fn ceil_div(total: u64, parts: u64) -> u64 {
     total.div_ceil(parts.max(1))
 }
 
-fn slots(vcpus: u64, memory_mb: u64, disk_gb: u64, amount: u64, zone: &str) -> ReservationSpec {
-    ReservationSpec::Instance {
-        vcpus,
-        memory_mb,
-        disk_gb,
-        amount: u32::try_from(amount).unwrap_or(u32::MAX),
-        affinity: Affinity::Any,
-        resource_properties: zone.to_owned(),
-    }
-}
-
-/// The ledger reservations a Promise ask becomes, in order: pool, containers, addresses (from
-/// `network`), storage.
-pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<ReservationSpec> {
-    let filter = zone_filter(zone);
-    let mut out = Vec::new();
-    if let Some(pool) = ask.pool {
-        let instances = pool.slots();
-        out.push(slots(
-            ceil_div(pool.cores, instances),
-            ceil_div(pool.ram_mb, instances),
-            0,
-            instances,
-            &filter,
-        ));
-    }
-    for c in &ask.containers {
-        out.push(slots(c.vcpus, c.ram_mb, c.disk_gb, 1, &filter));
-    }
-    if ask.public_ips > 0 {
-        out.push(ReservationSpec::FloatingIp {
-            network_id: network.unwrap_or_default().to_owned(),
-            amount: u32::try_from(ask.public_ips).unwrap_or(u32::MAX),
-            required_floatingips: Vec::new(),
-        });
-    }
-    if let Some(storage) = ask.storage {
-        let volumes = storage.volumes.max(1);
-        out.push(slots(
-            0,
-            0,
-            ceil_div(storage.size_gb, volumes),
-            volumes,
-            &filter,
-        ));
-    }
-    out
-}
-
-/// The ask a counter-offer of `amounts` (per spec, in [`specs`] order) stands for: the same
+/// The ask a counter-offer of `amounts` (per spec, in
+/// [`specs`](crate::decide::promise::specs) order) stands for: the same
 /// shapes, fewer of them.
 pub fn offered(ask: &Ask, amounts: &[u32]) -> Ask {
     let mut next = amounts.iter().map(|n| u64::from(*n));
@@ -454,56 +415,6 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_becomes_instance_slots_of_its_average_shape() {
-        let ask = Ask {
-            pool: Some(PoolAsk {
-                cores: 20,
-                ram_mb: 10_240,
-                instances: 5,
-            }),
-            ..Ask::default()
-        };
-        let specs = specs(&ask, Some("az1"), None);
-        assert_eq!(specs.len(), 1);
-        let ReservationSpec::Instance {
-            vcpus,
-            memory_mb,
-            amount,
-            resource_properties,
-            ..
-        } = &specs[0]
-        else {
-            panic!("a pool is instance slots")
-        };
-        assert_eq!((*vcpus, *memory_mb, *amount), (4, 2048, 5));
-        assert!(resource_properties.contains("az1"));
-    }
-
-    #[test]
-    fn an_offer_keeps_the_shape_and_lowers_the_count() {
-        let ask = Ask {
-            pool: Some(PoolAsk {
-                cores: 20,
-                ram_mb: 10_240,
-                instances: 5,
-            }),
-            public_ips: 3,
-            ..Ask::default()
-        };
-        let offer = offered(&ask, &[2, 1]);
-        assert_eq!(
-            offer.pool,
-            Some(PoolAsk {
-                cores: 8,
-                ram_mb: 4096,
-                instances: 2
-            })
-        );
-        assert_eq!(offer.public_ips, 1);
-        assert_eq!(specs(&offer, None, Some("n")).len(), 2);
-    }
-
-    #[test]
     fn the_policy_names_the_limit_it_enforces() {
         let policy = Policy {
             max_future_start_days: Some(1),
@@ -514,8 +425,8 @@ mod tests {
         };
         let window = |s, e| Window::new(at(s), at(e)).unwrap();
         assert_eq!(policy.check(window(1, 20), at(0)), Ok(()));
-        let limit = |r: Result<(), Rejection>| match r {
-            Err(Rejection::Policy { limit, .. }) => limit,
+        let limit = |r: Result<(), PolicyBreach>| match r {
+            Err(PolicyBreach { limit, .. }) => limit,
             other => panic!("{other:?}"),
         };
         assert_eq!(

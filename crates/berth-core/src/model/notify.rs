@@ -6,23 +6,21 @@
 //! subscription, evaluates the capacity subscriptions, and moves the cursor, all in one commit;
 //! so every entry is expanded exactly once, in every replica, and a crash loses nothing. A
 //! delivery then stays pending until its callback answers 2xx, is retried with exponential
-//! back-off and jitter, and after [`DELIVERY_ATTEMPTS_MAX`] failed attempts is kept, visibly,
-//! as dead. Its id (`notificationId`) never changes, so a retried notification can be told
-//! from a new one.
+//! back-off and jitter, and after [`crate::limits::DELIVERY_ATTEMPTS_MAX`] failed attempts is
+//! kept, visibly, as dead. Its id (`notificationId`) never changes, so a retried notification
+//! can be told from a new one.
 //!
 //! Capacity thresholds fire on crossing, not on every change: a subscription fires when its
 //! condition starts to hold and again when it stops holding by more than a margin (5% of the
 //! threshold, at least 1), so capacity hovering at the threshold makes no storm.
 
-use crate::capacity::Figures;
-use crate::lease::LeaseRecord;
-use crate::promise::PromiseKind;
-use crate::time::Instant;
+use crate::model::capacity::Figures;
+use crate::model::lease::LeaseRecord;
+use crate::model::promise::PromiseKind;
+use crate::model::time::Instant;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// Failed attempts after which a delivery is dead.
-pub const DELIVERY_ATTEMPTS_MAX: u32 = 8;
 /// The first retry delay; each further attempt doubles it, up to [`RETRY_DELAY_MAX_MICROS`].
 pub const RETRY_DELAY_FIRST_MICROS: i64 = 500_000;
 /// The longest retry delay: 5 minutes.
@@ -200,7 +198,8 @@ pub struct Subscription {
 pub enum DeliveryStatus {
     /// Waiting for its next attempt.
     Pending,
-    /// Given up after [`DELIVERY_ATTEMPTS_MAX`] failed attempts (the dead letter).
+    /// Given up after [`crate::limits::DELIVERY_ATTEMPTS_MAX`] failed attempts (the dead
+    /// letter).
     Dead,
 }
 

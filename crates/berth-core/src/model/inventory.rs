@@ -1,6 +1,6 @@
 //! One inventory record: how much of one resource class a provider has, and the rules for using it.
 
-use crate::limits::AMOUNT_MAX;
+use crate::limits::INVENTORY_AMOUNT_MAX;
 
 /// An inventory record of one resource class on one provider.
 ///
@@ -20,7 +20,7 @@ pub struct Inventory {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum InventoryError {
     /// `total` is outside 1..=2147483647.
-    #[error("total must be between 1 and {AMOUNT_MAX}")]
+    #[error("total must be between 1 and {INVENTORY_AMOUNT_MAX}")]
     TotalOutOfRange,
     /// A unit field is outside its range.
     #[error("{0} is out of range")]
@@ -55,10 +55,10 @@ impl Inventory {
         full: FullReservation,
     ) -> Result<Inventory, InventoryError> {
         let [min_unit, max_unit, step_size] = units;
-        if !(1..=AMOUNT_MAX).contains(&total) {
+        if !(1..=INVENTORY_AMOUNT_MAX).contains(&total) {
             return Err(InventoryError::TotalOutOfRange);
         }
-        if reserved > AMOUNT_MAX {
+        if reserved > INVENTORY_AMOUNT_MAX {
             return Err(InventoryError::FieldOutOfRange("reserved"));
         }
         for (field, value) in [
@@ -66,7 +66,7 @@ impl Inventory {
             ("max_unit", max_unit),
             ("step_size", step_size),
         ] {
-            if !(1..=AMOUNT_MAX).contains(&value) {
+            if !(1..=INVENTORY_AMOUNT_MAX).contains(&value) {
                 return Err(InventoryError::FieldOutOfRange(field));
             }
         }
@@ -101,7 +101,7 @@ impl Inventory {
     /// A plain record with Placement's defaults (`min_unit` 1, `max_unit` total, `step_size` 1, ratio 1.0).
     pub fn simple(total: u64) -> Inventory {
         assert!(total >= 1, "a simple inventory has at least one unit");
-        assert!(total <= AMOUNT_MAX);
+        assert!(total <= INVENTORY_AMOUNT_MAX);
         Inventory {
             total,
             reserved: 0,
@@ -223,7 +223,7 @@ mod tests {
                                                   ratio in 0.1f64..16.0, used in 0u64..200_000,
                                                   amount in 1u64..10_000) {
             prop_assume!(reserved <= total);
-            let record = inv(total, reserved, [1, AMOUNT_MAX, 1], ratio).expect("valid");
+            let record = inv(total, reserved, [1, INVENTORY_AMOUNT_MAX, 1], ratio).expect("valid");
             if record.admits(used, amount) {
                 prop_assert!((used + amount) as f64 <= (total - reserved) as f64 * ratio);
             }

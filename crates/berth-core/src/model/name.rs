@@ -80,7 +80,7 @@ pub fn is_name_shaped(name: &str) -> bool {
 }
 
 /// A resource class name. Construction checks the shape only; whether the class exists is a
-/// question for the [`crate::Catalog`]. Cloning is cheap (a shared string).
+/// question for the [`crate::catalog::Catalog`]. Cloning is cheap (a shared string).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceClass(Arc<str>);
 

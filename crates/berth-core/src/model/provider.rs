@@ -1,10 +1,18 @@
 //! A resource provider: anything with capacity (a host, a NUMA cell, a storage pool, a node).
 
-use crate::inventory::Inventory;
-use crate::name::{ResourceClass, TraitName};
-use crate::time::Instant;
+use crate::model::baremetal::NodeRecord;
+use crate::model::fence::Fence;
+use crate::model::inventory::Inventory;
+use crate::model::name::{ResourceClass, TraitName};
+use crate::model::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
+
+/// The trait of providers that share their inventory through aggregates.
+pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
+
+/// A provider's attributes as a sorted map, for callers building attribute changes.
+pub type Attributes = BTreeMap<String, AttrValue>;
 
 /// A typed attribute value (Blazar's "extra capabilities").
 #[derive(Debug, Clone, PartialEq)]
@@ -85,40 +93,6 @@ pub struct ProviderCondition {
     pub since: Instant,
 }
 
-/// What leases keep from consumers that present no reservation, on one provider: the whole
-/// provider when a host reservation holds it now or later, and otherwise, per class, the most
-/// that instance reservations hold at any instant from now on. Derived from the ledger.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Fence {
-    /// A host reservation holds the whole provider, now or later.
-    pub whole: bool,
-    /// Per class, the peak amount instance reservations hold, now or later.
-    pub amounts: Vec<(ResourceClass, u64)>,
-}
-
-impl Fence {
-    /// Whether nothing is fenced.
-    pub fn is_empty(&self) -> bool {
-        !self.whole && self.amounts.is_empty()
-    }
-
-    /// The fenced amount of an interned class, found by pointer.
-    pub fn amount_interned(&self, class: &ResourceClass) -> u64 {
-        self.amounts
-            .iter()
-            .find(|(c, _)| c.is_same(class))
-            .map_or(0, |(_, n)| *n)
-    }
-
-    /// The fenced amount of a class.
-    pub fn amount(&self, class: &ResourceClass) -> u64 {
-        self.amounts
-            .iter()
-            .find(|(c, _)| c == class)
-            .map_or(0, |(_, n)| *n)
-    }
-}
-
 /// A resource provider as the catalog holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provider {
@@ -147,7 +121,7 @@ pub struct Provider {
     /// Why it is out of service, when it is.
     pub(crate) condition: Option<ProviderCondition>,
     /// What makes it a bare-metal node, when it is one.
-    pub(crate) node: Option<crate::baremetal::NodeRecord>,
+    pub(crate) node: Option<NodeRecord>,
 }
 
 /// Everything needed to rebuild a provider from storage.
@@ -246,8 +220,8 @@ impl Provider {
     pub fn usages(&self) -> &BTreeMap<ResourceClass, u64> {
         &self.usages
     }
-    /// The inventory of an interned class (see [`crate::Catalog::interned_class`]), found by
-    /// pointer: the hot path of candidate searches, which reads no class name.
+    /// The inventory of an interned class (see [`crate::catalog::Catalog::interned_class`]),
+    /// found by pointer: the hot path of candidate searches, which reads no class name.
     pub fn inventory_interned(&self, class: &ResourceClass) -> Option<&Inventory> {
         self.inventories
             .iter()
@@ -296,7 +270,7 @@ impl Provider {
         self.updated_at
     }
     /// The bare-metal node record, if the provider is a node.
-    pub fn node(&self) -> Option<&crate::baremetal::NodeRecord> {
+    pub fn node(&self) -> Option<&NodeRecord> {
         self.node.as_ref()
     }
     /// Why the provider is out of service, when it is.

@@ -2,12 +2,13 @@
 //! floating IPs), with the events that move it through its lifecycle.
 //!
 //! A lease is stored and applied as one value: every decision about a lease produces its whole
-//! new state ([`crate::Change::LeaseSet`]). What a lease holds in the capacity ledger is derived
-//! from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
+//! new state ([`crate::change::Change::LeaseSet`]). What a lease holds in the capacity ledger is
+//! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
-use crate::ledger::{Hold, Window};
-use crate::name::ResourceClass;
-use crate::time::Instant;
+use crate::model::ledger::{Hold, Window};
+use crate::model::name::ResourceClass;
+use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
+use crate::model::time::Instant;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -376,10 +377,10 @@ pub struct Lease {
     pub preemption_noticed: bool,
     /// What makes it a Promise reservation, when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terms: Option<Box<crate::promise::PromiseTerms>>,
+    pub terms: Option<Box<PromiseTerms>>,
     /// How it ended early, when it did (expired claim, preempted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<crate::promise::Outcome>,
+    pub outcome: Option<Outcome>,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -440,9 +441,7 @@ impl Lease {
 
     /// Its priority (Blazar leases have the default).
     pub fn priority(&self) -> u32 {
-        self.terms
-            .as_ref()
-            .map_or(crate::promise::PRIORITY_DEFAULT, |t| t.priority)
+        self.terms.as_ref().map_or(PRIORITY_DEFAULT, |t| t.priority)
     }
 
     /// When the preemption notice is due, while it has not gone out and the lease has not
@@ -472,26 +471,6 @@ impl Lease {
         self.event(EventKind::EndLease)
             .is_some_and(|e| e.status != EventStatus::Undone)
     }
-}
-
-/// An entry of `lease`'s lifecycle record, as the change that appends it. The details always
-/// carry the lease's `project_id` (the record outlives the lease; notifications are routed by
-/// project).
-pub(crate) fn record(
-    lease: &Lease,
-    kind: &str,
-    at: Instant,
-    mut details: serde_json::Value,
-) -> crate::Change {
-    if let serde_json::Value::Object(map) = &mut details {
-        map.insert("project_id".into(), lease.project_id.clone().into());
-    }
-    crate::Change::LeaseRecorded(LeaseRecord {
-        lease_id: lease.id,
-        kind: kind.to_owned(),
-        at,
-        details: details.to_string(),
-    })
 }
 
 impl LeaseRecord {

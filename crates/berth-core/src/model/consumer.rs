@@ -1,9 +1,12 @@
 //! Consumers and their allocations: who uses how much of which class on which provider, now.
 
-use crate::name::ResourceClass;
-use crate::time::Instant;
+use crate::model::name::ResourceClass;
+use crate::model::time::Instant;
 use std::collections::BTreeMap;
 use uuid::Uuid;
+
+/// The consumer type of consumers that may borrow fenced capacity and be evicted for it.
+pub const PREEMPTIBLE: &str = "PREEMPTIBLE";
 
 /// The amounts one consumer holds, by provider and class.
 pub type Allocations = BTreeMap<Uuid, BTreeMap<ResourceClass, u64>>;

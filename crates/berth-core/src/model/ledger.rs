@@ -39,8 +39,8 @@
 //! sorted and bulk-loaded, and each host's timeline is built in one sweep over its holds'
 //! boundaries, with the same result as adding the holds one by one.
 
-use crate::name::ResourceClass;
-use crate::time::Instant;
+use crate::model::name::ResourceClass;
+use crate::model::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, ControlFlow};
 use uuid::Uuid;

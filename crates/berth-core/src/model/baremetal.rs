@@ -13,7 +13,7 @@
 //! consumer), so no other claim, allocation or lease admission can take the node meanwhile,
 //! and the fence keeps nodes reserved by another project's lease out of reach.
 
-use crate::time::Instant;
+use crate::model::time::Instant;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -138,12 +138,6 @@ pub fn placement_class(resource_class: &str) -> String {
         .collect();
     format!("CUSTOM_{normalized}")
 }
-
-/// Longest Ironic resource class name.
-pub const RESOURCE_CLASS_LEN_MAX: usize = 80;
-
-/// Most nodes one claim request may list.
-pub const CLAIM_CANDIDATES_MAX: usize = 1_000;
 
 /// Why a listed node could not be claimed.
 #[derive(Debug, Clone, PartialEq, Eq)]

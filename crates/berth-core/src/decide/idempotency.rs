@@ -1,69 +1,13 @@
-//! Idempotency records: what a create request carrying an `Idempotency-Key` made, so that a
-//! retry with the same key gets the first result instead of a second object.
-//!
-//! A record is written by the same decision (and so in the same commit) as the object it
-//! names, and a later decision with the same key finds it in the catalog under the writer lock:
-//! two requests with one key can never both create. The fingerprint of the request is computed
-//! outside the core (the server hashes what the request asked); here it is an opaque string.
+//! Idempotency decisions: whether a request's key replays an earlier result, and the changes
+//! that record a key (pruning expired records as they go). See [`crate::model::idempotency`].
 
 use crate::catalog::Catalog;
 use crate::change::Change;
+use crate::limits::{IDEMPOTENCY_KEY_LEN_MAX, IDEMPOTENCY_PRUNE_MAX};
+use crate::model::idempotency::{IdempotencyRecord, Idempotent};
+use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::time::Instant;
 use uuid::Uuid;
-
-/// How long a key is remembered: 24 hours.
-pub const IDEMPOTENCY_TTL_MICROS: i64 = 24 * 3600 * 1_000_000;
-/// The longest key accepted, in bytes.
-pub const IDEMPOTENCY_KEY_LEN_MAX: usize = 255;
-/// Most expired records one decision removes (so pruning never makes a decision slow).
-pub const IDEMPOTENCY_PRUNE_MAX: usize = 16;
-
-const _: () = assert!(IDEMPOTENCY_TTL_MICROS > 0);
-const _: () = assert!(IDEMPOTENCY_PRUNE_MAX > 1, "pruning outpaces recording");
-
-/// Where a key applies: one project's requests to one route. A key is never shared across
-/// projects or routes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct IdempotencyKey {
-    /// The project of the caller.
-    pub project_id: String,
-    /// The method and path of the request (`POST /reservation/v1/leases`).
-    pub route: String,
-    /// The client's key.
-    pub key: String,
-}
-
-/// What the first request with a key made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdempotencyRecord {
-    /// The fingerprint of the first request.
-    pub fingerprint: String,
-    /// The object it created.
-    pub object_id: Uuid,
-    /// When (the key expires [`IDEMPOTENCY_TTL_MICROS`] later).
-    pub created_at: Instant,
-}
-
-impl IdempotencyRecord {
-    /// Whether the record still binds its key at `now`.
-    pub fn is_live(&self, now: Instant) -> bool {
-        now.as_micros()
-            < self
-                .created_at
-                .as_micros()
-                .saturating_add(IDEMPOTENCY_TTL_MICROS)
-    }
-}
-
-/// A request's key with the fingerprint of what it asks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Idempotent {
-    /// The key, scoped.
-    pub key: IdempotencyKey,
-    /// The fingerprint of the request.
-    pub fingerprint: String,
-}
 
 /// The object an earlier request with this key created, if a live record names one:
 /// `Ok(Some(id))` for the same request, `Ok(None)` for a key not seen (or expired), and
@@ -88,7 +32,8 @@ pub fn replay(
 /// The changes that record `request` as having created `object_id` at `now`, and remove up to
 /// [`IDEMPOTENCY_PRUNE_MAX`] expired records. Every recording decision prunes at least as many
 /// expired records as it adds (while there are any), so the records never outnumber the keys
-/// seen in the last [`IDEMPOTENCY_TTL_MICROS`] plus what was there before.
+/// seen in the last [`crate::model::idempotency::IDEMPOTENCY_TTL_MICROS`] plus what was there
+/// before.
 pub fn record(
     catalog: &Catalog,
     request: &Idempotent,
@@ -120,6 +65,7 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::idempotency::{IDEMPOTENCY_TTL_MICROS, IdempotencyKey};
 
     fn request(project: &str, key: &str, fingerprint: &str) -> Idempotent {
         Idempotent {
