@@ -1,11 +1,12 @@
 //! Decisions over the catalog: each function checks a command against the current catalog and
 //! returns the changes to persist, or a [`Rejection`]. Nothing here mutates the catalog.
 
-use crate::catalog::{Attributes, Catalog};
+use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::limits;
 use crate::model::inventory::Inventory;
 use crate::model::name::{ResourceClass, TraitName, is_custom_name};
+use crate::model::provider::Attributes;
 use crate::model::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;

@@ -10,7 +10,7 @@
 use super::health::{self, Effects};
 use super::{Decision, NewHost, enroll_host};
 use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
-use crate::catalog::{Attributes, Catalog};
+use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::fence::FencePolicy;
 use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX};
@@ -21,6 +21,7 @@ use crate::model::consumer::Allocations;
 use crate::model::inventory::Inventory;
 use crate::model::ledger::Window;
 use crate::model::name::{ResourceClass, TraitName, is_custom_name};
+use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider, ProviderStatus};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;

@@ -5,12 +5,12 @@
 
 use super::*;
 use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
-use crate::catalog::Attributes;
 use crate::decide::{NewHost, enroll_host, set_inventories};
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
 use crate::model::ledger::Hold;
 use crate::model::name::ResourceClass;
+use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider};
 use crate::rejection::Refusal;
 use std::collections::BTreeMap;

@@ -1,0 +1,103 @@
+//! The catalog's state: every index it keeps, and its sequence number.
+
+use crate::model::baremetal::NodeClaim;
+use crate::model::consumer::Consumer;
+use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
+use crate::model::lease::{EventKind, FloatingIp, Lease};
+use crate::model::ledger::Ledger;
+use crate::model::name::{ResourceClass, TraitName};
+use crate::model::notify::{Delivery, Subscription};
+use crate::model::promise::{CapacityPool, Flavor, Policy, PromiseInstance};
+use crate::model::provider::{AggregateRecord, Provider};
+use crate::model::time::Instant;
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The in-memory catalog. Its indexes are seen only by the modules of `catalog`: everything
+/// else reads it through its methods and changes it through [`Catalog::apply`].
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub(super) seq: u64,
+    pub(super) providers: IndexMap<Uuid, Provider>,
+    pub(super) by_name: HashMap<String, Uuid>,
+    pub(super) by_id: HashMap<i64, Uuid>,
+    pub(super) custom_classes: BTreeSet<ResourceClass>,
+    pub(super) custom_traits: BTreeSet<TraitName>,
+    pub(super) aggregates: BTreeMap<Uuid, AggregateRecord>,
+    pub(super) consumers: HashMap<Uuid, Consumer>,
+    /// Parent to children, in creation order; only parents with children have an entry.
+    pub(super) children: HashMap<Uuid, Vec<Uuid>>,
+    /// Providers with the sharing trait.
+    pub(super) sharing: BTreeSet<Uuid>,
+    /// One shared instance of every class name in inventories and usages.
+    pub(super) classes: HashSet<ResourceClass>,
+    pub(super) next_id: i64,
+    /// Shared, so that copying the catalog (the writers' working copy) does not copy leases;
+    /// the map itself is shared too until one of the copies changes a lease.
+    pub(super) leases: Arc<HashMap<Uuid, Arc<Lease>>>,
+    /// What the leases hold, indexed by host and time.
+    pub(super) ledger: Ledger,
+    /// Lifecycle events not yet fired, by due time (shared between copies until one changes).
+    pub(super) due: Arc<BTreeSet<(Instant, EventKind, Uuid)>>,
+    pub(super) floating_ips: IndexMap<Uuid, FloatingIp>,
+    pub(super) private_properties: BTreeSet<String>,
+    /// Reservation to the lease holding it (shared between copies until one changes).
+    pub(super) reservation_leases: Arc<HashMap<Uuid, Uuid>>,
+    /// Reservation to the consumers presenting it.
+    pub(super) reserved_consumers: HashMap<Uuid, BTreeSet<Uuid>>,
+    /// Flavors by id.
+    pub(super) flavors: BTreeMap<String, Flavor>,
+    /// The reservation policy, once one was set.
+    pub(super) policy: Option<Policy>,
+    /// Instances created through Promise, by id.
+    pub(super) instances: BTreeMap<Uuid, PromiseInstance>,
+    /// Planned capacity changes, by id.
+    pub(super) pools: BTreeMap<Uuid, CapacityPool>,
+    /// Providers some planned capacity change touches, with the pools touching each.
+    pub(super) pooled: HashMap<Uuid, BTreeSet<Uuid>>,
+    /// Subscriptions, by id.
+    pub(super) subscriptions: BTreeMap<Uuid, Subscription>,
+    /// Deliveries pending or dead, by notification id.
+    pub(super) deliveries: BTreeMap<String, Delivery>,
+    /// The outbox sequence number expanded up to.
+    pub(super) outbox_cursor: u64,
+    /// Node claims, by uuid.
+    pub(super) claims: BTreeMap<Uuid, NodeClaim>,
+    /// Node to the claim on it.
+    pub(super) node_claims: HashMap<Uuid, Uuid>,
+    /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
+    /// that claim churn never copies the shared lease index.
+    pub(super) claim_due: BTreeSet<(Instant, Uuid)>,
+    /// Idempotency records, shared between copies until one changes.
+    pub(super) idempotency: Arc<IdempotencyIndex>,
+}
+
+/// Idempotency records by key, and by age for pruning.
+#[derive(Debug, Clone, Default)]
+pub(super) struct IdempotencyIndex {
+    pub(super) records: HashMap<IdempotencyKey, IdempotencyRecord>,
+    pub(super) by_age: BTreeSet<(Instant, IdempotencyKey)>,
+}
+
+impl Catalog {
+    /// An empty catalog at sequence 0.
+    pub fn new() -> Catalog {
+        Catalog {
+            next_id: 1,
+            ..Catalog::default()
+        }
+    }
+
+    /// The change sequence number this catalog reflects.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Records that the catalog now reflects storage sequence `seq`.
+    pub fn set_seq(&mut self, seq: u64) {
+        assert!(seq >= self.seq, "the catalog sequence never goes back");
+        self.seq = seq;
+    }
+}
