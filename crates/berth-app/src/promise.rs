@@ -1,6 +1,6 @@
 //! Promise use cases: flavors, the reservation policy, reservations (leases with Promise terms),
 //! and instances created against a reservation or from unreserved capacity. Capacity queries
-//! are pure reads of the catalog ([`berth_core::capacity`]) and need no use case here.
+//! are pure reads of the catalog ([`berth_core::query::capacity`]) and need no use case here.
 
 use crate::leases::{find_lease, horizon_end, lease_id};
 use crate::search::search_until;

@@ -21,7 +21,6 @@
 //! (comma-separated) pick cells of the grid.
 
 use berth_core::Catalog;
-use berth_core::capacity;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::{self, NewHost};
 use berth_core::model::capacity::Measure;
@@ -30,6 +29,7 @@ use berth_core::model::lease::{
     ReservationStatus,
 };
 use berth_core::model::ledger::{Ledger, Window};
+use berth_core::query::capacity;
 use berth_core::{Change, Instant, ResourceClass};
 use criterion::{BenchmarkId, Criterion};
 use std::hint::black_box;

@@ -1,9 +1,9 @@
 //! Allocation candidates over a large flat catalog: the whole answer, and with `limit=10`.
 
-use berth_core::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::decide::{self, NewProvider};
 use berth_core::model::inventory::{FullReservation, Inventory};
-use berth_core::query::MemberOf;
+use berth_core::query::candidates::{CandidateQuery, Group, allocation_candidates};
+use berth_core::query::providers::MemberOf;
 use berth_core::{Catalog, Instant, ResourceClass};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::collections::{BTreeMap, BTreeSet};

@@ -14,6 +14,7 @@ use crate::model::fence::reservation_in;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
+use crate::query::presentation::{check_presented, check_within, host_reservation_for};
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
@@ -114,13 +115,13 @@ fn presented(
             write
                 .allocations
                 .keys()
-                .find_map(|p| fence::host_reservation_for(catalog, *p, &write.project_id, now))
+                .find_map(|p| host_reservation_for(catalog, *p, &write.project_id, now))
         });
     let Some(reservation) = named else {
         return Ok(None);
     };
-    let (_, found) = fence::check_presented(catalog, reservation, Some(&write.project_id), now)?;
-    fence::check_within(catalog, found, write.consumer, &write.allocations)?;
+    let (_, found) = check_presented(catalog, reservation, Some(&write.project_id), now)?;
+    check_within(catalog, found, write.consumer, &write.allocations)?;
     Ok(Some(reservation))
 }
 

@@ -19,8 +19,8 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::model::consumer::{Allocations, PREEMPTIBLE};
-use crate::model::fence::{reservation_class, reservation_of_class};
+use crate::model::consumer::PREEMPTIBLE;
+use crate::model::fence::reservation_class;
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
@@ -38,110 +38,6 @@ pub enum FencePolicy {
     Enforced,
     /// They are not: strict Placement behaviour; callers exclude reservations themselves.
     Off,
-}
-
-/// The lease and reservation a reservation id names.
-pub fn find(catalog: &Catalog, reservation: Uuid) -> Option<(&Lease, &Reservation)> {
-    let lease = catalog.lease_of_reservation(reservation)?;
-    let found = lease.reservations.iter().find(|r| r.id == reservation)?;
-    Some((lease, found))
-}
-
-/// Checks that `reservation` may be presented now: the lease exists, is running, and (when a
-/// `project` is given: the consumer's) belongs to that project. Without a project the caller
-/// acts for the lease's owner (a scheduler asking for candidates).
-pub fn check_presented<'c>(
-    catalog: &'c Catalog,
-    reservation: Uuid,
-    project: Option<&str>,
-    now: Instant,
-) -> Result<(&'c Lease, &'c Reservation), Rejection> {
-    let unavailable = |reason: &'static str| Rejection::ReservationUnavailable {
-        reservation,
-        reason,
-    };
-    let (lease, found) = find(catalog, reservation).ok_or(unavailable("unknown"))?;
-    if project.is_some_and(|p| p != lease.project_id) {
-        return Err(Rejection::ReservationForbidden(reservation));
-    }
-    if lease.ended() || now >= lease.end {
-        return Err(unavailable("ended"));
-    }
-    if !lease.started() || now < lease.start {
-        return Err(unavailable("not_started"));
-    }
-    Ok((lease, found))
-}
-
-/// The active host reservation of `project` holding `provider`, if there is one: a consumer of
-/// that project allocating there presents it without naming it.
-pub fn host_reservation_for(
-    catalog: &Catalog,
-    provider: Uuid,
-    project: &str,
-    now: Instant,
-) -> Option<Uuid> {
-    catalog
-        .leases_holding(provider)
-        .filter(|lease| lease.project_id == project && lease.started() && !lease.ended())
-        .filter(|lease| lease.start <= now && now < lease.end)
-        .flat_map(|lease| lease.reservations.iter())
-        .find(|r| {
-            matches!(r.spec, ReservationSpec::Host { .. })
-                && r.hosts.iter().any(|(h, _)| *h == provider)
-        })
-        .map(|r| r.id)
-}
-
-/// Checks allocations that count against `reservation`: only on its hosts, and (instance
-/// reservations) never more than its slots hold, counting what its other consumers use.
-pub fn check_within(
-    catalog: &Catalog,
-    reservation: &Reservation,
-    consumer: Uuid,
-    allocations: &Allocations,
-) -> Result<(), Rejection> {
-    let exceeded = |provider: Uuid, class: &ResourceClass| Rejection::ReservationExceeded {
-        reservation: reservation.id,
-        provider,
-        class: class.as_str().to_owned(),
-    };
-    for (provider, by_class) in allocations {
-        if reservation.slots_on(*provider).is_none() {
-            return Err(Rejection::ReservationExceeded {
-                reservation: reservation.id,
-                provider: *provider,
-                class: "(host not in the reservation)".into(),
-            });
-        }
-        if !matches!(reservation.spec, ReservationSpec::Instance { .. }) {
-            continue;
-        }
-        for (class, amount) in by_class {
-            let others = catalog.reserved_use(reservation.id, *provider, class, consumer);
-            match limit_on(reservation, *provider, class) {
-                Some(limit) if others + amount <= limit => {}
-                _ => return Err(exceeded(*provider, class)),
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The most of `class` the consumers of an instance reservation may hold together on `host`:
-/// its share there (slots times the instance size), or its slot count for its own reservation
-/// class. `None` when it does not size `class` there (another kind of reservation, another
-/// class, or a host it does not hold).
-pub fn limit_on(reservation: &Reservation, host: Uuid, class: &ResourceClass) -> Option<u64> {
-    let slots = reservation.slots_on(host)?;
-    if reservation_of_class(class) == Some(reservation.id) {
-        return Some(u64::from(slots));
-    }
-    reservation
-        .share_on(host)?
-        .into_iter()
-        .find(|(c, _)| c == class)
-        .map(|(_, n)| n)
 }
 
 /// Checks unreserved allocations against the fence: `(provider, class) -> (before, after)` are

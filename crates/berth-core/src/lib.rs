@@ -7,13 +7,10 @@
 #![forbid(unsafe_code)]
 
 pub mod allocation;
-pub mod candidates;
-pub mod capacity;
 pub mod catalog;
 pub mod change;
 pub mod decide;
 pub mod fence;
-pub mod filter;
 pub mod limits;
 pub mod model;
 pub mod query;

@@ -18,28 +18,16 @@
 //! so a request is admitted all-or-nothing.
 
 use crate::catalog::Catalog;
-use crate::filter::Filter;
 use crate::model::lease::{Affinity, ReservationSpec};
 use crate::model::ledger::{Hold, Ledger, Peak, Window};
 use crate::model::name::ResourceClass;
-use crate::model::provider::{AttrValue, Provider};
-use crate::rejection::{Refusal, Shortfall};
+use crate::model::provider::Provider;
+use crate::query::capacity::{check_zone, excluded, in_zone};
+use crate::query::filter::Filter;
+use crate::query::properties::host_property;
+use crate::rejection::{Refusal, Rejection, Shortfall};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
-
-/// Host fields every filter may name, besides extra capabilities.
-pub const HOST_PROPERTIES: [&str; 10] = [
-    "availability_zone",
-    "hypervisor_hostname",
-    "hypervisor_type",
-    "service_name",
-    "vcpus",
-    "memory_mb",
-    "local_gb",
-    "reservable",
-    "id",
-    "resource_class",
-];
 
 /// How far a decision may search beyond admitting the request as asked: the counter-offer's
 /// earliest start and the displacement of lower priorities. The core never reads the clock:
@@ -92,46 +80,6 @@ impl std::fmt::Debug for Search<'_> {
             .field("steps", &self.steps)
             .finish_non_exhaustive()
     }
-}
-
-/// The value of a host property, for filters.
-pub fn host_property(provider: &Provider, name: &str) -> Option<AttrValue> {
-    let total = |class: &str| {
-        ResourceClass::parse(class)
-            .and_then(|c| provider.inventories().get(&c).map(|i| i.total() as f64))
-            .map(AttrValue::Number)
-    };
-    let host = provider.host();
-    match name {
-        "availability_zone" => provider
-            .availability_zone()
-            .map(|az| AttrValue::String(az.to_owned())),
-        "hypervisor_hostname" => Some(AttrValue::String(provider.name().to_owned())),
-        "hypervisor_type" => host
-            .and_then(|h| h.hypervisor_type.clone())
-            .map(AttrValue::String),
-        "service_name" => host
-            .and_then(|h| h.service_name.clone())
-            .map(AttrValue::String),
-        // A bare-metal node has no compute inventory: its properties say what it has.
-        "vcpus" => total("VCPU").or_else(|| provider.attributes().get("cpus").cloned()),
-        "memory_mb" => total("MEMORY_MB").or_else(|| provider.attributes().get(name).cloned()),
-        "local_gb" => total("DISK_GB").or_else(|| provider.attributes().get(name).cloned()),
-        "resource_class" => provider
-            .node()
-            .map(|n| AttrValue::String(n.resource_class.clone())),
-        "reservable" => host.map(|h| AttrValue::Bool(h.reservable)),
-        "id" => Some(AttrValue::Number(provider.id() as f64)),
-        other => provider.attributes().get(other).cloned(),
-    }
-}
-
-/// Whether some host could answer a filter on `name`.
-pub fn is_known_property(catalog: &Catalog, name: &str) -> bool {
-    HOST_PROPERTIES.contains(&name)
-        || catalog
-            .providers()
-            .any(|p| p.host().is_some() && p.attributes().contains_key(name))
 }
 
 /// What a request was given: per reservation, hosts with slots, and floating IPs.
@@ -769,4 +717,23 @@ pub fn admit_or_offer(
         truncated,
         shortfalls,
     })
+}
+
+/// How many instances of `size` could be reserved in `zone` over the whole `window`: per
+/// reservable host, the instances that fit in what is neither reserved nor allocated at its
+/// busiest instant, summed.
+pub fn instances_that_fit(
+    catalog: &Catalog,
+    zone: Option<&str>,
+    window: Window,
+    size: &[(ResourceClass, u64)],
+    without: &[Uuid],
+) -> Result<u64, Rejection> {
+    check_zone(catalog, zone)?;
+    let skip: Vec<Uuid> = excluded(catalog, without).into_iter().collect();
+    Ok(catalog
+        .providers()
+        .filter(|p| p.is_up() && in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))
+        .map(|p| u64::from(slots_on(catalog, p, window, size, &skip)))
+        .sum())
 }

@@ -7,7 +7,6 @@
 //! instants between steps; the summary is the least `available` and the most `reserved`; and
 //! exactly the number of instances counted as fitting can be admitted over the window.
 
-use berth_core::capacity;
 use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
@@ -20,6 +19,7 @@ use berth_core::model::lease::{LeaseStatus, ReservationSpec};
 use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
+use berth_core::query::capacity;
 use berth_core::reserve::Search;
 use berth_core::{Catalog, Instant, ResourceClass};
 use proptest::prelude::*;
@@ -369,7 +369,8 @@ fn check(w: &World, probes: &[i64]) {
         assert_eq!(Some(summary.reserved), most);
     }
     let size = [(class("VCPU"), 2), (class("MEMORY_MB"), 2048)];
-    let fit = capacity::instances_that_fit(&w.catalog, None, window, &size, &[]).expect("fits");
+    let fit = berth_core::reserve::instances_that_fit(&w.catalog, None, window, &size, &[])
+        .expect("fits");
     // As many instances as the count says can be reserved over the window, and not one more.
     let admits = |amount: u64| {
         let spec = ReservationSpec::Instance {

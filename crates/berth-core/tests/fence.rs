@@ -9,7 +9,6 @@
 //! catalog changes without changing it.
 
 use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
-use berth_core::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::decide::lease::{NewLease, create_lease, delete_lease, fire_event};
 use berth_core::model::consumer::PREEMPTIBLE;
 use berth_core::model::consumer::{Allocations, Consumer};
@@ -19,6 +18,7 @@ use berth_core::model::lease::{
 };
 use berth_core::model::ledger::Window;
 use berth_core::model::provider::Attributes;
+use berth_core::query::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::{Catalog, Change, Instant, Rejection, ResourceClass};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};

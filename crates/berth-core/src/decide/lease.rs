@@ -5,7 +5,6 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::record;
-use crate::filter::Filter;
 use crate::limits::{self, LEASE_NAME_LEN_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseStatus, Reservation,
@@ -13,6 +12,8 @@ use crate::model::lease::{
 };
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
+use crate::query::filter::Filter;
+use crate::query::properties::is_known_property;
 use crate::rejection::Rejection;
 use crate::reserve::{self, Search, Wanted};
 use uuid::Uuid;
@@ -169,7 +170,7 @@ pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<Filter, R
 fn parse_filter(catalog: &Catalog, field: &str, text: &str) -> Result<Filter, Rejection> {
     let filter = Filter::parse(text).map_err(|e| bad(format!("Invalid {field}: {e}")))?;
     filter
-        .check_known(|name| reserve::is_known_property(catalog, name))
+        .check_known(|name| is_known_property(catalog, name))
         .map_err(|e| bad(format!("Invalid {field}: {e}")))?;
     Ok(filter)
 }
@@ -432,7 +433,7 @@ pub fn set_property_privacy(
     name: &str,
     private: bool,
 ) -> Result<Vec<Change>, Rejection> {
-    if !reserve::is_known_property(catalog, name) {
+    if !is_known_property(catalog, name) {
         return Err(Rejection::PropertyNotFound(name.to_owned()));
     }
     Ok(vec![Change::PropertyPrivacy {

@@ -2,7 +2,6 @@
 //! outbox into deliveries (and evaluate capacity thresholds) exactly once, and record the
 //! outcome of a delivery attempt. See [`crate::model::notify`].
 
-use crate::capacity;
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::limits::{DELIVERY_ATTEMPTS_MAX, SUBSCRIPTIONS_PER_PROJECT_MAX};
@@ -14,7 +13,9 @@ use crate::model::notify::{
     wants,
 };
 use crate::model::time::Instant;
+use crate::query::capacity;
 use crate::rejection::Rejection;
+use crate::reserve::instances_that_fit;
 use uuid::Uuid;
 
 /// Records a new subscription. What it names must exist: the zone and flavor of a capacity
@@ -162,8 +163,7 @@ fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> 
         let flavor = catalog.flavor(flavor)?;
         let size =
             crate::model::lease::instance_amounts(flavor.vcpus, flavor.ram_mb, flavor.disk_gb, 1);
-        let fit =
-            capacity::instances_that_fit(catalog, zone.as_deref(), window, &size, &[]).ok()?;
+        let fit = instances_that_fit(catalog, zone.as_deref(), window, &size, &[]).ok()?;
         let fit = i64::try_from(fit).unwrap_or(i64::MAX);
         return Some(Figures {
             total: fit,

@@ -3,7 +3,6 @@
 //! window. A decrease that would leave reservations short is refused and names them, unless it
 //! is forced, in which case they are marked degraded in the same decision.
 
-use crate::capacity::usable;
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::record;
@@ -12,6 +11,7 @@ use crate::model::name::ResourceClass;
 use crate::model::promise::CapacityPool;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
+use crate::query::capacity::usable;
 use crate::rejection::Rejection;
 use std::collections::BTreeSet;
 use uuid::Uuid;

@@ -129,13 +129,6 @@ pub fn set_policy(policy: Policy) -> Result<Vec<Change>, Rejection> {
     Ok(vec![Change::PolicySet(policy)])
 }
 
-/// Whether some provider is in `zone`.
-pub fn zone_known(catalog: &Catalog, zone: &str) -> bool {
-    catalog
-        .providers()
-        .any(|p| p.availability_zone() == Some(zone))
-}
-
 /// A Promise reservation to create, with the ids the application generated.
 #[derive(Debug, Clone)]
 pub struct NewReservation {
@@ -306,7 +299,7 @@ pub fn create_reservation_displacing(
             promise::PRIORITY_MAX
         )));
     }
-    crate::capacity::check_zone(catalog, new.zone.as_deref())?;
+    crate::query::capacity::check_zone(catalog, new.zone.as_deref())?;
     resolve_containers(catalog, &mut ask)?;
     let (start, end, expiry) = window_of(catalog, new, now)?;
     let terms = PromiseTerms {
@@ -899,7 +892,7 @@ fn unreserved(
     now: Instant,
     policy: FencePolicy,
 ) -> Result<(Vec<Change>, Uuid), Rejection> {
-    crate::capacity::check_zone(catalog, new.zone.as_deref())?;
+    crate::query::capacity::check_zone(catalog, new.zone.as_deref())?;
     let amounts = flavor_amounts(flavor, true);
     let best_effort = |host: Uuid| {
         let mut write = write_on(new, host, &amounts);

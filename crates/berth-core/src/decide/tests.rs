@@ -3,7 +3,7 @@
 use super::*;
 use crate::catalog::Catalog;
 use crate::model::inventory::FullReservation;
-use crate::query::{MemberOf, ProviderFilter};
+use crate::query::providers::{MemberOf, ProviderFilter};
 
 const T0: Instant = Instant::from_micros(1_000);
 

@@ -21,7 +21,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_core::decide::health::affected_leases;
-use berth_core::{Catalog, Provider, capacity};
+use berth_core::query::capacity;
+use berth_core::{Catalog, Provider};
 use serde_json::{Value, json};
 
 /// One embedded file.

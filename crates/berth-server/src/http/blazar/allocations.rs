@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
 use berth_core::model::ledger::Window;
-use berth_core::reserve::HOST_PROPERTIES;
+use berth_core::query::properties::HOST_PROPERTIES;
 use berth_core::{Catalog, Instant, Provider};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -164,7 +164,9 @@ async fn properties(
                 .collect();
             for provider in catalog.providers().filter(|p| p.host().is_some()) {
                 for name in HOST_PROPERTIES {
-                    if let Some(value) = berth_core::reserve::host_property(provider, name) {
+                    if let Some(value) =
+                        berth_core::query::properties::host_property(provider, name)
+                    {
                         values
                             .entry(name.to_owned())
                             .or_default()

@@ -12,10 +12,10 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
-use berth_core::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
 use berth_core::fence::FencePolicy;
 use berth_core::model::lease::ReservationSpec;
-use berth_core::query::TraitFilter;
+use berth_core::query::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
+use berth_core::query::providers::TraitFilter;
 use berth_core::{Catalog, Provider, Rejection, ResourceClass, limits};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
@@ -272,8 +272,9 @@ fn present(
     groups: &mut [Group],
     now: berth_core::Instant,
 ) -> Result<(), ApiError> {
-    let (_, found) = berth_core::fence::check_presented(catalog, reservation, None, now)
-        .map_err(ApiError::from)?;
+    let (_, found) =
+        berth_core::query::presentation::check_presented(catalog, reservation, None, now)
+            .map_err(ApiError::from)?;
     let Some(group) = groups.iter_mut().min_by_key(|g| !g.is_unsuffixed()) else {
         return Ok(());
     };
@@ -305,7 +306,7 @@ fn confined_to(catalog: &Catalog, named: Option<Uuid>, groups: &[Group]) -> Opti
                 .find_map(|(class, _)| berth_core::model::fence::reservation_of_class(class))
         })
         .filter(|id| {
-            berth_core::fence::find(catalog, *id)
+            berth_core::query::presentation::find(catalog, *id)
                 .is_some_and(|(_, r)| matches!(r.spec, ReservationSpec::Instance { .. }))
         })
 }

@@ -18,7 +18,7 @@ use berth_api::placement::{
 };
 use berth_app::CreateProvider;
 use berth_core::decide::Reparenting;
-use berth_core::query::ProviderFilter;
+use berth_core::query::providers::ProviderFilter;
 use berth_core::{Catalog, Provider};
 use uuid::Uuid;
 

@@ -3,7 +3,7 @@
 
 use crate::http::context::Microversion;
 use crate::http::error::ApiError;
-use berth_core::query::{MemberOf, TraitFilter};
+use berth_core::query::providers::{MemberOf, TraitFilter};
 use berth_core::{Catalog, ResourceClass, TraitName};
 use std::collections::BTreeSet;
 use uuid::Uuid;

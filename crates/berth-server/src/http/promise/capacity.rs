@@ -1,6 +1,6 @@
 //! Capacity queries: `/promise/capacity/{compute,network,storage}/query` (ETSI style) and
-//! `POST /promise/query-capacity` (Promise RPC). Both read [`berth_core::capacity`]: the four
-//! figures over a window, `available` being its minimum over the window, and on request the
+//! `POST /promise/query-capacity` (Promise RPC). Both read [`berth_core::query::capacity`]: the
+//! four figures over a window, `available` being its minimum over the window, and on request the
 //! step function of each (`utilization`).
 
 use super::wire::{Input, flag, object, ok, rpc_error, size, text, time, uuids};
@@ -12,9 +12,9 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
-use berth_core::capacity;
 use berth_core::model::capacity::{Figures, Measure, Series};
 use berth_core::model::ledger::Window;
+use berth_core::query::capacity;
 use berth_core::{Catalog, Instant, Rejection, ResourceClass};
 use serde_json::{Map, Value, json};
 
@@ -220,7 +220,7 @@ async fn etsi_query(
             });
             match wanted(c, &kind, &body)? {
                 Wanted::Shape(amounts) => {
-                    let fit = capacity::instances_that_fit(
+                    let fit = berth_core::reserve::instances_that_fit(
                         c,
                         zone.as_deref(),
                         window,

@@ -23,7 +23,6 @@ use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::reserve;
 use std::collections::HashSet;
 use uuid::Uuid;
 
@@ -86,17 +85,23 @@ pub fn zones(catalog: &Catalog) -> Vec<ZoneClasses> {
         .collect()
 }
 
+/// Whether some provider is in `zone`.
+pub fn zone_known(catalog: &Catalog, zone: &str) -> bool {
+    catalog
+        .providers()
+        .any(|p| p.availability_zone() == Some(zone))
+}
+
 /// Checks a zone name: `Some` must be the zone of some provider.
 pub fn check_zone(catalog: &Catalog, zone: Option<&str>) -> Result<(), Rejection> {
     match zone {
-        Some(zone) if !crate::decide::promise::zone_known(catalog, zone) => {
-            Err(Rejection::ZoneNotFound(zone.to_owned()))
-        }
+        Some(zone) if !zone_known(catalog, zone) => Err(Rejection::ZoneNotFound(zone.to_owned())),
         _ => Ok(()),
     }
 }
 
-fn in_zone(provider: &Provider, zone: Option<&str>) -> bool {
+/// Whether `provider` is in `zone` (`None`: every zone).
+pub(crate) fn in_zone(provider: &Provider, zone: Option<&str>) -> bool {
     zone.is_none_or(|z| provider.availability_zone() == Some(z))
 }
 
@@ -198,7 +203,7 @@ impl Deltas {
 }
 
 /// The reservation ids of the leases in `without`.
-fn excluded(catalog: &Catalog, without: &[Uuid]) -> HashSet<Uuid> {
+pub(crate) fn excluded(catalog: &Catalog, without: &[Uuid]) -> HashSet<Uuid> {
     without
         .iter()
         .filter_map(|id| catalog.lease(*id))
@@ -300,23 +305,4 @@ pub fn series(
         }
     }
     Ok(deltas.series())
-}
-
-/// How many instances of `size` could be reserved in `zone` over the whole `window`: per
-/// reservable host, the instances that fit in what is neither reserved nor allocated at its
-/// busiest instant, summed.
-pub fn instances_that_fit(
-    catalog: &Catalog,
-    zone: Option<&str>,
-    window: Window,
-    size: &[(ResourceClass, u64)],
-    without: &[Uuid],
-) -> Result<u64, Rejection> {
-    check_zone(catalog, zone)?;
-    let skip: Vec<Uuid> = excluded(catalog, without).into_iter().collect();
-    Ok(catalog
-        .providers()
-        .filter(|p| p.is_up() && in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))
-        .map(|p| u64::from(reserve::slots_on(catalog, p, window, size, &skip)))
-        .sum())
 }

@@ -18,7 +18,7 @@ use crate::catalog::Catalog;
 use crate::limits;
 use crate::model::name::{ResourceClass, TraitName};
 use crate::model::provider::Provider;
-use crate::query::{MemberOf, TraitFilter};
+use crate::query::providers::{MemberOf, TraitFilter};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -172,7 +172,7 @@ impl<'c> Index<'c> {
                 presented: &query.presented,
                 within: query
                     .within
-                    .and_then(|id| crate::fence::find(catalog, id))
+                    .and_then(|id| crate::query::presentation::find(catalog, id))
                     .map(|(_, reservation)| reservation),
             },
         }
@@ -249,12 +249,14 @@ impl Rules<'_> {
         if reservation.slots_on(provider.uuid()).is_none() {
             return false;
         }
-        crate::fence::limit_on(reservation, provider.uuid(), class).is_none_or(|limit| {
-            let used =
-                self.catalog
-                    .reserved_use(reservation.id, provider.uuid(), class, Uuid::nil());
-            used + amount <= limit
-        })
+        crate::query::presentation::limit_on(reservation, provider.uuid(), class).is_none_or(
+            |limit| {
+                let used =
+                    self.catalog
+                        .reserved_use(reservation.id, provider.uuid(), class, Uuid::nil());
+                used + amount <= limit
+            },
+        )
     }
 }
 

@@ -1,0 +1,10 @@
+//! Questions asked of the catalog, answered without changing it: provider queries, the Blazar
+//! filter language and the host properties it names, the rules of presenting a reservation,
+//! allocation candidates, and capacity over time.
+
+pub mod candidates;
+pub mod capacity;
+pub mod filter;
+pub mod presentation;
+pub mod properties;
+pub mod providers;
