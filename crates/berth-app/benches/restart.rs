@@ -17,7 +17,7 @@
 //! `BERTH_RESTART_PHASE=restart BERTH_RESTART_DB=FILE BERTH_RESTART_LEASES=N perf record ...`.
 
 use berth_app::{Berth, Clock, IdGen};
-use berth_core::decide::{self, NewHost};
+use berth_core::decide::inventory::{self as decide, NewHost};
 use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
     ReservationStatus,

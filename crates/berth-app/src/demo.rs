@@ -7,8 +7,9 @@
 mod activity;
 
 use crate::{AppError, Berth};
+use berth_core::change::Decision;
 use berth_core::decide::baremetal::{NewNode, enroll_node};
-use berth_core::decide::{self, NewHost, NewProvider};
+use berth_core::decide::inventory::{self as decide, NewHost, NewProvider};
 use berth_core::model::baremetal::ProvisionState;
 use berth_core::model::inventory::FullReservation;
 use berth_core::{
@@ -60,10 +61,7 @@ struct Draft {
 }
 
 impl Draft {
-    fn step(
-        &mut self,
-        decision: impl FnOnce(&Catalog) -> decide::Decision,
-    ) -> Result<(), Rejection> {
+    fn step(&mut self, decision: impl FnOnce(&Catalog) -> Decision) -> Result<(), Rejection> {
         let changes = decision(&self.catalog)?;
         self.catalog.apply(&changes);
         self.changes.extend(changes);

@@ -28,7 +28,7 @@ pub enum Reallocation {
 }
 
 fn host_uuid(catalog: &Catalog, id: i64) -> Result<Uuid, Rejection> {
-    berth_core::decide::host(catalog, id).map(berth_core::Provider::uuid)
+    berth_core::decide::inventory::host(catalog, id).map(berth_core::Provider::uuid)
 }
 
 impl Berth {

@@ -1,8 +1,8 @@
 //! Inventory use cases: providers, inventories, traits, aggregates, resource classes and hosts.
 
 use crate::{AppError, Berth};
-use berth_core::allocation::{self, ConsumerWrite, InventoryWrite};
-use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
+use berth_core::decide::allocation::{self, ConsumerWrite, InventoryWrite};
+use berth_core::decide::inventory::{self as decide, NewHost, NewProvider, Reparenting};
 use berth_core::{AggregateRecord, AttrValue, Change, Inventory, ResourceClass, TraitName};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;

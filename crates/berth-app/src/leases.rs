@@ -8,13 +8,14 @@
 //! writer lock, so with several replicas each event fires exactly once.
 
 use crate::{AppError, Berth};
+use berth_core::decide::admission::{self, Search};
 use berth_core::decide::idempotency::replay;
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
+use berth_core::decide::lifecycle::fire_event;
 use berth_core::model::idempotency::Idempotent;
 use berth_core::model::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
 use berth_core::model::ledger::Window;
 use berth_core::rejection::Refusal;
-use berth_core::reserve::{self, Search};
 use berth_core::{Change, Instant, Rejection};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -276,7 +277,7 @@ impl Berth {
                 let want = decide::wanted(catalog, specs.iter().map(|spec| (spec, None)))?;
                 let search = crate::search::search_until(horizon, stop);
                 let (refusal, hosts) =
-                    match reserve::admit_or_offer(catalog, window, &want, &[], &search) {
+                    match admission::admit_or_offer(catalog, window, &want, &[], &search) {
                         Ok(granted) => (None, granted.hosts),
                         Err(refusal) => (Some(refusal), Vec::new()),
                     };
@@ -299,7 +300,7 @@ impl Berth {
         for (_, kind, lease) in due {
             let changed = self
                 .write(move |catalog, now| {
-                    decide::fire_event(catalog, lease, kind, now).map(|c| {
+                    fire_event(catalog, lease, kind, now).map(|c| {
                         let events = c
                             .iter()
                             .filter(|c| matches!(c, Change::LeaseRecorded(_)))

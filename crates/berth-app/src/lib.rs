@@ -146,8 +146,8 @@ impl Berth {
 
     /// Sets whether unreserved consumers are kept out of capacity leases hold (the default) or
     /// not (strict Placement behaviour).
-    pub fn set_fence_policy(&self, policy: berth_core::fence::FencePolicy) {
-        let on = policy == berth_core::fence::FencePolicy::Enforced;
+    pub fn set_fence_policy(&self, policy: berth_core::decide::fence::FencePolicy) {
+        let on = policy == berth_core::decide::fence::FencePolicy::Enforced;
         self.fence_unreserved
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
@@ -160,13 +160,13 @@ impl Berth {
     }
 
     /// Whether unreserved consumers are kept out of capacity leases hold.
-    pub fn fence_policy(&self) -> berth_core::fence::FencePolicy {
+    pub fn fence_policy(&self) -> berth_core::decide::fence::FencePolicy {
         match self
             .fence_unreserved
             .load(std::sync::atomic::Ordering::Relaxed)
         {
-            true => berth_core::fence::FencePolicy::Enforced,
-            false => berth_core::fence::FencePolicy::Off,
+            true => berth_core::decide::fence::FencePolicy::Enforced,
+            false => berth_core::decide::fence::FencePolicy::Off,
         }
     }
 

@@ -5,10 +5,10 @@
 use crate::leases::{find_lease, horizon_end, lease_id};
 use crate::search::search_until;
 use crate::{AppError, Berth};
+use berth_core::decide::admission::Search;
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::model::lease::Lease;
 use berth_core::model::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
-use berth_core::reserve::Search;
 use berth_core::{Change, Instant};
 use std::collections::BTreeMap;
 use uuid::Uuid;

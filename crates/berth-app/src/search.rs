@@ -10,7 +10,7 @@
 //! every core. Decisions under the writer lock only re-check what a search chose.
 
 use crate::{AppError, Berth};
-use berth_core::reserve::Search;
+use berth_core::decide::admission::Search;
 use berth_core::{Catalog, Instant, limits};
 use std::sync::OnceLock;
 use tokio::sync::Semaphore;

@@ -287,14 +287,18 @@ async fn a_request_that_does_not_fit_gets_a_counter_offer() {
 }
 
 /// A preemptible consumer of `vcpus` on `host`.
-fn borrower(consumer: u128, host: Uuid, vcpus: u64) -> berth_core::allocation::ConsumerWrite {
+fn borrower(
+    consumer: u128,
+    host: Uuid,
+    vcpus: u64,
+) -> berth_core::decide::allocation::ConsumerWrite {
     let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
-    berth_core::allocation::ConsumerWrite {
+    berth_core::decide::allocation::ConsumerWrite {
         consumer: Uuid::from_u128(consumer),
         project_id: "batch".into(),
         user_id: "u".into(),
         consumer_type: Some(berth_core::model::consumer::PREEMPTIBLE.into()),
-        generation: berth_core::allocation::ConsumerGeneration::New,
+        generation: berth_core::decide::allocation::ConsumerGeneration::New,
         allocations: BTreeMap::from([(host, BTreeMap::from([(vcpu, vcpus)]))]),
         reservation: None,
     }
@@ -320,7 +324,7 @@ async fn preemptible_consumers_get_notice_then_make_way_for_a_reservation() {
         .set_allocations(vec![borrower(900, host, 2), borrower(901, host, 2)])
         .await
         .expect("lent");
-    let unreserved = berth_core::allocation::ConsumerWrite {
+    let unreserved = berth_core::decide::allocation::ConsumerWrite {
         consumer_type: None,
         ..borrower(902, host, 1)
     };
@@ -499,12 +503,12 @@ async fn hold_a_slot(berth: &Berth, reservation: Uuid) {
         .expect("h1");
     let class = berth_core::model::fence::reservation_class(reservation);
     let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
-    let holder = berth_core::allocation::ConsumerWrite {
+    let holder = berth_core::decide::allocation::ConsumerWrite {
         consumer: Uuid::from_u128(777),
         project_id: "p1".into(),
         user_id: "u1".into(),
         consumer_type: None,
-        generation: berth_core::allocation::ConsumerGeneration::New,
+        generation: berth_core::decide::allocation::ConsumerGeneration::New,
         allocations: BTreeMap::from([(host, BTreeMap::from([(class, 1), (vcpu, 2)]))]),
         reservation: None,
     };

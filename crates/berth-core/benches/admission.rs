@@ -1,7 +1,7 @@
 //! Lease admission over large catalogs, and the memory the ledger and the leases take.
 //!
 //! Each catalog holds H hosts (ten zones `az0`..`az9`, VCPU 64, MEMORY_MB 262,144, DISK_GB
-//! 2,000 each, enrolled through `decide::enroll_host`) and R existing leases applied as
+//! 2,000 each, enrolled through `inventory::enroll_host`) and R existing leases applied as
 //! `Change::LeaseSet`: each one instance reservation of 1-2 slots (1-4 VCPUs, 2 GiB of memory
 //! and 10 GB of disk per VCPU) on one host, its window starting anywhere in one year and its
 //! length chosen so that a host carries about 7 reservations at any instant, whatever H and R
@@ -21,8 +21,8 @@
 //! (comma-separated) pick cells of the grid.
 
 use berth_core::Catalog;
+use berth_core::decide::inventory::{self, NewHost};
 use berth_core::decide::lease::{NewLease, create_lease};
-use berth_core::decide::{self, NewHost};
 use berth_core::model::capacity::Measure;
 use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
@@ -86,7 +86,7 @@ fn enroll(hosts: usize) -> (Catalog, Vec<Uuid>) {
             attributes: Default::default(),
             reservable: true,
         };
-        let changes = decide::enroll_host(&catalog, &new, at).expect("enroll");
+        let changes = inventory::enroll_host(&catalog, &new, at).expect("enroll");
         catalog.apply(&changes);
         uuids.push(uuid);
     }
@@ -223,7 +223,7 @@ fn decide(catalog: &Catalog, new: &NewLease) -> Result<Lease, berth_core::Reject
         catalog,
         new,
         now,
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     )
     .map(|(_, lease)| lease)
 }

@@ -1,6 +1,6 @@
 //! Allocation candidates over a large flat catalog: the whole answer, and with `limit=10`.
 
-use berth_core::decide::{self, NewProvider};
+use berth_core::decide::inventory::{self, NewProvider};
 use berth_core::model::inventory::{FullReservation, Inventory};
 use berth_core::query::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::query::providers::MemberOf;
@@ -30,7 +30,7 @@ pub fn catalog(n: usize) -> Catalog {
             parent: None,
             availability_zone: None,
         };
-        let changes = decide::create_provider(&catalog, &new, at).expect("create");
+        let changes = inventory::create_provider(&catalog, &new, at).expect("create");
         catalog.apply(&changes);
         let inventories = BTreeMap::from([
             (
@@ -51,7 +51,7 @@ pub fn catalog(n: usize) -> Catalog {
             (class("DISK_GB"), Inventory::simple(2000)),
         ]);
         let changes =
-            decide::set_inventories(&catalog, uuid, None, inventories, at).expect("inventory");
+            inventory::set_inventories(&catalog, uuid, None, inventories, at).expect("inventory");
         catalog.apply(&changes);
         let share = idx * 100 / n;
         let mut aggregates = BTreeSet::new();
@@ -62,8 +62,8 @@ pub fn catalog(n: usize) -> Catalog {
             aggregates.insert(B);
         }
         if !aggregates.is_empty() {
-            let changes =
-                decide::set_aggregates(&catalog, uuid, None, aggregates, at).expect("aggregates");
+            let changes = inventory::set_aggregates(&catalog, uuid, None, aggregates, at)
+                .expect("aggregates");
             catalog.apply(&changes);
         }
     }

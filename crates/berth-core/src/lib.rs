@@ -4,18 +4,20 @@
 //! never generates ids, never uses randomness and never does I/O. Time and ids arrive as
 //! arguments. Decisions return the [`change::Change`]s to persist; the application layer writes
 //! them through the store and then applies them to the in-memory [`catalog::Catalog`].
+//!
+//! The modules form layers, each using only those before it: [`limits`]; [`model`], the data
+//! and their arithmetic; [`change`] and [`rejection`], what a decision yields; [`catalog`], the
+//! state; [`query`], questions asked of it; [`decide`], the decisions. The re-exports below are
+//! for other crates: the core's own modules import the real paths.
 #![forbid(unsafe_code)]
 
-pub mod allocation;
 pub mod catalog;
 pub mod change;
 pub mod decide;
-pub mod fence;
 pub mod limits;
 pub mod model;
 pub mod query;
 pub mod rejection;
-pub mod reserve;
 
 pub use catalog::Catalog;
 pub use change::Change;

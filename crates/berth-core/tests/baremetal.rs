@@ -12,8 +12,8 @@ use berth_core::decide::baremetal::{
     Candidates, ClaimRequest, NewNode, NodeChange, claim, delete_node, deploy, enroll_node,
     release_claim, update_node,
 };
+use berth_core::decide::fence::FencePolicy;
 use berth_core::decide::lease::{NewLease, create_lease};
-use berth_core::fence::FencePolicy;
 use berth_core::model::baremetal::{NodeClaim, ProvisionState};
 use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
@@ -112,7 +112,7 @@ fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
         &w.catalog,
         &lease,
         w.at(),
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     )
     .expect("reserved");
     w.apply(&changes);

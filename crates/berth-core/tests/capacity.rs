@@ -7,20 +7,20 @@
 //! instants between steps; the summary is the least `available` and the most `reserved`; and
 //! exactly the number of instances counted as fitting can be admitted over the window.
 
+use berth_core::decide::admission::Search;
+use berth_core::decide::fence::FencePolicy;
 use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
     NewInstance, NewReservation, create_flavor, create_instance, create_reservation,
     create_reservation_displacing, destroy_instance, displaced_by,
 };
-use berth_core::fence::FencePolicy;
 use berth_core::model::capacity::{Figures, Measure};
 use berth_core::model::lease::{LeaseStatus, ReservationSpec};
 use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
 use berth_core::query::capacity;
-use berth_core::reserve::Search;
 use berth_core::{Catalog, Instant, ResourceClass};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -369,8 +369,9 @@ fn check(w: &World, probes: &[i64]) {
         assert_eq!(Some(summary.reserved), most);
     }
     let size = [(class("VCPU"), 2), (class("MEMORY_MB"), 2048)];
-    let fit = berth_core::reserve::instances_that_fit(&w.catalog, None, window, &size, &[])
-        .expect("fits");
+    let fit =
+        berth_core::decide::admission::instances_that_fit(&w.catalog, None, window, &size, &[])
+            .expect("fits");
     // As many instances as the count says can be reserved over the window, and not one more.
     let admits = |amount: u64| {
         let spec = ReservationSpec::Instance {
@@ -382,7 +383,7 @@ fn check(w: &World, probes: &[i64]) {
             resource_properties: String::new(),
         };
         let want = wanted(&w.catalog, std::iter::once((&spec, None))).expect("a valid spec");
-        berth_core::reserve::admit(&w.catalog, window, &want, &[]).is_ok()
+        berth_core::decide::admission::admit(&w.catalog, window, &want, &[]).is_ok()
     };
     if fit > 0 {
         assert!(admits(fit), "{fit} instances fit");

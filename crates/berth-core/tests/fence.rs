@@ -8,8 +8,9 @@
 //! restart (the catalog rebuilt from its rows) answers as the catalog did, and a copy of the
 //! catalog changes without changing it.
 
-use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
-use berth_core::decide::lease::{NewLease, create_lease, delete_lease, fire_event};
+use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
+use berth_core::decide::lease::{NewLease, create_lease, delete_lease};
+use berth_core::decide::lifecycle::fire_event;
 use berth_core::model::consumer::PREEMPTIBLE;
 use berth_core::model::consumer::{Allocations, Consumer};
 use berth_core::model::fence;
@@ -237,7 +238,7 @@ fn lease(
         &w.catalog,
         &new,
         w.at(),
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     ) {
         Ok((changes, _)) => w.apply(&changes),
         Err(Rejection::DoesNotFit(_)) => {}
@@ -756,7 +757,7 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
         &w.catalog,
         &new,
         w.at(),
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     )
     .expect("fits");
     w.apply(&changes);
@@ -779,7 +780,7 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
         &w.catalog,
         &new,
         w.at(),
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     )
     .expect("the other hosts");
     w.apply(&changes);
@@ -788,7 +789,7 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
         &w.catalog,
         &new,
         w.at(),
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     )
     .expect("4 of 8 VCPUs are held once; the other 4 are free");
     assert_eq!(second.reservations[0].hosts, vec![(host, 1)]);

@@ -132,7 +132,7 @@ fn create(w: &mut World, op: &LeaseOp) {
         &w.catalog,
         &new,
         w.at(),
-        &berth_core::reserve::Search::until(horizon),
+        &berth_core::decide::admission::Search::until(horizon),
     ) {
         w.apply(&changes);
     }

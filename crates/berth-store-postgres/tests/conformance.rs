@@ -72,7 +72,7 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
                 .expect("lock")
                 .push((name.clone(), store.clone()));
             let mut catalog = berth_core::Catalog::new();
-            let new = berth_core::decide::NewProvider {
+            let new = berth_core::decide::inventory::NewProvider {
                 uuid: uuid::Uuid::from_u128(42),
                 name: "cn1".to_owned(),
                 parent: None,
@@ -80,7 +80,7 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
             };
             let at = berth_core::Instant::from_micros(5);
             berth_store::testkit::write(&store, &mut catalog, |c| {
-                berth_core::decide::create_provider(c, &new, at)
+                berth_core::decide::inventory::create_provider(c, &new, at)
             })
             .await;
             store.close().await;

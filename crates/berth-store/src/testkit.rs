@@ -3,9 +3,10 @@
 //! Run it with [`run_all`] and a factory that returns a fresh, empty, migrated store per case.
 
 use crate::{Store, StoreError};
-use berth_core::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use berth_core::catalog::CatalogRows;
-use berth_core::decide::{self, NewHost, NewProvider, Reparenting};
+use berth_core::change::Decision;
+use berth_core::decide::allocation::{self, ConsumerGeneration, ConsumerWrite};
+use berth_core::decide::inventory::{self as decide, NewHost, NewProvider, Reparenting};
 use berth_core::model::consumer::Allocations;
 use berth_core::model::inventory::FullReservation;
 use berth_core::model::lease::{
@@ -143,7 +144,7 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
         &catalog,
         &request,
         T0,
-        berth_core::fence::FencePolicy::Enforced,
+        berth_core::decide::fence::FencePolicy::Enforced,
     )
     .expect("claimed");
     write_changes(store, &mut catalog, changes).await;
@@ -366,7 +367,7 @@ async fn private_properties_round_trip<S: Store>(store: &S) {
 pub async fn write<S: Store>(
     store: &S,
     catalog: &mut Catalog,
-    decision: impl FnOnce(&Catalog) -> decide::Decision,
+    decision: impl FnOnce(&Catalog) -> Decision,
 ) -> Vec<Change> {
     let changes = decision(catalog).expect("decision accepted");
     let mut tx = store.begin_write().await.expect("begin");

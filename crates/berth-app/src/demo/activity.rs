@@ -10,7 +10,7 @@
 //! are started by the lifecycle engine when the server runs.
 
 use super::{Draft, class};
-use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
+use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use berth_core::decide::health;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::promise::create_flavor;
@@ -193,8 +193,13 @@ pub(super) fn build(
         };
         let horizon = at(new.start, 24);
         draft.step(|c| {
-            create_lease(c, &new, now, &berth_core::reserve::Search::until(horizon))
-                .map(|(changes, _)| changes)
+            create_lease(
+                c,
+                &new,
+                now,
+                &berth_core::decide::admission::Search::until(horizon),
+            )
+            .map(|(changes, _)| changes)
         })?;
     }
     let out_of_service = [

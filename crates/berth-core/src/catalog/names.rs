@@ -67,7 +67,8 @@ impl Catalog {
     }
 
     /// The shared instance of a class name, for pointer lookups with
-    /// [`Provider::inventory_interned`]; a class no inventory has comes back as it is.
+    /// [`Provider::inventory_interned`](crate::model::provider::Provider::inventory_interned); a
+    /// class no inventory has comes back as it is.
     pub fn interned_class(&self, class: &ResourceClass) -> ResourceClass {
         self.classes
             .get(class)

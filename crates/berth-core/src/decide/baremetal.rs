@@ -7,12 +7,12 @@
 //! one unit: so two claims can never hold one node, whatever the number of clients or
 //! replicas.
 
-use super::health::{self, Effects};
-use super::{Decision, NewHost, enroll_host};
-use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
 use crate::catalog::Catalog;
-use crate::change::Change;
-use crate::fence::FencePolicy;
+use crate::change::{Change, Decision};
+use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
+use crate::decide::fence::FencePolicy;
+use crate::decide::health::{self, Effects};
+use crate::decide::inventory::{self, NewHost, enroll_host};
 use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX};
 use crate::model::baremetal::{
     NodeClaim, NodeRecord, ProvisionState, Unclaimable, placement_class,
@@ -121,7 +121,7 @@ pub fn enroll_node(catalog: &Catalog, new: &NewNode, now: Instant) -> Decision {
         reservable: true,
     };
     for (key, value) in &new.properties {
-        super::check_node_property(key, Some(value))?;
+        inventory::check_node_property(key, Some(value))?;
     }
     changes.extend(
         enroll_host(catalog, &host, now)?
@@ -229,7 +229,7 @@ pub fn update_node(
     if !attributes.is_empty() {
         let mut properties = provider.attributes().clone();
         for (key, value) in attributes {
-            super::check_node_property(&key, value.as_ref())?;
+            inventory::check_node_property(&key, value.as_ref())?;
             match value {
                 Some(value) => properties.insert(key, value),
                 None => properties.remove(&key),
@@ -240,16 +240,16 @@ pub fn update_node(
                 uuid,
                 attributes: properties,
             },
-            Change::ProviderUpdated(super::bumped(provider, now)),
+            Change::ProviderUpdated(inventory::bumped(provider, now)),
         ]);
     }
     if let Some(name) = rename {
-        changes.extend(super::update_provider(
+        changes.extend(inventory::update_provider(
             catalog,
             uuid,
             &name,
             None,
-            super::Reparenting::Refused,
+            inventory::Reparenting::Refused,
             now,
         )?);
     }
@@ -289,7 +289,7 @@ fn transition(
         && let Some(instance) = node.instance_uuid.take()
         && catalog.consumer(instance).is_some()
     {
-        changes.extend(crate::allocation::delete_allocations(
+        changes.extend(crate::decide::allocation::delete_allocations(
             catalog, instance, now,
         )?);
     }
@@ -311,14 +311,14 @@ pub fn delete_node(catalog: &Catalog, ident: &str) -> Decision {
         )));
     }
     let mut changes = vec![Change::NodeSet { uuid, node: None }];
-    changes.extend(super::delete_host(catalog, provider.id()).map_err(
-        |rejection| match rejection {
+    changes.extend(
+        inventory::delete_host(catalog, provider.id()).map_err(|rejection| match rejection {
             Rejection::HostInUse(_) => {
                 Rejection::NodeInUse(format!("Node {uuid} is in use or reserved by a lease"))
             }
             other => other,
-        },
-    )?);
+        })?,
+    );
     Ok(changes)
 }
 
@@ -540,7 +540,7 @@ fn end_claim(catalog: &Catalog, claim: &NodeClaim, now: Instant) -> Vec<Change> 
         .is_some_and(|n| n.instance_uuid == Some(claim.instance_uuid));
     if !deployed && catalog.consumer(claim.instance_uuid).is_some() {
         changes.extend(
-            crate::allocation::delete_allocations(catalog, claim.instance_uuid, now)
+            crate::decide::allocation::delete_allocations(catalog, claim.instance_uuid, now)
                 .unwrap_or_default(),
         );
     }

@@ -15,10 +15,11 @@
 //! Returning the host clears what was missing on it (`lease.restored`), and a lease with nothing
 //! missing any more is no longer degraded.
 
-use super::lease::filter_of;
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::record;
+use crate::decide::admission::{self, Wanted};
+use crate::decide::lease::filter_of;
 use crate::limits::STATUS_REASON_LEN_MAX;
 use crate::model::lease::{Affinity, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::{Hold, Window};
@@ -26,7 +27,6 @@ use crate::model::provider::{Provider, ProviderCondition, ProviderStatus};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use crate::rejection::{Refusal, Shortfall};
-use crate::reserve::{self, Wanted};
 use uuid::Uuid;
 
 /// What changing a provider's status did to the leases on it.
@@ -372,7 +372,7 @@ fn admit_most(
             });
         }
         let (granted, shortfalls) =
-            reserve::admit_each_with(catalog, window, &wanted, &own, &earlier.holds);
+            admission::admit_each_with(catalog, window, &wanted, &own, &earlier.holds);
         if shortfalls.is_empty() {
             return Some(granted.hosts);
         }
@@ -523,7 +523,7 @@ pub fn reallocate(
         }),
     )];
     if current.started() {
-        changes.extend(crate::fence::resync(catalog, current, &lease));
+        changes.extend(crate::decide::fence::resync(catalog, current, &lease));
     }
     changes.push(Change::LeaseSet {
         id: lease.id,

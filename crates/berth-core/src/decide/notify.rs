@@ -4,6 +4,7 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
+use crate::decide::admission::instances_that_fit;
 use crate::limits::{DELIVERY_ATTEMPTS_MAX, SUBSCRIPTIONS_PER_PROJECT_MAX};
 use crate::model::capacity::{Figures, measure_of};
 use crate::model::lease::{EventKind, LeaseRecord};
@@ -15,7 +16,6 @@ use crate::model::notify::{
 use crate::model::time::Instant;
 use crate::query::capacity;
 use crate::rejection::Rejection;
-use crate::reserve::instances_that_fit;
 use uuid::Uuid;
 
 /// Records a new subscription. What it names must exist: the zone and flavor of a capacity

@@ -3,12 +3,13 @@
 //! started), instances created against a reservation or from unreserved capacity, and the claim
 //! deadline that releases what a reservation has not allocated.
 
-use super::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdate};
-use crate::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::record;
-use crate::fence::{self, FencePolicy};
+use crate::decide::admission::{self, Search};
+use crate::decide::allocation::{self, ConsumerGeneration, ConsumerWrite};
+use crate::decide::fence::{self, FencePolicy};
+use crate::decide::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdate};
 use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::consumer::Allocations;
 use crate::model::lease::{
@@ -21,7 +22,6 @@ use crate::model::promise::{
 };
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use crate::reserve::{self, Search};
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
@@ -383,7 +383,7 @@ fn fits(catalog: &Catalog, lease: &NewLease, excluding: &[Uuid]) -> bool {
     else {
         return false;
     };
-    reserve::admit(catalog, window, &want, excluding).is_ok()
+    admission::admit(catalog, window, &want, excluding).is_ok()
 }
 
 fn reservation_ids(leases: &[&Lease]) -> Vec<Uuid> {

@@ -74,7 +74,7 @@ pub struct CandidateQuery {
     /// From 1.29; before it, a candidate may use only one provider per tree.
     pub nested_aware: bool,
     /// The request presents no reservation and may not borrow: fenced capacity (see
-    /// [`crate::fence`]) is not offered.
+    /// [`crate::decide::fence`]) is not offered.
     pub unreserved: bool,
     /// The request presents this instance reservation: each provider offers at most what the
     /// reservation holds there, less what its consumers use.

@@ -4,8 +4,8 @@
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
-use berth_core::decide::lease::fire_event;
-use berth_core::decide::{NewHost, enroll_host};
+use berth_core::decide::inventory::{NewHost, enroll_host};
+use berth_core::decide::lifecycle::fire_event;
 use berth_core::model::provider::Attributes;
 use berth_core::{Catalog, Change, Instant};
 use uuid::Uuid;

@@ -5,10 +5,9 @@
 //! decides nothing, so a retried or duplicated firing (another replica got there first) is
 //! harmless.
 
-use super::record;
 use crate::catalog::Catalog;
-use crate::change::Change;
-use crate::fence;
+use crate::change::{Change, record};
+use crate::decide::fence;
 use crate::model::lease::{EventKind, EventStatus, Lease, LeaseStatus, ReservationStatus};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
@@ -74,27 +73,22 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
     }
 }
 
-/// Fires `kind` of lease `id` if it is due at `now` and not fired yet. An event due after a
-/// later one of the same lease never fires after it: firing `end_lease` first fires the start
-/// and before-end events still undone, in order, so a lease whose whole window passed while
-/// berth was down still goes PENDING -> ACTIVE -> TERMINATED.
-pub fn fire_event(
+/// Fires `kind` of lease `id` if it is due at `now` and not fired yet: a lease's own events and
+/// its preemption notice ([`crate::decide::lifecycle::fire_event`] fires any due event). An
+/// event due after a later one of the same lease never fires after it: firing `end_lease` first
+/// fires the start and before-end events still undone, in order, so a lease whose whole window
+/// passed while berth was down still goes PENDING -> ACTIVE -> TERMINATED.
+pub fn fire_lease_event(
     catalog: &Catalog,
     id: Uuid,
     kind: EventKind,
     now: Instant,
 ) -> Result<Vec<Change>, Rejection> {
-    if kind == EventKind::NodeClaimExpiry {
-        return Ok(crate::decide::baremetal::expire_claim(catalog, id, now));
-    }
     let Some(current) = catalog.lease(id) else {
         return Ok(Vec::new());
     };
     if kind == EventKind::PreemptionNotice {
         return Ok(notice(catalog, current, now));
-    }
-    if kind == EventKind::ClaimExpiry {
-        return Ok(crate::decide::promise::expire(catalog, current, now));
     }
     let due = current
         .event(kind)

@@ -4,16 +4,27 @@
 //! never over-commit a host, checked against a brute-force model of the holds.
 
 use super::*;
-use crate::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
-use crate::decide::{NewHost, enroll_host, set_inventories};
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::decide::admission::Search;
+use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
+use crate::decide::inventory::{NewHost, enroll_host, set_inventories};
+use crate::decide::lifecycle::fire_event;
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
+use crate::model::lease::{
+    Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseStatus, ReservationSpec,
+    ReservationStatus,
+};
 use crate::model::ledger::Hold;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider};
+use crate::model::time::Instant;
 use crate::rejection::Refusal;
+use crate::rejection::Rejection;
 use std::collections::BTreeMap;
+use uuid::Uuid;
 
 const HOUR: i64 = 3_600_000_000;
 
@@ -166,7 +177,7 @@ impl World {
             .map(Provider::id)
             .expect("a host");
         let updates = [("reservable".to_owned(), Some(AttrValue::Bool(false)))];
-        let changes = crate::decide::update_host(&self.catalog, id, &updates, now())
+        let changes = crate::decide::inventory::update_host(&self.catalog, id, &updates, now())
             .expect("reservable is a host field");
         self.apply(&changes);
         let record = self.catalog.provider(host).and_then(Provider::host);

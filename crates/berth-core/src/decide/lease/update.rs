@@ -7,18 +7,59 @@
 //! started lease cannot move its start, and its reservations keep the hosts they hold (an
 //! instance reservation may only change its amount, a host reservation its counts).
 
-use super::{bad, before_end_at, check_name, check_window, record, wanted};
+use super::checks::{bad, before_end_at, check_limits, check_name, check_window, wanted};
 use crate::catalog::Catalog;
-use crate::change::Change;
-use crate::decide::lease::LeaseUpdate;
-use crate::decide::lease::ReservationUpdate;
-use crate::model::lease::{EventKind, EventStatus, Lease, Reservation, ReservationSpec};
+use crate::change::{Change, record};
+use crate::decide::admission::{self, Search};
+use crate::decide::fence;
+use crate::model::lease::{Affinity, EventKind, EventStatus, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use crate::rejection::{Refusal, Shortfall};
-use crate::reserve::{self, Search};
 use uuid::Uuid;
+
+/// Changes to a lease (`None` keeps the current value).
+#[derive(Debug, Clone, Default)]
+pub struct LeaseUpdate {
+    /// New name.
+    pub name: Option<String>,
+    /// New start.
+    pub start: Option<Instant>,
+    /// New end.
+    pub end: Option<Instant>,
+    /// New before-end time.
+    pub before_end: Option<Instant>,
+    /// Per-reservation changes.
+    pub reservations: Vec<ReservationUpdate>,
+}
+
+/// Changes to one reservation of a lease.
+#[derive(Debug, Clone, Default)]
+pub struct ReservationUpdate {
+    /// The reservation.
+    pub id: Uuid,
+    /// The resource type the client named, if any (it may not change).
+    pub resource_type: Option<String>,
+    /// Hosts: new minimum.
+    pub min: Option<u32>,
+    /// Hosts: new maximum.
+    pub max: Option<u32>,
+    /// Instances and addresses: new amount.
+    pub amount: Option<u32>,
+    /// Instances: new size.
+    pub vcpus: Option<u64>,
+    /// Instances: new size.
+    pub memory_mb: Option<u64>,
+    /// Instances: new size.
+    pub disk_gb: Option<u64>,
+    /// Instances: new affinity.
+    pub affinity: Option<Affinity>,
+    /// New host filter.
+    pub hypervisor_properties: Option<String>,
+    /// New resource filter.
+    pub resource_properties: Option<String>,
+}
 
 fn changes_capacity(update: &LeaseUpdate) -> bool {
     update.start.is_some()
@@ -236,7 +277,7 @@ pub fn update_lease(
     )];
     if current.started() && !current.ended() {
         // A running lease's fence follows its new hosts and slots.
-        changes.extend(crate::fence::resync(catalog, current, &lease));
+        changes.extend(fence::resync(catalog, current, &lease));
     }
     changes.push(Change::LeaseSet {
         id,
@@ -262,13 +303,13 @@ fn readmit(
     }
     let before_end = new_before_end(current, window, update.before_end)?;
     let specs = new_specs(current, update)?;
-    super::check_limits(specs.iter())?;
+    check_limits(specs.iter())?;
     let want = wanted(
         catalog,
         specs.iter().zip(current.reservations.iter().map(Some)),
     )?;
     let own: Vec<Uuid> = current.reservations.iter().map(|r| r.id).collect();
-    let granted = reserve::admit_or_offer(catalog, window, &want, &own, search)
+    let granted = admission::admit_or_offer(catalog, window, &want, &own, search)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
     let started = current.started();
     let mut lost = Vec::new();
@@ -292,7 +333,7 @@ fn readmit(
         reservation.updated_at = now;
     }
     if !lost.is_empty() {
-        let amounts = reserve::largest_amounts(&lost, &want, &granted);
+        let amounts = admission::largest_amounts(&lost, &want, &granted);
         return Err(Rejection::DoesNotFit(Box::new(Refusal {
             shortfalls: lost,
             amounts,

@@ -2,7 +2,8 @@
 //! aggregates spec (cn1 and cn2 with NUMA children, sharing storage ss1 and ss2).
 
 use super::*;
-use crate::decide::{self, NewProvider};
+use crate::change::Decision;
+use crate::decide::inventory::{self, NewProvider};
 use crate::model::inventory::Inventory;
 use crate::model::time::Instant;
 
@@ -23,7 +24,7 @@ impl World {
         }
     }
 
-    fn apply(&mut self, changes: decide::Decision) {
+    fn apply(&mut self, changes: Decision) {
         let changes = changes.expect("accepted");
         self.catalog.apply(&changes);
     }
@@ -38,7 +39,7 @@ impl World {
             parent,
             availability_zone: None,
         };
-        self.apply(decide::create_provider(&self.catalog, &new, T0));
+        self.apply(inventory::create_provider(&self.catalog, &new, T0));
         let inventories = inventory
             .iter()
             .map(|(class, total)| {
@@ -48,7 +49,7 @@ impl World {
                 )
             })
             .collect();
-        self.apply(decide::set_inventories(
+        self.apply(inventory::set_inventories(
             &self.catalog,
             uuid,
             None,
@@ -65,7 +66,13 @@ impl World {
             .iter()
             .map(|a| Uuid::from_u128(0xa000 + a))
             .collect();
-        self.apply(decide::set_aggregates(&self.catalog, uuid, None, set, T0));
+        self.apply(inventory::set_aggregates(
+            &self.catalog,
+            uuid,
+            None,
+            set,
+            T0,
+        ));
     }
 
     fn traits(&mut self, name: &str, traits: &[&str]) {
@@ -74,7 +81,7 @@ impl World {
             .iter()
             .map(|t| TraitName::parse(t).expect("trait"))
             .collect();
-        self.apply(decide::set_traits(&self.catalog, uuid, None, set, T0));
+        self.apply(inventory::set_traits(&self.catalog, uuid, None, set, T0));
     }
 
     fn name(&self, uuid: Uuid) -> &str {

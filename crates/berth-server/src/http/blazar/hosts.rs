@@ -187,7 +187,9 @@ fn representation(provider: &Provider) -> Option<Host> {
         extra: provider
             .attributes()
             .iter()
-            .filter(|(k, _)| !berth_core::decide::NODE_PROPERTY_KEYS.contains(&k.as_str()))
+            .filter(|(k, _)| {
+                !berth_core::decide::inventory::NODE_PROPERTY_KEYS.contains(&k.as_str())
+            })
             .map(|(k, v)| (k.clone(), attr_json(v)))
             .collect(),
     })

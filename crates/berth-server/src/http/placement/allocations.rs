@@ -12,7 +12,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use berth_api::placement::{ConsumerAllocations, PutAllocationsList};
-use berth_core::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
+use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
 use berth_core::model::consumer::Allocations;
 use berth_core::{Catalog, Consumer, ResourceClass};
 use serde::de::DeserializeOwned;

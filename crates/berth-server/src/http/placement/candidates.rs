@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
-use berth_core::fence::FencePolicy;
+use berth_core::decide::fence::FencePolicy;
 use berth_core::model::lease::ReservationSpec;
 use berth_core::query::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
 use berth_core::query::providers::TraitFilter;

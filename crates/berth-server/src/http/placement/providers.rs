@@ -17,7 +17,7 @@ use berth_api::placement::{
     CreateResourceProvider, Link, ResourceProvider, ResourceProviderList, UpdateResourceProvider,
 };
 use berth_app::CreateProvider;
-use berth_core::decide::Reparenting;
+use berth_core::decide::inventory::Reparenting;
 use berth_core::query::providers::ProviderFilter;
 use berth_core::{Catalog, Provider};
 use uuid::Uuid;

@@ -220,7 +220,7 @@ async fn etsi_query(
             });
             match wanted(c, &kind, &body)? {
                 Wanted::Shape(amounts) => {
-                    let fit = berth_core::reserve::instances_that_fit(
+                    let fit = berth_core::decide::admission::instances_that_fit(
                         c,
                         zone.as_deref(),
                         window,

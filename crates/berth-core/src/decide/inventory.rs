@@ -1,8 +1,8 @@
-//! Decisions over the catalog: each function checks a command against the current catalog and
-//! returns the changes to persist, or a [`Rejection`]. Nothing here mutates the catalog.
+//! Inventory decisions: providers and their trees, inventories, traits, aggregates and their
+//! descriptions, custom resource classes and traits, attributes, and Blazar hosts.
 
 use crate::catalog::Catalog;
-use crate::change::Change;
+use crate::change::{Change, Decision};
 use crate::limits;
 use crate::model::inventory::Inventory;
 use crate::model::name::{ResourceClass, TraitName, is_custom_name};
@@ -12,9 +12,6 @@ use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
-
-/// What a decision produced: the changes to persist, in order.
-pub type Decision = Result<Vec<Change>, Rejection>;
 
 /// Whether the caller may move a provider that already has a parent (Placement 1.37).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -754,14 +751,6 @@ pub fn delete_host(catalog: &Catalog, id: i64) -> Decision {
     ]);
     Ok(changes)
 }
-
-pub mod baremetal;
-pub mod health;
-pub mod idempotency;
-pub mod lease;
-pub mod notify;
-pub mod pools;
-pub mod promise;
 
 #[cfg(test)]
 mod tests;

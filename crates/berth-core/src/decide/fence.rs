@@ -1,7 +1,8 @@
-//! The fence: reserved capacity kept from consumers that present no reservation.
+//! The fence's rules: reserved capacity kept from consumers that present no reservation, and
+//! the Placement objects that show it.
 //!
-//! What a provider's fence holds is derived from the ledger ([`Fence`], kept on each provider by
-//! the catalog): the whole provider while a host reservation holds it now or later, and per
+//! What a provider's fence holds is derived from the ledger
+//! ([`Fence`](crate::model::fence::Fence), kept on each provider by the catalog): the whole provider while a host reservation holds it now or later, and per
 //! class the peak that instance reservations hold from now on. An unreserved allocation is
 //! never given fenced capacity, because it has no end: it would still be there when the
 //! reservation needs the capacity.
@@ -10,12 +11,13 @@
 //! reservation's resource class (`CUSTOM_RESERVATION_<ID>`), or, for a host reservation, by
 //! allocating on a host the reservation holds from the lease's own project. Its allocations then
 //! count against the reservation: only while the lease is active, only on the reservation's
-//! hosts, and never more than was reserved.
+//! hosts, and never more than was reserved ([`crate::query::presentation`]).
 //!
 //! While a reservation is active its fence is also visible in Placement terms: an aggregate per
 //! reservation (its id, metadata `reservation: <id>`), and for instance reservations the
 //! resource class `CUSTOM_RESERVATION_<ID>` with one unit per reserved slot on each host.
-//! Reservable hosts belong to the freepool aggregate [`FREEPOOL_AGGREGATE`].
+//! Reservable hosts belong to the freepool aggregate
+//! [`FREEPOOL_AGGREGATE`](crate::model::fence::FREEPOOL_AGGREGATE).
 
 use crate::catalog::Catalog;
 use crate::change::Change;

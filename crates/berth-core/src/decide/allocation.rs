@@ -8,7 +8,7 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::Decision;
-use crate::fence::{self, FencePolicy};
+use crate::decide::fence::{self, FencePolicy};
 use crate::model::consumer::{Allocations, Consumer, PREEMPTIBLE};
 use crate::model::fence::reservation_in;
 use crate::model::name::ResourceClass;
@@ -45,7 +45,7 @@ pub struct ConsumerWrite {
     pub generation: ConsumerGeneration,
     /// The full new set; empty removes the consumer.
     pub allocations: Allocations,
-    /// The reservation the consumer presents, if any (see [`crate::fence`]).
+    /// The reservation the consumer presents, if any (see [`crate::decide::fence`]).
     pub reservation: Option<Uuid>,
 }
 
@@ -397,7 +397,7 @@ pub fn reshape_with(
         .collect();
     step(&mut draft, released);
     for write in inventories {
-        let batch = crate::decide::set_inventories(
+        let batch = crate::decide::inventory::set_inventories(
             &draft,
             write.provider,
             Some(write.generation),
@@ -436,7 +436,7 @@ pub fn reshape_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decide::{self, NewProvider};
+    use crate::decide::inventory::{self, NewProvider};
     use crate::model::inventory::{FullReservation, Inventory};
     use proptest::prelude::*;
 
@@ -460,11 +460,11 @@ mod tests {
                 parent: None,
                 availability_zone: None,
             };
-            let changes = decide::create_provider(&catalog, &new, T0).expect("create");
+            let changes = inventory::create_provider(&catalog, &new, T0).expect("create");
             catalog.apply(&changes);
             let record =
                 Inventory::new(total, 0, [1, 4, 1], 1.0, FullReservation::Allowed).expect("valid");
-            let changes = decide::set_inventories(
+            let changes = inventory::set_inventories(
                 &catalog,
                 uuid(idx),
                 None,
@@ -600,7 +600,7 @@ mod tests {
             Err(Rejection::ConsumerNotFound(uuid(1001)))
         );
         assert_eq!(
-            decide::delete_provider(&catalog, uuid(1)),
+            inventory::delete_provider(&catalog, uuid(1)),
             Err(Rejection::ProviderInUse(uuid(1)))
         );
     }
@@ -614,7 +614,7 @@ mod tests {
         .expect("held");
         // Move VCPU from provider 1 to provider 2: removing it alone is refused while in use.
         assert!(matches!(
-            decide::set_inventories(&catalog, uuid(1), None, BTreeMap::new(), T0),
+            inventory::set_inventories(&catalog, uuid(1), None, BTreeMap::new(), T0),
             Err(Rejection::InventoryInUse { .. })
         ));
         let generation = catalog.provider(uuid(1)).expect("p1").generation();

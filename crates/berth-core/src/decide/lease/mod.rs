@@ -1,0 +1,22 @@
+//! Decisions about leases and floating IPs: create, update, delete, fire a lifecycle event,
+//! record a failed action, register and remove addresses. Each returns the whole new state of
+//! what it touches plus a [`LeaseRecord`](crate::model::lease::LeaseRecord) for the durable
+//! lifecycle record.
+
+mod checks;
+mod create;
+mod events;
+mod resources;
+mod update;
+
+#[cfg(test)]
+mod tests;
+
+pub use checks::{
+    BEFORE_END_DEFAULT_MICROS, admission_weight, check_horizon, check_limits, check_spec,
+    filter_of, wanted,
+};
+pub use create::{NewLease, create_lease, create_lease_with, delete_lease};
+pub use events::{fail_event, fire_lease_event};
+pub use resources::{delete_floating_ip, register_floating_ip, set_property_privacy};
+pub use update::{LeaseUpdate, ReservationUpdate, update_lease};

@@ -1,0 +1,32 @@
+//! The lifecycle engine's decision: firing whatever event is due, a lease's own events, its
+//! preemption notice, a Promise reservation's claim deadline or a node claim's expiry.
+
+use crate::catalog::Catalog;
+use crate::change::Change;
+use crate::decide::{baremetal, lease, promise};
+use crate::model::lease::EventKind;
+use crate::model::time::Instant;
+use crate::rejection::Rejection;
+use uuid::Uuid;
+
+/// Fires event `kind` of `id` (a lease, or a node claim for [`EventKind::NodeClaimExpiry`]) if
+/// it is due at `now` and not acted on yet. Firing is idempotent: an event that is not due,
+/// already fired, or whose lease or claim is gone decides nothing.
+pub fn fire_event(
+    catalog: &Catalog,
+    id: Uuid,
+    kind: EventKind,
+    now: Instant,
+) -> Result<Vec<Change>, Rejection> {
+    match kind {
+        EventKind::NodeClaimExpiry => Ok(baremetal::expire_claim(catalog, id, now)),
+        EventKind::ClaimExpiry => Ok(catalog
+            .lease(id)
+            .map(|current| promise::expire(catalog, current, now))
+            .unwrap_or_default()),
+        EventKind::StartLease
+        | EventKind::BeforeEndLease
+        | EventKind::EndLease
+        | EventKind::PreemptionNotice => lease::fire_lease_event(catalog, id, kind, now),
+    }
+}
