@@ -14,6 +14,7 @@ use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY
 use crate::model::consumer::Allocations;
 use crate::model::lease::{
     Affinity, EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
+    Transition,
 };
 use crate::model::name::ResourceClass;
 use crate::model::promise::{
@@ -528,7 +529,10 @@ fn preempt(victim: &Lease, by: Uuid, priority: u32, now: Instant) -> Vec<Change>
 
 /// Marks a lease terminated with every event done, so it holds nothing and fires nothing.
 fn finish(lease: &mut Lease, now: Instant) {
-    lease.status = LeaseStatus::Terminated;
+    // An ended lease cannot end early (and is never asked to: it holds nothing).
+    if let Ok(status) = lease.status.next(Transition::EndEarly) {
+        lease.status = status;
+    }
     for event in &mut lease.events {
         if event.status == EventStatus::Undone {
             event.status = EventStatus::Done;

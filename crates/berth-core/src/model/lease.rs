@@ -47,6 +47,56 @@ impl LeaseStatus {
         .into_iter()
         .find(|s| s.as_str().eq_ignore_ascii_case(text))
     }
+
+    /// The status `by` moves a lease to from this one, or why it may not:
+    ///
+    /// | from \\ by   | `Start`    | `End`        | `Fail`  | `EndEarly`   |
+    /// |--------------|------------|--------------|---------|--------------|
+    /// | `Pending`    | `Active`   | `Terminated` | `Error` | `Terminated` |
+    /// | `Active`     | refused    | `Terminated` | `Error` | `Terminated` |
+    /// | `Terminated` | refused    | refused      | `Error` | refused      |
+    /// | `Error`      | `Error`    | `Error`      | `Error` | `Terminated` |
+    ///
+    /// A lease starts and ends once; one in error stays in error through its start and end
+    /// events (it keeps what it holds until it ends early or is deleted); any lease can fail.
+    pub fn next(self, by: Transition) -> Result<LeaseStatus, InvalidTransition> {
+        use LeaseStatus::{Active, Error, Pending, Terminated};
+        match (self, by) {
+            (Pending, Transition::Start) => Ok(Active),
+            (Pending | Active, Transition::End) => Ok(Terminated),
+            (_, Transition::Fail) => Ok(Error),
+            (Error, Transition::Start | Transition::End) => Ok(Error),
+            (Pending | Active | Error, Transition::EndEarly) => Ok(Terminated),
+            (Active | Terminated, Transition::Start)
+            | (Terminated, Transition::End | Transition::EndEarly) => {
+                Err(InvalidTransition { from: self, by })
+            }
+        }
+    }
+}
+
+/// What moves a lease from one status to another ([`LeaseStatus::next`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transition {
+    /// Its start event fired.
+    Start,
+    /// Its end event fired.
+    End,
+    /// An action on it failed for good.
+    Fail,
+    /// It ended before its end event: displaced by a higher priority, or left holding nothing
+    /// at its claim deadline.
+    EndEarly,
+}
+
+/// A status change the lease lifecycle does not allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a {} lease cannot take {by:?}", from.as_str())]
+pub struct InvalidTransition {
+    /// The status the lease is in.
+    pub from: LeaseStatus,
+    /// What was asked of it.
+    pub by: Transition,
 }
 
 /// A reservation's status, as Blazar names it (lower case on the wire).
@@ -521,4 +571,69 @@ pub const PREEMPTION_NOTICE_DEFAULT_MICROS: i64 = 2 * 60 * 1_000_000;
 
 fn notice_lead_default() -> i64 {
     PREEMPTION_NOTICE_DEFAULT_MICROS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_table_is_exactly_the_lifecycle() {
+        use LeaseStatus::{Active, Error, Pending, Terminated};
+        let refused = None;
+        let table = [
+            (
+                Pending,
+                [
+                    Some(Active),
+                    Some(Terminated),
+                    Some(Error),
+                    Some(Terminated),
+                ],
+            ),
+            (
+                Active,
+                [refused, Some(Terminated), Some(Error), Some(Terminated)],
+            ),
+            (Terminated, [refused, refused, Some(Error), refused]),
+            (
+                Error,
+                [Some(Error), Some(Error), Some(Error), Some(Terminated)],
+            ),
+        ];
+        let events = [
+            Transition::Start,
+            Transition::End,
+            Transition::Fail,
+            Transition::EndEarly,
+        ];
+        for (from, row) in table {
+            for (by, expected) in events.into_iter().zip(row) {
+                let got = from.next(by);
+                match expected {
+                    Some(to) => assert_eq!(got, Ok(to), "{from:?} by {by:?}"),
+                    None => assert_eq!(
+                        got,
+                        Err(InvalidTransition { from, by }),
+                        "{from:?} by {by:?}"
+                    ),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_lease_starts_and_ends_once() {
+        let active = LeaseStatus::Pending
+            .next(Transition::Start)
+            .expect("a pending lease starts");
+        assert!(active.next(Transition::Start).is_err(), "no second start");
+        let ended = active.next(Transition::End).expect("an active lease ends");
+        assert_eq!(ended, LeaseStatus::Terminated);
+        assert!(ended.next(Transition::End).is_err(), "no second end");
+        assert!(
+            ended.next(Transition::EndEarly).is_err(),
+            "an ended lease cannot end early"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::fence;
-use crate::model::lease::{EventKind, EventStatus, Lease, LeaseStatus, ReservationStatus};
+use crate::model::lease::{EventKind, EventStatus, Lease, ReservationStatus, Transition};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use uuid::Uuid;
@@ -33,8 +33,9 @@ fn set_reservations(lease: &mut Lease, status: ReservationStatus, now: Instant) 
 fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
     match kind {
         EventKind::StartLease => {
-            if lease.status == LeaseStatus::Pending {
-                lease.status = LeaseStatus::Active;
+            // A lease in error stays in error; a start fires once.
+            if let Ok(status) = lease.status.next(Transition::Start) {
+                lease.status = status;
             }
             set_reservations(lease, ReservationStatus::Active, now);
         }
@@ -43,8 +44,9 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
         | EventKind::ClaimExpiry
         | EventKind::NodeClaimExpiry => {}
         EventKind::EndLease => {
-            if lease.status != LeaseStatus::Error {
-                lease.status = LeaseStatus::Terminated;
+            // A lease in error stays in error; an end fires once.
+            if let Ok(status) = lease.status.next(Transition::End) {
+                lease.status = status;
             }
             set_reservations(lease, ReservationStatus::Deleted, now);
         }
@@ -160,7 +162,10 @@ pub fn fail_event(
     };
     let mut lease = current.clone();
     mark(&mut lease, kind, EventStatus::Error, now);
-    lease.status = LeaseStatus::Error;
+    lease.status = lease
+        .status
+        .next(Transition::Fail)
+        .expect("invariant: any lease can fail");
     lease.status_reason = Some(format!("{}: {reason}", kind.as_str()));
     lease.updated_at = now;
     for reservation in &mut lease.reservations {
