@@ -31,6 +31,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List resource providers",
             list,
         )
+        .answers::<ResourceProviderList>(200)
         .add(
             Method::POST,
             "/placement/resource_providers",
@@ -38,6 +39,9 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a resource provider",
             create,
         )
+        .accepts::<CreateResourceProvider>()
+        .answers::<ResourceProvider>(200)
+        .answers_empty(201)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}",
@@ -45,6 +49,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a resource provider",
             show,
         )
+        .answers::<ResourceProvider>(200)
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}",
@@ -52,6 +57,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a resource provider",
             update,
         )
+        .accepts::<UpdateResourceProvider>()
+        .answers::<ResourceProvider>(200)
         .add(
             Method::DELETE,
             "/placement/resource_providers/{uuid}",
@@ -59,6 +66,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a resource provider",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/status",
