@@ -6,5 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod baremetal;
 pub mod blazar;
+pub mod common;
 pub mod placement;

@@ -5,14 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// A link in a resource representation.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct Link {
-    /// Relation, for example `self` or `inventories`.
-    pub rel: String,
-    /// Path of the linked resource.
-    pub href: String,
-}
+pub use crate::common::Link;
 
 /// A resource provider as Placement returns it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

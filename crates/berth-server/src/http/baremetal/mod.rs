@@ -11,8 +11,10 @@ use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
+use berth_api::baremetal::{Version, VersionList};
+use berth_api::common::Link;
 use berth_core::Instant;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 /// Registers every bare-metal route.
@@ -25,23 +27,27 @@ pub fn register(routes: &mut Routes) {
             "Bare-metal API versions",
             versions,
         )
+        .answers::<VersionList>(200)
         .add(
             Method::GET,
             "/baremetal/",
             Rule::PUBLIC,
             "Bare-metal API versions",
             versions,
-        );
+        )
+        .answers::<VersionList>(200);
     nodes::register(routes);
     claims::register(routes);
 }
 
-async fn versions() -> Json<Value> {
-    Json(json!({"versions": [{
-        "id": "v1",
-        "status": "CURRENT",
-        "links": [{"href": "/baremetal/v1/", "rel": "self"}],
-    }]}))
+async fn versions() -> Json<VersionList> {
+    Json(VersionList {
+        versions: vec![Version {
+            id: "v1".to_owned(),
+            status: "CURRENT".to_owned(),
+            links: vec![Link::to_self("/baremetal/v1/")],
+        }],
+    })
 }
 
 /// A time as the bare-metal API shows it: RFC 3339, UTC, microseconds.
