@@ -106,10 +106,10 @@ pub(crate) const SQL: Statements = Statements {
         ON CONFLICT (name) DO UPDATE SET private = TRUE, updated_at = excluded.updated_at",
     delete_private_property: "DELETE FROM resource_properties WHERE name = $1",
 
-    documents: "SELECT kind, document FROM promise_objects ORDER BY kind, id",
-    upsert_document: "INSERT INTO promise_objects (kind, id, document) VALUES ($1, $2, $3)
+    documents: "SELECT kind, document FROM documents ORDER BY kind, id",
+    upsert_document: "INSERT INTO documents (kind, id, document) VALUES ($1, $2, $3)
         ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document",
-    delete_document: "DELETE FROM promise_objects WHERE kind = $1 AND id = $2",
+    delete_document: "DELETE FROM documents WHERE kind = $1 AND id = $2",
 
     idempotency_keys: "SELECT project_id, route, idempotency_key, fingerprint, object_id, created_at
         FROM idempotency_keys",

@@ -1,4 +1,4 @@
-//! The `promise_objects` table: objects kept whole as JSON, keyed by kind and id. Promise flavors, the
+//! The `documents` table: objects kept whole as JSON, keyed by kind and id. Promise flavors, the
 //! policy, instances and pools, subscriptions and deliveries, the outbox cursor, provider
 //! conditions, node records and node claims.
 
