@@ -1,7 +1,7 @@
 //! Reading every lease at start-up, PostgreSQL's way: one query, each document decoded as its
 //! row arrives.
 
-use crate::map_err;
+use crate::error::map_err;
 use berth_core::lease::Lease;
 use berth_store::StoreError;
 use berth_store::codec::decode_lease;

@@ -9,6 +9,7 @@
 //! Migrations in `migrations/` are embedded and applied at connect.
 #![forbid(unsafe_code)]
 
+mod error;
 mod lease;
 #[cfg(feature = "testkit")]
 pub mod scratch;
@@ -17,6 +18,7 @@ mod statements;
 use berth_core::lease::Lease;
 use berth_store::StoreError;
 use berth_store::sql::{SqlBackend, Statements};
+use error::map_err;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{PgConnection, Postgres, Row, Transaction};
 use std::str::FromStr;
@@ -61,23 +63,6 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
-}
-
-/// Maps a driver error to the port's error.
-pub(crate) fn map_err(error: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(db) = &error {
-        let code = db.code().unwrap_or_default();
-        // serialization_failure, deadlock_detected, lock_not_available (lock_timeout).
-        if code == "40001" || code == "40P01" || code == "55P03" {
-            return StoreError::Busy;
-        }
-        if db.is_unique_violation() || db.is_foreign_key_violation() || db.is_check_violation() {
-            return StoreError::Conflict {
-                constraint: db.constraint().unwrap_or(db.message()).to_owned(),
-            };
-        }
-    }
-    StoreError::Backend(error.into())
 }
 
 impl SqlBackend for PostgresStore {

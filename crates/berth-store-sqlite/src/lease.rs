@@ -1,7 +1,7 @@
 //! Reading every lease at start-up, SQLite's way: in chunks of documents joined into one value,
 //! decoded on blocking threads while the next chunk is read.
 
-use crate::map_err;
+use crate::error::map_err;
 use berth_core::lease::Lease;
 use berth_store::StoreError;
 use berth_store::codec::decode_lease;

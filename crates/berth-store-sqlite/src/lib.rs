@@ -13,6 +13,7 @@
 //! may read it.
 #![forbid(unsafe_code)]
 
+mod error;
 mod lease;
 mod statements;
 
@@ -20,6 +21,7 @@ use berth_core::lease::Lease;
 use berth_store::StoreError;
 use berth_store::codec::corrupt;
 use berth_store::sql::{SqlBackend, Statements};
+use error::map_err;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -144,23 +146,6 @@ fn warn_if_shared(path: &Path) {
     }
     #[cfg(not(unix))]
     let _ = path;
-}
-
-/// Maps a driver error to the port's error.
-pub(crate) fn map_err(error: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(db) = &error {
-        let code = db.code().unwrap_or_default();
-        // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
-        if code == "5" || code == "6" || code == "517" || code == "262" {
-            return StoreError::Busy;
-        }
-        if db.is_unique_violation() || db.is_foreign_key_violation() || db.is_check_violation() {
-            return StoreError::Conflict {
-                constraint: db.message().to_owned(),
-            };
-        }
-    }
-    StoreError::Backend(error.into())
 }
 
 impl SqlBackend for SqliteStore {

@@ -1,7 +1,7 @@
 //! Encodings shared by the SQL adapters for values that have no native column type in both
 //! dialects. No SQL here: only the mapping between domain values and column values.
 
-use crate::StoreError;
+use crate::port::StoreError;
 use berth_core::lease::Lease;
 use berth_core::{AttrValue, Instant, ResourceClass, TraitName};
 

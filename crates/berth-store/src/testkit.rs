@@ -2,7 +2,7 @@
 //!
 //! Run it with [`run_all`] and a factory that returns a fresh, empty, migrated store per case.
 
-use crate::{Store, StoreError};
+use crate::port::{Store, StoreError};
 use berth_core::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use berth_core::catalog::CatalogRows;
 use berth_core::consumer::Allocations;

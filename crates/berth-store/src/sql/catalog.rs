@@ -1,12 +1,11 @@
 //! The inventory catalog's tables: reading every row back into [`CatalogRows`], what each change
 //! persists as, and the catalog sequence number.
 
+use super::backend::{Conn, SqlBackend, execute, fetch_all, fetch_one, uuid_column};
 use super::driver::{Args as _, Columns as _, SqlQuery};
-use super::{
-    Conn, SqlBackend, document, execute, fetch_all, fetch_one, idempotency, lease, uuid_column,
-};
-use crate::StoreError;
+use super::{document, idempotency, lease};
 use crate::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
+use crate::port::StoreError;
 use berth_core::catalog::CatalogRows;
 use berth_core::provider::ProviderRow;
 use berth_core::{

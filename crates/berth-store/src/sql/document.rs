@@ -2,10 +2,10 @@
 //! policy, instances and pools, subscriptions and deliveries, the outbox cursor, provider
 //! conditions, node records and node claims.
 
+use super::backend::{Conn, SqlBackend, execute, fetch_all};
 use super::driver::{Args as _, Columns as _};
-use super::{Conn, SqlBackend, execute, fetch_all};
-use crate::StoreError;
 use crate::codec::{corrupt, decode_object, encode_object};
+use crate::port::StoreError;
 use berth_core::Change;
 use berth_core::catalog::CatalogRows;
 

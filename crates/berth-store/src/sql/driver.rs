@@ -6,7 +6,7 @@
 //! generic function restating the driver's `Executor`, `Encode` and `Decode` bounds. Calls are
 //! resolved at compile time: no dynamic dispatch per query or per row.
 
-use crate::StoreError;
+use crate::port::StoreError;
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
 use std::future::Future;

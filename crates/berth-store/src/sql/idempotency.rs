@@ -1,9 +1,9 @@
 //! The idempotency keys: loading them with the catalog and writing or deleting one.
 
+use super::backend::{Conn, SqlBackend, execute, fetch_all, uuid_column};
 use super::driver::{Args as _, Columns as _};
-use super::{Conn, SqlBackend, execute, fetch_all, uuid_column};
-use crate::StoreError;
 use crate::codec::encode_instant;
+use crate::port::StoreError;
 use berth_core::Instant;
 use berth_core::catalog::CatalogRows;
 use berth_core::idempotency::{IdempotencyKey, IdempotencyRecord};

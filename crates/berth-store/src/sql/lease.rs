@@ -1,10 +1,10 @@
 //! The lease tables: leases as JSON documents, the floating IPs registered for reservation, the
 //! private host properties, and the append-only lifecycle record.
 
+use super::backend::{Conn, SqlBackend, execute, fetch_all, uuid_column};
 use super::driver::{Args as _, Columns as _};
-use super::{Conn, SqlBackend, execute, fetch_all, uuid_column};
-use crate::StoreError;
 use crate::codec::{decode_u64, encode_bound, encode_instant, encode_lease};
+use crate::port::StoreError;
 use berth_core::Instant;
 use berth_core::catalog::CatalogRows;
 use berth_core::lease::{FloatingIp, Lease, LeaseRecord};
