@@ -7,7 +7,7 @@
 //! The system clock is read only through the server's clock module.
 
 use crate::clock::SystemClock;
-use crate::http::blazar::lease_wire::utc;
+use berth_api::time::utc;
 use berth_app::Clock as _;
 use jiff::{SignedDuration, Timestamp};
 

@@ -2,7 +2,6 @@
 //! availability zone and typed extra capabilities.
 
 use super::lease_wire::lease_json;
-use super::record_time;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
@@ -13,6 +12,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::blazar::{Host, HostEnvelope, HostList};
+use berth_api::time::record_time;
 use berth_app::{EnrollHost, Reallocation, Requester};
 use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
 use serde::Deserialize;
@@ -182,8 +182,8 @@ fn representation(provider: &Provider) -> Option<Host> {
         status: Some(provider.status().as_str().to_owned()),
         status_reason: provider.condition().and_then(|c| c.reason.clone()),
         trust_id: None,
-        created_at: record_time(host.enrolled_at),
-        updated_at: Some(record_time(provider.updated_at())),
+        created_at: record_time(host.enrolled_at.as_micros()),
+        updated_at: Some(record_time(provider.updated_at().as_micros())),
         extra: provider
             .attributes()
             .iter()

@@ -303,8 +303,8 @@ async fn availability(
         .collect();
     let mut out = json!({
         "fits": answer.refusal.is_none(),
-        "start_date": lease_wire::lease_time(start),
-        "end_date": lease_wire::lease_time(end),
+        "start_date": berth_api::time::lease_time(start.as_micros()),
+        "end_date": berth_api::time::lease_time(end.as_micros()),
         "availability_zones": zones,
     });
     match &answer.refusal {
