@@ -39,7 +39,7 @@ pub enum Command {
     },
     /// The client: hosts, providers, leases, capacity, nodes, subscriptions and more.
     #[command(flatten)]
-    Client(crate::cli::ClientCommand),
+    Client(berth_cli::ClientCommand),
 }
 
 /// How requests are authenticated.

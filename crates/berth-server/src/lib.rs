@@ -2,7 +2,6 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
-pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod connections;
