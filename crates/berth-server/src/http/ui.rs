@@ -9,10 +9,10 @@
 //! and an `ETag` (a hash of their bytes, computed at compile time), so a browser revalidates
 //! and gets `304 Not Modified` until the binary changes.
 
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::condition_json;
 use crate::policy::Rule;
 use axum::Json;

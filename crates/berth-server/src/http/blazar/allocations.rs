@@ -1,10 +1,10 @@
 //! `/reservation/v1/os-hosts/allocations` and `/os-hosts/{id}/allocation`: which reservations
 //! hold each host, from the ledger; and `/os-hosts/properties`: what filters may name.
 
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};

@@ -2,10 +2,10 @@
 //! Admins register and remove them; anyone may list and show them.
 
 use super::hosts::text;
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};

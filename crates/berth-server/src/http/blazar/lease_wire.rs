@@ -1,32 +1,15 @@
-//! The Blazar lease wire format: dates in and out, lenient typed fields as the Blazar client
-//! sends them, reservation specs, and the lease, event and counter-offer representations.
+//! The Blazar lease wire format: date fields, lenient typed fields as the Blazar client sends
+//! them, reservation specs, and the lease, event and record representations.
 
 use crate::http::error::ApiError;
-use berth_api::time::{lease_time, record_time, utc};
+use crate::http::fields::{integer, parse_date};
+use berth_api::time::{lease_time, record_time};
 use berth_core::decide::health::missing_resources;
 use berth_core::decide::lease::{AMOUNT_MAX, LeaseUpdate, ReservationUpdate};
 use berth_core::lease::{Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec};
-use berth_core::reserve::Refusal;
 use berth_core::{Catalog, Instant};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
-
-/// Parses a request date: `now`, Blazar's `YYYY-MM-DD HH:MM` (UTC), the same with seconds, or
-/// RFC 3339 with any offset (converted to UTC).
-pub(crate) fn parse_date(field: &str, text: &str, now: Instant) -> Result<Instant, ApiError> {
-    let text = text.trim();
-    if text.eq_ignore_ascii_case("now") {
-        return Ok(now);
-    }
-    let stamp = utc(text, &["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]);
-    stamp
-        .map(|t| Instant::from_micros(t.as_microsecond()))
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "{field}: {text} is an invalid date. Required format: %Y-%m-%d %H:%M, RFC 3339 or now"
-            ))
-        })
-}
 
 /// A required or optional date field.
 pub(crate) fn date_field(
@@ -50,27 +33,6 @@ pub(crate) fn count(
     min: u64,
 ) -> Result<Option<u64>, ApiError> {
     integer(body, field, min, u64::from(AMOUNT_MAX))
-}
-
-/// An integer field given as a JSON number or a numeric string, in `[min, max]`.
-pub(crate) fn integer(
-    body: &Map<String, Value>,
-    field: &str,
-    min: u64,
-    max: u64,
-) -> Result<Option<u64>, ApiError> {
-    let bad = || ApiError::bad_request(format!("{field} must be an integer from {min} to {max}"));
-    let value = match body.get(field) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Number(n)) => n.as_i64().ok_or_else(bad)?,
-        Some(Value::String(text)) => text.trim().parse::<i64>().map_err(|_| bad())?,
-        Some(_) => return Err(bad()),
-    };
-    u64::try_from(value)
-        .ok()
-        .filter(|v| (min..=max).contains(v))
-        .map(Some)
-        .ok_or_else(bad)
 }
 
 fn required_count(body: &Map<String, Value>, field: &str, min: u64) -> Result<u64, ApiError> {
@@ -349,23 +311,5 @@ pub(crate) fn record_json(record: &LeaseRecord) -> Value {
         "type": record.kind,
         "time": lease_time(record.at.as_micros()),
         "details": details,
-    })
-}
-
-/// Why a request does not fit and the counter-offer, as berth adds them to a 409.
-pub(crate) fn refusal_json(refusal: &Refusal) -> Value {
-    json!({
-        "reservations": refusal.shortfalls.iter().map(|s| json!({
-            "index": s.index,
-            "resource_type": s.resource_type,
-            "requested": s.requested,
-            "available": s.available,
-            "reason": s.reason,
-        })).collect::<Vec<_>>(),
-        "counter_offer": {
-            "amounts": refusal.amounts,
-            "earliest_start": refusal.earliest_start.map(|at| lease_time(at.as_micros())),
-            "truncated": refusal.truncated,
-        },
     })
 }

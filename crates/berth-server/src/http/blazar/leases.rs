@@ -4,14 +4,14 @@
 //! A lease is visible to its own project and to admins; to anyone else it does not exist (404).
 
 use super::lease_wire::{
-    self, date_field, lease_json, lease_update, record_json, refusal_json, reservation_objects,
-    reservation_spec,
+    self, date_field, lease_json, lease_update, record_json, reservation_objects, reservation_spec,
 };
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::idempotency::IdempotencyHeader;
+use crate::http::rejection::refusal_json;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
