@@ -1,12 +1,12 @@
 //! The HTTP error type. One error value renders in the format of the surface that served the
 //! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, or RFC 9457
-//! problem details for berth's own endpoints.
+//! problem details for berth's own endpoints. How the service's errors become `ApiError`s is
+//! `http::rejection`'s.
 
-use crate::http::context::{self, Surface};
+use crate::http::surface::{self, PLACEMENT_MAX, PLACEMENT_MIN, Surface, VersionError};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use berth_app::AppError;
 use serde_json::json;
 
 /// An error response.
@@ -114,42 +114,17 @@ impl ApiError {
     }
 }
 
-impl From<berth_core::Rejection> for ApiError {
-    fn from(rejection: berth_core::Rejection) -> ApiError {
-        crate::http::rejection::to_api_error(&rejection)
-    }
-}
-
-impl From<AppError> for ApiError {
-    fn from(error: AppError) -> ApiError {
+impl From<VersionError> for ApiError {
+    fn from(error: VersionError) -> ApiError {
+        let detail = error.to_string();
         match error {
-            AppError::Rejected(rejection) => crate::http::rejection::to_api_error(&rejection),
-            AppError::Busy => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "The database is busy; retry shortly.",
+            VersionError::Unsupported(_) => ApiError::unsupported_version(
+                detail,
+                &PLACEMENT_MIN.to_string(),
+                &PLACEMENT_MAX.to_string(),
             ),
-            AppError::TimedOut => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "timeout_not_committed",
-                "The request timed out before it was decided; nothing was changed, and \
-                 retrying is safe.",
-            ),
-            AppError::Store(store) => {
-                // Logged once here with its cause chain; the body carries no internal text.
-                let mut chain = store.to_string();
-                let mut source = std::error::Error::source(&store);
-                while let Some(cause) = source {
-                    chain.push_str(": ");
-                    chain.push_str(&cause.to_string());
-                    source = cause.source();
-                }
-                tracing::error!(error = %chain, "storage failure");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "An internal error occurred.",
-                )
+            VersionError::Malformed(_) | VersionError::Absent => {
+                ApiError::new(error.status(), UNDEFINED, detail)
             }
         }
     }
@@ -157,7 +132,7 @@ impl From<AppError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let ctx = context::current();
+        let ctx = surface::current();
         let title = self.status.canonical_reason().unwrap_or("Error");
         let mut response = match ctx.surface {
             Surface::Placement => {
@@ -214,5 +189,28 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_error_keeps_its_status_and_detail() {
+        for error in [
+            VersionError::Malformed("abc".to_owned()),
+            VersionError::Unsupported("2.0".to_owned()),
+            VersionError::Absent,
+        ] {
+            let api = ApiError::from(error.clone());
+            assert_eq!(api.status(), error.status(), "{error}");
+            assert_eq!(api.detail(), error.to_string());
+        }
+        let unsupported = ApiError::from(VersionError::Unsupported("1.99".to_owned()));
+        assert_eq!(
+            unsupported.versions,
+            Some(("1.0".to_owned(), "1.39".to_owned()))
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! berth's own endpoints: `/` (surfaces and versions), `/healthz`, `/metrics`, `/openapi.json`.
 
-use crate::http::AppState;
-use crate::http::context::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;

@@ -1,8 +1,13 @@
-//! How domain rejections appear on the wire: status and stable code for each.
+//! How domain rejections and the service's errors appear on the wire: status and stable code
+//! for each, and a refused request's shortfalls and counter-offer.
 
 use crate::http::error::{ApiError, UNDEFINED};
 use axum::http::StatusCode;
+use berth_api::time::lease_time;
+use berth_app::AppError;
 use berth_core::Rejection;
+use berth_core::reserve::Refusal;
+use serde_json::{Value, json};
 
 /// Placement's code for a stale generation.
 pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
@@ -111,10 +116,51 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::IdempotentObjectGone(_) => (StatusCode::GONE, "idempotency_key_object_gone"),
         Rejection::DoesNotFit(refusal) => {
             return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
-                .with_extra(crate::http::blazar::lease_wire::refusal_json(refusal));
+                .with_extra(refusal_json(refusal));
         }
     };
     ApiError::new(status, code, detail)
+}
+
+impl From<berth_core::Rejection> for ApiError {
+    fn from(rejection: berth_core::Rejection) -> ApiError {
+        to_api_error(&rejection)
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(error: AppError) -> ApiError {
+        match error {
+            AppError::Rejected(rejection) => to_api_error(&rejection),
+            AppError::Busy => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "The database is busy; retry shortly.",
+            ),
+            AppError::TimedOut => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout_not_committed",
+                "The request timed out before it was decided; nothing was changed, and \
+                 retrying is safe.",
+            ),
+            AppError::Store(store) => {
+                // Logged once here with its cause chain; the body carries no internal text.
+                let mut chain = store.to_string();
+                let mut source = std::error::Error::source(&store);
+                while let Some(cause) = source {
+                    chain.push_str(": ");
+                    chain.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                tracing::error!(error = %chain, "storage failure");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "An internal error occurred.",
+                )
+            }
+        }
+    }
 }
 
 /// 400 naming the limit a request is over, and what it allows.
@@ -146,4 +192,22 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
         _ => (StatusCode::CONFLICT, "node_in_use"),
     };
     ApiError::new(status, code, detail)
+}
+
+/// Why a request does not fit and the counter-offer, as berth adds them to a 409.
+pub fn refusal_json(refusal: &Refusal) -> Value {
+    json!({
+        "reservations": refusal.shortfalls.iter().map(|s| json!({
+            "index": s.index,
+            "resource_type": s.resource_type,
+            "requested": s.requested,
+            "available": s.available,
+            "reason": s.reason,
+        })).collect::<Vec<_>>(),
+        "counter_offer": {
+            "amounts": refusal.amounts,
+            "earliest_start": refusal.earliest_start.map(|at| lease_time(at.as_micros())),
+            "truncated": refusal.truncated,
+        },
+    })
 }

@@ -3,7 +3,7 @@
 //! checks, and the OpenAPI document, so the document and the policy cover every route served by
 //! construction.
 
-use crate::http::AppState;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Router;
 use axum::handler::Handler;

@@ -2,6 +2,7 @@
 //! surfaces: the request body, the condition and what the change did to leases.
 
 use crate::http::error::ApiError;
+use berth_api::time::lease_time;
 use berth_core::decide::health::Effects;
 use berth_core::{Provider, ProviderStatus};
 use serde::Deserialize;
@@ -35,7 +36,7 @@ pub fn condition_json(provider: &Provider) -> Value {
     json!({
         "status": provider.status().as_str(),
         "reason": condition.and_then(|c| c.reason.clone()),
-        "since": condition.map(|c| crate::http::blazar::lease_wire::lease_time(c.since)),
+        "since": condition.map(|c| lease_time(c.since.as_micros())),
     })
 }
 

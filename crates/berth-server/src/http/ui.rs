@@ -9,17 +9,17 @@
 //! and an `ETag` (a hash of their bytes, computed at compile time), so a browser revalidates
 //! and gets `304 Not Modified` until the binary changes.
 
-use crate::http::AppState;
-use crate::http::blazar::lease_wire::lease_time;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::condition_json;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use berth_api::time::lease_time;
 use berth_core::decide::health::affected_leases;
 use berth_core::{Catalog, Provider, capacity};
 use serde_json::{Value, json};
@@ -211,8 +211,8 @@ fn failure_json(catalog: &Catalog, provider: &Provider) -> Value {
                 "project_id": lease.project_id,
                 "status": lease.status.as_str(),
                 "degraded": lease.degraded,
-                "start_date": lease_time(lease.start),
-                "end_date": lease_time(lease.end),
+                "start_date": lease_time(lease.start.as_micros()),
+                "end_date": lease_time(lease.end.as_micros()),
                 "missing_here": missing,
             })
         })

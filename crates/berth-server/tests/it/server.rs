@@ -1,7 +1,7 @@
 //! The server as a whole: discovery, health, metrics, OpenAPI, auth modes, restarts, demo data.
 
 use crate::support::{Options, TestApp};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 

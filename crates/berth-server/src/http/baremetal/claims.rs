@@ -4,12 +4,12 @@
 //! is 409 with, per listed node, why it could not be taken. Callers see and release their
 //! project's claims; admins see and release all.
 
-use super::{time, uuid_field};
-use crate::http::AppState;
+use super::wire::{time, uuid_field};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};

@@ -1,12 +1,12 @@
 //! `/baremetal/v1/nodes`: bare-metal nodes. Anyone may list and show them; enrolling, changing
 //! and deleting are for admins; deploying is for the holder of the node's claim.
 
-use super::{time, uuid_field};
-use crate::http::AppState;
-use crate::http::blazar::hosts;
+use super::wire::{time, uuid_field};
+use crate::http::attributes::{self, attr_json};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::effects_json;
 use crate::policy::Rule;
 use axum::Json;
@@ -75,7 +75,7 @@ pub(super) fn register(routes: &mut Routes) {
 
 /// A node property: a string, a number or a boolean.
 fn attr_value(key: &str, value: &Value) -> Result<AttrValue, ApiError> {
-    hosts::attr_value(key, value)?.ok_or_else(|| {
+    attributes::attr_value(key, value)?.ok_or_else(|| {
         ApiError::bad_request(format!(
             "properties/{key} must be a string, a number or a boolean"
         ))
@@ -108,7 +108,7 @@ pub(super) fn node_json(
         properties: provider
             .attributes()
             .iter()
-            .map(|(k, v)| (k.clone(), hosts::attr_json(v)))
+            .map(|(k, v)| (k.clone(), attr_json(v)))
             .collect(),
         traits: provider
             .traits()

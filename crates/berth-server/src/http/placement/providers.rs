@@ -1,12 +1,13 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`.
 
-use super::{MOUNT, absolute_url, find, provider_uuid, query, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::query;
+use super::wire::{MOUNT, absolute_url, find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::{StatusBody, condition_json, effects_json};
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;

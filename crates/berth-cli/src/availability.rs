@@ -2,10 +2,11 @@
 //! while, from berth's availability search (`POST /reservation/v1/availability`): now, or the
 //! counter-offer's earliest start.
 
-use super::leases::{filter_text, reservations, window_end};
-use super::output::{Table, emit_text, get, items};
-use super::time::{self, When, parse_duration, parse_when};
-use super::{CliError, Connection, Ctx};
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::leases::{filter_text, reservations, window_end};
+use crate::output::{Table, emit_text, get, items};
+use crate::time::{self, When, parse_duration, parse_when};
 use clap::Args;
 use jiff::SignedDuration;
 use serde_json::{Value, json};

@@ -2,12 +2,14 @@
 //! reservation specs of `--host`, `--instance` and `--floating-ip`, and `--wait` for a lease
 //! to start.
 
-use super::args::{key_values, whole};
-use super::client::segment;
-use super::filter;
-use super::output::{Table, cell, emit, emit_text, get, items};
-use super::time::{self, When, parse_duration, parse_when};
-use super::{CliError, Connection, Ctx, progress};
+use crate::args::{key_values, whole};
+use crate::client::segment;
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::filter;
+use crate::output::{Table, cell, emit, emit_text, get, items};
+use crate::progress;
+use crate::time::{self, When, parse_duration, parse_when};
 use clap::{Args, Subcommand};
 use jiff::SignedDuration;
 use serde_json::{Value, json};
@@ -119,7 +121,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
         LeaseVerb::List { status } => {
             let path = format!(
                 "{LEASES}{}",
-                super::client::query(&[("status", status.map(|s| s.to_ascii_uppercase()))])
+                crate::client::query(&[("status", status.map(|s| s.to_ascii_uppercase()))])
             );
             let answer = ctx.client.get(&path).await?;
             emit(ctx.format, &answer["leases"], list_table)

@@ -1,9 +1,10 @@
 //! `berth provider ...`: resource providers on the Placement surface
 //! (`/placement/resource_providers`, at microversion 1.39).
 
-use super::client::{query, segment};
-use super::output::{Table, emit, get, items};
-use super::{CliError, Connection, Ctx};
+use crate::client::{query, segment};
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::output::{Table, emit, get, items};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 

@@ -1,9 +1,10 @@
 //! `berth reservation ...`: the reservations of leases, as the Blazar surface holds them
 //! (inside leases; changed with `PUT /reservation/v1/leases/{id}`).
 
-use super::leases::{LEASES, filter_text, lease_path, reservations_table};
-use super::output::{Table, emit, get, items};
-use super::{CliError, Connection, Ctx};
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::leases::{LEASES, filter_text, lease_path, reservations_table};
+use crate::output::{Table, emit, get, items};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -69,7 +70,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: ReservationVerb) -> Result<(), CliError
     match verb {
         ReservationVerb::List { lease } => {
             let leases = match lease {
-                Some(lease) => vec![super::leases::find(ctx, &lease).await?],
+                Some(lease) => vec![crate::leases::find(ctx, &lease).await?],
                 None => items(&ctx.client.get(LEASES).await?["leases"]).to_vec(),
             };
             let all: Vec<Value> = leases

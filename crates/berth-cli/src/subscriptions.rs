@@ -2,10 +2,11 @@
 //! `/promise/capacity/{kind}/subscribe`, `/promise/subscriptions`) and `berth notification
 //! list` (the resumable feed at `/promise/notifications`).
 
-use super::capacity::Kind;
-use super::client::{query, segment};
-use super::output::{Table, emit, emit_text, get, items};
-use super::{CliError, Connection, Ctx};
+use crate::capacity::Kind;
+use crate::client::{query, segment};
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::output::{Table, emit, emit_text, get, items};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -87,7 +88,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: SubscriptionVerb) -> Result<(), CliErro
                             get(s, "type"),
                             watches(s),
                             get(s, "callbackUri"),
-                            super::time::show(&get(s, "created")),
+                            crate::time::show(&get(s, "created")),
                         ]
                     },
                 )
@@ -171,7 +172,7 @@ fn request(create: &CreateSubscription) -> Result<(String, Value), CliError> {
         let filter = match create.reservations.as_deref().map(str::trim) {
             None | Some("all") => json!("all"),
             Some(ids) => Value::Array(
-                super::args::list(ids)
+                crate::args::list(ids)
                     .into_iter()
                     .map(|id| json!({ "reservationId": id }))
                     .collect(),

@@ -1,11 +1,12 @@
 //! `berth node ...` and `berth claim ...`: bare-metal nodes and node claims
 //! (`/baremetal/v1/nodes`, `/baremetal/v1/reservations`), with bulk enrolment from a file.
 
-use super::args::{list, properties};
-use super::client::{query, segment};
-use super::hosts::{enrol_all, report_effects};
-use super::output::{Table, emit, get, items};
-use super::{CliError, Connection, Ctx};
+use crate::args::{list, properties};
+use crate::client::{query, segment};
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::hosts::{enrol_all, report_effects};
+use crate::output::{Table, emit, get, items};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -144,7 +145,7 @@ pub struct ClaimArgs {
     #[arg(long)]
     pub instance: String,
     /// How long the claim holds its node [default: berth's], as `10m` or `2h`.
-    #[arg(long, value_parser = super::time::parse_duration)]
+    #[arg(long, value_parser = crate::time::parse_duration)]
     pub ttl: Option<jiff::SignedDuration>,
 }
 
@@ -417,7 +418,7 @@ pub(crate) async fn run_claim(ctx: &Ctx, verb: ClaimVerb) -> Result<(), CliError
                             get(c, "node_uuid"),
                             get(c, "instance_uuid"),
                             get(c, "project_id"),
-                            super::time::show(&get(c, "expires_at")),
+                            crate::time::show(&get(c, "expires_at")),
                         ]
                     },
                 )

@@ -1,7 +1,7 @@
 //! The HTTP side of the client: one request at a time to berth's API, with the token and (on
 //! `/placement`) the microversion, and berth's answers turned into values or [`CliError`]s.
 
-use super::CliError;
+use crate::error::CliError;
 use reqwest::Method;
 use serde_json::Value;
 use std::time::Duration;

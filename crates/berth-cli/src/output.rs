@@ -1,7 +1,7 @@
 //! What the client prints: aligned tables for people (the default), and berth's JSON, as JSON
 //! or YAML, for scripts (`--output json|yaml`).
 
-use super::CliError;
+use crate::error::CliError;
 use clap::ValueEnum;
 use serde_json::Value;
 use std::io::Write as _;
@@ -63,7 +63,7 @@ impl Table {
         for key in first.iter().copied().chain(rest.map(String::as_str)) {
             if let Some(value) = object.get(key) {
                 let text = match is_time(key) {
-                    true => super::time::show(&cell(value)),
+                    true => crate::time::show(&cell(value)),
                     false => cell(value),
                 };
                 table.row(vec![key.to_owned(), text]);

@@ -2,8 +2,8 @@
 //! inside brackets, parentheses or quotes do not split), typed `key=value` properties, and
 //! JSON files of bodies for bulk commands.
 
-use super::CliError;
-use super::filter::typed;
+use crate::error::CliError;
+use crate::filter::typed;
 use serde_json::{Map, Value};
 use std::path::Path;
 

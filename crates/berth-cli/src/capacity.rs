@@ -2,11 +2,12 @@
 //! available over a window, or how many instances of a flavor fit) and `berth flavor ...`
 //! (`/promise/flavors`).
 
-use super::args::properties;
-use super::client::segment;
-use super::output::{Table, emit, emit_text, get, items};
-use super::time::{self, When, parse_when};
-use super::{CliError, Connection, Ctx};
+use crate::args::properties;
+use crate::client::segment;
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::output::{Table, emit, emit_text, get, items};
+use crate::time::{self, When, parse_when};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 

@@ -1,10 +1,12 @@
 //! `berth host ...`: hosts on the Blazar surface (`/reservation/v1/os-hosts`), one at a time or
 //! in bulk from a file, and their status (up, down, maintenance).
 
-use super::args::{bodies, properties};
-use super::client::segment;
-use super::output::{Table, emit, get, items};
-use super::{CliError, Connection, Ctx, progress};
+use crate::args::{bodies, properties};
+use crate::client::segment;
+use crate::connection::{Connection, Ctx};
+use crate::error::CliError;
+use crate::output::{Table, emit, get, items};
+use crate::progress;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
@@ -272,7 +274,7 @@ pub(crate) fn report_effects(leases: &Value) {
             .as_array()
             .into_iter()
             .flatten()
-            .map(super::output::cell)
+            .map(crate::output::cell)
             .collect();
         if !ids.is_empty() {
             eprintln!("Leases {what}: {}", ids.join(", "));
@@ -330,7 +332,7 @@ pub(crate) async fn enrol_all(
 /// One line saying why a bulk item failed.
 fn failure_text(error: &CliError) -> String {
     match error {
-        CliError::Refused { status, body } => format!("{status}: {}", super::reason(body)),
+        CliError::Refused { status, body } => format!("{status}: {}", crate::refusal::reason(body)),
         CliError::Usage(m) | CliError::Connection(m) | CliError::Failed(m) => m.clone(),
     }
 }

@@ -4,11 +4,9 @@
 //! `+1d12h`), or an absolute time: RFC 3339 with any offset (`2030-01-01T10:00:00Z`), or
 //! `YYYY-MM-DD HH:MM[:SS]`, `YYYY-MM-DDTHH:MM[:SS]` and `YYYY-MM-DD`, read as UTC.
 //! A duration is the same offset without the `+` (`48h`, `2d`, `1d12h`).
-//! The system clock is read only through the server's clock module.
+//! The system clock is read here, in [`now`], and nowhere else in the client.
 
-use crate::clock::SystemClock;
-use crate::http::blazar::lease_wire::utc;
-use berth_app::Clock as _;
+use berth_api::time::utc;
 use jiff::{SignedDuration, Timestamp};
 
 /// A time given on the command line.
@@ -39,10 +37,16 @@ impl When {
 }
 
 /// Now, to the second.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the client's one reading of the system clock"
+)]
 pub(crate) fn now() -> Timestamp {
-    let micros = SystemClock.now().as_micros();
-    Timestamp::from_second(micros.div_euclid(1_000_000))
-        .expect("invariant: the system clock is within jiff's range")
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("invariant: the system clock is after 1970");
+    let seconds = i64::try_from(since.as_secs()).expect("invariant: seconds fit in i64");
+    Timestamp::from_second(seconds).expect("invariant: the system clock is within jiff's range")
 }
 
 /// Parses a time (see the module documentation).
