@@ -10,5 +10,9 @@
 pub mod baremetal;
 pub mod blazar;
 pub mod common;
+pub mod dashboard;
+pub mod errors;
 pub mod placement;
+pub mod service;
+pub mod status;
 pub mod time;

@@ -7,7 +7,8 @@ use crate::http::surface::{self, PLACEMENT_MAX, PLACEMENT_MIN, Surface, VersionE
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use berth_api::errors::{BlazarError, PlacementError, PlacementErrors, Problem};
+use serde_json::{Map, Value};
 
 /// An error response.
 #[derive(Debug, Clone)]
@@ -136,45 +137,43 @@ impl IntoResponse for ApiError {
         let title = self.status.canonical_reason().unwrap_or("Error");
         let mut response = match ctx.surface {
             Surface::Placement => {
-                let mut error = json!({
-                    "status": self.status.as_u16(),
-                    "title": title,
-                    "detail": self.detail,
-                    "request_id": ctx.request_id,
-                });
-                if ctx.microversion.is_none_or(|mv| mv.at_least(23)) {
-                    error["code"] = json!(self.code);
-                }
-                if let Some((min, max)) = &self.versions {
-                    error["min_version"] = json!(min);
-                    error["max_version"] = json!(max);
-                }
-                (self.status, Json(json!({ "errors": [error] }))).into_response()
-            }
-            Surface::Blazar => {
-                let mut body = json!({
-                    "error_code": self.status.as_u16(),
-                    "error_message": self.detail,
-                    "error_name": self.status.as_u16(),
-                });
-                if let (Some(out), Some(extra)) = (body.as_object_mut(), self.extra) {
-                    out.extend(*extra);
-                }
+                let (min_version, max_version) = self.versions.unzip();
+                let error = PlacementError {
+                    status: self.status.as_u16(),
+                    title: title.to_owned(),
+                    detail: self.detail,
+                    request_id: ctx.request_id,
+                    code: ctx
+                        .microversion
+                        .is_none_or(|mv| mv.at_least(23))
+                        .then(|| self.code.to_owned()),
+                    min_version,
+                    max_version,
+                };
+                let body = PlacementErrors {
+                    errors: vec![error],
+                };
                 (self.status, Json(body)).into_response()
             }
+            Surface::Blazar => {
+                let body = BlazarError {
+                    error_code: self.status.as_u16(),
+                    error_message: self.detail,
+                    error_name: self.status.as_u16(),
+                };
+                (self.status, Json(with_members(&body, self.extra))).into_response()
+            }
             Surface::Berth => {
-                let mut body = json!({
-                    "type": format!("https://berth.dev/errors/{}", self.code),
-                    "title": title,
-                    "status": self.status.as_u16(),
-                    "detail": self.detail,
-                    "code": self.code,
-                    "request_id": ctx.request_id,
-                });
-                if let (Some(out), Some(extra)) = (body.as_object_mut(), self.extra) {
-                    out.extend(*extra);
-                }
-                let mut response = (self.status, Json(body)).into_response();
+                let body = Problem {
+                    kind: format!("https://berth.dev/errors/{}", self.code),
+                    title: title.to_owned(),
+                    status: self.status.as_u16(),
+                    detail: self.detail,
+                    code: self.code.to_owned(),
+                    request_id: ctx.request_id,
+                };
+                let mut response =
+                    (self.status, Json(with_members(&body, self.extra))).into_response();
                 response.headers_mut().insert(
                     axum::http::header::CONTENT_TYPE,
                     axum::http::HeaderValue::from_static("application/problem+json"),
@@ -190,6 +189,19 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// An envelope with the error's machine-readable members merged in (they win over the
+/// envelope's own members of the same name, as a Promise RPC's `status` does).
+fn with_members(
+    envelope: &impl serde::Serialize,
+    members: Option<Box<Map<String, Value>>>,
+) -> Value {
+    let mut body = serde_json::to_value(envelope).expect("invariant: envelopes serialize");
+    if let (Value::Object(out), Some(members)) = (&mut body, members) {
+        out.extend(*members);
+    }
+    body
 }
 
 #[cfg(test)]

@@ -3,11 +3,15 @@
 
 use crate::http::error::{ApiError, UNDEFINED};
 use axum::http::StatusCode;
+use berth_api::errors::{
+    CapacityInUse, CounterOffer, LimitExceeded, NodeRefusal, NodeRefusals,
+    Refusal as RefusalMembers, Shortfall,
+};
 use berth_api::time::lease_time;
 use berth_app::AppError;
 use berth_core::Rejection;
 use berth_core::reserve::Refusal;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Placement's code for a stale generation.
 pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
@@ -93,8 +97,11 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::SubscriptionNotFound(_)
         | Rejection::DeliveryNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::CapacityInUse(leases) => {
-            return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail)
-                .with_extra(serde_json::json!({ "affected": leases }));
+            return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail).with_extra(
+                members(&CapacityInUse {
+                    affected: leases.clone(),
+                }),
+            );
         }
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
@@ -165,8 +172,12 @@ impl From<AppError> for ApiError {
 
 /// 400 naming the limit a request is over, and what it allows.
 fn limit_error(limit: &str, max: u64, detail: String) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail)
-        .with_extra(serde_json::json!({ "limit": limit, "max": max }))
+    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail).with_extra(members(
+        &LimitExceeded {
+            limit: limit.to_owned(),
+            max,
+        },
+    ))
 }
 
 /// The status and code of a bare-metal rejection; a refused claim lists why, per node.
@@ -179,15 +190,16 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
         Rejection::NodeTransition { .. } => (StatusCode::CONFLICT, "invalid_state_transition"),
         Rejection::DeployRefused(_) => (StatusCode::CONFLICT, "claim_required"),
         Rejection::NoNodeClaimable(reasons) => {
-            let nodes: Vec<serde_json::Value> = reasons
+            let nodes = reasons
                 .iter()
-                .map(|r| {
-                    serde_json::json!({"node_uuid": r.node_uuid, "reason": r.reason,
-                                       "detail": r.detail})
+                .map(|r| NodeRefusal {
+                    node_uuid: r.node_uuid,
+                    reason: r.reason.to_owned(),
+                    detail: r.detail.clone(),
                 })
                 .collect();
             return ApiError::new(StatusCode::CONFLICT, "no_node_available", detail)
-                .with_extra(serde_json::json!({ "nodes": nodes }));
+                .with_extra(members(&NodeRefusals { nodes }));
         }
         _ => (StatusCode::CONFLICT, "node_in_use"),
     };
@@ -196,18 +208,27 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
 
 /// Why a request does not fit and the counter-offer, as berth adds them to a 409.
 pub fn refusal_json(refusal: &Refusal) -> Value {
-    json!({
-        "reservations": refusal.shortfalls.iter().map(|s| json!({
-            "index": s.index,
-            "resource_type": s.resource_type,
-            "requested": s.requested,
-            "available": s.available,
-            "reason": s.reason,
-        })).collect::<Vec<_>>(),
-        "counter_offer": {
-            "amounts": refusal.amounts,
-            "earliest_start": refusal.earliest_start.map(|at| lease_time(at.as_micros())),
-            "truncated": refusal.truncated,
+    members(&RefusalMembers {
+        reservations: refusal
+            .shortfalls
+            .iter()
+            .map(|s| Shortfall {
+                index: s.index,
+                resource_type: s.resource_type.to_owned(),
+                requested: s.requested,
+                available: s.available,
+                reason: s.reason.to_owned(),
+            })
+            .collect(),
+        counter_offer: CounterOffer {
+            amounts: refusal.amounts.clone(),
+            earliest_start: refusal.earliest_start.map(|at| lease_time(at.as_micros())),
+            truncated: refusal.truncated,
         },
     })
+}
+
+/// The members of an error body, from their wire type.
+fn members(wire: &impl serde::Serialize) -> Value {
+    serde_json::to_value(wire).expect("invariant: wire types serialize")
 }

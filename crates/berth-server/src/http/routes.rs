@@ -9,6 +9,7 @@ use axum::Router;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter};
+use berth_api::errors::{BlazarError, PlacementErrors, Problem};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -134,7 +135,7 @@ impl Routes {
                 "tags": [op.tag],
                 "x-berth-policy": {"role": rule.need.as_str(), "scope": rule.scope.as_str()},
                 "parameters": parameters,
-                "responses": responses(&op.responses, &mut generator),
+                "responses": responses(&op.responses, op.tag, &mut generator),
             });
             if let Some(schema_of) = op.request {
                 operation["requestBody"] = json!({
@@ -157,7 +158,11 @@ impl Routes {
 
 /// The `responses` object of an operation: each documented answer, or, for a route whose bodies
 /// are not described yet, a pointer to the compatible API's reference.
-fn responses(documented: &[(u16, Option<SchemaOf>)], generator: &mut SchemaGenerator) -> Value {
+fn responses(
+    documented: &[(u16, Option<SchemaOf>)],
+    tag: &str,
+    generator: &mut SchemaGenerator,
+) -> Value {
     if documented.is_empty() {
         return json!({"default": {"description": "See the compatible API's reference for the body"}});
     }
@@ -169,6 +174,21 @@ fn responses(documented: &[(u16, Option<SchemaOf>)], generator: &mut SchemaGener
         }
         answers.insert(status.to_string(), answer);
     }
+    let (media_type, schema) = match tag {
+        "placement" => (
+            "application/json",
+            generator.subschema_for::<PlacementErrors>(),
+        ),
+        "reservation" => ("application/json", generator.subschema_for::<BlazarError>()),
+        _ => (
+            "application/problem+json",
+            generator.subschema_for::<Problem>(),
+        ),
+    };
+    answers.insert(
+        "default".to_owned(),
+        json!({"description": "An error, in the surface's format", "content": {media_type: {"schema": schema}}}),
+    );
     Value::Object(answers)
 }
 

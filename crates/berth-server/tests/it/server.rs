@@ -107,6 +107,15 @@ async fn openapi_describes_bodies_with_schemas() {
         "#/components/schemas/ResourceProvider"
     );
     assert!(create["responses"]["201"].get("content").is_none());
+    assert_eq!(
+        create["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/PlacementErrors"
+    );
+    let claim = &spec["paths"]["/baremetal/v1/reservations"]["post"]["responses"]["default"];
+    assert_eq!(
+        claim["content"]["application/problem+json"]["schema"]["$ref"],
+        "#/components/schemas/Problem"
+    );
     let shown = &spec["components"]["schemas"]["ResourceProvider"]["properties"];
     for field in ["uuid", "name", "generation", "links"] {
         assert!(shown.get(field).is_some(), "{field} in {shown}");
