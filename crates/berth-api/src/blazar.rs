@@ -1,10 +1,11 @@
 //! Wire types of the Blazar reservation API (`/reservation/v1`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// A host as Blazar returns it; extra capabilities are flattened in.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Host {
     /// Numeric id, as a string (the client treats anything else as a name).
     pub id: String,
@@ -45,21 +46,21 @@ pub struct Host {
 }
 
 /// `{"host": ...}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct HostEnvelope {
     /// The host.
     pub host: Host,
 }
 
 /// `{"hosts": [...]}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct HostList {
     /// The hosts.
     pub hosts: Vec<Host>,
 }
 
 /// Blazar's error body.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Error {
     /// HTTP status.
     pub error_code: u16,

@@ -1,20 +1,14 @@
 //! Wire types of the Placement API (`/placement`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// A link in a resource representation.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Link {
-    /// Relation, for example `self` or `inventories`.
-    pub rel: String,
-    /// Path of the linked resource.
-    pub href: String,
-}
+pub use crate::common::Link;
 
 /// A resource provider as Placement returns it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct ResourceProvider {
     /// The uuid.
     pub uuid: Uuid,
@@ -33,14 +27,14 @@ pub struct ResourceProvider {
 }
 
 /// `GET /resource_providers`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct ResourceProviderList {
     /// The providers.
     pub resource_providers: Vec<ResourceProvider>,
 }
 
 /// `POST /resource_providers`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateResourceProvider {
     /// Name, 1 to 200 characters.
@@ -54,18 +48,19 @@ pub struct CreateResourceProvider {
 }
 
 /// `PUT /resource_providers/{uuid}`. `parent_provider_uuid` distinguishes absent from `null`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateResourceProvider {
     /// New name.
     pub name: String,
     /// New parent (1.14); `Some(None)` is an explicit `null`.
     #[serde(default, with = "double_option")]
+    #[schemars(with = "Option<String>")]
     pub parent_provider_uuid: Option<Option<String>>,
 }
 
 /// One inventory record on the wire; every field but `total` has a default.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InventoryRecord {
     /// Total units.
@@ -88,7 +83,7 @@ pub struct InventoryRecord {
 }
 
 /// An inventory record as returned, with every field present.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct InventoryOut {
     /// Total units.
     pub total: u64,
@@ -105,7 +100,7 @@ pub struct InventoryOut {
 }
 
 /// `GET /resource_providers/{uuid}/inventories`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Inventories {
     /// The provider's generation.
     pub resource_provider_generation: u64,
@@ -114,7 +109,7 @@ pub struct Inventories {
 }
 
 /// `PUT /resource_providers/{uuid}/inventories`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutInventories {
     /// The generation the caller last saw.
@@ -124,7 +119,7 @@ pub struct PutInventories {
 }
 
 /// `POST /resource_providers/{uuid}/inventories`: one record plus its class.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostInventory {
     /// The class.
@@ -149,7 +144,7 @@ pub struct PostInventory {
 }
 
 /// `PUT /resource_providers/{uuid}/inventories/{class}`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutInventory {
     /// The generation the caller last saw.
@@ -174,7 +169,7 @@ pub struct PutInventory {
 }
 
 /// `PUT /resource_providers/{uuid}/traits`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutTraits {
     /// The generation the caller last saw.
@@ -184,7 +179,7 @@ pub struct PutTraits {
 }
 
 /// `PUT /resource_providers/{uuid}/aggregates` from 1.19.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutAggregates {
     /// The generation the caller last saw.
@@ -194,7 +189,7 @@ pub struct PutAggregates {
 }
 
 /// `POST /resource_classes`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateResourceClass {
     /// The custom class name.
@@ -225,7 +220,7 @@ pub mod double_option {
 }
 
 /// A provider reference in the pre-1.12 allocation format.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderRef {
     /// The provider's uuid.
@@ -233,7 +228,7 @@ pub struct ProviderRef {
 }
 
 /// One allocation in the pre-1.12 list format.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListAllocation {
     /// The provider.
@@ -243,7 +238,7 @@ pub struct ListAllocation {
 }
 
 /// `PUT /allocations/{consumer}` before 1.12.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutAllocationsList {
     /// The allocations.
@@ -257,7 +252,7 @@ pub struct PutAllocationsList {
 }
 
 /// One provider's part of a consumer's allocations in the dict format (1.12).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DictAllocation {
     /// Amounts by class.
@@ -269,7 +264,7 @@ pub struct DictAllocation {
 
 /// A consumer's allocations in the dict format (1.12), as in `PUT /allocations/{consumer}` and
 /// each value of `POST /allocations`.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConsumerAllocations {
     /// Allocations by provider uuid.
@@ -282,6 +277,7 @@ pub struct ConsumerAllocations {
     pub user_id: Option<String>,
     /// Expected consumer generation (1.28); `Some(None)` is an explicit `null`.
     #[serde(default, with = "double_option")]
+    #[schemars(with = "Option<u64>")]
     pub consumer_generation: Option<Option<u64>>,
     /// Consumer type (1.38).
     #[serde(default)]

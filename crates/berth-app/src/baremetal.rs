@@ -3,7 +3,8 @@
 //! expiry is one of the lifecycle engine's due events, so this module wakes the engine when it
 //! makes one.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::baremetal::{
     self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
 };
@@ -15,9 +16,6 @@ use berth_core::model::provider::Attributes;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use uuid::Uuid;
-
-/// How long a claim holds its node unless the request says otherwise: 10 minutes.
-pub const CLAIM_TTL_DEFAULT: Duration = Duration::from_secs(600);
 
 /// A node to enrol.
 #[derive(Debug, Clone)]
@@ -59,7 +57,7 @@ impl Berth {
     /// Sets how long claims hold their node when a request does not say.
     pub fn set_claim_ttl(&self, ttl: Duration) {
         self.claim_ttl_micros
-            .store(crate::micros(ttl), Ordering::Relaxed);
+            .store(crate::service::micros(ttl), Ordering::Relaxed);
     }
 
     /// Enrols a node and returns its uuid.
@@ -105,7 +103,7 @@ impl Berth {
             user_id: cmd.user_id,
             ttl_micros: cmd.ttl.map_or_else(
                 || self.claim_ttl_micros.load(Ordering::Relaxed),
-                crate::micros,
+                crate::service::micros,
             ),
         };
         let policy = self.fence_policy();

@@ -5,21 +5,19 @@
 //! maintenance and a host that is down.
 
 mod activity;
+mod draft;
 
-use crate::{AppError, Berth};
-use berth_core::change::Decision;
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::baremetal::{NewNode, enroll_node};
 use berth_core::decide::inventory::{self as decide, NewHost, NewProvider};
 use berth_core::model::baremetal::ProvisionState;
 use berth_core::model::inventory::FullReservation;
-use berth_core::{
-    AggregateRecord, AttrValue, Catalog, Change, Inventory, Rejection, ResourceClass, TraitName,
-};
+use berth_core::{AggregateRecord, AttrValue, Inventory, Rejection};
+use draft::{DEMO_ZONES, Draft, class, text, traits};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
-/// Availability zones of the demo cloud.
-const DEMO_ZONES: [&str; 3] = ["az1", "az2", "az3"];
 /// Compute hosts per zone.
 const HOSTS_PER_ZONE: usize = 20;
 /// Bare-metal nodes.
@@ -52,51 +50,6 @@ const SIZES: [Size; 3] = [
         local_gb: 2_000,
     },
 ];
-
-/// A scratch catalog that accumulates changes as one decision.
-struct Draft {
-    catalog: Catalog,
-    changes: Vec<Change>,
-    now: berth_core::Instant,
-}
-
-impl Draft {
-    fn step(&mut self, decision: impl FnOnce(&Catalog) -> Decision) -> Result<(), Rejection> {
-        let changes = decision(&self.catalog)?;
-        self.catalog.apply(&changes);
-        self.changes.extend(changes);
-        Ok(())
-    }
-
-    fn provider_uuid(&self, name: &str) -> Uuid {
-        self.catalog
-            .provider_by_name(name)
-            .expect("invariant: demo provider exists")
-            .uuid()
-    }
-
-    fn generation(&self, uuid: Uuid) -> u64 {
-        self.catalog
-            .provider(uuid)
-            .expect("invariant: demo provider exists")
-            .generation()
-    }
-}
-
-fn class(name: &str) -> ResourceClass {
-    ResourceClass::parse(name).expect("invariant: demo class names are valid")
-}
-
-fn traits(names: &[&str]) -> BTreeSet<TraitName> {
-    names
-        .iter()
-        .map(|n| TraitName::parse(n).expect("invariant: demo trait names are valid"))
-        .collect()
-}
-
-fn text(value: &str) -> AttrValue {
-    AttrValue::String(value.to_owned())
-}
 
 impl Berth {
     /// Seeds the demo inventory if the catalog is empty; returns whether it did.

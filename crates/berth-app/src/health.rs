@@ -3,7 +3,8 @@
 //! degrading, restoring) are the core's `decide::health`; this module resolves Blazar host ids
 //! and ownership inside the decision, so they are checked against the latest catalog.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::health::{self, Effects};
 use berth_core::model::lease::Lease;
 use berth_core::{Catalog, ProviderStatus, Rejection};

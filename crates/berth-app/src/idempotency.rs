@@ -4,7 +4,8 @@
 //! in the same commit). Two requests with one key are serialized by the writer lock like any
 //! two decisions: the second, in the same batch or a later one, finds the first's record.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::idempotency;
 use berth_core::model::idempotency::Idempotent;
 use berth_core::{Catalog, Change, Instant, Rejection};

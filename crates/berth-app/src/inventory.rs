@@ -1,6 +1,7 @@
 //! Inventory use cases: providers, inventories, traits, aggregates, resource classes and hosts.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::allocation::{self, ConsumerWrite, InventoryWrite};
 use berth_core::decide::inventory::{self as decide, NewHost, NewProvider, Reparenting};
 use berth_core::{AggregateRecord, AttrValue, Change, Inventory, ResourceClass, TraitName};

@@ -7,7 +7,8 @@
 //! another replica wrote). Firing is idempotent in the core and serialized by the store's
 //! writer lock, so with several replicas each event fires exactly once.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::admission::{self, Search};
 use berth_core::decide::idempotency::replay;
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};

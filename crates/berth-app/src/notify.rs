@@ -7,7 +7,8 @@
 //! recording each outcome as it ends (delivered, retry later, or dead). A delivery that hangs
 //! or fails never holds up the others. After a crash the deliveries still pending are attempted again: at least once.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::notify as decide;
 use berth_core::model::notify::{DeliveryStatus, Subscription, Topic};
 use std::collections::HashSet;

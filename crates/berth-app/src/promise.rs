@@ -2,9 +2,10 @@
 //! and instances created against a reservation or from unreserved capacity. Capacity queries
 //! are pure reads of the catalog ([`berth_core::query::capacity`]) and need no use case here.
 
+use crate::error::AppError;
 use crate::leases::{find_lease, horizon_end, lease_id};
 use crate::search::search_until;
-use crate::{AppError, Berth};
+use crate::service::Berth;
 use berth_core::decide::admission::Search;
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::model::lease::Lease;

@@ -9,7 +9,8 @@
 //! lock, never stall the runtime that answers `/healthz` and other requests, and never take
 //! every core. Decisions under the writer lock only re-check what a search chose.
 
-use crate::{AppError, Berth};
+use crate::error::AppError;
+use crate::service::Berth;
 use berth_core::decide::admission::Search;
 use berth_core::{Catalog, Instant, limits};
 use std::sync::OnceLock;

@@ -5,10 +5,28 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use clap::Args;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
 use uuid::Uuid;
 
-use crate::{Common, REQUEST_TIMEOUT};
+/// Longest any single request may take before it counts as failed.
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Options every subcommand takes.
+#[derive(Args, Clone)]
+pub(crate) struct Common {
+    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement; for `create-leases` and
+    /// `claim-nodes`, the server's base URL, e.g. http://127.0.0.1:8778 (loopback addresses
+    /// only).
+    #[arg(long)]
+    pub(crate) url: String,
+    /// Hard deadline for the whole run, in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub(crate) max_seconds: u64,
+    /// Print the result as one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 /// Microversion sent with every request.
 pub(crate) const MICROVERSION: &str = "placement 1.39";

@@ -14,9 +14,8 @@ mod pool;
 mod populate;
 mod stats;
 
-use std::time::Duration;
-
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use client::Common;
 
 /// Command line of `berth-load`.
 #[derive(Parser)]
@@ -27,22 +26,6 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// Options every subcommand takes.
-#[derive(Args, Clone)]
-struct Common {
-    /// Placement endpoint, e.g. http://127.0.0.1:8778/placement; for `create-leases` and
-    /// `claim-nodes`, the server's base URL, e.g. http://127.0.0.1:8778 (loopback addresses
-    /// only).
-    #[arg(long)]
-    url: String,
-    /// Hard deadline for the whole run, in seconds.
-    #[arg(long, default_value_t = 120)]
-    max_seconds: u64,
-    /// Print the result as one JSON object instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -246,6 +229,3 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
     }
 }
-
-/// Longest any single request may take before it counts as failed.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);

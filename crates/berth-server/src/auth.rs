@@ -1,11 +1,23 @@
 //! Authentication and roles: who is calling, resolved once per request from the configured mode.
 
-use crate::config::AuthMode;
 use anyhow::Context as _;
 use axum::http::HeaderMap;
+use clap::ValueEnum;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
+
+/// How requests are authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Every request is an admin; `X-Auth-Token` is ignored.
+    Noauth,
+    /// `X-Auth-Token` must name a token in the tokens file.
+    Token,
+    /// Identity comes from `X-Project-Id`, `X-User-Id`, `X-Roles` (keystonemiddleware).
+    Headers,
+}
 
 /// A role berth knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! Precedence, lowest first: built-in defaults, the TOML file given with `--config`, environment
 //! variables, command-line flags.
 
+use crate::auth::AuthMode;
 use crate::notifier::destination::{self, Destinations};
 use anyhow::Context as _;
 use berth_core::model::promise::Policy;
@@ -39,19 +40,7 @@ pub enum Command {
     },
     /// The client: hosts, providers, leases, capacity, nodes, subscriptions and more.
     #[command(flatten)]
-    Client(crate::cli::ClientCommand),
-}
-
-/// How requests are authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AuthMode {
-    /// Every request is an admin; `X-Auth-Token` is ignored.
-    Noauth,
-    /// `X-Auth-Token` must name a token in the tokens file.
-    Token,
-    /// Identity comes from `X-Project-Id`, `X-User-Id`, `X-Roles` (keystonemiddleware).
-    Headers,
+    Client(berth_cli::ClientCommand),
 }
 
 /// SQLite's `synchronous` setting (in WAL mode).

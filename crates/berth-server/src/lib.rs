@@ -2,7 +2,6 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
-pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod connections;
@@ -14,7 +13,7 @@ pub mod policy;
 
 use crate::auth::Authenticator;
 use crate::config::{Config, SqliteSynchronous, StorageUrl};
-use crate::http::HttpLimits;
+use crate::http::state::HttpLimits;
 use anyhow::Context as _;
 use berth_app::Berth;
 use berth_store::Store;
@@ -91,7 +90,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         Authenticator::new(config.auth, config.tokens.as_deref())?
             .with_trusted_proxies(config.trusted_proxies.clone()),
     );
-    if config.auth == config::AuthMode::Headers && !config.listen.ip().is_loopback() {
+    if config.auth == auth::AuthMode::Headers && !config.listen.ip().is_loopback() {
         tracing::warn!(
             listen = %config.listen,
             trusted_proxies = ?config.trusted_proxies,

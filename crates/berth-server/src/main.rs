@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use berth_server::config::{Cli, Command, Config};
-use clap::Parser;
+use clap::{CommandFactory as _, Parser};
 use tracing_subscriber::EnvFilter;
 
 fn init_tracing() {
@@ -74,7 +74,7 @@ async fn run() -> std::process::ExitCode {
             }
         }
         Command::Healthcheck { url } => healthcheck(&url).await,
-        Command::Client(command) => berth_server::cli::run(command).await,
+        Command::Client(command) => berth_cli::run(command, Cli::command).await,
     }
 }
 

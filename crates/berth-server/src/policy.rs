@@ -2,6 +2,8 @@
 //! the operator's overrides from the policy file (`--policy FILE`), and the priorities an admin
 //! grants projects.
 //!
+//! [`Authorization`] holds the rules in force, looked up by route template for every request.
+//!
 //! A route's rule is part of its registration (`http::routes::Routes::add`), so a route cannot
 //! be served without one; the authorization middleware checks it before any handler runs. Roles
 //! are resolved once per request; a role berth does not know grants nothing.
@@ -12,7 +14,7 @@ use axum::http::Method;
 use berth_app::PriorityGrant;
 use berth_core::model::promise::PRIORITY_MAX;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// The role a route needs.
@@ -247,6 +249,60 @@ impl AccessPolicy {
                 across_projects: false,
             },
         }
+    }
+}
+
+/// The rules in force and the operator's policy.
+#[derive(Debug)]
+pub struct Authorization {
+    rules: BTreeMap<(Method, &'static str), Rule>,
+    /// The same rules by route template, for the lookup every request makes.
+    by_path: HashMap<&'static str, Vec<(Method, Rule)>>,
+    policy: AccessPolicy,
+}
+
+impl Authorization {
+    /// The rules the routes declare with `policy`'s overrides applied.
+    pub fn new(
+        routes: impl IntoIterator<Item = (Method, &'static str, Rule)>,
+        policy: AccessPolicy,
+    ) -> anyhow::Result<Authorization> {
+        let rules = policy.apply(routes)?;
+        let mut by_path: HashMap<&'static str, Vec<(Method, Rule)>> = HashMap::new();
+        for ((method, path), rule) in &rules {
+            by_path
+                .entry(path)
+                .or_default()
+                .push((method.clone(), *rule));
+        }
+        Ok(Authorization {
+            rules,
+            by_path,
+            policy,
+        })
+    }
+
+    /// The rule of every route.
+    pub fn rules(&self) -> &BTreeMap<(Method, &'static str), Rule> {
+        &self.rules
+    }
+
+    /// The operator's policy (priority grants).
+    pub fn policy(&self) -> &AccessPolicy {
+        &self.policy
+    }
+
+    /// The rule of the route `path` (a template) for `method` (`HEAD` as `GET`).
+    pub fn rule(&self, method: &Method, path: &str) -> Option<Rule> {
+        let method = match *method {
+            Method::HEAD => Method::GET,
+            ref other => other.clone(),
+        };
+        self.by_path
+            .get(path)?
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, rule)| *rule)
     }
 }
 

@@ -1,27 +1,28 @@
 //! The PostgreSQL adapter of berth's storage port: the shared backend for several replicas.
 //!
-//! The only crate with PostgreSQL SQL. Every catalog write runs in a transaction that first locks
-//! the single `berth_meta` row (`SELECT ... FOR UPDATE`), so catalog writers in every process are
+//! The only crate with PostgreSQL SQL: the text of each statement (`statements`), the writer
+//! lock, the read snapshot, the fastest read of every lease (`lease`) and the migrations; what
+//! each change persists as and how the catalog loads is `berth_store::sql`, shared with SQLite.
+//! Every catalog write runs in a transaction that first locks the single `berth_meta` row (`SELECT ... FOR UPDATE`), so catalog writers in every process are
 //! serialized on that row; a whole-catalog read outside a write runs in one `REPEATABLE READ`
 //! read-only transaction, so it sees one consistent snapshot and never blocks a writer.
 //! Migrations in `migrations/` are embedded and applied at connect.
 #![forbid(unsafe_code)]
 
-mod catalog;
-mod idempotency;
+mod error;
 mod lease;
-mod promise;
 #[cfg(feature = "testkit")]
 pub mod scratch;
+mod statements;
 
-use async_trait::async_trait;
-use berth_core::catalog::CatalogRows;
-use berth_core::model::lease::LeaseRecord;
-use berth_core::{Change, Instant};
-use berth_store::{Store, StoreError, WriteTx};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Postgres, Transaction};
+use berth_core::model::lease::Lease;
+use berth_store::StoreError;
+use berth_store::sql::{SqlBackend, Statements};
+use error::map_err;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{PgConnection, Postgres, Row, Transaction};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -64,101 +65,60 @@ impl PostgresStore {
     }
 }
 
-/// Maps a driver error to the port's error.
-pub(crate) fn map_err(error: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(db) = &error {
-        let code = db.code().unwrap_or_default();
-        // serialization_failure, deadlock_detected, lock_not_available (lock_timeout).
-        if code == "40001" || code == "40P01" || code == "55P03" {
-            return StoreError::Busy;
-        }
-        if db.is_unique_violation() || db.is_foreign_key_violation() || db.is_check_violation() {
-            return StoreError::Conflict {
-                constraint: db.constraint().unwrap_or(db.message()).to_owned(),
-            };
-        }
-    }
-    StoreError::Backend(error.into())
-}
+impl SqlBackend for PostgresStore {
+    type Db = Postgres;
+    type Uuid = Uuid;
+    const BACKEND: &'static str = "postgres";
+    const SQL: &'static Statements = &statements::SQL;
 
-#[async_trait]
-impl Store for PostgresStore {
-    fn backend(&self) -> &'static str {
-        "postgres"
+    fn pool(&self) -> &PgPool {
+        &self.pool
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(())
+    fn uuid(id: Uuid) -> Uuid {
+        id
     }
 
-    async fn catalog_seq(&self) -> Result<u64, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_err)?;
-        catalog::seq(&mut conn).await
+    fn read_uuid(row: &PgRow, column: &str) -> Result<Option<Uuid>, StoreError> {
+        row.try_get(column).map_err(map_err)
     }
 
-    async fn load_catalog(&self) -> Result<CatalogRows, StoreError> {
+    fn map_err(error: sqlx::Error) -> StoreError {
+        map_err(error)
+    }
+
+    async fn begin_snapshot(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         // One repeatable-read transaction, so the rows form one consistent snapshot.
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        catalog::begin_snapshot(&mut tx).await?;
-        let rows = catalog::load(&mut tx).await?;
-        tx.commit().await.map_err(map_err)?;
-        Ok(rows)
+        self.begin_with("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await
     }
 
-    async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        catalog::lock(&mut tx).await?;
-        Ok(Box::new(PostgresTx { tx }))
+    async fn begin_locked(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        // The catalog writers' lock: the `berth_meta` row, held until the transaction ends, so
+        // every catalog writer in every process waits here for the one before it.
+        self.begin_with("SELECT catalog_seq FROM berth_meta WHERE id = 1 FOR UPDATE")
+            .await
     }
 
-    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_err)?;
-        lease::records_of(&mut conn, lease).await
-    }
-
-    async fn records_after(
-        &self,
-        seq: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, LeaseRecord)>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_err)?;
-        lease::records_after(&mut conn, seq, limit).await
-    }
-}
-
-struct PostgresTx {
-    tx: Transaction<'static, Postgres>,
-}
-
-#[async_trait]
-impl WriteTx for PostgresTx {
-    async fn catalog_seq(&mut self) -> Result<u64, StoreError> {
-        catalog::seq(&mut self.tx).await
-    }
-
-    async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
-        catalog::load(&mut self.tx).await
-    }
-
-    async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
-        for change in changes {
-            catalog::persist(&mut self.tx, change, now).await?;
-        }
-        Ok(())
-    }
-
-    async fn commit(mut self: Box<Self>) -> Result<u64, StoreError> {
-        let seq = catalog::bump_seq(&mut self.tx).await?;
-        self.tx.commit().await.map_err(map_err)?;
-        Ok(seq)
+    async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease>>, StoreError> {
+        lease::load_leases(conn).await
     }
 }
 
 impl PostgresStore {
+    /// Begins a transaction whose first statement is `first`.
+    async fn begin_with(
+        &self,
+        first: &'static str,
+    ) -> Result<Transaction<'static, Postgres>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(map_err)?;
+        sqlx::query(first)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_err)?;
+        Ok(tx)
+    }
+
     /// Every `(table, column)` of berth's schema, sorted (for the cross-backend schema test).
     pub async fn schema_columns(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows: Vec<(String, String)> = sqlx::query_as(

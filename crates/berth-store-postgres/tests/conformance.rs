@@ -1,4 +1,5 @@
-//! The store conformance suite against PostgreSQL, plus persistence across a reconnect.
+//! The store conformance suite against PostgreSQL, plus persistence across a reconnect and the
+//! migration of an existing database.
 //!
 //! The server comes from `BERTH_TEST_POSTGRES_URL`; every case gets a database of its own, made
 //! here and dropped at the end. Without the variable each test says loudly that it skipped.
@@ -122,6 +123,57 @@ async fn postgres_store_reports_a_corrupt_lease_document() {
                 matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
                 "{error:?}"
             );
+        }
+    })
+    .await;
+    finish(&server, &made, outcome).await;
+}
+
+#[tokio::test]
+async fn postgres_store_carries_a_0007_database_forward() {
+    let Some(server) = scratch::server_url("postgres_store_carries_a_0007_database_forward") else {
+        return;
+    };
+    let made = Made::default();
+    let outcome = tokio::spawn({
+        let (server, made) = (server.clone(), made.clone());
+        async move {
+            let (name, url) = scratch::create(&server).await;
+            // A database as the migrations up to 0007 left it, with a document in
+            // `promise_objects`.
+            let pool = sqlx::PgPool::connect(&url).await.expect("connect");
+            let mut up_to_0007 = sqlx::migrate!("./migrations");
+            up_to_0007.migrations = up_to_0007
+                .migrations
+                .iter()
+                .filter(|migration| migration.version <= 7)
+                .cloned()
+                .collect::<Vec<_>>()
+                .into();
+            up_to_0007.run(&pool).await.expect("migrate to 0007");
+            sqlx::query(
+                "INSERT INTO promise_objects (kind, id, document) VALUES ('cursor', 'outbox', $1)",
+            )
+            .bind(berth_store::testkit::CURSOR_BEFORE_0008.to_string())
+            .execute(&pool)
+            .await
+            .expect("insert");
+            pool.close().await;
+            // Connecting applies 0008.
+            let store = PostgresStore::connect(&url).await.expect("connect");
+            made.lock().expect("lock").push((name, store.clone()));
+            let schema = store.schema_columns().await.expect("schema");
+            berth_store::testkit::carried_forward(&store, &schema).await;
+            // The primary key (and its index) is named for the table too.
+            let pool = sqlx::PgPool::connect(&url).await.expect("connect");
+            let constraints: Vec<String> = sqlx::query_scalar(
+                "SELECT conname::TEXT FROM pg_constraint WHERE conrelid = 'documents'::regclass",
+            )
+            .fetch_all(&pool)
+            .await
+            .expect("constraints");
+            pool.close().await;
+            assert_eq!(constraints, ["documents_pkey"]);
         }
     })
     .await;

@@ -1,8 +1,11 @@
 //! The SQLite adapter of berth's storage port: the embedded default.
 //!
-//! The only crate with SQLite SQL. One file in WAL mode; every catalog write runs in a
-//! `BEGIN IMMEDIATE` transaction, so writers are serialized by SQLite's write lock and a reader
-//! never blocks a writer. Migrations in `migrations/` are embedded and applied at open.
+//! The only crate with SQLite SQL: the text of each statement (`statements`), the writer lock,
+//! the fastest read of every lease (`lease`) and the migrations; what each change persists as and
+//! how the catalog loads is `berth_store::sql`, shared with PostgreSQL. One file in WAL mode;
+//! every catalog write runs in a `BEGIN IMMEDIATE` transaction, so writers are serialized by
+//! SQLite's write lock and a reader never blocks a writer. Migrations in `migrations/` are
+//! embedded and applied at open.
 //!
 //! The file holds webhook secrets, so berth creates it (and the directory it makes for it)
 //! readable by its owner only; SQLite gives the `-wal` and `-shm` files the database file's
@@ -10,21 +13,22 @@
 //! may read it.
 #![forbid(unsafe_code)]
 
-mod catalog;
-mod idempotency;
+mod error;
 mod lease;
-mod promise;
+mod statements;
 
-use async_trait::async_trait;
-use berth_core::catalog::CatalogRows;
-use berth_core::model::lease::LeaseRecord;
-use berth_core::{Change, Instant};
-use berth_store::{Store, StoreError, WriteTx};
+use berth_core::model::lease::Lease;
+use berth_store::StoreError;
+use berth_store::codec::corrupt;
+use berth_store::sql::{SqlBackend, Statements};
+use error::map_err;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Row, Sqlite, SqliteConnection, Transaction};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -144,99 +148,45 @@ fn warn_if_shared(path: &Path) {
     let _ = path;
 }
 
-/// Maps a driver error to the port's error.
-pub(crate) fn map_err(error: sqlx::Error) -> StoreError {
-    if let sqlx::Error::Database(db) = &error {
-        let code = db.code().unwrap_or_default();
-        // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes.
-        if code == "5" || code == "6" || code == "517" || code == "262" {
-            return StoreError::Busy;
-        }
-        if db.is_unique_violation() || db.is_foreign_key_violation() || db.is_check_violation() {
-            return StoreError::Conflict {
-                constraint: db.message().to_owned(),
-            };
-        }
-    }
-    StoreError::Backend(error.into())
-}
+impl SqlBackend for SqliteStore {
+    type Db = Sqlite;
+    type Uuid = String;
+    const BACKEND: &'static str = "sqlite";
+    const SQL: &'static Statements = &statements::SQL;
 
-#[async_trait]
-impl Store for SqliteStore {
-    fn backend(&self) -> &'static str {
-        "sqlite"
+    fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(())
+    fn uuid(id: Uuid) -> String {
+        id.to_string()
     }
 
-    async fn catalog_seq(&self) -> Result<u64, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_err)?;
-        catalog::seq(&mut conn).await
+    fn read_uuid(row: &SqliteRow, column: &str) -> Result<Option<Uuid>, StoreError> {
+        let text: Option<&str> = row.try_get(column).map_err(map_err)?;
+        text.map(|text| Uuid::parse_str(text).map_err(|_| corrupt("uuid")))
+            .transpose()
     }
 
-    async fn load_catalog(&self) -> Result<CatalogRows, StoreError> {
-        // One read transaction, so the rows form one consistent snapshot.
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        let rows = catalog::load(&mut tx).await?;
-        tx.commit().await.map_err(map_err)?;
-        Ok(rows)
+    fn map_err(error: sqlx::Error) -> StoreError {
+        map_err(error)
     }
 
-    async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
-        let tx = self
-            .pool
+    async fn begin_snapshot(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        // A read transaction: its reads see one snapshot of the WAL.
+        self.pool.begin().await.map_err(map_err)
+    }
+
+    async fn begin_locked(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        // Takes SQLite's write lock at once, not at the first write.
+        self.pool
             .begin_with("BEGIN IMMEDIATE")
             .await
-            .map_err(map_err)?;
-        Ok(Box::new(SqliteTx { tx }))
+            .map_err(map_err)
     }
 
-    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_err)?;
-        lease::records_of(&mut conn, lease).await
-    }
-
-    async fn records_after(
-        &self,
-        seq: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, LeaseRecord)>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_err)?;
-        lease::records_after(&mut conn, seq, limit).await
-    }
-}
-
-struct SqliteTx {
-    tx: Transaction<'static, Sqlite>,
-}
-
-#[async_trait]
-impl WriteTx for SqliteTx {
-    async fn catalog_seq(&mut self) -> Result<u64, StoreError> {
-        catalog::seq(&mut self.tx).await
-    }
-
-    async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
-        catalog::load(&mut self.tx).await
-    }
-
-    async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
-        for change in changes {
-            catalog::persist(&mut self.tx, change, now).await?;
-        }
-        Ok(())
-    }
-
-    async fn commit(mut self: Box<Self>) -> Result<u64, StoreError> {
-        let seq = catalog::bump_seq(&mut self.tx).await?;
-        self.tx.commit().await.map_err(map_err)?;
-        Ok(seq)
+    async fn load_leases(conn: &mut SqliteConnection) -> Result<Vec<Arc<Lease>>, StoreError> {
+        lease::load_leases(conn).await
     }
 }
 
@@ -258,6 +208,7 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_store::Store as _;
 
     #[cfg(unix)]
     #[tokio::test]

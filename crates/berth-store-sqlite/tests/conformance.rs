@@ -1,4 +1,5 @@
-//! The store conformance suite against SQLite, plus persistence across a reopen.
+//! The store conformance suite against SQLite, plus persistence across a reopen and the
+//! migration of an existing database.
 
 use berth_store::Store;
 use berth_store_sqlite::SqliteStore;
@@ -61,4 +62,38 @@ async fn sqlite_store_reports_a_corrupt_lease_document() {
         matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn sqlite_store_carries_a_0007_database_forward() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("berth.db");
+    // A database as the migrations up to 0007 left it, with a document in `promise_objects`.
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .expect("connect");
+    let mut up_to_0007 = sqlx::migrate!("./migrations");
+    up_to_0007.migrations = up_to_0007
+        .migrations
+        .iter()
+        .filter(|migration| migration.version <= 7)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    up_to_0007.run(&mut conn).await.expect("migrate to 0007");
+    sqlx::query("INSERT INTO promise_objects (kind, id, document) VALUES ('cursor', 'outbox', ?)")
+        .bind(berth_store::testkit::CURSOR_BEFORE_0008.to_string())
+        .execute(&mut conn)
+        .await
+        .expect("insert");
+    conn.close().await.expect("close");
+    // Opening applies 0008.
+    let store = SqliteStore::open(&path).await.expect("open");
+    let schema = store.schema_columns().await.expect("schema");
+    berth_store::testkit::carried_forward(&store, &schema).await;
+    store.close().await;
 }

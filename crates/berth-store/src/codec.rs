@@ -1,7 +1,7 @@
 //! Encodings shared by the SQL adapters for values that have no native column type in both
 //! dialects. No SQL here: only the mapping between domain values and column values.
 
-use crate::StoreError;
+use crate::port::StoreError;
 use berth_core::model::lease::Lease;
 use berth_core::{AttrValue, Instant, ResourceClass, TraitName};
 
@@ -77,116 +77,14 @@ pub fn encode_bound(value: impl TryInto<i64>) -> i64 {
     value.try_into().unwrap_or(i64::MAX)
 }
 
-/// A Promise object (flavor, policy, instance) as its JSON document.
+/// An object kept whole (a flavor, a subscription, a node record...) as its JSON document.
 pub fn encode_object<T: serde::Serialize>(object: &T) -> String {
-    serde_json::to_string(object).expect("invariant: Promise objects always encode as JSON")
+    serde_json::to_string(object).expect("invariant: stored objects always encode as JSON")
 }
 
-/// A Promise object from its stored JSON document.
+/// An object from its stored JSON document.
 pub fn decode_object<T: serde::de::DeserializeOwned>(document: &str) -> Result<T, StoreError> {
-    serde_json::from_str(document).map_err(|_| corrupt("Promise object document"))
-}
-
-/// A provider's condition as stored: the provider's uuid beside the condition.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ConditionDocument {
-    provider: uuid::Uuid,
-    #[serde(flatten)]
-    condition: berth_core::ProviderCondition,
-}
-
-/// A node record as stored: the provider's uuid beside the record.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct NodeDocument {
-    provider: uuid::Uuid,
-    #[serde(flatten)]
-    node: berth_core::model::baremetal::NodeRecord,
-}
-
-/// The `(kind, id, document)` row a document change (Promise objects, subscriptions,
-/// deliveries, the outbox cursor, provider conditions, node records and node claims) writes (`None` document: delete), or
-/// `None` for other changes.
-pub fn promise_row(change: &berth_core::Change) -> Option<(&'static str, String, Option<String>)> {
-    use berth_core::Change;
-    match change {
-        Change::FlavorSet { id, flavor } => {
-            Some(("flavor", id.clone(), flavor.as_ref().map(encode_object)))
-        }
-        Change::PolicySet(policy) => Some((
-            "policy",
-            "reservation".to_owned(),
-            Some(encode_object(policy)),
-        )),
-        Change::PoolSet { id, pool } => {
-            Some(("pool", id.to_string(), pool.as_ref().map(encode_object)))
-        }
-        Change::InstanceSet { id, instance } => Some((
-            "instance",
-            id.to_string(),
-            instance.as_ref().map(encode_object),
-        )),
-        Change::SubscriptionSet { id, subscription } => Some((
-            "subscription",
-            id.to_string(),
-            subscription.as_ref().map(encode_object),
-        )),
-        Change::DeliverySet { id, delivery } => {
-            Some(("delivery", id.clone(), delivery.as_ref().map(encode_object)))
-        }
-        Change::OutboxCursor(seq) => Some(("cursor", "outbox".to_owned(), Some(seq.to_string()))),
-        Change::NodeSet { uuid, node } => Some((
-            "node",
-            uuid.to_string(),
-            node.as_ref().map(|node| {
-                encode_object(&NodeDocument {
-                    provider: *uuid,
-                    node: node.clone(),
-                })
-            }),
-        )),
-        Change::ClaimSet { uuid, claim } => {
-            Some(("claim", uuid.to_string(), claim.as_ref().map(encode_object)))
-        }
-        Change::ProviderConditionSet { uuid, condition } => Some((
-            "condition",
-            uuid.to_string(),
-            condition.as_ref().map(|condition| {
-                encode_object(&ConditionDocument {
-                    provider: *uuid,
-                    condition: condition.clone(),
-                })
-            }),
-        )),
-        _ => None,
-    }
-}
-
-/// Puts a stored Promise object into `rows`.
-pub fn load_promise_row(
-    rows: &mut berth_core::catalog::CatalogRows,
-    kind: &str,
-    document: &str,
-) -> Result<(), StoreError> {
-    match kind {
-        "flavor" => rows.flavors.push(decode_object(document)?),
-        "policy" => rows.policy = Some(decode_object(document)?),
-        "instance" => rows.instances.push(decode_object(document)?),
-        "pool" => rows.pools.push(decode_object(document)?),
-        "subscription" => rows.subscriptions.push(decode_object(document)?),
-        "delivery" => rows.deliveries.push(decode_object(document)?),
-        "cursor" => rows.outbox_cursor = decode_object(document)?,
-        "node" => {
-            let stored: NodeDocument = decode_object(document)?;
-            rows.nodes.push((stored.provider, stored.node));
-        }
-        "claim" => rows.claims.push(decode_object(document)?),
-        "condition" => {
-            let stored: ConditionDocument = decode_object(document)?;
-            rows.conditions.push((stored.provider, stored.condition));
-        }
-        _ => return Err(corrupt("Promise object kind")),
-    }
-    Ok(())
+    serde_json::from_str(document).map_err(|_| corrupt("document"))
 }
 
 #[cfg(test)]

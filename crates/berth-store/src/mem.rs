@@ -1,7 +1,7 @@
 //! The in-memory reference store: a catalog and the lifecycle record behind a mutex. Used by
 //! application tests and as the reference the conformance suite holds the SQL adapters to.
 
-use crate::{Store, StoreError, WriteTx};
+use crate::port::{Store, StoreError, WriteTx};
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::lease::{FloatingIp, LeaseRecord};
@@ -152,5 +152,13 @@ impl WriteTx for MemTx {
         guard.catalog = draft;
         guard.records.extend(recorded);
         Ok(seq)
+    }
+}
+
+#[cfg(all(test, feature = "testkit"))]
+mod tests {
+    #[tokio::test]
+    async fn mem_store_conforms() {
+        crate::testkit::run_all(|| async { super::MemStore::new() }).await;
     }
 }

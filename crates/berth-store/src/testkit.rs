@@ -2,7 +2,7 @@
 //!
 //! Run it with [`run_all`] and a factory that returns a fresh, empty, migrated store per case.
 
-use crate::{Store, StoreError};
+use crate::port::{Store, StoreError};
 use berth_core::catalog::CatalogRows;
 use berth_core::change::Decision;
 use berth_core::decide::allocation::{self, ConsumerGeneration, ConsumerWrite};
@@ -381,6 +381,29 @@ pub async fn write<S: Store>(
     catalog.apply(&changes);
     catalog.set_seq(seq);
     changes
+}
+
+/// The outbox cursor an adapter's migration test stores, before migration 0008, as a `cursor`
+/// document in `promise_objects` (the table the documents lived in then); see
+/// [`carried_forward`].
+pub const CURSOR_BEFORE_0008: u64 = 42;
+
+/// Checks a store opened over a database that migrations up to 0007 made and that held the
+/// outbox cursor [`CURSOR_BEFORE_0008`]: opening renamed the documents' table (`schema` is the
+/// store's `(table, column)` list after opening), the cursor loads, and a new one is written
+/// and read back.
+pub async fn carried_forward<S: Store>(store: &S, schema: &[(String, String)]) {
+    let has = |name: &str| schema.iter().any(|(table, _)| table == name);
+    assert!(has("documents"), "{schema:?}");
+    assert!(!has("promise_objects"), "{schema:?}");
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.outbox_cursor, CURSOR_BEFORE_0008);
+    let mut tx = store.begin_write().await.expect("begin");
+    let moved = Change::OutboxCursor(CURSOR_BEFORE_0008 + 1);
+    tx.persist(&[moved], T0).await.expect("persist");
+    tx.commit().await.expect("commit");
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.outbox_cursor, CURSOR_BEFORE_0008 + 1);
 }
 
 async fn assert_same<S: Store>(store: &S, catalog: &Catalog) {

@@ -327,6 +327,55 @@ impl<'ast> Visit<'ast> for References<'_> {
     }
 }
 
+/// How many `json!` invocations a file's code holds, leaving out `#[cfg(test)]` items: a body
+/// built that way has no type, so no schema describes it.
+pub fn json_macros(file: &Path) -> Result<usize, LoadError> {
+    let text =
+        fs::read_to_string(file).map_err(|e| LoadError(format!("{}: {e}", file.display())))?;
+    let parsed =
+        syn::parse_file(&text).map_err(|e| LoadError(format!("{}: {e}", file.display())))?;
+    let mut counter = JsonMacros(0);
+    counter.visit_file(&parsed);
+    Ok(counter.0)
+}
+
+struct JsonMacros(usize);
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg")
+            && attr
+                .parse_args::<syn::Ident>()
+                .is_ok_and(|ident| ident == "test")
+    })
+}
+
+impl<'ast> Visit<'ast> for JsonMacros {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs = match item {
+            syn::Item::Mod(m) => &m.attrs,
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            _ => return syn::visit::visit_item(self, item),
+        };
+        if !is_test_only(attrs) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        if mac.path.segments.last().is_some_and(|s| s.ident == "json") {
+            self.0 += 1;
+        }
+        // Nested invocations (`json!` inside `vec![..]` or `format!`) are counted too.
+        let nested: Result<syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>, _> =
+            mac.parse_body_with(syn::punctuated::Punctuated::parse_terminated);
+        if let Ok(exprs) = nested {
+            exprs.iter().for_each(|e| self.visit_expr(e));
+        }
+    }
+}
+
 /// Tarjan's algorithm, iterative: the strongly connected components of a graph given as
 /// successor lists.
 fn strongly_connected(successors: &[Vec<usize>]) -> Vec<Vec<usize>> {

@@ -9,7 +9,7 @@
 //! needs every GPU host of `az3` is degraded when one of them is down. Leases starting "now"
 //! are started by the lifecycle engine when the server runs.
 
-use super::{Draft, class};
+use super::draft::{DEMO_ZONES, Draft, class};
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use berth_core::decide::health;
 use berth_core::decide::lease::{NewLease, create_lease};
@@ -106,7 +106,7 @@ pub(super) fn ids_needed() -> usize {
     // One reservation per demo lease.
     let leases = LEASES.len() * (IDS_PER_LEASE + 1);
     let vms: u64 = WORKLOADS.iter().map(|(_, n)| n).sum();
-    leases + super::DEMO_ZONES.len() * usize::try_from(vms).unwrap_or(0)
+    leases + DEMO_ZONES.len() * usize::try_from(vms).unwrap_or(0)
 }
 
 /// Virtual machines already running in every zone, placed through Placement without a
@@ -114,7 +114,7 @@ pub(super) fn ids_needed() -> usize {
 fn workloads(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), Rejection> {
     let now = draft.now;
     let (vcpus, memory_mb, disk_gb) = VM;
-    for zone in super::DEMO_ZONES {
+    for zone in DEMO_ZONES {
         for (number, count) in WORKLOADS {
             let host = draft.provider_uuid(&format!("compute-{zone}-{number:02}"));
             for _ in 0..count {

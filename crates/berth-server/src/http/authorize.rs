@@ -5,70 +5,15 @@
 //! come from, and carry their POST bodies as JSON (so a cross-site form or `fetch` without a CORS
 //! preflight cannot write).
 
-use crate::auth::{AuthFailure, Identity};
-use crate::config::AuthMode;
-use crate::http::AppState;
+use crate::auth::{AuthFailure, AuthMode, Identity};
 use crate::http::error::ApiError;
-use crate::policy::{AccessPolicy, Need, Rule};
+use crate::http::state::AppState;
+use crate::policy::Need;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-
-/// The rules in force and the operator's policy.
-#[derive(Debug)]
-pub struct Authorization {
-    rules: BTreeMap<(Method, &'static str), Rule>,
-    /// The same rules by route template, for the lookup every request makes.
-    by_path: HashMap<&'static str, Vec<(Method, Rule)>>,
-    policy: AccessPolicy,
-}
-
-impl Authorization {
-    /// The rules of `routes` with `policy`'s overrides applied.
-    pub fn new(
-        routes: &crate::http::routes::Routes,
-        policy: AccessPolicy,
-    ) -> anyhow::Result<Authorization> {
-        let rules = policy.apply(routes.rules())?;
-        let mut by_path: HashMap<&'static str, Vec<(Method, Rule)>> = HashMap::new();
-        for ((method, path), rule) in &rules {
-            by_path
-                .entry(path)
-                .or_default()
-                .push((method.clone(), *rule));
-        }
-        Ok(Authorization {
-            rules,
-            by_path,
-            policy,
-        })
-    }
-
-    /// The rule of every route.
-    pub fn rules(&self) -> &BTreeMap<(Method, &'static str), Rule> {
-        &self.rules
-    }
-
-    /// The operator's policy (priority grants).
-    pub fn policy(&self) -> &AccessPolicy {
-        &self.policy
-    }
-
-    fn rule(&self, method: &Method, path: &str) -> Option<Rule> {
-        let method = match *method {
-            Method::HEAD => Method::GET,
-            ref other => other.clone(),
-        };
-        self.by_path
-            .get(path)?
-            .iter()
-            .find(|(m, _)| *m == method)
-            .map(|(_, rule)| *rule)
-    }
-}
 
 /// 401 in the surface's format.
 pub fn unauthorized(failure: AuthFailure) -> ApiError {

@@ -1,13 +1,14 @@
 //! The HTTP error type. One error value renders in the format of the surface that served the
 //! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, or RFC 9457
-//! problem details for berth's own endpoints.
+//! problem details for berth's own endpoints. How the service's errors become `ApiError`s is
+//! `http::rejection`'s.
 
-use crate::http::context::{self, Surface};
+use crate::http::surface::{self, PLACEMENT_MAX, PLACEMENT_MIN, Surface, VersionError};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use berth_app::AppError;
-use serde_json::json;
+use berth_api::errors::{BlazarError, PlacementError, PlacementErrors, Problem};
+use serde_json::{Map, Value};
 
 /// An error response.
 #[derive(Debug, Clone)]
@@ -114,42 +115,17 @@ impl ApiError {
     }
 }
 
-impl From<berth_core::Rejection> for ApiError {
-    fn from(rejection: berth_core::Rejection) -> ApiError {
-        crate::http::rejection::to_api_error(&rejection)
-    }
-}
-
-impl From<AppError> for ApiError {
-    fn from(error: AppError) -> ApiError {
+impl From<VersionError> for ApiError {
+    fn from(error: VersionError) -> ApiError {
+        let detail = error.to_string();
         match error {
-            AppError::Rejected(rejection) => crate::http::rejection::to_api_error(&rejection),
-            AppError::Busy => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "The database is busy; retry shortly.",
+            VersionError::Unsupported(_) => ApiError::unsupported_version(
+                detail,
+                &PLACEMENT_MIN.to_string(),
+                &PLACEMENT_MAX.to_string(),
             ),
-            AppError::TimedOut => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "timeout_not_committed",
-                "The request timed out before it was decided; nothing was changed, and \
-                 retrying is safe.",
-            ),
-            AppError::Store(store) => {
-                // Logged once here with its cause chain; the body carries no internal text.
-                let mut chain = store.to_string();
-                let mut source = std::error::Error::source(&store);
-                while let Some(cause) = source {
-                    chain.push_str(": ");
-                    chain.push_str(&cause.to_string());
-                    source = cause.source();
-                }
-                tracing::error!(error = %chain, "storage failure");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "An internal error occurred.",
-                )
+            VersionError::Malformed(_) | VersionError::Absent => {
+                ApiError::new(error.status(), UNDEFINED, detail)
             }
         }
     }
@@ -157,49 +133,47 @@ impl From<AppError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let ctx = context::current();
+        let ctx = surface::current();
         let title = self.status.canonical_reason().unwrap_or("Error");
         let mut response = match ctx.surface {
             Surface::Placement => {
-                let mut error = json!({
-                    "status": self.status.as_u16(),
-                    "title": title,
-                    "detail": self.detail,
-                    "request_id": ctx.request_id,
-                });
-                if ctx.microversion.is_none_or(|mv| mv.at_least(23)) {
-                    error["code"] = json!(self.code);
-                }
-                if let Some((min, max)) = &self.versions {
-                    error["min_version"] = json!(min);
-                    error["max_version"] = json!(max);
-                }
-                (self.status, Json(json!({ "errors": [error] }))).into_response()
-            }
-            Surface::Blazar => {
-                let mut body = json!({
-                    "error_code": self.status.as_u16(),
-                    "error_message": self.detail,
-                    "error_name": self.status.as_u16(),
-                });
-                if let (Some(out), Some(extra)) = (body.as_object_mut(), self.extra) {
-                    out.extend(*extra);
-                }
+                let (min_version, max_version) = self.versions.unzip();
+                let error = PlacementError {
+                    status: self.status.as_u16(),
+                    title: title.to_owned(),
+                    detail: self.detail,
+                    request_id: ctx.request_id,
+                    code: ctx
+                        .microversion
+                        .is_none_or(|mv| mv.at_least(23))
+                        .then(|| self.code.to_owned()),
+                    min_version,
+                    max_version,
+                };
+                let body = PlacementErrors {
+                    errors: vec![error],
+                };
                 (self.status, Json(body)).into_response()
             }
+            Surface::Blazar => {
+                let body = BlazarError {
+                    error_code: self.status.as_u16(),
+                    error_message: self.detail,
+                    error_name: self.status.as_u16(),
+                };
+                (self.status, Json(with_members(&body, self.extra))).into_response()
+            }
             Surface::Berth => {
-                let mut body = json!({
-                    "type": format!("https://berth.dev/errors/{}", self.code),
-                    "title": title,
-                    "status": self.status.as_u16(),
-                    "detail": self.detail,
-                    "code": self.code,
-                    "request_id": ctx.request_id,
-                });
-                if let (Some(out), Some(extra)) = (body.as_object_mut(), self.extra) {
-                    out.extend(*extra);
-                }
-                let mut response = (self.status, Json(body)).into_response();
+                let body = Problem {
+                    kind: format!("https://berth.dev/errors/{}", self.code),
+                    title: title.to_owned(),
+                    status: self.status.as_u16(),
+                    detail: self.detail,
+                    code: self.code.to_owned(),
+                    request_id: ctx.request_id,
+                };
+                let mut response =
+                    (self.status, Json(with_members(&body, self.extra))).into_response();
                 response.headers_mut().insert(
                     axum::http::header::CONTENT_TYPE,
                     axum::http::HeaderValue::from_static("application/problem+json"),
@@ -214,5 +188,41 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+/// An envelope with the error's machine-readable members merged in (they win over the
+/// envelope's own members of the same name, as a Promise RPC's `status` does).
+fn with_members(
+    envelope: &impl serde::Serialize,
+    members: Option<Box<Map<String, Value>>>,
+) -> Value {
+    let mut body = serde_json::to_value(envelope).expect("invariant: envelopes serialize");
+    if let (Value::Object(out), Some(members)) = (&mut body, members) {
+        out.extend(*members);
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_error_keeps_its_status_and_detail() {
+        for error in [
+            VersionError::Malformed("abc".to_owned()),
+            VersionError::Unsupported("2.0".to_owned()),
+            VersionError::Absent,
+        ] {
+            let api = ApiError::from(error.clone());
+            assert_eq!(api.status(), error.status(), "{error}");
+            assert_eq!(api.detail(), error.to_string());
+        }
+        let unsupported = ApiError::from(VersionError::Unsupported("1.99".to_owned()));
+        assert_eq!(
+            unsupported.versions,
+            Some(("1.0".to_owned(), "1.39".to_owned()))
+        );
     }
 }

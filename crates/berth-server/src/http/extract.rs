@@ -2,8 +2,8 @@
 //! identity.
 
 use crate::auth::Identity;
-use crate::http::AppState;
 use crate::http::error::ApiError;
+use crate::http::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;

@@ -1,14 +1,16 @@
 //! berth's own endpoints: `/` (surfaces and versions), `/healthz`, `/metrics`, `/openapi.json`.
 
-use crate::http::AppState;
-use crate::http::context::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{Method, StatusCode, header};
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use berth_api::common::Link;
+use berth_api::service::{Health, Root, Surface};
+use serde_json::Value;
 
 /// Registers the meta routes.
 pub fn register(routes: &mut Routes) {
@@ -20,6 +22,7 @@ pub fn register(routes: &mut Routes) {
             "List the API surfaces and their versions",
             root,
         )
+        .answers::<Root>(200)
         .add(
             Method::GET,
             "/healthz",
@@ -27,6 +30,8 @@ pub fn register(routes: &mut Routes) {
             "Liveness and readiness (database reachable)",
             healthz,
         )
+        .answers::<Health>(200)
+        .answers::<Health>(503)
         .add(
             Method::GET,
             "/metrics",
@@ -43,26 +48,51 @@ pub fn register(routes: &mut Routes) {
         );
 }
 
-async fn root() -> Json<Value> {
-    Json(json!({
-        "name": "berth",
-        "version": env!("CARGO_PKG_VERSION"),
-        "surfaces": [
-            {"id": "placement", "path": "/placement", "compatible_with": "OpenStack Placement",
-             "min_version": PLACEMENT_MIN.to_string(), "max_version": PLACEMENT_MAX.to_string()},
-            {"id": "reservation", "path": "/reservation/v1", "compatible_with": "OpenStack Blazar",
-             "min_version": "1.0", "max_version": "1.0"},
-            {"id": "promise", "path": "/promise", "compatible_with": "OPNFV Promise"},
-            {"id": "baremetal", "path": "/baremetal/v1",
-             "compatible_with": "the OpenStack Ironic node-reservation spec"},
+async fn root() -> Json<Root> {
+    let surface = |id: &str, path: &str, compatible_with: &str| Surface {
+        id: id.to_owned(),
+        path: path.to_owned(),
+        compatible_with: compatible_with.to_owned(),
+        min_version: None,
+        max_version: None,
+    };
+    let versions = |surface: Surface, min: String, max: String| Surface {
+        min_version: Some(min),
+        max_version: Some(max),
+        ..surface
+    };
+    let link = |rel: &str, href: &str| Link {
+        rel: rel.to_owned(),
+        href: href.to_owned(),
+    };
+    Json(Root {
+        name: "berth".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        surfaces: vec![
+            versions(
+                surface("placement", "/placement", "OpenStack Placement"),
+                PLACEMENT_MIN.to_string(),
+                PLACEMENT_MAX.to_string(),
+            ),
+            versions(
+                surface("reservation", "/reservation/v1", "OpenStack Blazar"),
+                "1.0".to_owned(),
+                "1.0".to_owned(),
+            ),
+            surface("promise", "/promise", "OPNFV Promise"),
+            surface(
+                "baremetal",
+                "/baremetal/v1",
+                "the OpenStack Ironic node-reservation spec",
+            ),
         ],
-        "links": [
-            {"rel": "health", "href": "/healthz"},
-            {"rel": "metrics", "href": "/metrics"},
-            {"rel": "openapi", "href": "/openapi.json"},
-            {"rel": "dashboard", "href": "/ui"},
+        links: vec![
+            link("health", "/healthz"),
+            link("metrics", "/metrics"),
+            link("openapi", "/openapi.json"),
+            link("dashboard", "/ui"),
         ],
-    }))
+    })
 }
 
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
@@ -70,13 +100,21 @@ async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
     match state.berth.ready().await {
         Ok(()) => (
             StatusCode::OK,
-            Json(json!({"live": true, "ready": true, "database": backend})),
+            Json(Health {
+                live: true,
+                ready: true,
+                database: backend.to_owned(),
+            }),
         ),
         Err(error) => {
             tracing::warn!(error = %error, "readiness check failed");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({"live": true, "ready": false, "database": backend})),
+                Json(Health {
+                    live: true,
+                    ready: false,
+                    database: backend.to_owned(),
+                }),
             )
         }
     }

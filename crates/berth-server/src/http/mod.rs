@@ -1,9 +1,14 @@
 //! The HTTP layer: the router factory, shared state, extractors, one module per surface, and
 //! the dashboard (`ui`).
 //!
+//! This module only declares its children and assembles the router from their `register`
+//! functions; what they share lives in sibling modules (`state`, `surface`, `error`,
+//! `rejection`, `fields`, ...), which they import by their own paths, never through here.
+//!
 //! Handlers are thin: extract, convert to domain values, make one service call, map the result.
 //! No SQL, no clock reads and no business rules here.
 
+pub mod attributes;
 pub mod authorize;
 pub mod baremetal;
 pub mod blazar;
@@ -11,53 +16,28 @@ pub mod context;
 pub mod deadline;
 pub mod error;
 pub mod extract;
+pub mod fields;
 pub mod idempotency;
 pub mod meta;
 pub mod placement;
 pub mod promise;
 pub mod rejection;
 pub mod routes;
+pub mod state;
 pub mod status;
+pub mod surface;
 pub mod ui;
 
 use crate::auth::Authenticator;
 use crate::metrics::Metrics;
-use crate::policy::AccessPolicy;
+use crate::policy::{AccessPolicy, Authorization};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use berth_app::Berth;
+use state::{AppState, HttpLimits};
 use std::sync::Arc;
-use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
-
-/// State shared by every handler.
-#[derive(Clone, Debug)]
-pub struct AppState {
-    /// The service.
-    pub berth: Arc<Berth>,
-    /// Who is calling.
-    pub auth: Arc<Authenticator>,
-    /// Request metrics.
-    pub metrics: Metrics,
-    /// The OpenAPI document of every route served.
-    pub openapi: Arc<serde_json::Value>,
-    /// The rule of every route, and the operator's policy.
-    pub authz: Arc<authorize::Authorization>,
-    /// Limits applied to every request (a long poll ends before the request timeout).
-    pub limits: HttpLimits,
-}
-
-/// Limits applied to every request.
-#[derive(Debug, Clone, Copy)]
-pub struct HttpLimits {
-    /// Largest request body.
-    pub body_limit_bytes: usize,
-    /// When a request's deadline passes: a request none of whose writes was taken for a commit
-    /// is cut short then; one with a write being committed answers with its outcome (within
-    /// [`deadline::COMMIT_GRACE`]).
-    pub request_timeout: Duration,
-}
 
 /// Builds the whole application router, with `policy`'s overrides applied to the routes' rules
 /// (an override naming no route is an error).
@@ -74,7 +54,7 @@ pub fn router(
     promise::register(&mut routes);
     baremetal::register(&mut routes);
     ui::register(&mut routes);
-    let authz = Arc::new(authorize::Authorization::new(&routes, policy)?);
+    let authz = Arc::new(Authorization::new(routes.rules(), policy)?);
     let openapi = Arc::new(routes.openapi(authz.rules()));
     let state = AppState {
         berth,

@@ -1,8 +1,17 @@
-//! How domain rejections appear on the wire: status and stable code for each.
+//! How domain rejections and the service's errors appear on the wire: status and stable code
+//! for each, and a refused request's shortfalls and counter-offer.
 
 use crate::http::error::{ApiError, UNDEFINED};
 use axum::http::StatusCode;
+use berth_api::errors::{
+    CapacityInUse, CounterOffer, LimitExceeded, NodeRefusal, NodeRefusals,
+    Refusal as RefusalMembers, Shortfall,
+};
+use berth_api::time::lease_time;
+use berth_app::AppError;
 use berth_core::Rejection;
+use berth_core::rejection::Refusal;
+use serde_json::Value;
 
 /// Placement's code for a stale generation.
 pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
@@ -88,8 +97,11 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::SubscriptionNotFound(_)
         | Rejection::DeliveryNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::CapacityInUse(leases) => {
-            return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail)
-                .with_extra(serde_json::json!({ "affected": leases }));
+            return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail).with_extra(
+                members(&CapacityInUse {
+                    affected: leases.clone(),
+                }),
+            );
         }
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
@@ -111,16 +123,61 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::IdempotentObjectGone(_) => (StatusCode::GONE, "idempotency_key_object_gone"),
         Rejection::DoesNotFit(refusal) => {
             return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
-                .with_extra(crate::http::blazar::lease_wire::refusal_json(refusal));
+                .with_extra(refusal_json(refusal));
         }
     };
     ApiError::new(status, code, detail)
 }
 
+impl From<berth_core::Rejection> for ApiError {
+    fn from(rejection: berth_core::Rejection) -> ApiError {
+        to_api_error(&rejection)
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(error: AppError) -> ApiError {
+        match error {
+            AppError::Rejected(rejection) => to_api_error(&rejection),
+            AppError::Busy => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "The database is busy; retry shortly.",
+            ),
+            AppError::TimedOut => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout_not_committed",
+                "The request timed out before it was decided; nothing was changed, and \
+                 retrying is safe.",
+            ),
+            AppError::Store(store) => {
+                // Logged once here with its cause chain; the body carries no internal text.
+                let mut chain = store.to_string();
+                let mut source = std::error::Error::source(&store);
+                while let Some(cause) = source {
+                    chain.push_str(": ");
+                    chain.push_str(&cause.to_string());
+                    source = cause.source();
+                }
+                tracing::error!(error = %chain, "storage failure");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "An internal error occurred.",
+                )
+            }
+        }
+    }
+}
+
 /// 400 naming the limit a request is over, and what it allows.
 fn limit_error(limit: &str, max: u64, detail: String) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail)
-        .with_extra(serde_json::json!({ "limit": limit, "max": max }))
+    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail).with_extra(members(
+        &LimitExceeded {
+            limit: limit.to_owned(),
+            max,
+        },
+    ))
 }
 
 /// The status and code of a bare-metal rejection; a refused claim lists why, per node.
@@ -133,17 +190,45 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
         Rejection::NodeTransition { .. } => (StatusCode::CONFLICT, "invalid_state_transition"),
         Rejection::DeployRefused(_) => (StatusCode::CONFLICT, "claim_required"),
         Rejection::NoNodeClaimable(reasons) => {
-            let nodes: Vec<serde_json::Value> = reasons
+            let nodes = reasons
                 .iter()
-                .map(|r| {
-                    serde_json::json!({"node_uuid": r.node_uuid, "reason": r.reason,
-                                       "detail": r.detail})
+                .map(|r| NodeRefusal {
+                    node_uuid: r.node_uuid,
+                    reason: r.reason.to_owned(),
+                    detail: r.detail.clone(),
                 })
                 .collect();
             return ApiError::new(StatusCode::CONFLICT, "no_node_available", detail)
-                .with_extra(serde_json::json!({ "nodes": nodes }));
+                .with_extra(members(&NodeRefusals { nodes }));
         }
         _ => (StatusCode::CONFLICT, "node_in_use"),
     };
     ApiError::new(status, code, detail)
+}
+
+/// Why a request does not fit and the counter-offer, as berth adds them to a 409.
+pub fn refusal_json(refusal: &Refusal) -> Value {
+    members(&RefusalMembers {
+        reservations: refusal
+            .shortfalls
+            .iter()
+            .map(|s| Shortfall {
+                index: s.index,
+                resource_type: s.resource_type.to_owned(),
+                requested: s.requested,
+                available: s.available,
+                reason: s.reason.to_owned(),
+            })
+            .collect(),
+        counter_offer: CounterOffer {
+            amounts: refusal.amounts.clone(),
+            earliest_start: refusal.earliest_start.map(|at| lease_time(at.as_micros())),
+            truncated: refusal.truncated,
+        },
+    })
+}
+
+/// The members of an error body, from their wire type.
+fn members(wire: &impl serde::Serialize) -> Value {
+    serde_json::to_value(wire).expect("invariant: wire types serialize")
 }

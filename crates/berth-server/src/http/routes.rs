@@ -3,14 +3,19 @@
 //! checks, and the OpenAPI document, so the document and the policy cover every route served by
 //! construction.
 
-use crate::http::AppState;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Router;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter};
+use berth_api::errors::{BlazarError, PlacementErrors, Problem};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+
+/// Writes a body type's schema into the document's components and answers a reference to it.
+type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
 
 struct Operation {
     method: Method,
@@ -18,6 +23,10 @@ struct Operation {
     rule: Rule,
     summary: &'static str,
     tag: &'static str,
+    /// The JSON body the route accepts, if it takes one.
+    request: Option<SchemaOf>,
+    /// The answers it gives on success: status and JSON body (`None`: no body).
+    responses: Vec<(u16, Option<SchemaOf>)>,
 }
 
 /// Routes being registered.
@@ -56,8 +65,36 @@ impl Routes {
             rule,
             summary,
             tag,
+            request: None,
+            responses: Vec::new(),
         });
         self
+    }
+
+    /// Documents the JSON body that the route added last accepts.
+    pub fn accepts<T: JsonSchema>(&mut self) -> &mut Routes {
+        self.last().request = Some(SchemaGenerator::subschema_for::<T>);
+        self
+    }
+
+    /// Documents an answer of the route added last: its status and JSON body.
+    pub fn answers<T: JsonSchema>(&mut self, status: u16) -> &mut Routes {
+        self.last()
+            .responses
+            .push((status, Some(SchemaGenerator::subschema_for::<T>)));
+        self
+    }
+
+    /// Documents an answer of the route added last that has no body (`204 No Content`).
+    pub fn answers_empty(&mut self, status: u16) -> &mut Routes {
+        self.last().responses.push((status, None));
+        self
+    }
+
+    fn last(&mut self) -> &mut Operation {
+        self.operations
+            .last_mut()
+            .expect("invariant: a body is documented after its route is added")
     }
 
     /// Every registered route with its declared rule.
@@ -77,8 +114,12 @@ impl Routes {
     }
 
     /// The OpenAPI 3.1 document of every registered route, with the rule in force for each
-    /// (`x-berth-policy`: the role it needs and the scope it acts in).
+    /// (`x-berth-policy`: the role it needs and the scope it acts in) and the schemas of the
+    /// bodies it accepts and answers (`components/schemas`, generated from the wire types).
     pub fn openapi(&self, rules: &BTreeMap<(Method, &'static str), Rule>) -> Value {
+        let mut generator = schemars::generate::SchemaSettings::draft2020_12()
+            .with(|settings| settings.definitions_path = "/components/schemas/".into())
+            .into_generator();
         let mut paths = Map::new();
         for op in &self.operations {
             let rule = rules
@@ -88,14 +129,20 @@ impl Routes {
             let parameters: Vec<Value> = path_params(op.path)
                 .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
                 .collect();
-            let operation = json!({
+            let mut operation = json!({
                 "summary": op.summary,
                 "operationId": format!("{}{}", op.method.as_str().to_lowercase(), op.path.replace(['/', '{', '}'], "_")),
                 "tags": [op.tag],
                 "x-berth-policy": {"role": rule.need.as_str(), "scope": rule.scope.as_str()},
                 "parameters": parameters,
-                "responses": {"default": {"description": "See the compatible API's reference for the body"}},
+                "responses": responses(&op.responses, op.tag, &mut generator),
             });
+            if let Some(schema_of) = op.request {
+                operation["requestBody"] = json!({
+                    "required": true,
+                    "content": {"application/json": {"schema": schema_of(&mut generator)}},
+                });
+            }
             let item = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
             item[op.method.as_str().to_lowercase()] = operation;
         }
@@ -104,8 +151,52 @@ impl Routes {
             "info": {"title": "berth", "version": env!("CARGO_PKG_VERSION"),
                      "description": "Resource reservation, capacity management and placement"},
             "paths": paths,
+            "components": {"schemas": generator.take_definitions(true)},
         })
     }
+}
+
+/// The `responses` object of an operation: each documented answer, or, for a route whose bodies
+/// are not described yet, a pointer to the compatible API's reference.
+fn responses(
+    documented: &[(u16, Option<SchemaOf>)],
+    tag: &str,
+    generator: &mut SchemaGenerator,
+) -> Value {
+    if documented.is_empty() {
+        return json!({"default": {"description": "See the compatible API's reference for the body"}});
+    }
+    let mut answers = Map::new();
+    for (status, body) in documented {
+        let mut answer = json!({"description": reason(*status)});
+        if let Some(schema_of) = body {
+            answer["content"] = json!({"application/json": {"schema": schema_of(generator)}});
+        }
+        answers.insert(status.to_string(), answer);
+    }
+    let (media_type, schema) = match tag {
+        "placement" => (
+            "application/json",
+            generator.subschema_for::<PlacementErrors>(),
+        ),
+        "reservation" => ("application/json", generator.subschema_for::<BlazarError>()),
+        _ => (
+            "application/problem+json",
+            generator.subschema_for::<Problem>(),
+        ),
+    };
+    answers.insert(
+        "default".to_owned(),
+        json!({"description": "An error, in the surface's format", "content": {media_type: {"schema": schema}}}),
+    );
+    Value::Object(answers)
+}
+
+fn reason(status: u16) -> &'static str {
+    axum::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Answer")
 }
 
 fn path_params(path: &str) -> impl Iterator<Item = &str> {

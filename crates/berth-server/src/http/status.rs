@@ -2,49 +2,56 @@
 //! surfaces: the request body, the condition and what the change did to leases.
 
 use crate::http::error::ApiError;
+use berth_api::status::{Condition, LeaseEffects, StatusChange};
+use berth_api::time::lease_time;
 use berth_core::decide::health::Effects;
 use berth_core::{Provider, ProviderStatus};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// `{"status": "up"|"down"|"maintenance", "reason": "..."}`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatusBody {
-    status: String,
-    #[serde(default)]
-    reason: Option<String>,
-}
+#[serde(transparent)]
+pub struct StatusBody(pub StatusChange);
 
 impl StatusBody {
     /// The status and reason, or 400 for an unknown status.
     pub fn parse(self) -> Result<(ProviderStatus, Option<String>), ApiError> {
-        let status = ProviderStatus::parse(&self.status).ok_or_else(|| {
+        let StatusChange { status, reason } = self.0;
+        let parsed = ProviderStatus::parse(&status).ok_or_else(|| {
             ApiError::bad_request(format!(
-                "Unknown status {:?}: expected up, down or maintenance",
-                self.status
+                "Unknown status {status:?}: expected up, down or maintenance"
             ))
         })?;
-        Ok((status, self.reason))
+        Ok((parsed, reason))
     }
 }
 
 /// A provider's status, reason and since when.
-pub fn condition_json(provider: &Provider) -> Value {
+pub fn condition(provider: &Provider) -> Condition {
     let condition = provider.condition();
-    json!({
-        "status": provider.status().as_str(),
-        "reason": condition.and_then(|c| c.reason.clone()),
-        "since": condition.map(|c| crate::http::blazar::lease_wire::lease_time(c.since)),
-    })
+    Condition {
+        status: provider.status().as_str().to_owned(),
+        reason: condition.and_then(|c| c.reason.clone()),
+        since: condition.map(|c| lease_time(c.since.as_micros())),
+    }
+}
+
+/// [`condition`] as JSON.
+pub fn condition_json(provider: &Provider) -> Value {
+    wire(&condition(provider))
 }
 
 /// What a status change did to leases: healed, degraded, flagged and restored lease ids.
 pub fn effects_json(effects: &Effects) -> Value {
-    json!({
-        "healed": effects.healed,
-        "degraded": effects.degraded,
-        "flagged": effects.flagged,
-        "restored": effects.restored,
+    wire(&LeaseEffects {
+        healed: effects.healed.clone(),
+        degraded: effects.degraded.clone(),
+        flagged: effects.flagged.clone(),
+        restored: effects.restored.clone(),
     })
+}
+
+fn wire(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).expect("invariant: wire types serialize")
 }

@@ -9,21 +9,21 @@
 //! and an `ETag` (a hash of their bytes, computed at compile time), so a browser revalidates
 //! and gets `304 Not Modified` until the binary changes.
 
-use crate::http::AppState;
-use crate::http::blazar::lease_wire::lease_time;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
-use crate::http::status::condition_json;
+use crate::http::state::AppState;
+use crate::http::status::condition;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use berth_api::dashboard::{AffectedLease, Failure, FailureList, Zone, ZoneList};
+use berth_api::time::lease_time;
 use berth_core::decide::health::affected_leases;
 use berth_core::query::capacity;
 use berth_core::{Catalog, Provider};
-use serde_json::{Value, json};
 
 /// One embedded file.
 struct Asset {
@@ -117,13 +117,15 @@ pub fn register(routes: &mut Routes) {
             "Zones with their hosts and measured resource classes (dashboard)",
             zones,
         )
+        .answers::<ZoneList>(200)
         .add(
             Method::GET,
             "/ui/api/failures",
             Rule::SYSTEM_ADMIN,
             "Providers down or in maintenance and the leases they affect (dashboard)",
             failures,
-        );
+        )
+        .answers::<FailureList>(200);
 }
 
 fn serve(file: &Asset, headers: &HeaderMap) -> Response {
@@ -174,79 +176,68 @@ async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Result<Response,
         .ok_or_else(|| ApiError::not_found(format!("The dashboard has no file {file}")))
 }
 
-async fn zones(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn zones(State(state): State<AppState>, _caller: Caller) -> Result<Json<ZoneList>, ApiError> {
     let zones = state
         .berth
         .read(|catalog| {
             capacity::zones(catalog)
                 .into_iter()
-                .map(|z| {
-                    json!({
-                        "name": z.zone,
-                        "hosts": z.hosts,
-                        "hosts_out_of_service": z.hosts_out_of_service,
-                        "resource_classes": z.classes.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-                    })
+                .map(|z| Zone {
+                    name: z.zone.clone(),
+                    hosts: z.hosts,
+                    hosts_out_of_service: z.hosts_out_of_service,
+                    resource_classes: z.classes.iter().map(|c| c.as_str().to_owned()).collect(),
                 })
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "zones": zones })))
+    Ok(Json(ZoneList { zones }))
 }
 
 /// A provider out of service with the leases it affects.
-fn failure_json(catalog: &Catalog, provider: &Provider) -> Value {
-    let leases: Vec<Value> = affected_leases(catalog, provider.uuid())
+fn failure(catalog: &Catalog, provider: &Provider) -> Failure {
+    let leases = affected_leases(catalog, provider.uuid())
         .into_iter()
         .map(|lease| {
-            let missing: u32 = lease
+            let missing_here: u32 = lease
                 .reservations
                 .iter()
                 .flat_map(|r| r.missing.iter())
                 .filter(|(host, _)| *host == provider.uuid())
                 .map(|(_, n)| *n)
                 .sum();
-            json!({
-                "id": lease.id,
-                "name": lease.name,
-                "project_id": lease.project_id,
-                "status": lease.status.as_str(),
-                "degraded": lease.degraded,
-                "start_date": lease_time(lease.start),
-                "end_date": lease_time(lease.end),
-                "missing_here": missing,
-            })
+            AffectedLease {
+                id: lease.id,
+                name: lease.name.clone(),
+                project_id: lease.project_id.clone(),
+                status: lease.status.as_str().to_owned(),
+                degraded: lease.degraded,
+                start_date: lease_time(lease.start.as_micros()),
+                end_date: lease_time(lease.end.as_micros()),
+                missing_here,
+            }
         })
         .collect();
-    let mut out = condition_json(provider);
-    if let Value::Object(map) = &mut out {
-        map.extend([
-            ("provider_uuid".to_owned(), json!(provider.uuid())),
-            (
-                "host_id".to_owned(),
-                json!(provider.host().map(|_| provider.id().to_string())),
-            ),
-            ("name".to_owned(), json!(provider.name())),
-            (
-                "availability_zone".to_owned(),
-                json!(provider.availability_zone()),
-            ),
-            ("leases".to_owned(), Value::Array(leases)),
-        ]);
+    Failure {
+        condition: condition(provider),
+        provider_uuid: provider.uuid(),
+        host_id: provider.host().map(|_| provider.id().to_string()),
+        name: provider.name().to_owned(),
+        availability_zone: provider.availability_zone().map(str::to_owned),
+        leases,
     }
-    out
 }
 
-async fn failures(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn failures(State(state): State<AppState>) -> Result<Json<FailureList>, ApiError> {
     let providers = state
         .berth
         .read(|catalog| {
             catalog
                 .providers()
                 .filter(|p| !p.is_up())
-                .map(|p| failure_json(catalog, p))
+                .map(|p| failure(catalog, p))
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "providers": providers })))
+    Ok(Json(FailureList { providers }))
 }

@@ -6,7 +6,7 @@
 
 use crate::blazar_leases::{LEASES, lease_body, minutes, now_micros};
 use crate::support::{Options, TestApp, Who};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

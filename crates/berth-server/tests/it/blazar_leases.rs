@@ -5,7 +5,7 @@
 
 use crate::support::{Options, TestApp, Who};
 use berth_app::Clock as _;
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

@@ -7,7 +7,7 @@
 use crate::blazar_leases::{now_micros, rfc3339};
 use crate::notifications::{receiver, wait_until};
 use crate::support::{LOOPBACK, Options, TestApp, Who, free_port};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 
 use crate::blazar_leases::{LEASES, lease_body, minutes, tomorrow, whole_hosts};
 use crate::support::{Options, TestApp, Who, parse};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 

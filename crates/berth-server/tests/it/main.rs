@@ -26,5 +26,4 @@ mod promise;
 mod server;
 mod staying_up;
 mod support;
-mod tidy;
 mod ui;

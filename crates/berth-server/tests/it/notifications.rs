@@ -7,7 +7,7 @@ use crate::blazar_leases::{enroll, now_micros, rfc3339};
 use crate::support::{LOOPBACK, Options, TestApp, Who, free_port};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode as AxumStatus};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 
 use crate::blazar_leases::{LEASES, enroll, lease_body, now_micros, rfc3339, tomorrow};
 use crate::support::{Options, TestApp, Who};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::time::Duration;

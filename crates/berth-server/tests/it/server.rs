@@ -1,9 +1,9 @@
 //! The server as a whole: discovery, health, metrics, OpenAPI, auth modes, restarts, demo data.
 
 use crate::support::{Options, TestApp};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn discovery_health_metrics_and_openapi() {
@@ -65,6 +65,71 @@ async fn discovery_health_metrics_and_openapi() {
         assert!(
             paths.get(path).and_then(|item| item.get(method)).is_some(),
             "{method} {path} is documented"
+        );
+    }
+}
+
+/// Every `$ref` in `value`, recursively.
+fn references(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                found.push(target.clone());
+            }
+            map.values().for_each(|v| references(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, found)),
+        _ => {}
+    }
+}
+
+/// The document describes a route's bodies with schemas generated from the wire types, and every
+/// reference in it resolves to one of its components.
+#[tokio::test]
+async fn openapi_describes_bodies_with_schemas() {
+    let app = TestApp::spawn().await;
+    let (_, spec) = app.get("/openapi.json", None).await;
+    let create = &spec["paths"]["/placement/resource_providers"]["post"];
+    let request = create["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        .as_str()
+        .expect("a request schema");
+    assert_eq!(request, "#/components/schemas/CreateResourceProvider");
+    let schema = &spec["components"]["schemas"]["CreateResourceProvider"];
+    assert_eq!(schema["required"], json!(["name"]));
+    for field in ["name", "uuid", "parent_provider_uuid"] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "{field} in {schema}"
+        );
+    }
+    assert_eq!(
+        create["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/ResourceProvider"
+    );
+    assert!(create["responses"]["201"].get("content").is_none());
+    assert_eq!(
+        create["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/PlacementErrors"
+    );
+    let claim = &spec["paths"]["/baremetal/v1/reservations"]["post"]["responses"]["default"];
+    assert_eq!(
+        claim["content"]["application/problem+json"]["schema"]["$ref"],
+        "#/components/schemas/Problem"
+    );
+    let shown = &spec["components"]["schemas"]["ResourceProvider"]["properties"];
+    for field in ["uuid", "name", "generation", "links"] {
+        assert!(shown.get(field).is_some(), "{field} in {shown}");
+    }
+    let mut found = Vec::new();
+    references(&spec, &mut found);
+    assert!(!found.is_empty());
+    for target in found {
+        let name = target
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{target} points into the components"));
+        assert!(
+            spec["components"]["schemas"].get(name).is_some(),
+            "{target} resolves"
         );
     }
 }

@@ -1,6 +1,7 @@
 //! `TestApp`: a berth server on 127.0.0.1 port 0 over a fresh database, with typed helpers.
 
-use berth_server::config::{AuthMode, Config, ServeArgs};
+use berth_server::auth::AuthMode;
+use berth_server::config::{Config, ServeArgs};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 use std::path::PathBuf;

@@ -13,7 +13,7 @@
 
 use crate::blazar_leases::{now_micros, parse_lease_date, rfc3339};
 use crate::support::{Options, TestApp};
-use berth_server::config::AuthMode;
+use berth_server::auth::AuthMode;
 use reqwest::StatusCode;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,20 +4,22 @@
 //! is 409 with, per listed node, why it could not be taken. Callers see and release their
 //! project's claims; admins see and release all.
 
-use super::{time, uuid_field};
-use crate::http::AppState;
+use super::wire::{time, uuid_field};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
+use berth_api::baremetal::{Claim, ClaimEnvelope, ClaimList};
+use berth_api::common::Link;
 use berth_app::ClaimNode;
 use berth_core::decide::baremetal::Candidates;
 use berth_core::model::baremetal::NodeClaim;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use uuid::Uuid;
@@ -31,6 +33,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List node claims",
             list,
         )
+        .answers::<ClaimList>(200)
         .add(
             Method::POST,
             "/baremetal/v1/reservations",
@@ -38,6 +41,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Claim the first eligible node of a list (or of a class) for an instance",
             create,
         )
+        .answers::<ClaimEnvelope>(201)
         .add(
             Method::GET,
             "/baremetal/v1/reservations/{reservation_uuid}",
@@ -45,26 +49,31 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a node claim",
             show,
         )
+        .answers::<ClaimEnvelope>(200)
         .add(
             Method::DELETE,
             "/baremetal/v1/reservations/{reservation_uuid}",
             Rule::PROJECT_MEMBER,
             "Release a node claim",
             delete,
-        );
+        )
+        .answers_empty(204);
 }
 
-fn claim_json(claim: &NodeClaim) -> Value {
-    json!({
-        "uuid": claim.uuid,
-        "node_uuid": claim.node_uuid,
-        "instance_uuid": claim.instance_uuid,
-        "project_id": claim.project_id,
-        "created_at": time(claim.created_at),
-        "updated_at": time(claim.updated_at),
-        "expires_at": time(claim.expires_at),
-        "links": [{"href": format!("/baremetal/v1/reservations/{}", claim.uuid), "rel": "self"}],
-    })
+fn claim_json(claim: &NodeClaim) -> Claim {
+    Claim {
+        uuid: claim.uuid,
+        node_uuid: claim.node_uuid,
+        instance_uuid: claim.instance_uuid,
+        project_id: claim.project_id.clone(),
+        created_at: time(claim.created_at),
+        updated_at: time(claim.updated_at),
+        expires_at: time(claim.expires_at),
+        links: vec![Link::to_self(format!(
+            "/baremetal/v1/reservations/{}",
+            claim.uuid
+        ))],
+    }
 }
 
 const CLAIM_FIELDS: [&str; 5] = [
@@ -131,7 +140,7 @@ async fn create(
     caller: Caller,
     key: IdempotencyHeader,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ClaimEnvelope>), ApiError> {
     if let Some(unknown) = body.keys().find(|k| !CLAIM_FIELDS.contains(&k.as_str())) {
         return Err(ApiError::bad_request(format!("Unknown field {unknown:?}")));
     }
@@ -150,7 +159,9 @@ async fn create(
     let claim = state.berth.claim_node(cmd).await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "reservation": claim_json(&claim) })),
+        Json(ClaimEnvelope {
+            reservation: claim_json(&claim),
+        }),
     ))
 }
 
@@ -158,7 +169,7 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ClaimList>, ApiError> {
     let filter = |key: &str| {
         query
             .get(key)
@@ -182,7 +193,9 @@ async fn list(
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "reservations": claims })))
+    Ok(Json(ClaimList {
+        reservations: claims,
+    }))
 }
 
 fn claim_uuid(text: &str) -> Result<Uuid, ApiError> {
@@ -194,7 +207,7 @@ async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(uuid): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ClaimEnvelope>, ApiError> {
     let uuid = claim_uuid(&uuid)?;
     let project = caller.project_scope();
     let claim = state
@@ -207,7 +220,7 @@ async fn show(
         })
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Reservation {uuid} could not be found")))?;
-    Ok(Json(json!({ "reservation": claim })))
+    Ok(Json(ClaimEnvelope { reservation: claim }))
 }
 
 async fn delete(

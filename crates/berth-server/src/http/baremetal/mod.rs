@@ -5,15 +5,14 @@
 
 mod claims;
 mod nodes;
+mod wire;
 
-use crate::http::error::ApiError;
 use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
-use berth_core::Instant;
-use serde_json::{Value, json};
-use uuid::Uuid;
+use berth_api::baremetal::{Version, VersionList};
+use berth_api::common::Link;
 
 /// Registers every bare-metal route.
 pub fn register(routes: &mut Routes) {
@@ -25,36 +24,25 @@ pub fn register(routes: &mut Routes) {
             "Bare-metal API versions",
             versions,
         )
+        .answers::<VersionList>(200)
         .add(
             Method::GET,
             "/baremetal/",
             Rule::PUBLIC,
             "Bare-metal API versions",
             versions,
-        );
+        )
+        .answers::<VersionList>(200);
     nodes::register(routes);
     claims::register(routes);
 }
 
-async fn versions() -> Json<Value> {
-    Json(json!({"versions": [{
-        "id": "v1",
-        "status": "CURRENT",
-        "links": [{"href": "/baremetal/v1/", "rel": "self"}],
-    }]}))
-}
-
-/// A time as the bare-metal API shows it: RFC 3339, UTC, microseconds.
-fn time(at: Instant) -> String {
-    jiff::Timestamp::from_microsecond(at.as_micros())
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string())
-        .unwrap_or_default()
-}
-
-/// A uuid field of a request, or 400 naming it.
-fn uuid_field(field: &str, value: &Value) -> Result<Uuid, ApiError> {
-    value
-        .as_str()
-        .and_then(|text| Uuid::parse_str(text).ok())
-        .ok_or_else(|| ApiError::bad_request(format!("{field} must be a UUID, got {value}")))
+async fn versions() -> Json<VersionList> {
+    Json(VersionList {
+        versions: vec![Version {
+            id: "v1".to_owned(),
+            status: "CURRENT".to_owned(),
+            links: vec![Link::to_self("/baremetal/v1/")],
+        }],
+    })
 }

@@ -1,22 +1,24 @@
 //! `/baremetal/v1/nodes`: bare-metal nodes. Anyone may list and show them; enrolling, changing
 //! and deleting are for admins; deploying is for the holder of the node's claim.
 
-use super::{time, uuid_field};
-use crate::http::AppState;
-use crate::http::blazar::hosts;
+use super::wire::{time, uuid_field};
+use crate::http::attributes::{self, attr_json};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::effects_json;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
+use berth_api::baremetal::{Node, NodeList};
+use berth_api::common::Link;
 use berth_app::EnrollNode;
 use berth_core::decide::baremetal::{NodeChange, find_node};
 use berth_core::model::baremetal::ProvisionState;
 use berth_core::{AttrValue, Catalog, Provider};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -28,6 +30,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List nodes",
             list,
         )
+        .answers::<NodeList>(200)
         .add(
             Method::POST,
             "/baremetal/v1/nodes",
@@ -35,6 +38,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Enrol a node",
             create,
         )
+        .answers::<Node>(201)
         .add(
             Method::GET,
             "/baremetal/v1/nodes/{node_ident}",
@@ -42,6 +46,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a node",
             show,
         )
+        .answers::<Node>(200)
         .add(
             Method::PATCH,
             "/baremetal/v1/nodes/{node_ident}",
@@ -49,6 +54,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Change a node (JSON Patch; provision states move along explicit transitions)",
             update,
         )
+        .answers::<Node>(200)
         .add(
             Method::DELETE,
             "/baremetal/v1/nodes/{node_ident}",
@@ -56,18 +62,20 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a node",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::POST,
             "/baremetal/v1/nodes/{node_ident}/deploy",
             Rule::PROJECT_MEMBER,
             "Deploy an instance on a node with its claim",
             deploy,
-        );
+        )
+        .answers::<Node>(200);
 }
 
 /// A node property: a string, a number or a boolean.
 fn attr_value(key: &str, value: &Value) -> Result<AttrValue, ApiError> {
-    hosts::attr_value(key, value)?.ok_or_else(|| {
+    attributes::attr_value(key, value)?.ok_or_else(|| {
         ApiError::bad_request(format!(
             "properties/{key} must be a string, a number or a boolean"
         ))
@@ -80,33 +88,45 @@ pub(super) fn node_json(
     catalog: &Catalog,
     provider: &Provider,
     project: Option<&str>,
-) -> Option<Value> {
+) -> Option<Node> {
     let node = provider.node()?;
     let claim = catalog.claim_on(provider.uuid());
     let claim_uuid = claim
         .filter(|c| project.is_none_or(|p| p == c.project_id))
         .map(|c| c.uuid);
     let condition = provider.condition();
-    Some(json!({
-        "uuid": provider.uuid(),
-        "name": provider.name(),
-        "resource_class": node.resource_class,
-        "provision_state": node.provision_state.as_str(),
-        "maintenance": condition.is_some(),
-        "maintenance_reason": condition.and_then(|c| c.reason.clone()),
-        "instance_uuid": node.instance_uuid,
-        "claimed": claim.is_some(),
-        "claim_uuid": claim_uuid,
-        "properties": provider.attributes().iter().map(|(k, v)| (k.clone(), hosts::attr_json(v))).collect::<Map<_, _>>(),
-        "traits": provider.traits().iter().map(|t| t.as_str()).collect::<Vec<_>>(),
-        "availability_zone": provider.availability_zone(),
-        "created_at": time(node.enrolled_at),
-        "updated_at": time(provider.updated_at()),
-        "links": [{"href": format!("/baremetal/v1/nodes/{}", provider.uuid()), "rel": "self"}],
-    }))
+    Some(Node {
+        uuid: provider.uuid(),
+        name: provider.name().to_owned(),
+        resource_class: node.resource_class.clone(),
+        provision_state: node.provision_state.as_str().to_owned(),
+        maintenance: condition.is_some(),
+        maintenance_reason: condition.and_then(|c| c.reason.clone()),
+        instance_uuid: node.instance_uuid,
+        claimed: claim.is_some(),
+        claim_uuid,
+        properties: provider
+            .attributes()
+            .iter()
+            .map(|(k, v)| (k.clone(), attr_json(v)))
+            .collect(),
+        traits: provider
+            .traits()
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect(),
+        availability_zone: provider.availability_zone().map(str::to_owned),
+        created_at: time(node.enrolled_at),
+        updated_at: time(provider.updated_at()),
+        links: vec![Link::to_self(format!(
+            "/baremetal/v1/nodes/{}",
+            provider.uuid()
+        ))],
+        leases: None,
+    })
 }
 
-fn shown(catalog: &Catalog, ident: &str, project: Option<&str>) -> Result<Value, ApiError> {
+fn shown(catalog: &Catalog, ident: &str, project: Option<&str>) -> Result<Node, ApiError> {
     let provider = find_node(catalog, ident)?;
     Ok(node_json(catalog, provider, project).expect("invariant: find_node returns nodes"))
 }
@@ -126,7 +146,7 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<NodeList>, ApiError> {
     let provision =
         match query.get("provision_state") {
             None => None,
@@ -155,14 +175,14 @@ async fn list(
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "nodes": nodes })))
+    Ok(Json(NodeList { nodes }))
 }
 
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(ident): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Node>, ApiError> {
     let project = caller.project_scope();
     let node = state
         .berth
@@ -247,7 +267,7 @@ fn enrolment(body: &Map<String, Value>) -> Result<EnrollNode, ApiError> {
 async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Node>), ApiError> {
     let uuid = state.berth.enroll_node(enrolment(&body)?).await?;
     let node = state
         .berth
@@ -336,7 +356,7 @@ async fn update(
     State(state): State<AppState>,
     Path(ident): Path<String>,
     ApiJson(body): ApiJson<Value>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Node>, ApiError> {
     let ops = body.as_array().ok_or_else(|| {
         ApiError::bad_request("The body must be a JSON Patch: a list of operations")
     })?;
@@ -344,7 +364,7 @@ async fn update(
     let mut node = state
         .berth
         .read_local(|catalog| shown(catalog, &uuid.to_string(), None))?;
-    node["leases"] = effects_json(&effects);
+    node.leases = Some(effects_json(&effects));
     Ok(Json(node))
 }
 
@@ -361,7 +381,7 @@ async fn deploy(
     caller: Caller,
     Path(ident): Path<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Node>, ApiError> {
     let field = |key: &str| {
         body.get(key)
             .ok_or_else(|| ApiError::bad_request(format!("{key} is required")))

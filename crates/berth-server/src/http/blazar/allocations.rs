@@ -1,15 +1,15 @@
 //! `/reservation/v1/os-hosts/allocations` and `/os-hosts/{id}/allocation`: which reservations
 //! hold each host, from the ledger; and `/os-hosts/properties`: what filters may name.
 
-use super::lease_wire::lease_time;
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
+use berth_api::time::{lease_time, record_time};
 use berth_core::model::ledger::Window;
 use berth_core::query::properties::HOST_PROPERTIES;
 use berth_core::{Catalog, Instant, Provider};
@@ -82,8 +82,8 @@ fn allocation(
                 json!({
                     "id": hold.reservation,
                     "lease_id": lease.id,
-                    "start_date": lease_time(hold.window.start),
-                    "end_date": lease_time(hold.window.end),
+                    "start_date": lease_time(hold.window.start.as_micros()),
+                    "end_date": lease_time(hold.window.end.as_micros()),
                 })
             })
         })
@@ -221,7 +221,7 @@ async fn set_privacy(
         .berth
         .set_property_privacy(name.clone(), private)
         .await?;
-    let now = super::record_time(state.berth.now());
+    let now = record_time(state.berth.now().as_micros());
     Ok(Json(json!({"resource_property": {
         "id": name,
         "resource_type": "physical:host",

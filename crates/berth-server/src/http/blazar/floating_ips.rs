@@ -2,15 +2,15 @@
 //! Admins register and remove them; anyone may list and show them.
 
 use super::hosts::text;
-use super::record_time;
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
+use berth_api::time::record_time;
 use berth_app::RegisterFloatingIp;
 use berth_core::model::lease::FloatingIp;
 use serde_json::{Map, Value, json};
@@ -55,8 +55,8 @@ fn fip_json(fip: &FloatingIp) -> Value {
         "subnet_id": fip.subnet_id,
         "floating_ip_address": fip.address,
         "reservable": fip.reservable,
-        "created_at": record_time(fip.created_at),
-        "updated_at": record_time(fip.updated_at),
+        "created_at": record_time(fip.created_at.as_micros()),
+        "updated_at": record_time(fip.updated_at.as_micros()),
     })
 }
 

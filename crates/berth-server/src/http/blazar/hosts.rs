@@ -2,22 +2,23 @@
 //! availability zone and typed extra capabilities.
 
 use super::lease_wire::lease_json;
-use super::record_time;
-use crate::http::AppState;
+use crate::http::attributes::{attr_json, attr_value};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::{StatusBody, effects_json};
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::blazar::{Host, HostEnvelope, HostList};
+use berth_api::time::record_time;
 use berth_app::{EnrollHost, Reallocation, Requester};
 use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
 use serde::Deserialize;
 use serde_json::json;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -141,29 +142,6 @@ fn total(provider: &Provider, class: &str, property: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A typed attribute (extra capability, node property) as JSON.
-pub(crate) fn attr_json(value: &AttrValue) -> Value {
-    match value {
-        AttrValue::String(text) => Value::String(text.clone()),
-        AttrValue::Bool(flag) => Value::Bool(*flag),
-        AttrValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
-        AttrValue::Number(n) => Number::from_f64(*n).map_or(Value::Null, Value::Number),
-    }
-}
-
-/// A typed attribute from JSON (`null`: remove it); 400 for arrays and objects.
-pub(crate) fn attr_value(key: &str, value: &Value) -> Result<Option<AttrValue>, ApiError> {
-    match value {
-        Value::Null => Ok(None),
-        Value::String(text) => Ok(Some(AttrValue::String(text.clone()))),
-        Value::Bool(flag) => Ok(Some(AttrValue::Bool(*flag))),
-        Value::Number(n) => Ok(Some(AttrValue::Number(n.as_f64().unwrap_or(f64::NAN)))),
-        Value::Array(_) | Value::Object(_) => Err(ApiError::bad_request(format!(
-            "Invalid value for extra capability {key}: only strings, numbers and booleans are allowed"
-        ))),
-    }
-}
-
 /// The Blazar representation of a host.
 fn representation(provider: &Provider) -> Option<Host> {
     let host = provider.host()?;
@@ -182,8 +160,8 @@ fn representation(provider: &Provider) -> Option<Host> {
         status: Some(provider.status().as_str().to_owned()),
         status_reason: provider.condition().and_then(|c| c.reason.clone()),
         trust_id: None,
-        created_at: record_time(host.enrolled_at),
-        updated_at: Some(record_time(provider.updated_at())),
+        created_at: record_time(host.enrolled_at.as_micros()),
+        updated_at: Some(record_time(provider.updated_at().as_micros())),
         extra: provider
             .attributes()
             .iter()

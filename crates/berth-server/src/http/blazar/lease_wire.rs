@@ -1,55 +1,18 @@
-//! The Blazar lease wire format: dates in and out, lenient typed fields as the Blazar client
-//! sends them, reservation specs, and the lease, event and counter-offer representations.
+//! The Blazar lease wire format: date fields, lenient typed fields as the Blazar client sends
+//! them, reservation specs, and the lease, event and record representations.
 
-use super::record_time;
 use crate::http::error::ApiError;
+use crate::http::fields::{integer, parse_date};
+use berth_api::time::{lease_time, record_time};
 use berth_core::decide::health::missing_resources;
 use berth_core::decide::lease::{LeaseUpdate, ReservationUpdate};
 use berth_core::limits::REQUEST_QUANTITY_MAX;
 use berth_core::model::lease::{
     Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec,
 };
-use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
-
-/// A lease date as Blazar returns it: `%Y-%m-%dT%H:%M:%S.%f` (microseconds), UTC.
-pub(crate) fn lease_time(at: Instant) -> String {
-    let micros = at.as_micros();
-    let seconds = micros.div_euclid(1_000_000);
-    let fraction = micros.rem_euclid(1_000_000);
-    jiff::Timestamp::from_second(seconds)
-        .map(|t| format!("{}.{fraction:06}", t.strftime("%Y-%m-%dT%H:%M:%S")))
-        .unwrap_or_default()
-}
-
-/// `text` as a UTC time written in one of the civil `formats`, or in RFC 3339 with any offset.
-pub(crate) fn utc(text: &str, formats: &[&str]) -> Option<jiff::Timestamp> {
-    formats
-        .iter()
-        .find_map(|format| jiff::civil::DateTime::strptime(format, text).ok())
-        .and_then(|dt| dt.to_zoned(jiff::tz::TimeZone::UTC).ok())
-        .map(|z| z.timestamp())
-        .or_else(|| text.parse::<jiff::Timestamp>().ok())
-}
-
-/// Parses a request date: `now`, Blazar's `YYYY-MM-DD HH:MM` (UTC), the same with seconds, or
-/// RFC 3339 with any offset (converted to UTC).
-pub(crate) fn parse_date(field: &str, text: &str, now: Instant) -> Result<Instant, ApiError> {
-    let text = text.trim();
-    if text.eq_ignore_ascii_case("now") {
-        return Ok(now);
-    }
-    let stamp = utc(text, &["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]);
-    stamp
-        .map(|t| Instant::from_micros(t.as_microsecond()))
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "{field}: {text} is an invalid date. Required format: %Y-%m-%d %H:%M, RFC 3339 or now"
-            ))
-        })
-}
 
 /// A required or optional date field.
 pub(crate) fn date_field(
@@ -73,27 +36,6 @@ pub(crate) fn count(
     min: u64,
 ) -> Result<Option<u64>, ApiError> {
     integer(body, field, min, u64::from(REQUEST_QUANTITY_MAX))
-}
-
-/// An integer field given as a JSON number or a numeric string, in `[min, max]`.
-pub(crate) fn integer(
-    body: &Map<String, Value>,
-    field: &str,
-    min: u64,
-    max: u64,
-) -> Result<Option<u64>, ApiError> {
-    let bad = || ApiError::bad_request(format!("{field} must be an integer from {min} to {max}"));
-    let value = match body.get(field) {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Number(n)) => n.as_i64().ok_or_else(bad)?,
-        Some(Value::String(text)) => text.trim().parse::<i64>().map_err(|_| bad())?,
-        Some(_) => return Err(bad()),
-    };
-    u64::try_from(value)
-        .ok()
-        .filter(|v| (min..=max).contains(v))
-        .map(Some)
-        .ok_or_else(bad)
 }
 
 fn required_count(body: &Map<String, Value>, field: &str, min: u64) -> Result<u64, ApiError> {
@@ -273,8 +215,8 @@ pub(crate) fn reservation_json(lease: &Lease, r: &Reservation, catalog: &Catalog
         "resources_changed": r.resources_changed,
         "resource_id": r.id,
         "resource_type": r.spec.resource_type(),
-        "created_at": record_time(r.created_at),
-        "updated_at": record_time(r.updated_at),
+        "created_at": record_time(r.created_at.as_micros()),
+        "updated_at": record_time(r.updated_at.as_micros()),
     });
     let extra = match &r.spec {
         ReservationSpec::Host {
@@ -337,10 +279,10 @@ pub(crate) fn event_json(lease: &Lease, event: &LeaseEvent) -> Value {
         "id": event.id,
         "lease_id": lease.id,
         "event_type": event.kind.as_str(),
-        "time": lease_time(event.at),
+        "time": lease_time(event.at.as_micros()),
         "status": event.status.as_str(),
-        "created_at": record_time(event.created_at),
-        "updated_at": record_time(event.updated_at),
+        "created_at": record_time(event.created_at.as_micros()),
+        "updated_at": record_time(event.updated_at.as_micros()),
     })
 }
 
@@ -349,16 +291,16 @@ pub(crate) fn lease_json(lease: &Lease, catalog: &Catalog) -> Value {
     json!({
         "id": lease.id,
         "name": lease.name,
-        "start_date": lease_time(lease.start),
-        "end_date": lease_time(lease.end),
+        "start_date": lease_time(lease.start.as_micros()),
+        "end_date": lease_time(lease.end.as_micros()),
         "status": lease.status.as_str(),
         "status_reason": lease.status_reason,
         "degraded": lease.degraded,
         "user_id": lease.user_id,
         "project_id": lease.project_id,
         "trust_id": Value::Null,
-        "created_at": record_time(lease.created_at),
-        "updated_at": record_time(lease.updated_at),
+        "created_at": record_time(lease.created_at.as_micros()),
+        "updated_at": record_time(lease.updated_at.as_micros()),
         "reservations": lease.reservations.iter().map(|r| reservation_json(lease, r, catalog)).collect::<Vec<_>>(),
         "events": lease.events.iter().map(|e| event_json(lease, e)).collect::<Vec<_>>(),
     })
@@ -370,25 +312,7 @@ pub(crate) fn record_json(record: &LeaseRecord) -> Value {
     json!({
         "lease_id": record.lease_id,
         "type": record.kind,
-        "time": lease_time(record.at),
+        "time": lease_time(record.at.as_micros()),
         "details": details,
-    })
-}
-
-/// Why a request does not fit and the counter-offer, as berth adds them to a 409.
-pub(crate) fn refusal_json(refusal: &Refusal) -> Value {
-    json!({
-        "reservations": refusal.shortfalls.iter().map(|s| json!({
-            "index": s.index,
-            "resource_type": s.resource_type,
-            "requested": s.requested,
-            "available": s.available,
-            "reason": s.reason,
-        })).collect::<Vec<_>>(),
-        "counter_offer": {
-            "amounts": refusal.amounts,
-            "earliest_start": refusal.earliest_start.map(lease_time),
-            "truncated": refusal.truncated,
-        },
     })
 }

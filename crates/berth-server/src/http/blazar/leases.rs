@@ -4,14 +4,14 @@
 //! A lease is visible to its own project and to admins; to anyone else it does not exist (404).
 
 use super::lease_wire::{
-    self, date_field, lease_json, lease_update, record_json, refusal_json, reservation_objects,
-    reservation_spec,
+    self, date_field, lease_json, lease_update, record_json, reservation_objects, reservation_spec,
 };
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::idempotency::IdempotencyHeader;
+use crate::http::rejection::refusal_json;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -303,8 +303,8 @@ async fn availability(
         .collect();
     let mut out = json!({
         "fits": answer.refusal.is_none(),
-        "start_date": lease_wire::lease_time(start),
-        "end_date": lease_wire::lease_time(end),
+        "start_date": berth_api::time::lease_time(start.as_micros()),
+        "end_date": berth_api::time::lease_time(end.as_micros()),
         "availability_zones": zones,
     });
     match &answer.refusal {

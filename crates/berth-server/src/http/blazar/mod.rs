@@ -10,7 +10,6 @@ use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
-use berth_core::Instant;
 use serde_json::{Value, json};
 
 /// Registers every reservation route.
@@ -42,11 +41,4 @@ async fn versions() -> Json<Value> {
         "status": "CURRENT",
         "links": [{"href": "/reservation/v1/", "rel": "self"}],
     }]}))
-}
-
-/// Blazar's format for `created_at` and `updated_at`: `YYYY-MM-DD HH:MM:SS`.
-pub fn record_time(at: Instant) -> String {
-    jiff::Timestamp::from_microsecond(at.as_micros())
-        .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_default()
 }

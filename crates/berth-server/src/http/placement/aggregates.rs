@@ -1,11 +1,11 @@
 //! `/resource_providers/{uuid}/aggregates` (1.1; generations from 1.19).
 
-use super::{find, provider_uuid, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::wire::{find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::json_bytes;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::State;
 use axum::extract::{Path, Request};

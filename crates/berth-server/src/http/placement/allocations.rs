@@ -1,12 +1,12 @@
 //! `/allocations/{consumer}`, `POST /allocations` (1.13), `/resource_providers/{uuid}/allocations`
 //! and `POST /reshaper` (1.30).
 
-use super::{find, provider_uuid, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::wire::{find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::json_bytes;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::{Path, Request, State};
 use axum::http::{Method, StatusCode};

@@ -1,12 +1,13 @@
 //! `GET /allocation_candidates` (1.10): request parsing with Placement's microversion gates and
 //! messages, and the response shapes of every microversion.
 
-use super::{caching_headers, query};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::query;
+use super::wire::caching_headers;
 use crate::http::error::ApiError;
 use crate::http::rejection::to_api_error;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};

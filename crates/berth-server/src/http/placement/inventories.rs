@@ -1,12 +1,12 @@
 //! `/resource_providers/{uuid}/inventories[/{class}]`, `/usages` and `/allocations` of one provider.
 
-use super::{MOUNT, absolute_url, find, provider_uuid, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::wire::{MOUNT, absolute_url, find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::rejection::CONCURRENT_UPDATE;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::Path;
 use axum::extract::State;

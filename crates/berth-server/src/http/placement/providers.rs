@@ -1,12 +1,13 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`.
 
-use super::{MOUNT, absolute_url, find, provider_uuid, query, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::query;
+use super::wire::{MOUNT, absolute_url, find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::http::status::{StatusBody, condition_json, effects_json};
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
@@ -31,6 +32,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List resource providers",
             list,
         )
+        .answers::<ResourceProviderList>(200)
         .add(
             Method::POST,
             "/placement/resource_providers",
@@ -38,6 +40,9 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a resource provider",
             create,
         )
+        .accepts::<CreateResourceProvider>()
+        .answers::<ResourceProvider>(200)
+        .answers_empty(201)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}",
@@ -45,6 +50,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a resource provider",
             show,
         )
+        .answers::<ResourceProvider>(200)
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}",
@@ -52,6 +58,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a resource provider",
             update,
         )
+        .accepts::<UpdateResourceProvider>()
+        .answers::<ResourceProvider>(200)
         .add(
             Method::DELETE,
             "/placement/resource_providers/{uuid}",
@@ -59,6 +67,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a resource provider",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/status",

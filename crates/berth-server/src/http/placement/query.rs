@@ -1,8 +1,8 @@
 //! Query-string parameters of the Placement API, parsed exactly as Placement parses them,
 //! including their microversion gates and error messages.
 
-use crate::http::context::Microversion;
 use crate::http::error::ApiError;
+use crate::http::surface::Microversion;
 use berth_core::query::providers::{MemberOf, TraitFilter};
 use berth_core::{Catalog, ResourceClass, TraitName};
 use std::collections::BTreeSet;
@@ -207,7 +207,7 @@ mod tests {
     fn mv(minor: u16) -> Microversion {
         // Only the negotiation code builds microversions; tests go through it as well.
         let header = format!("placement 1.{minor}");
-        crate::http::context::tests_support::negotiate(&header)
+        crate::http::surface::tests_support::negotiate(&header)
     }
 
     const A: &str = "00000000-0000-0000-0000-00000000000a";

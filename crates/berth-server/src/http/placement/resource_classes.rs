@@ -1,11 +1,11 @@
 //! `/resource_classes` and `/resource_classes/{name}` (1.2).
 
-use super::{MOUNT, absolute_url, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::wire::{MOUNT, absolute_url, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::Path;
 use axum::extract::State;

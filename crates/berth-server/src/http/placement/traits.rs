@@ -1,11 +1,12 @@
 //! `/traits`, `/traits/{name}` and `/resource_providers/{uuid}/traits` (1.6).
 
-use super::{find, provider_uuid, query, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::query;
+use super::wire::{find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::State;
 use axum::extract::{Path, RawQuery};

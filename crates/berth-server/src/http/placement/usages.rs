@@ -1,11 +1,12 @@
 //! `GET /usages` (1.9): what a project (and optionally a user) holds, grouped by consumer type
 //! from 1.38.
 
-use super::{query, respond};
-use crate::http::AppState;
-use crate::http::context::Microversion;
+use super::query;
+use super::wire::respond;
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::{RawQuery, State};
 use axum::http::Method;

@@ -2,10 +2,10 @@
 //! and `/promise/policy` (the reservation policy: anyone reads it, admins set it).
 
 use super::wire::{Input, flag, number, text};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};

@@ -4,10 +4,10 @@
 //! step function of each (`utilization`).
 
 use super::wire::{Input, flag, object, ok, rpc_error, size, text, time, uuids};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};

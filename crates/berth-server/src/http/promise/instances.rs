@@ -3,10 +3,10 @@
 //! capacity, recorded as placement allocations.
 
 use super::wire::{Input, ok, rpc_error, text, time};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;

@@ -23,6 +23,7 @@ pub fn register(routes: &mut Routes) {
     admin::register(routes);
     capacity::register(routes);
     reservations::register(routes);
+    rpc::register(routes);
     instances::register(routes);
     pools::register(routes);
     subscriptions::register(routes);

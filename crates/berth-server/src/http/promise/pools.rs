@@ -3,10 +3,10 @@
 
 use super::reservations::vector_classes;
 use super::wire::{Input, date, flag, object, ok, rpc_error, size, text, time};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};

@@ -3,11 +3,11 @@
 //! both styles share (`reservationData`, status, remaining capacity, counter-offers).
 
 use super::wire::{Input, count, date, object, size, text, time};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -55,7 +55,6 @@ pub(super) fn register(routes: &mut Routes) {
             "Terminate a reservation (ETSI style)",
             terminate,
         );
-    super::rpc::register(routes);
 }
 
 pub(super) fn kind_of(path: &str) -> Result<PromiseKind, ApiError> {

@@ -5,11 +5,11 @@
 use super::capacity::rpc_window;
 use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
 use super::wire::{Input, count, date, object, ok, rpc_error, size, text, time, uuids};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;

@@ -8,10 +8,10 @@
 
 use super::reservations::kind_of;
 use super::wire::{Input, number, object, text, time};
-use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
 use crate::notifier::destination::Destinations;
 use crate::policy::Rule;
 use axum::extract::{Path, Query, State};

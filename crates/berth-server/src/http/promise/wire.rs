@@ -1,9 +1,9 @@
 //! The Promise wire format: the input of a request (JSON body on any method, merged with query
 //! parameters), lenient numbers, dates, and the RPC result envelope.
 
-use crate::http::AppState;
-use crate::http::blazar::lease_wire::parse_date;
 use crate::http::error::ApiError;
+use crate::http::fields::{integer, parse_date};
+use crate::http::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
@@ -101,7 +101,7 @@ pub(super) fn number(
     field: &str,
     max: u64,
 ) -> Result<Option<u64>, ApiError> {
-    crate::http::blazar::lease_wire::integer(body, field, 0, max)
+    integer(body, field, 0, max)
 }
 
 /// A count (instances, addresses, volumes, cores) within the reservation bounds.

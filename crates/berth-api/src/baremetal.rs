@@ -1,0 +1,105 @@
+//! Wire types of the bare-metal API (`/baremetal/v1`): nodes and node claims.
+
+use crate::common::Link;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+/// One version of the API in the version list.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Version {
+    /// `v1`.
+    pub id: String,
+    /// `CURRENT`.
+    pub status: String,
+    /// Where the version's root is.
+    pub links: Vec<Link>,
+}
+
+/// `GET /baremetal`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct VersionList {
+    /// The versions served.
+    pub versions: Vec<Version>,
+}
+
+/// A node as the API shows it. Another project's claim on it shows as `claimed` without its id.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Node {
+    /// The node's uuid (its provider's).
+    pub uuid: Uuid,
+    /// Its unique name.
+    pub name: String,
+    /// The class of the one unit it offers, for example `baremetal.gold`.
+    pub resource_class: String,
+    /// `enroll`, `manageable`, `available`, `active`, ...
+    pub provision_state: String,
+    /// Whether the node is in maintenance (down or marked so).
+    pub maintenance: bool,
+    /// Why, when it is.
+    pub maintenance_reason: Option<String>,
+    /// The instance deployed on it.
+    pub instance_uuid: Option<Uuid>,
+    /// Whether a live claim holds it.
+    pub claimed: bool,
+    /// That claim, when the caller may see it.
+    pub claim_uuid: Option<Uuid>,
+    /// Typed properties: strings, numbers and booleans.
+    pub properties: Map<String, Value>,
+    /// Its traits.
+    pub traits: Vec<String>,
+    /// Its availability zone.
+    pub availability_zone: Option<String>,
+    /// When it was enrolled (RFC 3339, UTC).
+    pub created_at: String,
+    /// When it last changed (RFC 3339, UTC).
+    pub updated_at: String,
+    /// `self`.
+    pub links: Vec<Link>,
+    /// After a change (`PATCH`): the leases it healed or degraded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<Value>,
+}
+
+/// `GET /baremetal/v1/nodes`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct NodeList {
+    /// The nodes the filters select.
+    pub nodes: Vec<Node>,
+}
+
+/// A node claim (the spec's "reservation" of a node for an instance).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Claim {
+    /// The claim's uuid.
+    pub uuid: Uuid,
+    /// The node it holds.
+    pub node_uuid: Uuid,
+    /// The instance it holds the node for.
+    pub instance_uuid: Uuid,
+    /// The project that holds it.
+    pub project_id: String,
+    /// When it was made (RFC 3339, UTC).
+    pub created_at: String,
+    /// When it last changed (RFC 3339, UTC).
+    pub updated_at: String,
+    /// When it expires unless the node is deployed (RFC 3339, UTC).
+    pub expires_at: String,
+    /// `self`.
+    pub links: Vec<Link>,
+}
+
+/// `POST /baremetal/v1/reservations` and `GET /baremetal/v1/reservations/{uuid}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ClaimEnvelope {
+    /// The claim.
+    pub reservation: Claim,
+}
+
+/// `GET /baremetal/v1/reservations`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ClaimList {
+    /// The claims the caller may see.
+    pub reservations: Vec<Claim>,
+}

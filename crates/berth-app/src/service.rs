@@ -1,0 +1,474 @@
+//! The service type and its one write path: the writer lock, the queue of decisions, the group
+//! commit, and the two catalogs (the writers' working copy and the readers').
+
+use crate::deadline::Deadline;
+use crate::error::AppError;
+use berth_core::{Catalog, Change, Instant, Rejection};
+use berth_store::{Store, StoreError};
+use std::any::Any;
+use std::collections::VecDeque;
+use std::sync::{Arc, RwLock};
+use tokio::sync::{Mutex, Notify, OwnedMutexGuard, oneshot};
+use uuid::Uuid;
+
+/// A duration in microseconds, saturating.
+pub(crate) fn micros(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// The source of the current time.
+pub trait Clock: Send + Sync + 'static {
+    /// Now.
+    fn now(&self) -> Instant;
+}
+
+/// The source of new ids.
+pub trait IdGen: Send + Sync + 'static {
+    /// A new, unique, time-ordered uuid.
+    fn uuid(&self) -> Uuid;
+}
+
+/// A decision waiting to be made and committed, with the way back to its caller.
+struct Pending {
+    /// Identifies it in the queue (for withdrawing it at its deadline).
+    id: u64,
+    decide: Decide,
+    reply: Reply,
+    /// The deadline of the request that made it, if any.
+    deadline: Option<Arc<Deadline>>,
+}
+
+/// The way back to a decision's caller.
+type Reply = oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>;
+
+type Decide = Box<
+    dyn FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, Box<dyn Any + Send>), Rejection> + Send,
+>;
+
+/// The writers' working copy of the catalog.
+struct Working {
+    catalog: Catalog,
+    /// Set while a batch is being applied; a batch cut short leaves it set, and the next writer
+    /// reloads from the database before deciding anything.
+    dirty: bool,
+}
+
+/// The berth service: the catalog, the store behind it, and the injected clock and ids.
+pub struct Berth {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGen>,
+    /// What readers see: only committed state.
+    pub(crate) catalog: Arc<RwLock<Catalog>>,
+    /// The writers' copy, ahead of `catalog` only while a batch is being committed.
+    writer: Arc<Mutex<Working>>,
+    /// Decisions waiting for the next batch.
+    queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+    /// The id of the next queued decision.
+    next_pending: std::sync::atomic::AtomicU64,
+    /// Wakes the lifecycle engine when a lease changes in this process.
+    pub(crate) lifecycle: Notify,
+    /// Whether unreserved consumers are kept out of fenced capacity (`true` by default).
+    fence_unreserved: std::sync::atomic::AtomicBool,
+    /// How long before a lease starts the preemptible consumers in its way are told.
+    pub(crate) notice_lead_micros: std::sync::atomic::AtomicI64,
+    /// How long node claims hold when a request does not say.
+    pub(crate) claim_ttl_micros: std::sync::atomic::AtomicI64,
+}
+
+impl std::fmt::Debug for Berth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Berth")
+            .field("backend", &self.store.backend())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Berth {
+    /// Loads the catalog from `store` and returns a ready service.
+    pub async fn open(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGen>,
+    ) -> Result<Berth, AppError> {
+        let rows = store.load_catalog().await?;
+        let catalog = Catalog::from_rows(rows);
+        let working = Working {
+            catalog: catalog.clone(),
+            dirty: false,
+        };
+        Ok(Berth {
+            store,
+            clock,
+            ids,
+            catalog: Arc::new(RwLock::new(catalog)),
+            writer: Arc::new(Mutex::new(working)),
+            queue: Arc::new(std::sync::Mutex::new(VecDeque::new())),
+            next_pending: std::sync::atomic::AtomicU64::new(0),
+            lifecycle: Notify::new(),
+            fence_unreserved: std::sync::atomic::AtomicBool::new(true),
+            notice_lead_micros: std::sync::atomic::AtomicI64::new(
+                berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+            ),
+            claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
+        })
+    }
+
+    /// Sets whether unreserved consumers are kept out of capacity leases hold (the default) or
+    /// not (strict Placement behaviour).
+    pub fn set_fence_policy(&self, policy: berth_core::decide::fence::FencePolicy) {
+        let on = policy == berth_core::decide::fence::FencePolicy::Enforced;
+        self.fence_unreserved
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sets how long before a lease starts the preemptible consumers it will evict are told
+    /// (for leases created from now on).
+    pub fn set_preemption_notice(&self, lead: std::time::Duration) {
+        self.notice_lead_micros
+            .store(micros(lead), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether unreserved consumers are kept out of capacity leases hold.
+    pub fn fence_policy(&self) -> berth_core::decide::fence::FencePolicy {
+        match self
+            .fence_unreserved
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            true => berth_core::decide::fence::FencePolicy::Enforced,
+            false => berth_core::decide::fence::FencePolicy::Off,
+        }
+    }
+
+    /// The name of the storage backend.
+    pub fn backend(&self) -> &'static str {
+        self.store.backend()
+    }
+
+    /// The current time, from the injected clock.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Checks that the database answers.
+    pub async fn ready(&self) -> Result<(), AppError> {
+        Ok(self.store.ping().await?)
+    }
+
+    /// Runs `f` over a current catalog. Another replica's writes become visible here: when the
+    /// stored sequence moved past the catalog's, the catalog is reloaded first.
+    pub async fn read<R>(&self, f: impl FnOnce(&Catalog) -> R) -> Result<R, AppError> {
+        self.refresh().await?;
+        Ok(self.read_now(f))
+    }
+
+    /// Runs `f` over the catalog as this process last committed or loaded it, without asking the
+    /// store whether another replica wrote since: for answering with what a write of this
+    /// process has just committed (which is in it).
+    pub fn read_local<R>(&self, f: impl FnOnce(&Catalog) -> R) -> R {
+        self.read_now(f)
+    }
+
+    fn read_now<R>(&self, f: impl FnOnce(&Catalog) -> R) -> R {
+        let catalog = self
+            .catalog
+            .read()
+            .expect("invariant: catalog lock is never poisoned");
+        f(&catalog)
+    }
+
+    async fn refresh(&self) -> Result<(), AppError> {
+        let stored = self.store.catalog_seq().await?;
+        if stored == self.read_now(Catalog::seq) {
+            return Ok(());
+        }
+        // A batch in this process may be between its commit and its apply; wait for it.
+        let _writer = self.writer.lock().await;
+        if stored <= self.read_now(Catalog::seq) {
+            return Ok(());
+        }
+        let rows = self.store.load_catalog().await?;
+        replace_catalog(&self.catalog, Catalog::from_rows(rows));
+        Ok(())
+    }
+
+    /// The one write path. The decision is queued; whichever writer holds the writer lock takes
+    /// every queued decision (up to [`BATCH_LEN_MAX`]), makes them in order over its working
+    /// catalog inside one store transaction, and commits them together (group commit). Each
+    /// caller gets its own answer; a refused decision does not affect the others.
+    ///
+    /// A batch runs in a task of its own, so neither a caller going away nor its deadline can
+    /// cut a commit short. Under a request [`Deadline`], a decision still queued when the
+    /// deadline expires is withdrawn and answered [`AppError::TimedOut`] (nothing was changed);
+    /// one already taken into a batch is answered with that batch's outcome, however late.
+    /// A decision whose caller is gone is never made.
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        decide: impl FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, T), Rejection> + Send + 'static,
+    ) -> Result<T, AppError> {
+        let (reply, mut answer) = oneshot::channel();
+        let decide: Decide = Box::new(move |catalog, now| {
+            decide(catalog, now)
+                .map(|(changes, value)| (changes, Box::new(value) as Box<dyn Any + Send>))
+        });
+        let deadline = Deadline::current();
+        let id = self
+            .next_pending
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let watch = deadline.clone();
+        let mut watching = watch.is_some();
+        self.queue
+            .lock()
+            .expect("invariant: queue lock is never poisoned")
+            .push_back(Pending {
+                id,
+                decide,
+                reply,
+                deadline,
+            });
+        let result = loop {
+            let expiry = async {
+                match &watch {
+                    Some(deadline) if watching => deadline.closed().await,
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                result = &mut answer => {
+                    // A closed channel: the batch task ended without answering (it panicked).
+                    break result.unwrap_or_else(|_| Err(abandoned()));
+                }
+                () = expiry => {
+                    if self.withdraw(id) {
+                        break Err(AppError::TimedOut);
+                    }
+                    // A batch met it first and answers it (closed: with the same answer).
+                    watching = false;
+                }
+                working = Arc::clone(&self.writer).lock_owned() => {
+                    if let Ok(result) = answer.try_recv() {
+                        break result;
+                    }
+                    let batch = self.batch();
+                    // Waiting for the task is all this caller does; dropping the wait leaves the
+                    // batch running to its end.
+                    let _ = tokio::spawn(batch.run(working)).await;
+                }
+            }
+        };
+        result.map(|value| {
+            *value
+                .downcast::<T>()
+                .expect("invariant: a decision answers with its own type")
+        })
+    }
+
+    /// Removes a queued decision of a closed request: `true` when it was still queued.
+    fn withdraw(&self, id: u64) -> bool {
+        let mut queue = self
+            .queue
+            .lock()
+            .expect("invariant: queue lock is never poisoned");
+        match queue.iter().position(|p| p.id == id) {
+            Some(idx) => queue.remove(idx).is_some(),
+            None => false,
+        }
+    }
+
+    /// What a batch task needs of the service.
+    fn batch(&self) -> Batch {
+        Batch {
+            store: Arc::clone(&self.store),
+            clock: Arc::clone(&self.clock),
+            catalog: Arc::clone(&self.catalog),
+            queue: Arc::clone(&self.queue),
+        }
+    }
+
+    pub(crate) fn new_uuid(&self) -> Uuid {
+        self.ids.uuid()
+    }
+}
+
+/// One batch leader's work, owned by the task that runs it.
+struct Batch {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    catalog: Arc<RwLock<Catalog>>,
+    queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+}
+
+impl Batch {
+    /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
+    /// is gone or whose request was closed at its deadline, and commits them.
+    async fn run(self, mut working: OwnedMutexGuard<Working>) {
+        let batch: Vec<Pending> = {
+            let mut queue = self
+                .queue
+                .lock()
+                .expect("invariant: queue lock is never poisoned");
+            let mut batch = Vec::new();
+            // Bounded by the queue's length and the batch's.
+            while batch.len() < BATCH_LEN_MAX {
+                let Some(pending) = queue.pop_front() else {
+                    break;
+                };
+                if pending.reply.is_closed() {
+                    continue;
+                }
+                match pending.deadline.as_ref().is_none_or(|d| d.take()) {
+                    true => batch.push(pending),
+                    false => {
+                        let _ = pending.reply.send(Err(AppError::TimedOut));
+                    }
+                }
+            }
+            batch
+        };
+        self.commit_batch(&mut working, batch).await;
+    }
+
+    async fn commit_batch(&self, working: &mut Working, batch: Vec<Pending>) {
+        if batch.is_empty() {
+            return;
+        }
+        let mut tx = match self.store.begin_write().await {
+            Ok(tx) => tx,
+            Err(error) => return fail(batch, &error),
+        };
+        let stored = match tx.catalog_seq().await {
+            Ok(seq) => seq,
+            Err(error) => return fail(batch, &error),
+        };
+        if working.dirty || stored != working.catalog.seq() {
+            match tx.load_catalog().await {
+                Ok(rows) => working.catalog = Catalog::from_rows(rows),
+                Err(error) => return fail(batch, &error),
+            }
+            replace_catalog(&self.catalog, working.catalog.clone());
+        }
+        working.dirty = true;
+        let now = self.clock.now();
+        let mut changes = Vec::new();
+        let mut accepted = Vec::with_capacity(batch.len());
+        // Refusals are answered once the batch is settled, so that whatever a refused caller
+        // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
+        let mut refused = Vec::new();
+        for pending in batch {
+            // The caller went away while the batch began: nobody would learn the outcome.
+            if pending.reply.is_closed() {
+                continue;
+            }
+            match (pending.decide)(&working.catalog, now) {
+                Err(rejection) => refused.push((pending.reply, rejection)),
+                Ok((decided, value)) => {
+                    working.catalog.apply(&decided);
+                    changes.extend(decided);
+                    accepted.push((pending.reply, value));
+                }
+            }
+        }
+        let refuse = |refused: Vec<(Reply, Rejection)>| {
+            for (reply, rejection) in refused {
+                let _ = reply.send(Err(AppError::Rejected(rejection)));
+            }
+        };
+        if changes.is_empty() {
+            working.dirty = false;
+            for (reply, value) in accepted {
+                let _ = reply.send(Ok(value));
+            }
+            return refuse(refused);
+        }
+        // Asserted before the commit, so that a decision which breaks an invariant is never
+        // stored: the panic drops the transaction (rolled back) and leaves the working catalog
+        // dirty, to be reloaded by the next batch. Debug builds only: the check visits the
+        // whole catalog.
+        #[cfg(debug_assertions)]
+        if let Err(broken) = working.catalog.check_invariants() {
+            panic!("a decision would break an invariant; nothing was committed: {broken}");
+        }
+        let committed = match tx.persist(&changes, now).await {
+            Ok(()) => tx.commit().await,
+            Err(error) => Err(error),
+        };
+        let seq = match committed {
+            Ok(seq) => seq,
+            Err(error) => {
+                let replies = accepted.into_iter().map(|(reply, _)| reply);
+                fail_replies(replies, &error);
+                return refuse(refused);
+            }
+        };
+        working.catalog.set_seq(seq);
+        {
+            let mut catalog = self
+                .catalog
+                .write()
+                .expect("invariant: catalog lock is never poisoned");
+            catalog.apply(&changes);
+            catalog.set_seq(seq);
+        }
+        working.dirty = false;
+        for (reply, value) in accepted {
+            let _ = reply.send(Ok(value));
+        }
+        refuse(refused);
+    }
+}
+
+/// Puts a freshly loaded catalog in the readers' place, unless it is older than theirs.
+fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
+    let mut catalog = catalog
+        .write()
+        .expect("invariant: catalog lock is never poisoned");
+    if fresh.seq() < catalog.seq() {
+        return;
+    }
+    tracing::info!(from = catalog.seq(), to = fresh.seq(), "catalog reloaded");
+    *catalog = fresh;
+}
+
+/// The answer of a decision whose batch task ended without answering (it panicked): whether
+/// its batch committed is unknown, so it is a storage failure, not a retryable refusal.
+fn abandoned() -> AppError {
+    AppError::Store(StoreError::Backend(
+        "the write batch ended without an answer".into(),
+    ))
+}
+
+/// Most decisions one batch commits together.
+/// How long a node claim holds its node unless the request or the configuration says
+/// otherwise: 10 minutes.
+pub const CLAIM_TTL_DEFAULT: std::time::Duration = std::time::Duration::from_secs(600);
+
+pub const BATCH_LEN_MAX: usize = 256;
+
+/// Answers every decision of a batch that could not be committed.
+fn fail(batch: Vec<Pending>, error: &StoreError) {
+    fail_replies(batch.into_iter().map(|p| p.reply), error);
+}
+
+fn fail_replies(replies: impl Iterator<Item = Reply>, error: &StoreError) {
+    tracing::error!(error = %error, "a write batch could not be committed");
+    for reply in replies {
+        let answer = match error {
+            StoreError::Busy => AppError::Busy,
+            other => AppError::Store(StoreError::Backend(other.to_string().into())),
+        };
+        let _ = reply.send(Err(answer));
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(error: StoreError) -> AppError {
+        match error {
+            StoreError::Busy => AppError::Busy,
+            other => AppError::Store(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,46 @@
+//! Lenient fields of JSON request bodies, as OpenStack clients send them, shared by the Blazar
+//! and Promise surfaces: integers given as JSON numbers or numeric strings, and request dates
+//! (`now`, Blazar's `YYYY-MM-DD HH:MM`, RFC 3339).
+
+use crate::http::error::ApiError;
+use berth_api::time::utc;
+use berth_core::Instant;
+use serde_json::{Map, Value};
+
+/// Parses a request date: `now`, Blazar's `YYYY-MM-DD HH:MM` (UTC), the same with seconds, or
+/// RFC 3339 with any offset (converted to UTC).
+pub fn parse_date(field: &str, text: &str, now: Instant) -> Result<Instant, ApiError> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("now") {
+        return Ok(now);
+    }
+    let stamp = utc(text, &["%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]);
+    stamp
+        .map(|t| Instant::from_micros(t.as_microsecond()))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{field}: {text} is an invalid date. Required format: %Y-%m-%d %H:%M, RFC 3339 or now"
+            ))
+        })
+}
+
+/// An integer field given as a JSON number or a numeric string, in `[min, max]`.
+pub fn integer(
+    body: &Map<String, Value>,
+    field: &str,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>, ApiError> {
+    let bad = || ApiError::bad_request(format!("{field} must be an integer from {min} to {max}"));
+    let value = match body.get(field) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_i64().ok_or_else(bad)?,
+        Some(Value::String(text)) => text.trim().parse::<i64>().map_err(|_| bad())?,
+        Some(_) => return Err(bad()),
+    };
+    u64::try_from(value)
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .map(Some)
+        .ok_or_else(bad)
+}

@@ -1,0 +1,37 @@
+//! The state every handler and middleware shares ([`AppState`]), and the limits applied to
+//! every request.
+
+use crate::auth::Authenticator;
+use crate::metrics::Metrics;
+use crate::policy::Authorization;
+use berth_app::Berth;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// State shared by every handler.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    /// The service.
+    pub berth: Arc<Berth>,
+    /// Who is calling.
+    pub auth: Arc<Authenticator>,
+    /// Request metrics.
+    pub metrics: Metrics,
+    /// The OpenAPI document of every route served.
+    pub openapi: Arc<serde_json::Value>,
+    /// The rule of every route, and the operator's policy.
+    pub authz: Arc<Authorization>,
+    /// Limits applied to every request (a long poll ends before the request timeout).
+    pub limits: HttpLimits,
+}
+
+/// Limits applied to every request.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    /// Largest request body.
+    pub body_limit_bytes: usize,
+    /// When a request's deadline passes: a request none of whose writes was taken for a commit
+    /// is cut short then; one with a write being committed answers with its outcome (within
+    /// [`COMMIT_GRACE`](crate::http::deadline::COMMIT_GRACE)).
+    pub request_timeout: Duration,
+}

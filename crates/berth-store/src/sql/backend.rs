@@ -1,0 +1,106 @@
+//! What an SQL adapter supplies ([`SqlBackend`]), and the few helpers the shared code runs its
+//! statements with.
+
+use super::driver::{Bind, Driver, Read, ReadText};
+use super::statements::Statements;
+use crate::port::StoreError;
+use berth_core::model::lease::Lease;
+use sqlx::{Database, Pool, Transaction};
+use std::future::Future;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// A connection of the backend's database.
+pub type Conn<B> = <<B as SqlBackend>::Db as Database>::Connection;
+
+/// An SQL database behind berth's store port: what an adapter supplies.
+pub trait SqlBackend: Send + Sync + 'static {
+    /// The sqlx database, able to bind and read every column type berth stores.
+    type Db: Driver
+        + Bind<i64>
+        + Bind<f64>
+        + Bind<bool>
+        + Bind<String>
+        + for<'a> Bind<&'a str>
+        + for<'a> Bind<Option<&'a str>>
+        + Bind<Self::Uuid>
+        + Bind<Option<Self::Uuid>>
+        + Read<i64>
+        + Read<f64>
+        + Read<bool>
+        + Read<String>
+        + Read<Option<String>>
+        + ReadText;
+
+    /// A uuid as a parameter binds it.
+    type Uuid: Send;
+
+    /// A short name of the backend (`sqlite`, `postgres`).
+    const BACKEND: &'static str;
+
+    /// The text of every statement.
+    const SQL: &'static Statements;
+
+    /// The pool every transaction and read takes its connection from.
+    fn pool(&self) -> &Pool<Self::Db>;
+
+    /// A uuid as a parameter.
+    fn uuid(id: Uuid) -> Self::Uuid;
+
+    /// The uuid in `column` of `row`, `None` for NULL.
+    fn read_uuid(
+        row: &<Self::Db as Database>::Row,
+        column: &str,
+    ) -> Result<Option<Uuid>, StoreError>;
+
+    /// Maps a driver error to the port's error (busy, a constraint, or a backend fault).
+    fn map_err(error: sqlx::Error) -> StoreError;
+
+    /// Begins a transaction that sees one consistent snapshot, for a whole-catalog read.
+    fn begin_snapshot(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send;
+
+    /// Begins a transaction that excludes every other catalog writer, in this process and in
+    /// every other, until it commits or is dropped.
+    fn begin_locked(
+        &self,
+    ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send;
+
+    /// Reads every lease, in any order.
+    fn load_leases(
+        conn: &mut Conn<Self>,
+    ) -> impl Future<Output = Result<Vec<Arc<Lease>>, StoreError>> + Send;
+}
+
+/// Runs a statement that returns no rows.
+pub(super) async fn execute<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    query: super::driver::SqlQuery<'_, B::Db>,
+) -> Result<(), StoreError> {
+    B::Db::run(conn, query).await.map_err(B::map_err)
+}
+
+/// Runs a statement and returns every row.
+pub(super) async fn fetch_all<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    query: super::driver::SqlQuery<'_, B::Db>,
+) -> Result<Vec<<B::Db as Database>::Row>, StoreError> {
+    B::Db::rows(conn, query).await.map_err(B::map_err)
+}
+
+/// Runs a statement and returns its one row.
+pub(super) async fn fetch_one<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    query: super::driver::SqlQuery<'_, B::Db>,
+) -> Result<<B::Db as Database>::Row, StoreError> {
+    B::Db::row(conn, query).await.map_err(B::map_err)
+}
+
+/// Reads a uuid column that is never NULL.
+pub(super) fn uuid_column<B: SqlBackend>(
+    row: &<B::Db as Database>::Row,
+    name: &str,
+) -> Result<Uuid, StoreError> {
+    B::read_uuid(row, name)?.ok_or_else(|| crate::codec::corrupt("uuid"))
+}

@@ -1,0 +1,101 @@
+//! The SQL adapters' shared code (feature `sql`): what each [`Change`] persists as, how the
+//! catalog and the lifecycle record are read back and decoded, and the catalog sequence, written
+//! once over a [`SqlBackend`].
+//!
+//! An adapter implements [`SqlBackend`] for its store type and gets [`Store`] from the blanket
+//! impl here. It supplies only what differs between databases: the pool and its settings, the
+//! writer lock and the read snapshot, migrations, how uuids are stored, how errors map, the
+//! fastest way to read every lease, and the text of each statement ([`Statements`]). No SQL text
+//! lives here.
+
+mod backend;
+mod catalog;
+mod document;
+pub mod driver;
+mod idempotency;
+mod lease;
+mod statements;
+
+use backend::execute;
+pub use backend::{Conn, SqlBackend};
+pub use statements::Statements;
+
+use crate::port::{Store, StoreError, WriteTx};
+use async_trait::async_trait;
+use berth_core::catalog::CatalogRows;
+use berth_core::model::lease::LeaseRecord;
+use berth_core::{Change, Instant};
+use sqlx::Transaction;
+use uuid::Uuid;
+
+#[async_trait]
+impl<B: SqlBackend> Store for B {
+    fn backend(&self) -> &'static str {
+        B::BACKEND
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        execute::<B>(&mut conn, sqlx::query(B::SQL.ping)).await
+    }
+
+    async fn catalog_seq(&self) -> Result<u64, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        catalog::seq::<B>(&mut conn).await
+    }
+
+    async fn load_catalog(&self) -> Result<CatalogRows, StoreError> {
+        let mut tx = self.begin_snapshot().await?;
+        let rows = catalog::load::<B>(&mut tx).await?;
+        tx.commit().await.map_err(B::map_err)?;
+        Ok(rows)
+    }
+
+    async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
+        let tx = self.begin_locked().await?;
+        Ok(Box::new(SqlTx::<B> { tx }))
+    }
+
+    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        lease::records_of::<B>(&mut conn, lease).await
+    }
+
+    async fn records_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, LeaseRecord)>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        lease::records_after::<B>(&mut conn, seq, limit).await
+    }
+}
+
+/// A catalog write: a transaction holding the writers' lock.
+struct SqlTx<B: SqlBackend> {
+    tx: Transaction<'static, B::Db>,
+}
+
+#[async_trait]
+impl<B: SqlBackend> WriteTx for SqlTx<B> {
+    async fn catalog_seq(&mut self) -> Result<u64, StoreError> {
+        catalog::seq::<B>(&mut self.tx).await
+    }
+
+    async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
+        catalog::load::<B>(&mut self.tx).await
+    }
+
+    async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
+        for change in changes {
+            catalog::persist::<B>(&mut self.tx, change, now).await?;
+        }
+        Ok(())
+    }
+
+    async fn commit(mut self: Box<Self>) -> Result<u64, StoreError> {
+        let seq = catalog::bump_seq::<B>(&mut self.tx).await?;
+        self.tx.commit().await.map_err(B::map_err)?;
+        Ok(seq)
+    }
+}

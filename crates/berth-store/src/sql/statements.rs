@@ -1,0 +1,147 @@
+//! The statements the shared SQL code runs, by name. Each adapter supplies their text in its own
+//! dialect; this module holds no SQL, only what each statement must bind and return.
+//!
+//! Parameters are bound in the order listed; a statement that returns rows names its columns,
+//! which are read by name. Uuids are bound and read as the backend stores them
+//! ([`SqlBackend::Uuid`](super::SqlBackend::Uuid)); instants and amounts as `i64`.
+
+/// The text of every statement, in one dialect.
+#[derive(Debug)]
+pub struct Statements {
+    /// Answers without touching a table.
+    pub ping: &'static str,
+    /// Returns `catalog_seq`.
+    pub catalog_seq: &'static str,
+    /// Adds one to the catalog sequence and returns the new `catalog_seq`.
+    pub bump_seq: &'static str,
+
+    /// Returns every provider, oldest `id` first: `id, uuid, name, parent_uuid, root_uuid,
+    /// generation, availability_zone, created_at, updated_at`.
+    pub providers: &'static str,
+    /// `(id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at,
+    /// updated_at)`.
+    pub insert_provider: &'static str,
+    /// `(name, parent_uuid, root_uuid, generation, availability_zone, updated_at, uuid)`.
+    pub update_provider: &'static str,
+    /// `(uuid)`.
+    pub delete_provider: &'static str,
+
+    /// Returns `provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size,
+    /// allocation_ratio`.
+    pub inventories: &'static str,
+    /// `(provider_uuid)`: all of a provider's inventories.
+    pub delete_inventories: &'static str,
+    /// `(provider_uuid, resource_class, total, reserved, min_unit, max_unit, step_size,
+    /// allocation_ratio, created_at, updated_at)`.
+    pub insert_inventory: &'static str,
+
+    /// Returns `provider_uuid, trait`.
+    pub provider_traits: &'static str,
+    /// `(provider_uuid)`: all of a provider's traits.
+    pub delete_provider_traits: &'static str,
+    /// `(provider_uuid, trait, created_at, updated_at)`.
+    pub insert_provider_trait: &'static str,
+
+    /// Returns `provider_uuid, aggregate_uuid`.
+    pub provider_aggregates: &'static str,
+    /// `(provider_uuid)`: all of a provider's aggregates.
+    pub delete_provider_aggregates: &'static str,
+    /// `(provider_uuid, aggregate_uuid, created_at, updated_at)`.
+    pub insert_provider_aggregate: &'static str,
+
+    /// Returns `provider_uuid, key, kind, value`.
+    pub provider_attributes: &'static str,
+    /// `(provider_uuid)`: all of a provider's attributes.
+    pub delete_provider_attributes: &'static str,
+    /// `(provider_uuid, key, kind, value, created_at, updated_at)`.
+    pub insert_provider_attribute: &'static str,
+
+    /// Returns `provider_uuid, hypervisor_type, service_name, reservable, created_at`.
+    pub hosts: &'static str,
+    /// `(provider_uuid, hypervisor_type, service_name, reservable, created_at, updated_at)`;
+    /// an existing host keeps its `created_at`.
+    pub upsert_host: &'static str,
+    /// `(provider_uuid)`.
+    pub delete_host: &'static str,
+
+    /// Returns the custom resource classes' `name`.
+    pub resource_classes: &'static str,
+    /// `(name, created_at, updated_at)`.
+    pub insert_resource_class: &'static str,
+    /// `(name)`.
+    pub delete_resource_class: &'static str,
+
+    /// Returns the custom traits' `name`.
+    pub custom_traits: &'static str,
+    /// `(name, created_at, updated_at)`.
+    pub insert_custom_trait: &'static str,
+    /// `(name)`.
+    pub delete_custom_trait: &'static str,
+
+    /// Returns the described aggregates: `uuid, name`.
+    pub aggregates: &'static str,
+    /// Returns `aggregate_uuid, key, value`.
+    pub aggregate_metadata: &'static str,
+    /// `(uuid)`: the aggregate with its metadata.
+    pub delete_aggregate: &'static str,
+    /// `(uuid, name, created_at, updated_at)`.
+    pub insert_aggregate: &'static str,
+    /// `(aggregate_uuid, key, value, created_at, updated_at)`.
+    pub insert_aggregate_metadata: &'static str,
+
+    /// Returns `uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at,
+    /// updated_at`.
+    pub consumers: &'static str,
+    /// Returns `consumer_uuid, provider_uuid, resource_class, used`.
+    pub allocations: &'static str,
+    /// `(uuid)`: the consumer with its allocations.
+    pub delete_consumer: &'static str,
+    /// `(uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at,
+    /// updated_at)`.
+    pub insert_consumer: &'static str,
+    /// `(consumer_uuid, provider_uuid, resource_class, used, created_at, updated_at)`.
+    pub insert_allocation: &'static str,
+
+    /// `(id, project_id, status, start_at, end_at, document, created_at, updated_at)`; an
+    /// existing lease keeps its `created_at`.
+    pub upsert_lease: &'static str,
+    /// `(id)`.
+    pub delete_lease: &'static str,
+
+    /// Returns `id, network_id, subnet_id, address, reservable, created_at, updated_at`.
+    pub floating_ips: &'static str,
+    /// `(id, network_id, subnet_id, address, reservable, created_at, updated_at)`; an existing
+    /// address keeps its `created_at`.
+    pub upsert_floating_ip: &'static str,
+    /// `(id)`.
+    pub delete_floating_ip: &'static str,
+
+    /// `(lease_id, kind, at, details)`: appends to the lifecycle record.
+    pub append_record: &'static str,
+    /// `(lease_id)`: returns `seq, lease_id, kind, at, details` of one lease, by `seq`.
+    pub records_of: &'static str,
+    /// `(seq, limit)`: returns `seq, lease_id, kind, at, details` after `seq`, by `seq`.
+    pub records_after: &'static str,
+
+    /// Returns the private properties' `name`.
+    pub private_properties: &'static str,
+    /// `(name, updated_at)`: marks a property private.
+    pub upsert_private_property: &'static str,
+    /// `(name)`: makes a property public.
+    pub delete_private_property: &'static str,
+
+    /// Returns every document: `kind, document`, by kind and id.
+    pub documents: &'static str,
+    /// `(kind, id, document)`: writes a document, replacing one of the same kind and id.
+    pub upsert_document: &'static str,
+    /// `(kind, id)`.
+    pub delete_document: &'static str,
+
+    /// Returns `project_id, route, idempotency_key, fingerprint, object_id, created_at`.
+    pub idempotency_keys: &'static str,
+    /// `(project_id, route, idempotency_key, fingerprint, object_id, created_at)`, replacing
+    /// the record of the same key.
+    pub upsert_idempotency_key: &'static str,
+    /// `(project_id, route, idempotency_key)`.
+    pub delete_idempotency_key: &'static str,
+}
