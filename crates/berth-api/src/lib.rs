@@ -11,4 +11,5 @@ pub mod baremetal;
 pub mod blazar;
 pub mod common;
 pub mod placement;
+pub mod promise;
 pub mod time;

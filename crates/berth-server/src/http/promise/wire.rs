@@ -9,6 +9,8 @@ use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use berth_core::Instant;
 use berth_core::decide::lease::AMOUNT_MAX;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 /// The input of a Promise request: the JSON object of the body (any method; an empty body is
@@ -80,6 +82,20 @@ fn merge_param(body: &mut Map<String, Value>, key: &str, value: String) {
                 merge_param(nested, inner, value);
             }
         }
+    }
+}
+
+/// The members of `body` that the request type `T` reads: the handler reads its input through
+/// `T`, so that the type documents every member it takes. A member `T` does not know is
+/// dropped (or refused, where `T` denies unknown members); `null` reads as absent.
+pub(super) fn read_as<T: DeserializeOwned + Serialize>(
+    body: Map<String, Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let typed: T = serde_json::from_value(Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("Malformed request body: {e}")))?;
+    match serde_json::to_value(typed) {
+        Ok(Value::Object(members)) => Ok(members),
+        _ => Ok(Map::new()),
     }
 }
 
