@@ -6,7 +6,6 @@ use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
-use crate::http::status::{StatusBody, condition_json, effects_json};
 use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::Json;
@@ -15,12 +14,15 @@ use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::placement::{
-    CreateResourceProvider, Link, ResourceProvider, ResourceProviderList, UpdateResourceProvider,
+    CreateResourceProvider, LeaseEffects, Link, ProviderCondition, ResourceProvider,
+    ResourceProviderList, SetProviderStatus, UpdateResourceProvider,
 };
+use berth_api::time::lease_time;
 use berth_app::CreateProvider;
 use berth_core::decide::Reparenting;
+use berth_core::decide::health::Effects;
 use berth_core::query::ProviderFilter;
-use berth_core::{Catalog, Provider};
+use berth_core::{Catalog, Provider, ProviderStatus};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -75,23 +77,46 @@ pub(super) fn register(routes: &mut Routes) {
             "Show whether a provider is up, down or in maintenance (berth)",
             show_status,
         )
+        .answers::<ProviderCondition>(200)
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}/status",
             Rule::SYSTEM_ADMIN,
             "Mark a provider up, down or in maintenance, healing the leases on it (berth)",
             set_status,
-        );
+        )
+        .accepts::<SetProviderStatus>()
+        .answers::<ProviderCondition>(200);
+}
+
+/// A provider's status, reason and since when.
+fn condition(provider: &Provider) -> ProviderCondition {
+    let condition = provider.condition();
+    ProviderCondition {
+        status: provider.status().as_str().to_owned(),
+        reason: condition.and_then(|c| c.reason.clone()),
+        since: condition.map(|c| lease_time(c.since.as_micros())),
+        leases: None,
+    }
+}
+
+fn lease_effects(effects: Effects) -> LeaseEffects {
+    LeaseEffects {
+        healed: effects.healed,
+        degraded: effects.degraded,
+        flagged: effects.flagged,
+        restored: effects.restored,
+    }
 }
 
 async fn show_status(
     State(state): State<AppState>,
     Path(uuid): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ProviderCondition>, ApiError> {
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
-        .read(|catalog| find(catalog, uuid).map(condition_json))
+        .read(|catalog| find(catalog, uuid).map(condition))
         .await??;
     Ok(Json(body))
 }
@@ -99,18 +124,23 @@ async fn show_status(
 async fn set_status(
     State(state): State<AppState>,
     Path(uuid): Path<String>,
-    ApiJson(body): ApiJson<StatusBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    ApiJson(body): ApiJson<SetProviderStatus>,
+) -> Result<Json<ProviderCondition>, ApiError> {
     let uuid = provider_uuid(&uuid)?;
-    let (status, reason) = body.parse()?;
+    let status = ProviderStatus::parse(&body.status).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "Unknown status {:?}: expected up, down or maintenance",
+            body.status
+        ))
+    })?;
     let effects = state
         .berth
-        .set_provider_status(uuid, status, reason)
+        .set_provider_status(uuid, status, body.reason)
         .await?;
     let mut body = state
         .berth
-        .read_local(|catalog| find(catalog, uuid).map(condition_json))?;
-    body["leases"] = effects_json(&effects);
+        .read_local(|catalog| find(catalog, uuid).map(condition))?;
+    body.leases = Some(lease_effects(effects));
     Ok(Json(body))
 }
 
