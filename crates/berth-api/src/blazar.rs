@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 /// One version of the API in the version list.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-#[schemars(rename = "ReservationVersion")]
+#[schemars(rename = "BlazarVersion")]
 pub struct Version {
     /// `v1.0`.
     pub id: String,
@@ -28,7 +28,7 @@ pub struct Version {
 
 /// `GET /reservation`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-#[schemars(rename = "ReservationVersionList")]
+#[schemars(rename = "BlazarVersionList")]
 pub struct VersionList {
     /// The versions served.
     pub versions: Vec<Version>,
@@ -36,6 +36,7 @@ pub struct VersionList {
 
 /// An integer as a JSON number or a numeric string.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarInteger")]
 #[serde(untagged)]
 pub enum Integer {
     /// A JSON number.
@@ -46,6 +47,7 @@ pub enum Integer {
 
 /// A flag as a JSON boolean or a string (`true`, `false`; for affinity also `None`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarFlag")]
 #[serde(untagged)]
 pub enum Flag {
     /// A JSON boolean.
@@ -312,6 +314,7 @@ pub struct CreateFloatingIp {
 
 /// A reservation as Blazar returns it, with the hosts it holds (berth's addition).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarReservation")]
 pub struct Reservation {
     /// Its id.
     pub id: Uuid,
@@ -393,6 +396,7 @@ pub enum ReservationDetails {
 
 /// Slots a reservation holds on one host.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarReservationAllocation")]
 pub struct ReservationAllocation {
     /// The host's id, while it exists.
     pub host_id: Option<String>,
@@ -404,6 +408,7 @@ pub struct ReservationAllocation {
 
 /// A lifecycle event of a lease (`start_lease`, `end_lease`, `before_end_lease`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarEvent")]
 pub struct Event {
     /// Its id.
     pub id: Uuid,
@@ -470,6 +475,7 @@ pub struct LeaseList {
 
 /// One entry of a lease's lifecycle record.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarRecord")]
 pub struct Record {
     /// The lease.
     pub lease_id: Uuid,
@@ -484,6 +490,7 @@ pub struct Record {
 
 /// `GET /reservation/v1/leases/{lease_id}/events` (berth).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarRecordList")]
 pub struct RecordList {
     /// The record, oldest first.
     pub events: Vec<Record>,
@@ -495,6 +502,7 @@ pub struct RecordList {
 /// `resource_properties`; `virtual:floatingip`: `network_id`, `amount`, `required_floatingips`).
 /// In an update, `id` names the reservation to change.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarReservationRequest")]
 pub struct ReservationRequest {
     /// The reservation to change (updates only).
     #[serde(default)]
@@ -568,6 +576,7 @@ pub struct LeaseRequest {
 
 /// `POST /reservation/v1/availability` (berth): whether a lease request would fit.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarAvailabilityRequest")]
 pub struct AvailabilityRequest {
     /// Start of the window (required; may be `now`).
     #[serde(default)]
@@ -585,6 +594,7 @@ pub struct AvailabilityRequest {
 
 /// Free capacity of one availability zone over a window.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarZoneCapacity")]
 pub struct ZoneCapacity {
     /// The zone (`null`: hosts in none).
     pub availability_zone: Option<String>,
@@ -614,6 +624,7 @@ pub struct OfferedHost {
 
 /// What fits or, when nothing does, why.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarAvailabilityOutcome")]
 #[serde(untagged)]
 pub enum AvailabilityOutcome {
     /// It fits: the hosts each reservation would take.
@@ -628,6 +639,7 @@ pub enum AvailabilityOutcome {
 
 /// `POST /reservation/v1/availability` (berth).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarAvailability")]
 pub struct Availability {
     /// Whether the request fits.
     pub fits: bool,
