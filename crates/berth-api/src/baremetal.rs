@@ -59,7 +59,7 @@ pub struct Node {
     pub links: Vec<Link>,
     /// After a change (`PATCH`): the leases it healed or degraded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leases: Option<Value>,
+    pub leases: Option<crate::status::LeaseEffects>,
 }
 
 /// `GET /baremetal/v1/nodes`.

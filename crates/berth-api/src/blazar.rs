@@ -148,24 +148,13 @@ pub struct CreateHost {
 #[serde(transparent)]
 pub struct UpdateHost(pub Map<String, Value>);
 
-/// `PUT /reservation/v1/os-hosts/{host_id}/status` (berth).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HostStatusChange {
-    /// `up`, `down` or `maintenance`.
-    pub status: String,
-    /// Why.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
 /// The answer to a host status change: the host and what the change did to leases.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct HostStatusChanged {
     /// The host.
     pub host: Host,
-    /// Lease ids healed, degraded, flagged and restored.
-    pub leases: Value,
+    /// What the change did to leases.
+    pub leases: crate::status::LeaseEffects,
 }
 
 /// `PUT /reservation/v1/os-hosts/{host_id}/allocation`: exactly one of the two ids.

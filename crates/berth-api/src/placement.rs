@@ -309,45 +309,6 @@ pub struct ConsumerAllocations {
     pub mappings: Option<serde_json::Value>,
 }
 
-/// `PUT /resource_providers/{uuid}/status` (berth).
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SetProviderStatus {
-    /// `up`, `down` or `maintenance` (case-insensitive).
-    pub status: String,
-    /// Why.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// What a status change did to leases.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct LeaseEffects {
-    /// Leases not yet started, moved whole onto other hosts.
-    pub healed: Vec<Uuid>,
-    /// Leases not yet started that could not be moved whole.
-    pub degraded: Vec<Uuid>,
-    /// Running leases that lost what they held on the provider.
-    pub flagged: Vec<Uuid>,
-    /// Leases whose missing resources returned with the provider.
-    pub restored: Vec<Uuid>,
-}
-
-/// `GET /resource_providers/{uuid}/status` (berth): whether a provider is up, down or in
-/// maintenance, and since when.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct ProviderCondition {
-    /// `up`, `down` or `maintenance`.
-    pub status: String,
-    /// Why, when it is not up and a reason was given.
-    pub reason: Option<String>,
-    /// Since when (lease time format), when it is not up.
-    pub since: Option<String>,
-    /// After a change (`PUT`): what it did to leases.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leases: Option<LeaseEffects>,
-}
-
 /// `GET /resource_providers/{uuid}/inventories/{class}`: one record and the provider's
 /// generation.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

@@ -7,7 +7,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
-use crate::http::status::effects_json;
+use crate::http::status::lease_effects;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -364,7 +364,7 @@ async fn update(
     let mut node = state
         .berth
         .read_local(|catalog| shown(catalog, &uuid.to_string(), None))?;
-    node.leases = Some(effects_json(&effects));
+    node.leases = Some(lease_effects(effects));
     Ok(Json(node))
 }
 

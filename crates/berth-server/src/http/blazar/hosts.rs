@@ -7,15 +7,16 @@ use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
-use crate::http::status::{StatusBody, effects_json};
+use crate::http::status::{StatusBody, lease_effects};
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::blazar::{
-    CreateHost, Host, HostEnvelope, HostList, HostStatusChange, HostStatusChanged, LeaseEnvelope,
-    Reallocate, UpdateHost,
+    CreateHost, Host, HostEnvelope, HostList, HostStatusChanged, LeaseEnvelope, Reallocate,
+    UpdateHost,
 };
+use berth_api::status::StatusChange;
 use berth_api::time::record_time;
 use berth_app::{EnrollHost, Reallocation, Requester};
 use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
@@ -73,7 +74,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Mark a host up, down or in maintenance, healing the leases on it (berth)",
             set_status,
         )
-        .accepts::<HostStatusChange>()
+        .accepts::<StatusChange>()
         .answers::<HostStatusChanged>(200)
         .add(
             Method::PUT,
@@ -89,23 +90,16 @@ pub(super) fn register(routes: &mut Routes) {
 async fn set_status(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<HostStatusChange>,
+    ApiJson(body): ApiJson<StatusBody>,
 ) -> Result<Json<HostStatusChanged>, ApiError> {
     let id = host_id(&id)?;
-    let (status, reason) = status_body(body)?.parse()?;
+    let (status, reason) = body.parse()?;
     let effects = state.berth.set_host_status(id, status, reason).await?;
     let host = state.berth.read_local(|catalog| find(catalog, id))?;
     Ok(Json(HostStatusChanged {
         host,
-        leases: effects_json(&effects),
+        leases: lease_effects(effects),
     }))
-}
-
-/// The status body Placement shares, which parses the status with its message.
-fn status_body(change: HostStatusChange) -> Result<StatusBody, ApiError> {
-    let value = serde_json::to_value(change).expect("invariant: a status change serializes");
-    serde_json::from_value(value)
-        .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
 }
 
 async fn reallocate(

@@ -6,6 +6,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
+use crate::http::status::{StatusBody, condition, lease_effects};
 use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::Json;
@@ -14,15 +15,13 @@ use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::placement::{
-    CreateResourceProvider, LeaseEffects, Link, ProviderCondition, ResourceProvider,
-    ResourceProviderList, SetProviderStatus, UpdateResourceProvider,
+    CreateResourceProvider, Link, ResourceProvider, ResourceProviderList, UpdateResourceProvider,
 };
-use berth_api::time::lease_time;
+use berth_api::status::{ProviderCondition, StatusChange};
 use berth_app::CreateProvider;
 use berth_core::decide::Reparenting;
-use berth_core::decide::health::Effects;
 use berth_core::query::ProviderFilter;
-use berth_core::{Catalog, Provider, ProviderStatus};
+use berth_core::{Catalog, Provider};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -85,27 +84,15 @@ pub(super) fn register(routes: &mut Routes) {
             "Mark a provider up, down or in maintenance, healing the leases on it (berth)",
             set_status,
         )
-        .accepts::<SetProviderStatus>()
+        .accepts::<StatusChange>()
         .answers::<ProviderCondition>(200);
 }
 
-/// A provider's status, reason and since when.
-fn condition(provider: &Provider) -> ProviderCondition {
-    let condition = provider.condition();
+/// A provider's condition as the status routes show it, before any change.
+fn shown_condition(provider: &Provider) -> ProviderCondition {
     ProviderCondition {
-        status: provider.status().as_str().to_owned(),
-        reason: condition.and_then(|c| c.reason.clone()),
-        since: condition.map(|c| lease_time(c.since.as_micros())),
+        condition: condition(provider),
         leases: None,
-    }
-}
-
-fn lease_effects(effects: Effects) -> LeaseEffects {
-    LeaseEffects {
-        healed: effects.healed,
-        degraded: effects.degraded,
-        flagged: effects.flagged,
-        restored: effects.restored,
     }
 }
 
@@ -116,7 +103,7 @@ async fn show_status(
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
-        .read(|catalog| find(catalog, uuid).map(condition))
+        .read(|catalog| find(catalog, uuid).map(shown_condition))
         .await??;
     Ok(Json(body))
 }
@@ -124,22 +111,17 @@ async fn show_status(
 async fn set_status(
     State(state): State<AppState>,
     Path(uuid): Path<String>,
-    ApiJson(body): ApiJson<SetProviderStatus>,
+    ApiJson(body): ApiJson<StatusBody>,
 ) -> Result<Json<ProviderCondition>, ApiError> {
     let uuid = provider_uuid(&uuid)?;
-    let status = ProviderStatus::parse(&body.status).ok_or_else(|| {
-        ApiError::bad_request(format!(
-            "Unknown status {:?}: expected up, down or maintenance",
-            body.status
-        ))
-    })?;
+    let (status, reason) = body.parse()?;
     let effects = state
         .berth
-        .set_provider_status(uuid, status, body.reason)
+        .set_provider_status(uuid, status, reason)
         .await?;
     let mut body = state
         .berth
-        .read_local(|catalog| find(catalog, uuid).map(condition))?;
+        .read_local(|catalog| find(catalog, uuid).map(shown_condition))?;
     body.leases = Some(lease_effects(effects));
     Ok(Json(body))
 }
