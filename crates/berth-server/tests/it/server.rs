@@ -141,14 +141,10 @@ const BODYLESS_WRITES: &[&str] = &[
     "post /promise/deliveries/{notification_id}/retry",
 ];
 
-/// Routes whose request body is not yet described by a wire type: bare-metal's, checked by hand,
-/// and Promise's lenient reservation, capacity and subscription inputs (which merge the query
-/// string into the body). The list only shrinks.
+/// Routes whose request body is not yet described by a wire type: Promise's lenient
+/// reservation, capacity and subscription inputs (which merge the query string into the body).
+/// The list only shrinks.
 const BODIES_NOT_YET_DESCRIBED: &[&str] = &[
-    "post /baremetal/v1/nodes",
-    "patch /baremetal/v1/nodes/{node_ident}",
-    "post /baremetal/v1/nodes/{node_ident}/deploy",
-    "post /baremetal/v1/reservations",
     "post /promise/cancel-reservation",
     "post /promise/capacity/{kind}/query",
     "post /promise/capacity/{kind}/subscribe",
