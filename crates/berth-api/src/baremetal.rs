@@ -59,7 +59,7 @@ pub struct Node {
     pub links: Vec<Link>,
     /// After a change (`PATCH`): the leases it healed or degraded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leases: Option<Value>,
+    pub leases: Option<crate::status::LeaseEffects>,
 }
 
 /// `GET /baremetal/v1/nodes`.
@@ -102,4 +102,73 @@ pub struct ClaimEnvelope {
 pub struct ClaimList {
     /// The claims the caller may see.
     pub reservations: Vec<Claim>,
+}
+
+/// `POST /baremetal/v1/nodes`: enrol a node. Unknown fields are refused.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnrolNode {
+    /// The node's uuid; generated when absent.
+    #[serde(default)]
+    pub uuid: Option<Uuid>,
+    /// Its unique name; the uuid when absent.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The class of the one unit it offers, for example `baremetal.gold`.
+    pub resource_class: String,
+    /// Typed properties: strings, numbers and booleans.
+    #[serde(default)]
+    pub properties: Option<Map<String, Value>>,
+    /// Its traits.
+    #[serde(default)]
+    pub traits: Option<Vec<String>>,
+    /// Its availability zone.
+    #[serde(default)]
+    pub availability_zone: Option<String>,
+    /// Where it starts: `enroll` unless said.
+    #[serde(default)]
+    pub provision_state: Option<String>,
+}
+
+/// One operation of a JSON Patch (RFC 6902) on a node: `add`, `replace` or `remove` on `/name`,
+/// `/properties/<key>`, `/traits`, `/maintenance`, `/maintenance_reason` or `/provision_state`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct PatchOperation {
+    /// `add`, `replace` or `remove`.
+    pub op: String,
+    /// The member it changes.
+    pub path: String,
+    /// The new value (not for `remove`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// `POST /baremetal/v1/nodes/{node}/deploy`: deploy an instance with the caller's live claim.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct DeployNode {
+    /// The claim that holds the node.
+    pub reservation_uuid: Uuid,
+    /// The instance it was claimed for.
+    pub instance_uuid: Uuid,
+}
+
+/// `POST /baremetal/v1/reservations`: claim the first eligible node of a list, or any node of a
+/// class with the traits; unknown fields are refused.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateClaim {
+    /// The instance the node is claimed for.
+    pub instance_uuid: Uuid,
+    /// The candidate nodes, in order of preference (or give `resource_class`).
+    #[serde(default)]
+    pub node_uuid: Option<Vec<Uuid>>,
+    /// Any node of this class (instead of `node_uuid`).
+    #[serde(default)]
+    pub resource_class: Option<String>,
+    /// With a class: the traits the node must have.
+    #[serde(default)]
+    pub traits: Option<Vec<String>>,
+    /// How long the claim holds the node before deployment, 1 to 604,800 seconds.
+    #[serde(default)]
+    pub ttl: Option<u64>,
 }

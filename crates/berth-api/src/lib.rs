@@ -13,6 +13,7 @@ pub mod common;
 pub mod dashboard;
 pub mod errors;
 pub mod placement;
+pub mod promise;
 pub mod service;
 pub mod status;
 pub mod time;

@@ -7,6 +7,28 @@ use uuid::Uuid;
 
 pub use crate::common::Link;
 
+/// The one version of the API in the version document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Version {
+    /// `v1.0`.
+    pub id: String,
+    /// The highest microversion served, for example `1.39`.
+    pub max_version: String,
+    /// The lowest microversion served, `1.0`.
+    pub min_version: String,
+    /// `CURRENT`.
+    pub status: String,
+    /// `self`.
+    pub links: Vec<Link>,
+}
+
+/// `GET /placement`: the version document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct VersionList {
+    /// The versions served.
+    pub versions: Vec<Version>,
+}
+
 /// A resource provider as Placement returns it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct ResourceProvider {
@@ -285,4 +307,258 @@ pub struct ConsumerAllocations {
     /// Request-group mappings (1.34), accepted and ignored.
     #[serde(default)]
     pub mappings: Option<serde_json::Value>,
+}
+
+/// `GET /resource_providers/{uuid}/inventories/{class}`: one record and the provider's
+/// generation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Inventory {
+    /// The provider's generation.
+    pub resource_provider_generation: u64,
+    /// The record.
+    #[serde(flatten)]
+    pub record: InventoryOut,
+}
+
+/// `GET /resource_providers/{uuid}/usages`: what is used of each class the provider has.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderUsages {
+    /// The provider's generation.
+    pub resource_provider_generation: u64,
+    /// Units used by class, zero for an unused class.
+    pub usages: BTreeMap<String, u64>,
+}
+
+/// `GET /usages` (1.9): what a project (and optionally a user) holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Usages {
+    /// Units by class, grouped by consumer type from 1.38.
+    pub usages: UsagesBy,
+}
+
+/// The usages of `GET /usages`, flat before 1.38 and by consumer type from 1.38.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum UsagesBy {
+    /// Before 1.38: units by class.
+    Class(BTreeMap<String, u64>),
+    /// From 1.38: by consumer type (`unknown` for untyped consumers).
+    ConsumerType(BTreeMap<String, ConsumerTypeUsage>),
+}
+
+/// The usages of one consumer type (1.38).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ConsumerTypeUsage {
+    /// How many consumers of the type hold something.
+    pub consumer_count: u64,
+    /// Units by class.
+    #[serde(flatten)]
+    pub classes: BTreeMap<String, u64>,
+}
+
+/// `GET /traits`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct TraitList {
+    /// The trait names.
+    pub traits: Vec<String>,
+}
+
+/// `GET /resource_providers/{uuid}/traits`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderTraits {
+    /// The provider's trait names.
+    pub traits: Vec<String>,
+    /// The provider's generation.
+    pub resource_provider_generation: u64,
+}
+
+/// `GET /resource_providers/{uuid}/aggregates` (1.1).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderAggregates {
+    /// The aggregates the provider is a member of.
+    pub aggregates: Vec<Uuid>,
+    /// The provider's generation (from 1.19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_provider_generation: Option<u64>,
+}
+
+/// `PUT /resource_providers/{uuid}/aggregates`: a bare list before 1.19, with the generation
+/// from 1.19.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AggregatesRequest {
+    /// Before 1.19: the aggregate uuids.
+    List(Vec<String>),
+    /// From 1.19.
+    WithGeneration(PutAggregates),
+}
+
+/// A resource class.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ResourceClass {
+    /// Its name, standard or `CUSTOM_`.
+    pub name: String,
+    /// `self`.
+    pub links: Vec<Link>,
+}
+
+/// `GET /resource_classes`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ResourceClassList {
+    /// Every class, standard ones first.
+    pub resource_classes: Vec<ResourceClass>,
+}
+
+/// `PUT /allocations/{consumer}`: the list format before 1.12, the dict format from 1.12.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AllocationsRequest {
+    /// From 1.12.
+    Dict(ConsumerAllocations),
+    /// Before 1.12.
+    List(PutAllocationsList),
+}
+
+/// `POST /allocations` (1.13): several consumers' allocations, by consumer uuid.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(transparent)]
+pub struct AllocationsBatch(pub BTreeMap<String, ConsumerAllocations>);
+
+/// `POST /reshaper` (1.30): inventories and allocations replaced atomically.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reshape {
+    /// The full new inventories of each provider named, by provider uuid.
+    pub inventories: BTreeMap<String, PutInventories>,
+    /// The new allocations of each consumer named, by consumer uuid.
+    pub allocations: BTreeMap<String, ConsumerAllocations>,
+}
+
+/// One provider's part of a consumer's allocations, as returned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderPart {
+    /// The provider's generation (`null` if it is gone).
+    pub generation: Option<u64>,
+    /// Amounts by class.
+    pub resources: BTreeMap<String, u64>,
+}
+
+/// `GET /allocations/{consumer}`; a consumer without allocations has only `allocations`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ConsumerAllocationsOut {
+    /// Allocations by provider uuid.
+    pub allocations: BTreeMap<String, ProviderPart>,
+    /// Owning project (from 1.12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// Owning user (from 1.12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// The consumer's generation (from 1.28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_generation: Option<u64>,
+    /// The consumer's type, `unknown` when it has none (from 1.38).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_type: Option<String>,
+}
+
+/// One consumer's part of a provider's allocations.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ConsumerPart {
+    /// Amounts by class.
+    pub resources: BTreeMap<String, u64>,
+    /// The consumer's generation (from 1.28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_generation: Option<u64>,
+}
+
+/// `GET /resource_providers/{uuid}/allocations`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderAllocations {
+    /// Allocations by consumer uuid.
+    pub allocations: BTreeMap<String, ConsumerPart>,
+    /// The provider's generation.
+    pub resource_provider_generation: u64,
+}
+
+/// `GET /allocation_candidates` (1.10).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct AllocationCandidates {
+    /// The allocations that would satisfy the request, one per candidate.
+    pub allocation_requests: Vec<AllocationRequest>,
+    /// Every provider of every tree a candidate uses, by uuid.
+    pub provider_summaries: BTreeMap<String, ProviderSummary>,
+}
+
+/// One candidate: a body `PUT /allocations/{consumer}` accepts.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct AllocationRequest {
+    /// What to allocate on each provider.
+    pub allocations: CandidateAllocations,
+    /// Which providers satisfy each request group, by suffix (from 1.34).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mappings: Option<BTreeMap<String, Vec<Uuid>>>,
+}
+
+/// A candidate's allocations: a list before 1.12, by provider uuid from 1.12.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum CandidateAllocations {
+    /// From 1.12: by provider uuid.
+    Dict(BTreeMap<String, CandidateResources>),
+    /// Before 1.12.
+    List(Vec<CandidateListAllocation>),
+}
+
+/// The resources of one provider in a candidate.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct CandidateResources {
+    /// Amounts by class.
+    pub resources: BTreeMap<String, u64>,
+}
+
+/// The provider a candidate's list-format allocation names.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct CandidateProvider {
+    /// The provider's uuid.
+    pub uuid: Uuid,
+}
+
+/// One allocation of a candidate in the list format (before 1.12).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct CandidateListAllocation {
+    /// The provider.
+    pub resource_provider: CandidateProvider,
+    /// Amounts by class.
+    pub resources: BTreeMap<String, u64>,
+}
+
+/// What a provider has and uses, in a candidates answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderSummary {
+    /// Capacity and use by class: the classes requested before 1.27, every class from 1.27.
+    pub resources: BTreeMap<String, ClassSummary>,
+    /// The provider's traits (from 1.17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traits: Option<Vec<String>>,
+    /// Its parent, `null` for a root (from 1.29).
+    #[serde(
+        default,
+        with = "double_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<Uuid>")]
+    pub parent_provider_uuid: Option<Option<Uuid>>,
+    /// Its tree's root (from 1.29).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_provider_uuid: Option<Uuid>,
+}
+
+/// A class's capacity and use on a provider.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ClassSummary {
+    /// Total less reserved, times the allocation ratio.
+    pub capacity: u64,
+    /// Units allocated.
+    pub used: u64,
 }

@@ -39,3 +39,15 @@ pub struct LeaseEffects {
     /// Leases whose missing resources returned with the provider.
     pub restored: Vec<Uuid>,
 }
+
+/// A provider's condition as its status routes answer it: after a change (`PUT`), with what the
+/// change did to leases.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderCondition {
+    /// Status, reason and since when.
+    #[serde(flatten)]
+    pub condition: Condition,
+    /// After a change: what it did to leases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<LeaseEffects>,
+}

@@ -39,13 +39,15 @@ pub fn register(routes: &mut Routes) {
             "Prometheus metrics",
             metrics,
         )
+        .answers_media(200, "text/plain")
         .add(
             Method::GET,
             "/openapi.json",
             Rule::PUBLIC,
             "This OpenAPI document",
             openapi,
-        );
+        )
+        .answers_media(200, "application/json");
 }
 
 async fn root() -> Json<Root> {

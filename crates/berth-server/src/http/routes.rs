@@ -25,8 +25,19 @@ struct Operation {
     tag: &'static str,
     /// The JSON body the route accepts, if it takes one.
     request: Option<SchemaOf>,
-    /// The answers it gives on success: status and JSON body (`None`: no body).
-    responses: Vec<(u16, Option<SchemaOf>)>,
+    /// The answers it gives on success: status and body.
+    responses: Vec<(u16, Body)>,
+}
+
+/// The body of a documented answer.
+#[derive(Clone, Copy)]
+enum Body {
+    /// No body (`204 No Content`, or a header-only answer).
+    Empty,
+    /// A JSON wire type.
+    Json(SchemaOf),
+    /// A body of another media type (text, HTML, a static file).
+    Other(&'static str),
 }
 
 /// Routes being registered.
@@ -81,13 +92,22 @@ impl Routes {
     pub fn answers<T: JsonSchema>(&mut self, status: u16) -> &mut Routes {
         self.last()
             .responses
-            .push((status, Some(SchemaGenerator::subschema_for::<T>)));
+            .push((status, Body::Json(SchemaGenerator::subschema_for::<T>)));
         self
     }
 
     /// Documents an answer of the route added last that has no body (`204 No Content`).
     pub fn answers_empty(&mut self, status: u16) -> &mut Routes {
-        self.last().responses.push((status, None));
+        self.last().responses.push((status, Body::Empty));
+        self
+    }
+
+    /// Documents an answer of the route added last whose body is not a wire type: text, HTML,
+    /// a static file, or this document itself.
+    pub fn answers_media(&mut self, status: u16, media_type: &'static str) -> &mut Routes {
+        self.last()
+            .responses
+            .push((status, Body::Other(media_type)));
         self
     }
 
@@ -158,19 +178,19 @@ impl Routes {
 
 /// The `responses` object of an operation: each documented answer, or, for a route whose bodies
 /// are not described yet, a pointer to the compatible API's reference.
-fn responses(
-    documented: &[(u16, Option<SchemaOf>)],
-    tag: &str,
-    generator: &mut SchemaGenerator,
-) -> Value {
+fn responses(documented: &[(u16, Body)], tag: &str, generator: &mut SchemaGenerator) -> Value {
     if documented.is_empty() {
         return json!({"default": {"description": "See the compatible API's reference for the body"}});
     }
     let mut answers = Map::new();
     for (status, body) in documented {
         let mut answer = json!({"description": reason(*status)});
-        if let Some(schema_of) = body {
-            answer["content"] = json!({"application/json": {"schema": schema_of(generator)}});
+        match body {
+            Body::Empty => {}
+            Body::Json(schema_of) => {
+                answer["content"] = json!({"application/json": {"schema": schema_of(generator)}});
+            }
+            Body::Other(media_type) => answer["content"] = json!({*media_type: {}}),
         }
         answers.insert(status.to_string(), answer);
     }

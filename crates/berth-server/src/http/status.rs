@@ -7,7 +7,6 @@ use berth_api::time::lease_time;
 use berth_core::decide::health::Effects;
 use berth_core::{Provider, ProviderStatus};
 use serde::Deserialize;
-use serde_json::Value;
 
 /// `{"status": "up"|"down"|"maintenance", "reason": "..."}`.
 #[derive(Debug, Deserialize)]
@@ -37,21 +36,12 @@ pub fn condition(provider: &Provider) -> Condition {
     }
 }
 
-/// [`condition`] as JSON.
-pub fn condition_json(provider: &Provider) -> Value {
-    wire(&condition(provider))
-}
-
 /// What a status change did to leases: healed, degraded, flagged and restored lease ids.
-pub fn effects_json(effects: &Effects) -> Value {
-    wire(&LeaseEffects {
-        healed: effects.healed.clone(),
-        degraded: effects.degraded.clone(),
-        flagged: effects.flagged.clone(),
-        restored: effects.restored.clone(),
-    })
-}
-
-fn wire(value: &impl serde::Serialize) -> Value {
-    serde_json::to_value(value).expect("invariant: wire types serialize")
+pub fn lease_effects(effects: Effects) -> LeaseEffects {
+    LeaseEffects {
+        healed: effects.healed,
+        degraded: effects.degraded,
+        flagged: effects.flagged,
+        restored: effects.restored,
+    }
 }

@@ -102,7 +102,9 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
 pub fn register(routes: &mut Routes) {
     routes
         .add(Method::GET, "/ui", Rule::PUBLIC, "The dashboard", page)
+        .answers_media(200, "text/html")
         .add(Method::GET, "/ui/", Rule::PUBLIC, "The dashboard", page)
+        .answers_media(200, "text/html")
         .add(
             Method::GET,
             "/ui/assets/{file}",
@@ -110,6 +112,8 @@ pub fn register(routes: &mut Routes) {
             "A static file of the dashboard",
             asset,
         )
+        .answers_media(200, "application/octet-stream")
+        .answers_empty(304)
         .add(
             Method::GET,
             "/ui/api/zones",

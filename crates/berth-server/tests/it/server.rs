@@ -134,6 +134,75 @@ async fn openapi_describes_bodies_with_schemas() {
     }
 }
 
+/// Writes that take no body by design.
+const BODYLESS_WRITES: &[&str] = &[
+    "put /placement/resource_classes/{name}",
+    "put /placement/traits/{name}",
+    "post /promise/deliveries/{notification_id}/retry",
+];
+
+/// Routes whose request body is not yet described by a wire type: Promise's lenient
+/// reservation, capacity and subscription inputs (which merge the query string into the body).
+/// The list only shrinks.
+const BODIES_NOT_YET_DESCRIBED: &[&str] = &[
+    "post /promise/cancel-reservation",
+    "post /promise/capacity/{kind}/query",
+    "post /promise/capacity/{kind}/subscribe",
+    "post /promise/create-reservation",
+    "post /promise/query-capacity",
+    "post /promise/query-reservation",
+    "post /promise/reservation/subscribe",
+    "post /promise/reservation/{kind}/create",
+    "post /promise/reservation/{kind}/query",
+    "post /promise/reservation/{kind}/update",
+    "post /promise/update-reservation",
+];
+
+/// Every route documents its answers, and every route that takes a JSON body documents it.
+#[tokio::test]
+async fn openapi_describes_every_route() {
+    let app = TestApp::spawn().await;
+    let (_, spec) = app.get("/openapi.json", None).await;
+    let mut undocumented = Vec::new();
+    let mut bodiless = Vec::new();
+    for (path, item) in spec["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("operations") {
+            let route = format!("{method} {path}");
+            let answers = operation["responses"].as_object().expect("responses");
+            if !answers.keys().any(|status| status.starts_with(['2', '3'])) {
+                undocumented.push(route.clone());
+            }
+            let takes_body = matches!(method.as_str(), "post" | "put" | "patch");
+            if takes_body
+                && operation.get("requestBody").is_none()
+                && !BODYLESS_WRITES.contains(&route.as_str())
+            {
+                bodiless.push(route);
+            }
+        }
+    }
+    assert!(
+        undocumented.is_empty(),
+        "routes without documented answers: {undocumented:#?}"
+    );
+    let unexpected: Vec<_> = bodiless
+        .iter()
+        .filter(|r| !BODIES_NOT_YET_DESCRIBED.contains(&r.as_str()))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "request bodies not described: {unexpected:#?}"
+    );
+    let described: Vec<_> = BODIES_NOT_YET_DESCRIBED
+        .iter()
+        .filter(|r| !bodiless.iter().any(|b| b == *r))
+        .collect();
+    assert!(
+        described.is_empty(),
+        "now described, take off the list: {described:#?}"
+    );
+}
+
 fn token_file(dir: &tempfile::TempDir) -> std::path::PathBuf {
     let path = dir.path().join("tokens.toml");
     let text = "[[tokens]]\ntoken = \"admin-secret\"\nproject_id = \"ops\"\nuser_id = \"root\"\nroles = [\"admin\"]\n\n\

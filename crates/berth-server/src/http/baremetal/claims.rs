@@ -4,7 +4,7 @@
 //! is 409 with, per listed node, why it could not be taken. Callers see and release their
 //! project's claims; admins see and release all.
 
-use super::wire::{time, uuid_field};
+use super::wire::{conform, time, uuid_field};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::idempotency::IdempotencyHeader;
@@ -14,7 +14,7 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
-use berth_api::baremetal::{Claim, ClaimEnvelope, ClaimList};
+use berth_api::baremetal::{Claim, ClaimEnvelope, ClaimList, CreateClaim};
 use berth_api::common::Link;
 use berth_app::ClaimNode;
 use berth_core::decide::baremetal::Candidates;
@@ -41,6 +41,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Claim the first eligible node of a list (or of a class) for an instance",
             create,
         )
+        .accepts::<CreateClaim>()
         .answers::<ClaimEnvelope>(201)
         .add(
             Method::GET,
@@ -156,6 +157,7 @@ async fn create(
         ttl: ttl(&body)?,
         idempotency: key.bind(&caller, &body),
     };
+    conform::<CreateClaim>(&Value::Object(body))?;
     let claim = state.berth.claim_node(cmd).await?;
     Ok((
         StatusCode::CREATED,
@@ -234,4 +236,25 @@ async fn delete(
         .release_claim(uuid, caller.project_scope())
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields a claim accepts by hand are exactly those its wire type documents.
+    #[test]
+    fn claim_fields_are_the_documented_ones() {
+        let schema = serde_json::to_value(schemars::schema_for!(CreateClaim)).expect("schema");
+        let mut documented: Vec<&str> = schema["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut accepted = CLAIM_FIELDS.to_vec();
+        documented.sort_unstable();
+        accepted.sort_unstable();
+        assert_eq!(documented, accepted);
+    }
 }

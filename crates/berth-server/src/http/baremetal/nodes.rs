@@ -1,18 +1,18 @@
 //! `/baremetal/v1/nodes`: bare-metal nodes. Anyone may list and show them; enrolling, changing
 //! and deleting are for admins; deploying is for the holder of the node's claim.
 
-use super::wire::{time, uuid_field};
+use super::wire::{conform, time, uuid_field};
 use crate::http::attributes::{self, attr_json};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
-use crate::http::status::effects_json;
+use crate::http::status::lease_effects;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
-use berth_api::baremetal::{Node, NodeList};
+use berth_api::baremetal::{DeployNode, EnrolNode, Node, NodeList, PatchOperation};
 use berth_api::common::Link;
 use berth_app::EnrollNode;
 use berth_core::decide::baremetal::{NodeChange, find_node};
@@ -38,6 +38,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Enrol a node",
             create,
         )
+        .accepts::<EnrolNode>()
         .answers::<Node>(201)
         .add(
             Method::GET,
@@ -54,6 +55,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Change a node (JSON Patch; provision states move along explicit transitions)",
             update,
         )
+        .accepts::<Vec<PatchOperation>>()
         .answers::<Node>(200)
         .add(
             Method::DELETE,
@@ -70,6 +72,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Deploy an instance on a node with its claim",
             deploy,
         )
+        .accepts::<DeployNode>()
         .answers::<Node>(200);
 }
 
@@ -268,7 +271,9 @@ async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Node>), ApiError> {
-    let uuid = state.berth.enroll_node(enrolment(&body)?).await?;
+    let enrol = enrolment(&body)?;
+    conform::<EnrolNode>(&Value::Object(body))?;
+    let uuid = state.berth.enroll_node(enrol).await?;
     let node = state
         .berth
         .read_local(|catalog| shown(catalog, &uuid.to_string(), None))?;
@@ -360,11 +365,13 @@ async fn update(
     let ops = body.as_array().ok_or_else(|| {
         ApiError::bad_request("The body must be a JSON Patch: a list of operations")
     })?;
-    let (uuid, effects) = state.berth.update_node(ident, patch_changes(ops)?).await?;
+    let changes = patch_changes(ops)?;
+    conform::<Vec<PatchOperation>>(&body)?;
+    let (uuid, effects) = state.berth.update_node(ident, changes).await?;
     let mut node = state
         .berth
         .read_local(|catalog| shown(catalog, &uuid.to_string(), None))?;
-    node.leases = Some(effects_json(&effects));
+    node.leases = Some(lease_effects(effects));
     Ok(Json(node))
 }
 
@@ -388,6 +395,7 @@ async fn deploy(
             .and_then(|v| uuid_field(key, v))
     };
     let (claim, instance) = (field("reservation_uuid")?, field("instance_uuid")?);
+    conform::<DeployNode>(&Value::Object(body))?;
     let project = caller.project_scope();
     state
         .berth
@@ -397,4 +405,25 @@ async fn deploy(
         .berth
         .read_local(|catalog| shown(catalog, &ident, project.as_deref()))?;
     Ok(Json(node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields the enrolment accepts by hand are exactly those its wire type documents.
+    #[test]
+    fn node_fields_are_the_documented_ones() {
+        let schema = serde_json::to_value(schemars::schema_for!(EnrolNode)).expect("schema");
+        let mut documented: Vec<&str> = schema["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut accepted = NODE_FIELDS.to_vec();
+        documented.sort_unstable();
+        accepted.sort_unstable();
+        assert_eq!(documented, accepted);
+    }
 }

@@ -1,6 +1,7 @@
 //! `/reservation/v1/os-hosts/allocations` and `/os-hosts/{id}/allocation`: which reservations
 //! hold each host, from the ledger; and `/os-hosts/properties`: what filters may name.
 
+use super::lease_wire::typed;
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
@@ -9,11 +10,15 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
+use berth_api::blazar::{
+    HeldBy, HostAllocation, HostAllocationEnvelope, HostAllocationList, PropertyPrivacy,
+    PropertyPrivacyEnvelope, ResourceProperty, ResourcePropertyList, SetPropertyPrivacy,
+};
 use berth_api::time::{lease_time, record_time};
 use berth_core::model::ledger::Window;
 use berth_core::query::properties::HOST_PROPERTIES;
 use berth_core::{Catalog, Instant, Provider};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
 
@@ -26,6 +31,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Reservations holding each host",
             list,
         )
+        .answers::<HostAllocationList>(200)
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/{host_id}/allocation",
@@ -33,6 +39,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Reservations holding one host",
             show,
         )
+        .answers::<HostAllocationEnvelope>(200)
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/properties",
@@ -40,13 +47,16 @@ pub(super) fn register(routes: &mut Routes) {
             "Properties filters may name, with their values",
             properties,
         )
+        .answers::<ResourcePropertyList>(200)
         .add(
             Method::PATCH,
             "/reservation/v1/os-hosts/properties/{property_name}",
             Rule::SYSTEM_ADMIN,
             "Mark a property private or public",
             set_privacy,
-        );
+        )
+        .accepts::<SetPropertyPrivacy>()
+        .answers::<PropertyPrivacyEnvelope>(200);
 }
 
 /// From `now` on, for ever: current and future holds.
@@ -62,9 +72,9 @@ fn allocation(
     leases_of: &HashMap<Uuid, Uuid>,
     query: &BTreeMap<String, String>,
     now: Instant,
-) -> Value {
+) -> HostAllocation {
     let mut seen = BTreeSet::new();
-    let reservations: Vec<Value> = catalog
+    let reservations = catalog
         .ledger()
         .holds_on(provider.uuid(), ahead(now))
         .into_iter()
@@ -78,17 +88,18 @@ fn allocation(
                 && query
                     .get("reservation_id")
                     .is_none_or(|id| *id == hold.reservation.to_string());
-            wanted.then(|| {
-                json!({
-                    "id": hold.reservation,
-                    "lease_id": lease.id,
-                    "start_date": lease_time(hold.window.start.as_micros()),
-                    "end_date": lease_time(hold.window.end.as_micros()),
-                })
+            wanted.then(|| HeldBy {
+                id: hold.reservation,
+                lease_id: lease.id,
+                start_date: lease_time(hold.window.start.as_micros()),
+                end_date: lease_time(hold.window.end.as_micros()),
             })
         })
         .collect();
-    json!({"resource_id": provider.id().to_string(), "reservations": reservations})
+    HostAllocation {
+        resource_id: provider.id().to_string(),
+        reservations,
+    }
 }
 
 fn leases_of(catalog: &Catalog) -> HashMap<Uuid, Uuid> {
@@ -101,7 +112,7 @@ fn leases_of(catalog: &Catalog) -> HashMap<Uuid, Uuid> {
 async fn list(
     State(state): State<AppState>,
     Query(query): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HostAllocationList>, ApiError> {
     let now = state.berth.now();
     let allocations = state
         .berth
@@ -111,17 +122,17 @@ async fn list(
                 .providers()
                 .filter(|p| p.host().is_some())
                 .map(|p| allocation(catalog, p, &index, &query, now))
-                .collect::<Vec<_>>()
+                .collect()
         })
         .await?;
-    Ok(Json(json!({ "allocations": allocations })))
+    Ok(Json(HostAllocationList { allocations }))
 }
 
 async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HostAllocationEnvelope>, ApiError> {
     let missing = || ApiError::not_found(format!("Host {id} not found"));
     let host = id.parse::<i64>().map_err(|_| missing())?;
     let now = state.berth.now();
@@ -141,14 +152,14 @@ async fn show(
         })
         .await?;
     found
-        .map(|a| Json(json!({ "allocation": a })))
+        .map(|allocation| Json(HostAllocationEnvelope { allocation }))
         .ok_or_else(missing)
 }
 
 async fn properties(
     State(state): State<AppState>,
     Query(query): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ResourcePropertyList>, ApiError> {
     let flag = |key: &str| {
         query
             .get(key)
@@ -188,15 +199,18 @@ async fn properties(
             (values, private)
         })
         .await?;
-    let out: Vec<Value> = values
+    let resource_properties = values
         .into_iter()
         .filter(|(name, _)| all || !private.contains(name))
-        .map(|(name, vals)| match detail {
-            true => json!({"property": name, "private": private.contains(&name), "values": vals}),
-            false => json!({"property": name}),
+        .map(|(name, vals)| ResourceProperty {
+            private: detail.then(|| private.contains(&name)),
+            values: detail.then(|| vals.into_iter().collect()),
+            property: name,
         })
         .collect();
-    Ok(Json(json!({ "resource_properties": out })))
+    Ok(Json(ResourcePropertyList {
+        resource_properties,
+    }))
 }
 
 fn show_value(value: &berth_core::AttrValue) -> String {
@@ -211,23 +225,25 @@ fn show_value(value: &berth_core::AttrValue) -> String {
 async fn set_privacy(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    ApiJson(body): ApiJson<serde_json::Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
-    let private = match body.get("private") {
-        Some(Value::Bool(flag)) => *flag,
-        _ => return Err(ApiError::bad_request("private must be true or false")),
-    };
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<Json<PropertyPrivacyEnvelope>, ApiError> {
+    if !body.get("private").is_some_and(Value::is_boolean) {
+        return Err(ApiError::bad_request("private must be true or false"));
+    }
+    let SetPropertyPrivacy { private } = typed(&body)?;
     state
         .berth
         .set_property_privacy(name.clone(), private)
         .await?;
     let now = record_time(state.berth.now().as_micros());
-    Ok(Json(json!({"resource_property": {
-        "id": name,
-        "resource_type": "physical:host",
-        "property_name": name,
-        "private": private,
-        "created_at": now,
-        "updated_at": now,
-    }})))
+    Ok(Json(PropertyPrivacyEnvelope {
+        resource_property: PropertyPrivacy {
+            id: name.clone(),
+            resource_type: "physical:host".to_owned(),
+            property_name: name,
+            private,
+            created_at: now.clone(),
+            updated_at: now,
+        },
+    }))
 }

@@ -2,6 +2,7 @@
 //! Admins register and remove them; anyone may list and show them.
 
 use super::hosts::text;
+use super::lease_wire::conform;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
@@ -10,10 +11,10 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
+use berth_api::blazar::{CreateFloatingIp, FloatingIp, FloatingIpEnvelope, FloatingIpList};
 use berth_api::time::record_time;
 use berth_app::RegisterFloatingIp;
-use berth_core::model::lease::FloatingIp;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -25,6 +26,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List floating IPs",
             list,
         )
+        .answers::<FloatingIpList>(200)
         .add(
             Method::POST,
             "/reservation/v1/floatingips",
@@ -32,6 +34,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Register a floating IP",
             create,
         )
+        .accepts::<CreateFloatingIp>()
+        .answers::<FloatingIpEnvelope>(201)
         .add(
             Method::GET,
             "/reservation/v1/floatingips/{fip_id}",
@@ -39,25 +43,27 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a floating IP",
             show,
         )
+        .answers::<FloatingIpEnvelope>(200)
         .add(
             Method::DELETE,
             "/reservation/v1/floatingips/{fip_id}",
             Rule::SYSTEM_ADMIN,
             "Remove a floating IP",
             delete,
-        );
+        )
+        .answers_empty(204);
 }
 
-fn fip_json(fip: &FloatingIp) -> Value {
-    json!({
-        "id": fip.id,
-        "floating_network_id": fip.network_id,
-        "subnet_id": fip.subnet_id,
-        "floating_ip_address": fip.address,
-        "reservable": fip.reservable,
-        "created_at": record_time(fip.created_at.as_micros()),
-        "updated_at": record_time(fip.updated_at.as_micros()),
-    })
+fn representation(fip: &berth_core::model::lease::FloatingIp) -> FloatingIp {
+    FloatingIp {
+        id: fip.id,
+        floating_network_id: fip.network_id.clone(),
+        subnet_id: fip.subnet_id.clone(),
+        floating_ip_address: fip.address.clone(),
+        reservable: fip.reservable,
+        created_at: record_time(fip.created_at.as_micros()),
+        updated_at: record_time(fip.updated_at.as_micros()),
+    }
 }
 
 fn fip_id(text: &str) -> Result<Uuid, ApiError> {
@@ -65,50 +71,62 @@ fn fip_id(text: &str) -> Result<Uuid, ApiError> {
         .map_err(|_| ApiError::not_found(format!("Floating IP {text} could not be found")))
 }
 
-async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let fips = state
+async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> Result<Json<FloatingIpList>, ApiError> {
+    let floatingips = state
         .berth
-        .read(|c| c.floating_ips().map(fip_json).collect::<Vec<_>>())
+        .read(|c| c.floating_ips().map(representation).collect())
         .await?;
-    Ok(Json(json!({ "floatingips": fips })))
+    Ok(Json(FloatingIpList { floatingips }))
 }
 
 async fn show(
     State(state): State<AppState>,
     _caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FloatingIpEnvelope>, ApiError> {
     let id = fip_id(&id)?;
     let fip = state
         .berth
-        .read(|c| c.floating_ip(id).map(fip_json))
+        .read(|c| c.floating_ip(id).map(representation))
         .await?;
-    fip.map(|f| Json(json!({ "floatingip": f })))
+    fip.map(|floatingip| Json(FloatingIpEnvelope { floatingip }))
         .ok_or_else(|| ApiError::not_found(format!("Floating IP {id} could not be found")))
 }
 
 async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let network_id = text(&body, "floating_network_id")?
+) -> Result<(StatusCode, Json<FloatingIpEnvelope>), ApiError> {
+    let cmd = register_command(&body)?;
+    let fip = state.berth.register_floating_ip(cmd).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(FloatingIpEnvelope {
+            floatingip: representation(&fip),
+        }),
+    ))
+}
+
+/// The command of a create request, checked field by field with Blazar's messages first.
+fn register_command(body: &Map<String, Value>) -> Result<RegisterFloatingIp, ApiError> {
+    let network_id = text(body, "floating_network_id")?
         .ok_or_else(|| ApiError::bad_request("Missing parameter: floating_network_id"))?;
-    let address = text(&body, "floating_ip_address")?
+    let address = text(body, "floating_ip_address")?
         .ok_or_else(|| ApiError::bad_request("Missing parameter: floating_ip_address"))?;
     let address = address
         .parse::<std::net::IpAddr>()
         .map_err(|_| ApiError::bad_request(format!("{address} is not a valid IP address")))?
         .to_string();
-    let cmd = RegisterFloatingIp {
+    let subnet_id = text(body, "subnet_id")?;
+    conform::<CreateFloatingIp>(body)?;
+    Ok(RegisterFloatingIp {
         network_id,
-        subnet_id: text(&body, "subnet_id")?,
+        subnet_id,
         address,
-    };
-    let fip = state.berth.register_floating_ip(cmd).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({ "floatingip": fip_json(&fip) })),
-    ))
+    })
 }
 
 async fn delete(

@@ -1,26 +1,27 @@
 //! `/reservation/v1/os-hosts`: hosts are root resource providers with compute inventory, an
 //! availability zone and typed extra capabilities.
 
-use super::lease_wire::lease_json;
+use super::lease_wire::{conform, wire_lease};
 use crate::http::attributes::{attr_json, attr_value};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
-use crate::http::status::{StatusBody, effects_json};
+use crate::http::status::{StatusBody, lease_effects};
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
-use berth_api::blazar::{Host, HostEnvelope, HostList};
+use berth_api::blazar::{
+    CreateHost, Host, HostEnvelope, HostList, HostStatusChanged, LeaseEnvelope, Reallocate,
+    UpdateHost,
+};
+use berth_api::status::StatusChange;
 use berth_api::time::record_time;
 use berth_app::{EnrollHost, Reallocation, Requester};
 use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
-use serde::Deserialize;
-use serde_json::json;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -31,6 +32,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List hosts",
             list,
         )
+        .answers::<HostList>(200)
         .add(
             Method::POST,
             "/reservation/v1/os-hosts",
@@ -38,6 +40,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Enroll a host",
             create,
         )
+        .accepts::<CreateHost>()
+        .answers::<HostEnvelope>(201)
         .add(
             Method::GET,
             "/reservation/v1/os-hosts/{host_id}",
@@ -45,6 +49,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a host",
             show,
         )
+        .answers::<HostEnvelope>(200)
         .add(
             Method::PUT,
             "/reservation/v1/os-hosts/{host_id}",
@@ -52,6 +57,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Set or remove extra capabilities",
             update,
         )
+        .accepts::<UpdateHost>()
+        .answers::<HostEnvelope>(200)
         .add(
             Method::DELETE,
             "/reservation/v1/os-hosts/{host_id}",
@@ -59,6 +66,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Un-enroll a host",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::PUT,
             "/reservation/v1/os-hosts/{host_id}/status",
@@ -66,45 +74,40 @@ pub(super) fn register(routes: &mut Routes) {
             "Mark a host up, down or in maintenance, healing the leases on it (berth)",
             set_status,
         )
+        .accepts::<StatusChange>()
+        .answers::<HostStatusChanged>(200)
         .add(
             Method::PUT,
             "/reservation/v1/os-hosts/{host_id}/allocation",
             Rule::PROJECT_MEMBER,
             "Move a lease's reservations off a host (reallocate)",
             reallocate,
-        );
+        )
+        .accepts::<Reallocate>()
+        .answers::<LeaseEnvelope>(200);
 }
 
 async fn set_status(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<StatusBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HostStatusChanged>, ApiError> {
     let id = host_id(&id)?;
     let (status, reason) = body.parse()?;
     let effects = state.berth.set_host_status(id, status, reason).await?;
     let host = state.berth.read_local(|catalog| find(catalog, id))?;
-    Ok(Json(
-        json!({"host": host, "leases": effects_json(&effects)}),
-    ))
-}
-
-/// `{"lease_id": ...}` or `{"reservation_id": ...}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReallocateBody {
-    #[serde(default)]
-    lease_id: Option<Uuid>,
-    #[serde(default)]
-    reservation_id: Option<Uuid>,
+    Ok(Json(HostStatusChanged {
+        host,
+        leases: lease_effects(effects),
+    }))
 }
 
 async fn reallocate(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<ReallocateBody>,
-) -> Result<Json<Value>, ApiError> {
+    ApiJson(body): ApiJson<Reallocate>,
+) -> Result<Json<LeaseEnvelope>, ApiError> {
     let id = host_id(&id)?;
     let what = match (body.lease_id, body.reservation_id) {
         (Some(lease), None) => Reallocation::Lease(lease),
@@ -119,10 +122,10 @@ async fn reallocate(
         .project_scope()
         .map_or(Requester::Admin, Requester::Project);
     let lease = state.berth.reallocate(id, what, requester).await?;
-    let body = state
+    let lease = state
         .berth
-        .read_local(|catalog| json!({"lease": lease_json(&lease, catalog)}));
-    Ok(Json(body))
+        .read_local(|catalog| wire_lease(&lease, catalog));
+    Ok(Json(LeaseEnvelope { lease }))
 }
 
 /// The total of a compute class, or for a bare-metal node (no compute inventory) the number
@@ -228,6 +231,17 @@ pub(super) fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String
     }
 }
 
+async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<Map<String, Value>>,
+) -> Result<(StatusCode, Json<HostEnvelope>), ApiError> {
+    let cmd = enroll_command(&body)?;
+    let id = state.berth.enroll_host(cmd).await?;
+    let host = state.berth.read(|catalog| find(catalog, id)).await??;
+    Ok((StatusCode::CREATED, Json(HostEnvelope { host })))
+}
+
+/// The fields of an enrol request that are not extra capabilities: those [`CreateHost`] names.
 const HOST_FIELDS: [&str; 8] = [
     "name",
     "reservable",
@@ -239,16 +253,15 @@ const HOST_FIELDS: [&str; 8] = [
     "service_name",
 ];
 
-async fn create(
-    State(state): State<AppState>,
-    ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<HostEnvelope>), ApiError> {
-    let name = text(&body, "name")?.ok_or_else(|| ApiError::bad_request("name is required"))?;
-    let mut attributes = BTreeMap::new();
-    for (key, value) in body
+/// The command of an enrol request, checked field by field with Blazar's messages, then read as
+/// [`CreateHost`].
+fn enroll_command(body: &Map<String, Value>) -> Result<EnrollHost, ApiError> {
+    let name = text(body, "name")?.ok_or_else(|| ApiError::bad_request("name is required"))?;
+    let extra = body
         .iter()
-        .filter(|(k, _)| !HOST_FIELDS.contains(&k.as_str()))
-    {
+        .filter(|(key, _)| !HOST_FIELDS.contains(&key.as_str()));
+    let mut attributes = BTreeMap::new();
+    for (key, value) in extra {
         let value = attr_value(key, value)?.ok_or_else(|| {
             ApiError::bad_request(format!("Extra capability {key} must not be null"))
         })?;
@@ -256,12 +269,12 @@ async fn create(
     }
     let cmd = EnrollHost {
         name,
-        vcpus: amount(&body, "vcpus")?,
-        memory_mb: amount(&body, "memory_mb")?,
-        local_gb: amount(&body, "local_gb")?,
-        availability_zone: text(&body, "availability_zone")?,
-        hypervisor_type: text(&body, "hypervisor_type")?,
-        service_name: text(&body, "service_name")?,
+        vcpus: amount(body, "vcpus")?,
+        memory_mb: amount(body, "memory_mb")?,
+        local_gb: amount(body, "local_gb")?,
+        availability_zone: text(body, "availability_zone")?,
+        hypervisor_type: text(body, "hypervisor_type")?,
+        service_name: text(body, "service_name")?,
         attributes,
         reservable: match body.get("reservable") {
             None | Some(Value::Null) => true,
@@ -271,15 +284,14 @@ async fn create(
             Some(_) => return Err(ApiError::bad_request("reservable must be true or false")),
         },
     };
-    let id = state.berth.enroll_host(cmd).await?;
-    let host = state.berth.read(|catalog| find(catalog, id)).await??;
-    Ok((StatusCode::CREATED, Json(HostEnvelope { host })))
+    conform::<CreateHost>(body)?;
+    Ok(cmd)
 }
 
 async fn update(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    ApiJson(body): ApiJson<Map<String, Value>>,
+    ApiJson(UpdateHost(body)): ApiJson<UpdateHost>,
 ) -> Result<Json<HostEnvelope>, ApiError> {
     let id = host_id(&id)?;
     let mut updates = Vec::with_capacity(body.len());
@@ -298,4 +310,25 @@ async fn delete(
     let id = host_id(&id)?;
     state.berth.delete_host(id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HOST_FIELDS;
+    use berth_api::blazar::CreateHost;
+
+    /// Every field the enrol handler keeps out of the extra capabilities is one the documented
+    /// request type names.
+    #[test]
+    fn host_fields_are_documented() {
+        let schema = schemars::schema_for!(CreateHost);
+        let properties = schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .expect("CreateHost has properties");
+        for field in HOST_FIELDS {
+            assert!(properties.contains_key(field), "{field} is not documented");
+        }
+        assert_eq!(properties.len(), HOST_FIELDS.len());
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::http::error::ApiError;
 use crate::http::fields::{integer, parse_date};
+use berth_api::blazar::{self as wire, Event, Record, ReservationAllocation, ReservationDetails};
 use berth_api::time::{lease_time, record_time};
 use berth_core::decide::health::missing_resources;
 use berth_core::decide::lease::{LeaseUpdate, ReservationUpdate};
@@ -11,8 +12,21 @@ use berth_core::model::lease::{
     Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec,
 };
 use berth_core::{Catalog, Instant};
-use serde_json::{Map, Value, json};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 use uuid::Uuid;
+
+/// A body checked by hand, read as its documented request type: what a handler accepts is what
+/// the OpenAPI document describes (400 otherwise, as for any body that does not validate).
+pub(crate) fn typed<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<T, ApiError> {
+    serde_json::from_value(Value::Object(body.clone()))
+        .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
+}
+
+/// [`typed`], for a handler that goes on reading the body it checked by hand.
+pub(crate) fn conform<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<(), ApiError> {
+    typed::<T>(body).map(drop)
+}
 
 /// A required or optional date field.
 pub(crate) fn date_field(
@@ -195,42 +209,52 @@ pub(crate) fn lease_update(
     })
 }
 
-fn affinity_json(affinity: Affinity) -> Value {
-    match affinity {
-        Affinity::SameHost => Value::Bool(true),
-        Affinity::DifferentHosts => Value::Bool(false),
-        Affinity::Any => Value::Null,
-    }
-}
-
 /// A reservation as Blazar returns it, with the hosts it holds (berth's addition).
 /// `missing_resources` is `false` when nothing is missing (Blazar's flag), and otherwise says
 /// how much: hosts or instances, their resources, and on which hosts out of service.
-pub(crate) fn reservation_json(lease: &Lease, r: &Reservation, catalog: &Catalog) -> Value {
-    let mut out = json!({
-        "id": r.id,
-        "lease_id": lease.id,
-        "status": r.status.as_str(),
-        "missing_resources": missing_resources(catalog, r).unwrap_or(Value::Bool(false)),
-        "resources_changed": r.resources_changed,
-        "resource_id": r.id,
-        "resource_type": r.spec.resource_type(),
-        "created_at": record_time(r.created_at.as_micros()),
-        "updated_at": record_time(r.updated_at.as_micros()),
-    });
-    let extra = match &r.spec {
+pub(crate) fn wire_reservation(
+    lease: &Lease,
+    r: &Reservation,
+    catalog: &Catalog,
+) -> wire::Reservation {
+    wire::Reservation {
+        id: r.id,
+        lease_id: lease.id,
+        status: r.status.as_str().to_owned(),
+        missing_resources: missing_resources(catalog, r).unwrap_or(Value::Bool(false)),
+        resources_changed: r.resources_changed,
+        resource_id: r.id,
+        spec: details(r),
+        created_at: record_time(r.created_at.as_micros()),
+        updated_at: record_time(r.updated_at.as_micros()),
+        allocations: r
+            .hosts
+            .iter()
+            .map(|(host, slots)| ReservationAllocation {
+                host_id: catalog.provider(*host).map(|p| p.id().to_string()),
+                provider_uuid: *host,
+                slots: *slots,
+            })
+            .collect(),
+    }
+}
+
+/// The fields of a reservation's kind.
+fn details(r: &Reservation) -> ReservationDetails {
+    match &r.spec {
         ReservationSpec::Host {
             min,
             max,
             hypervisor_properties,
             resource_properties,
             before_end,
-        } => json!({
-            "min": min, "max": max,
-            "hypervisor_properties": hypervisor_properties,
-            "resource_properties": resource_properties,
-            "before_end": before_end,
-        }),
+        } => ReservationDetails::Host {
+            min: *min,
+            max: *max,
+            hypervisor_properties: hypervisor_properties.clone(),
+            resource_properties: resource_properties.clone(),
+            before_end: before_end.clone(),
+        },
         ReservationSpec::Instance {
             vcpus,
             memory_mb,
@@ -238,81 +262,77 @@ pub(crate) fn reservation_json(lease: &Lease, r: &Reservation, catalog: &Catalog
             amount,
             affinity,
             resource_properties,
-        } => json!({
-            "vcpus": vcpus, "memory_mb": memory_mb, "disk_gb": disk_gb, "amount": amount,
-            "affinity": affinity_json(*affinity),
-            "resource_properties": resource_properties,
-            "flavor_id": r.id,
-            "aggregate_id": r.id,
-            "server_group_id": match affinity { Affinity::Any => Value::Null, _ => json!(r.id) },
-        }),
+        } => ReservationDetails::Instance {
+            vcpus: *vcpus,
+            memory_mb: *memory_mb,
+            disk_gb: *disk_gb,
+            amount: *amount,
+            affinity: match affinity {
+                Affinity::SameHost => Some(true),
+                Affinity::DifferentHosts => Some(false),
+                Affinity::Any => None,
+            },
+            resource_properties: resource_properties.clone(),
+            flavor_id: r.id,
+            aggregate_id: r.id,
+            server_group_id: (*affinity != Affinity::Any).then_some(r.id),
+        },
         ReservationSpec::FloatingIp {
             network_id,
             amount,
             required_floatingips,
-        } => json!({
-            "network_id": network_id, "amount": amount,
-            "required_floatingips": required_floatingips,
-            "floatingip_ids": r.floating_ips,
-        }),
-    };
-    merge(&mut out, extra);
-    out["allocations"] = r
-        .hosts
-        .iter()
-        .map(|(host, slots)| {
-            json!({"host_id": catalog.provider(*host).map(|p| p.id().to_string()), "provider_uuid": host, "slots": slots})
-        })
-        .collect();
-    out
-}
-
-fn merge(out: &mut Value, extra: Value) {
-    if let (Some(out), Value::Object(extra)) = (out.as_object_mut(), extra) {
-        out.extend(extra);
+        } => ReservationDetails::FloatingIp {
+            network_id: network_id.clone(),
+            amount: *amount,
+            required_floatingips: required_floatingips.clone(),
+            floatingip_ids: r.floating_ips.clone(),
+        },
     }
 }
 
 /// A lifecycle event as Blazar returns it.
-pub(crate) fn event_json(lease: &Lease, event: &LeaseEvent) -> Value {
-    json!({
-        "id": event.id,
-        "lease_id": lease.id,
-        "event_type": event.kind.as_str(),
-        "time": lease_time(event.at.as_micros()),
-        "status": event.status.as_str(),
-        "created_at": record_time(event.created_at.as_micros()),
-        "updated_at": record_time(event.updated_at.as_micros()),
-    })
+pub(crate) fn wire_event(lease: &Lease, event: &LeaseEvent) -> Event {
+    Event {
+        id: event.id,
+        lease_id: lease.id,
+        event_type: event.kind.as_str().to_owned(),
+        time: lease_time(event.at.as_micros()),
+        status: event.status.as_str().to_owned(),
+        created_at: record_time(event.created_at.as_micros()),
+        updated_at: record_time(event.updated_at.as_micros()),
+    }
 }
 
 /// A lease as Blazar returns it.
-pub(crate) fn lease_json(lease: &Lease, catalog: &Catalog) -> Value {
-    json!({
-        "id": lease.id,
-        "name": lease.name,
-        "start_date": lease_time(lease.start.as_micros()),
-        "end_date": lease_time(lease.end.as_micros()),
-        "status": lease.status.as_str(),
-        "status_reason": lease.status_reason,
-        "degraded": lease.degraded,
-        "user_id": lease.user_id,
-        "project_id": lease.project_id,
-        "trust_id": Value::Null,
-        "created_at": record_time(lease.created_at.as_micros()),
-        "updated_at": record_time(lease.updated_at.as_micros()),
-        "reservations": lease.reservations.iter().map(|r| reservation_json(lease, r, catalog)).collect::<Vec<_>>(),
-        "events": lease.events.iter().map(|e| event_json(lease, e)).collect::<Vec<_>>(),
-    })
+pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
+    wire::Lease {
+        id: lease.id,
+        name: lease.name.clone(),
+        start_date: lease_time(lease.start.as_micros()),
+        end_date: lease_time(lease.end.as_micros()),
+        status: lease.status.as_str().to_owned(),
+        status_reason: lease.status_reason.clone(),
+        degraded: lease.degraded,
+        user_id: lease.user_id.clone(),
+        project_id: lease.project_id.clone(),
+        trust_id: None,
+        created_at: record_time(lease.created_at.as_micros()),
+        updated_at: record_time(lease.updated_at.as_micros()),
+        reservations: lease
+            .reservations
+            .iter()
+            .map(|r| wire_reservation(lease, r, catalog))
+            .collect(),
+        events: lease.events.iter().map(|e| wire_event(lease, e)).collect(),
+    }
 }
 
 /// One entry of the lifecycle record.
-pub(crate) fn record_json(record: &LeaseRecord) -> Value {
-    let details: Value = serde_json::from_str(&record.details).unwrap_or(Value::Null);
-    json!({
-        "lease_id": record.lease_id,
-        "type": record.kind,
-        "time": lease_time(record.at.as_micros()),
-        "details": details,
-    })
+pub(crate) fn wire_record(record: &LeaseRecord) -> Record {
+    Record {
+        lease_id: record.lease_id,
+        kind: record.kind.clone(),
+        time: lease_time(record.at.as_micros()),
+        details: serde_json::from_str(&record.details).unwrap_or(Value::Null),
+    }
 }

@@ -4,7 +4,8 @@
 //! A lease is visible to its own project and to admins; to anyone else it does not exist (404).
 
 use super::lease_wire::{
-    self, date_field, lease_json, lease_update, record_json, reservation_objects, reservation_spec,
+    self, conform, date_field, lease_update, reservation_objects, reservation_spec, wire_lease,
+    wire_record,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
@@ -16,32 +17,47 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
+use berth_api::blazar::{
+    Availability, AvailabilityOutcome, AvailabilityRequest, LeaseEnvelope, LeaseList, LeaseRequest,
+    OfferedHost, OfferedHosts, RecordList, ZoneCapacity,
+};
+use berth_api::time::lease_time;
 use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::model::lease::{Lease, LeaseStatus};
 use berth_core::{Catalog, Instant};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
         .add(Method::GET, "/reservation/v1/leases", Rule::PROJECT_READER, "List leases", list)
+        .answers::<LeaseList>(200)
         .add(Method::POST, "/reservation/v1/leases", Rule::PROJECT_MEMBER, "Create a lease", create)
+        .accepts::<LeaseRequest>()
+        .answers::<LeaseEnvelope>(201)
         .add(Method::GET, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_READER, "Show a lease", show)
+        .answers::<LeaseEnvelope>(200)
         .add(Method::PUT, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_MEMBER, "Update a lease", update)
+        .accepts::<LeaseRequest>()
+        .answers::<LeaseEnvelope>(200)
         .add(Method::DELETE, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_MEMBER, "Delete a lease", delete)
+        .answers_empty(204)
         .add(
             Method::GET,
             "/reservation/v1/leases/{lease_id}/events", Rule::PROJECT_READER,
             "The lifecycle record of a lease (berth extension)",
             events,
         )
+        .answers::<RecordList>(200)
         .add(
             Method::POST,
             "/reservation/v1/availability", Rule::SYSTEM_READER,
             "Whether a lease request fits, the counter-offer, free capacity per zone (berth extension)",
             availability,
-        );
+        )
+        .accepts::<AvailabilityRequest>()
+        .answers::<Availability>(200);
 }
 
 fn visible(caller: &Caller, lease: &Lease) -> bool {
@@ -54,11 +70,13 @@ fn lease_id(text: &str) -> Result<Uuid, ApiError> {
 }
 
 /// The lease as the caller may see it, rendered.
-fn render(catalog: &Catalog, caller: &Caller, id: Uuid) -> Result<Value, ApiError> {
+fn render(catalog: &Catalog, caller: &Caller, id: Uuid) -> Result<LeaseEnvelope, ApiError> {
     catalog
         .lease(id)
         .filter(|lease| visible(caller, lease))
-        .map(|lease| json!({"lease": lease_json(lease, catalog)}))
+        .map(|lease| LeaseEnvelope {
+            lease: wire_lease(lease, catalog),
+        })
         .ok_or_else(|| ApiError::not_found(format!("Lease {id} could not be found")))
 }
 
@@ -66,7 +84,7 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LeaseList>, ApiError> {
     let status = query
         .get("status")
         .map(|s| {
@@ -91,20 +109,17 @@ async fn list(
                 .filter(|l| project.as_ref().is_none_or(|p| *p == l.project_id))
                 .collect();
             leases.sort_by_key(|l| (l.created_at, l.id));
-            leases
-                .iter()
-                .map(|l| lease_json(l, catalog))
-                .collect::<Vec<_>>()
+            leases.iter().map(|l| wire_lease(l, catalog)).collect()
         })
         .await?;
-    Ok(Json(json!({ "leases": leases })))
+    Ok(Json(LeaseList { leases }))
 }
 
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LeaseEnvelope>, ApiError> {
     let id = lease_id(&id)?;
     Ok(Json(state.berth.read(|c| render(c, &caller, id)).await??))
 }
@@ -163,18 +178,22 @@ fn create_command(
     {
         return Err(ApiError::bad_request("events must be a list"));
     }
+    let before_end = date_field(body, "before_end_date", now)?;
+    let reservations = reservation_objects(body)?
+        .into_iter()
+        .map(reservation_spec)
+        .collect::<Result<_, _>>()?;
+    let horizon_micros = horizon(body)?;
+    conform::<LeaseRequest>(body)?;
     Ok(CreateLease {
         name,
         project_id: caller.0.project_id.clone(),
         user_id: caller.0.user_id.clone(),
         start,
         end,
-        before_end: date_field(body, "before_end_date", now)?,
-        reservations: reservation_objects(body)?
-            .into_iter()
-            .map(reservation_spec)
-            .collect::<Result<_, _>>()?,
-        horizon_micros: horizon(body)?,
+        before_end,
+        reservations,
+        horizon_micros,
         idempotency: None,
     })
 }
@@ -184,15 +203,15 @@ async fn create(
     caller: Caller,
     key: IdempotencyHeader,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<LeaseEnvelope>), ApiError> {
     let mut cmd = create_command(&body, &caller, state.berth.now())?;
     cmd.idempotency = key.bind(&caller, &body);
     let lease = state.berth.create_lease(cmd).await?;
     // The write was committed by this process: its catalog already holds it.
-    let body = state
+    let lease = state
         .berth
-        .read_local(|catalog| json!({"lease": lease_json(&lease, catalog)}));
-    Ok((StatusCode::CREATED, Json(body)))
+        .read_local(|catalog| wire_lease(&lease, catalog));
+    Ok((StatusCode::CREATED, Json(LeaseEnvelope { lease })))
 }
 
 /// 404 unless the lease exists and the caller may see it.
@@ -214,7 +233,7 @@ async fn update(
     caller: Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<LeaseEnvelope>, ApiError> {
     let id = lease_id(&id)?;
     check_visible(&state, &caller, id).await?;
     let now = state.berth.now();
@@ -230,15 +249,14 @@ async fn update(
             ));
         }
     }
+    let horizon_micros = horizon(&body)?;
+    conform::<LeaseRequest>(&body)?;
+    let lease = state.berth.update_lease(id, update, horizon_micros).await?;
+    // The write was committed by this process: its catalog already holds it.
     let lease = state
         .berth
-        .update_lease(id, update, horizon(&body)?)
-        .await?;
-    // The write was committed by this process: its catalog already holds it.
-    let body = state
-        .berth
-        .read_local(|catalog| json!({"lease": lease_json(&lease, catalog)}));
-    Ok(Json(body))
+        .read_local(|catalog| wire_lease(&lease, catalog));
+    Ok(Json(LeaseEnvelope { lease }))
 }
 
 async fn delete(
@@ -256,7 +274,7 @@ async fn events(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RecordList>, ApiError> {
     let id = lease_id(&id)?;
     // The record outlives the lease: admins may still read a deleted lease's record.
     let exists = state.berth.read(|c| c.lease(id).is_some()).await?;
@@ -269,53 +287,65 @@ async fn events(
             "Lease {id} could not be found"
         )));
     }
-    Ok(Json(json!({
-        "events": records.iter().map(record_json).collect::<Vec<_>>(),
-    })))
+    Ok(Json(RecordList {
+        events: records.iter().map(wire_record).collect(),
+    }))
 }
 
 async fn availability(
     State(state): State<AppState>,
     _caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Availability>, ApiError> {
     let now = state.berth.now();
     let (start, end) = window(&body, now)?;
     let specs = reservation_objects(&body)?
         .into_iter()
         .map(reservation_spec)
         .collect::<Result<Vec<_>, _>>()?;
+    let horizon_micros = horizon(&body)?;
+    conform::<AvailabilityRequest>(&body)?;
     let answer = state
         .berth
-        .availability(start, end, specs, horizon(&body)?)
+        .availability(start, end, specs, horizon_micros)
         .await?;
-    let zones: Vec<Value> = answer
+    let availability_zones = answer
         .zones
         .iter()
-        .map(|z| {
-            json!({
-                "availability_zone": z.zone,
-                "hosts": z.hosts,
-                "free_hosts": z.free_hosts,
-                "free": z.free.iter().cloned().collect::<BTreeMap<String, u64>>(),
-            })
+        .map(|z| ZoneCapacity {
+            availability_zone: z.zone.clone(),
+            hosts: z.hosts,
+            free_hosts: z.free_hosts,
+            free: z.free.iter().cloned().collect(),
         })
         .collect();
-    let mut out = json!({
-        "fits": answer.refusal.is_none(),
-        "start_date": berth_api::time::lease_time(start.as_micros()),
-        "end_date": berth_api::time::lease_time(end.as_micros()),
-        "availability_zones": zones,
-    });
-    match &answer.refusal {
-        Some(refusal) => {
-            if let (Some(out), Value::Object(extra)) = (out.as_object_mut(), refusal_json(refusal)) {
-                out.extend(extra);
-            }
-        }
-        None => out["reservations"] = json!(answer.hosts.iter().map(|hosts| json!({
-            "hosts": hosts.iter().map(|(h, n)| json!({"provider_uuid": h, "slots": n})).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>()),
+    let outcome = match &answer.refusal {
+        Some(refusal) => match refusal_json(refusal) {
+            Value::Object(refused) => AvailabilityOutcome::Refused(refused),
+            _ => unreachable!("invariant: a refusal is a JSON object"),
+        },
+        None => AvailabilityOutcome::Fits {
+            reservations: answer.hosts.iter().map(|hosts| offered(hosts)).collect(),
+        },
+    };
+    Ok(Json(Availability {
+        fits: answer.refusal.is_none(),
+        start_date: lease_time(start.as_micros()),
+        end_date: lease_time(end.as_micros()),
+        availability_zones,
+        outcome,
+    }))
+}
+
+/// The hosts one reservation would take.
+fn offered(hosts: &[(Uuid, u32)]) -> OfferedHosts {
+    OfferedHosts {
+        hosts: hosts
+            .iter()
+            .map(|(provider_uuid, slots)| OfferedHost {
+                provider_uuid: *provider_uuid,
+                slots: *slots,
+            })
+            .collect(),
     }
-    Ok(Json(out))
 }

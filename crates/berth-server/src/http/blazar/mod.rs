@@ -10,7 +10,8 @@ use crate::http::routes::Routes;
 use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
-use serde_json::{Value, json};
+use berth_api::blazar::{Version, VersionList};
+use berth_api::common::Link;
 
 /// Registers every reservation route.
 pub fn register(routes: &mut Routes) {
@@ -22,23 +23,27 @@ pub fn register(routes: &mut Routes) {
             "Reservation API versions",
             versions,
         )
+        .answers::<VersionList>(200)
         .add(
             Method::GET,
             "/reservation/",
             Rule::PUBLIC,
             "Reservation API versions",
             versions,
-        );
+        )
+        .answers::<VersionList>(200);
     allocations::register(routes);
     hosts::register(routes);
     leases::register(routes);
     floating_ips::register(routes);
 }
 
-async fn versions() -> Json<Value> {
-    Json(json!({"versions": [{
-        "id": "v1.0",
-        "status": "CURRENT",
-        "links": [{"href": "/reservation/v1/", "rel": "self"}],
-    }]}))
+async fn versions() -> Json<VersionList> {
+    Json(VersionList {
+        versions: vec![Version {
+            id: "v1.0".to_owned(),
+            status: "CURRENT".to_owned(),
+            links: vec![Link::to_self("/reservation/v1/")],
+        }],
+    })
 }

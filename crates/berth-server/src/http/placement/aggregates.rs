@@ -11,9 +11,8 @@ use axum::extract::State;
 use axum::extract::{Path, Request};
 use axum::http::Method;
 use axum::response::Response;
-use berth_api::placement::PutAggregates;
+use berth_api::placement::{AggregatesRequest, ProviderAggregates, PutAggregates};
 use berth_core::Provider;
-use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
@@ -27,21 +26,23 @@ pub(super) fn register(routes: &mut Routes) {
             "List a provider's aggregates",
             list,
         )
+        .answers::<ProviderAggregates>(200)
         .add(
             Method::PUT,
             path,
             Rule::SERVICE,
             "Replace a provider's aggregates",
             replace,
-        );
+        )
+        .accepts::<AggregatesRequest>()
+        .answers::<ProviderAggregates>(200);
 }
 
-fn body(provider: &Provider, mv: Microversion) -> Value {
-    let mut body = json!({ "aggregates": provider.aggregates() });
-    if mv.at_least(19) {
-        body["resource_provider_generation"] = json!(provider.generation());
+fn body(provider: &Provider, mv: Microversion) -> ProviderAggregates {
+    ProviderAggregates {
+        aggregates: provider.aggregates().iter().copied().collect(),
+        resource_provider_generation: mv.at_least(19).then(|| provider.generation()),
     }
-    body
 }
 
 async fn list(
@@ -70,15 +71,17 @@ async fn replace(
     let invalid =
         |e: serde_json::Error| ApiError::bad_request(format!("JSON does not validate: {e}"));
     // Below 1.19 the body is a bare list; from 1.19 it carries the generation.
-    let (names, generation) = match mv.at_least(19) {
-        true => {
-            let put: PutAggregates = serde_json::from_slice(&bytes).map_err(invalid)?;
+    let request = match mv.at_least(19) {
+        true => AggregatesRequest::WithGeneration(
+            serde_json::from_slice::<PutAggregates>(&bytes).map_err(invalid)?,
+        ),
+        false => AggregatesRequest::List(serde_json::from_slice(&bytes).map_err(invalid)?),
+    };
+    let (names, generation) = match request {
+        AggregatesRequest::WithGeneration(put) => {
             (put.aggregates, Some(put.resource_provider_generation))
         }
-        false => (
-            serde_json::from_slice::<Vec<String>>(&bytes).map_err(invalid)?,
-            None,
-        ),
+        AggregatesRequest::List(names) => (names, None),
     };
     let mut aggregates = BTreeSet::new();
     for name in &names {

@@ -11,12 +11,15 @@ use crate::policy::Rule;
 use axum::extract::{Path, Request, State};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use berth_api::placement::{ConsumerAllocations, PutAllocationsList};
+use berth_api::placement::{
+    AllocationsBatch, AllocationsRequest, ConsumerAllocations, ConsumerAllocationsOut,
+    ConsumerPart, ProviderAllocations, ProviderPart, PutAllocationsList, PutInventories, Reshape,
+};
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
 use berth_core::model::consumer::Allocations;
 use berth_core::{Catalog, Consumer, ResourceClass};
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -33,6 +36,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a consumer's allocations",
             show,
         )
+        .answers::<ConsumerAllocationsOut>(200)
         .add(
             Method::PUT,
             one,
@@ -40,6 +44,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Replace a consumer's allocations",
             replace,
         )
+        .accepts::<AllocationsRequest>()
+        .answers_empty(204)
         .add(
             Method::DELETE,
             one,
@@ -47,6 +53,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a consumer's allocations",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::POST,
             "/placement/allocations",
@@ -54,6 +61,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Replace several consumers' allocations atomically (1.13)",
             batch,
         )
+        .accepts::<AllocationsBatch>()
+        .answers_empty(204)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/allocations",
@@ -61,13 +70,16 @@ pub(super) fn register(routes: &mut Routes) {
             "List a provider's allocations",
             provider,
         )
+        .answers::<ProviderAllocations>(200)
         .add(
             Method::POST,
             "/placement/reshaper",
             Rule::SERVICE,
             "Replace inventories and allocations atomically (1.30)",
             reshaper,
-        );
+        )
+        .accepts::<Reshape>()
+        .answers_empty(204);
 }
 
 fn consumer_uuid(text: &str) -> Result<Uuid, ApiError> {
@@ -223,9 +235,13 @@ async fn replace(
 ) -> Result<StatusCode, ApiError> {
     let consumer = consumer_uuid(&consumer)?;
     let value = body_value(request, &state).await?;
-    let write = match mv.at_least(12) {
-        true => dict_write(consumer, parse(value)?, mv)?,
-        false => list_write(consumer, parse(value)?, mv)?,
+    let request = match mv.at_least(12) {
+        true => AllocationsRequest::Dict(parse(value)?),
+        false => AllocationsRequest::List(parse(value)?),
+    };
+    let write = match request {
+        AllocationsRequest::Dict(body) => dict_write(consumer, body, mv)?,
+        AllocationsRequest::List(body) => list_write(consumer, body, mv)?,
     };
     state.berth.set_allocations(vec![write]).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -237,7 +253,7 @@ async fn batch(
     request: Request,
 ) -> Result<StatusCode, ApiError> {
     mv.require(13)?;
-    let body: BTreeMap<String, ConsumerAllocations> = parse(body_value(request, &state).await?)?;
+    let AllocationsBatch(body) = parse(body_value(request, &state).await?)?;
     if body.is_empty() {
         return Err(invalid("the request must name at least one consumer"));
     }
@@ -249,34 +265,49 @@ async fn batch(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn consumer_body(catalog: &Catalog, uuid: Uuid, mv: Microversion) -> Value {
+fn amounts(by_class: &BTreeMap<ResourceClass, u64>) -> BTreeMap<String, u64> {
+    by_class
+        .iter()
+        .map(|(c, a)| (c.as_str().to_owned(), *a))
+        .collect()
+}
+
+fn consumer_body(catalog: &Catalog, uuid: Uuid, mv: Microversion) -> ConsumerAllocationsOut {
     let Some(consumer) = catalog.consumer(uuid) else {
-        return json!({ "allocations": {} });
+        return ConsumerAllocationsOut {
+            allocations: BTreeMap::new(),
+            project_id: None,
+            user_id: None,
+            consumer_generation: None,
+            consumer_type: None,
+        };
     };
-    let mut allocations = Map::new();
-    for (provider, by_class) in &consumer.allocations {
-        let generation = catalog
-            .provider(*provider)
-            .map(berth_core::Provider::generation);
-        let resources: BTreeMap<&str, u64> =
-            by_class.iter().map(|(c, a)| (c.as_str(), *a)).collect();
-        allocations.insert(
-            provider.to_string(),
-            json!({"generation": generation, "resources": resources}),
-        );
+    let allocations = consumer
+        .allocations
+        .iter()
+        .map(|(provider, by_class)| {
+            let part = ProviderPart {
+                generation: catalog
+                    .provider(*provider)
+                    .map(berth_core::Provider::generation),
+                resources: amounts(by_class),
+            };
+            (provider.to_string(), part)
+        })
+        .collect();
+    let owned = mv.at_least(12);
+    ConsumerAllocationsOut {
+        allocations,
+        project_id: owned.then(|| consumer.project_id.clone()),
+        user_id: owned.then(|| consumer.user_id.clone()),
+        consumer_generation: mv.at_least(28).then_some(consumer.generation),
+        consumer_type: mv.at_least(38).then(|| {
+            consumer
+                .consumer_type
+                .clone()
+                .unwrap_or_else(|| "unknown".to_owned())
+        }),
     }
-    let mut body = json!({ "allocations": allocations });
-    if mv.at_least(12) {
-        body["project_id"] = json!(consumer.project_id);
-        body["user_id"] = json!(consumer.user_id);
-    }
-    if mv.at_least(28) {
-        body["consumer_generation"] = json!(consumer.generation);
-    }
-    if mv.at_least(38) {
-        body["consumer_type"] = json!(consumer.consumer_type.as_deref().unwrap_or("unknown"));
-    }
-    body
 }
 
 async fn show(
@@ -301,14 +332,12 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn provider_entry(consumer: &Consumer, provider: Uuid, mv: Microversion) -> Option<Value> {
+fn provider_entry(consumer: &Consumer, provider: Uuid, mv: Microversion) -> Option<ConsumerPart> {
     let by_class = consumer.allocations.get(&provider)?;
-    let resources: BTreeMap<&str, u64> = by_class.iter().map(|(c, a)| (c.as_str(), *a)).collect();
-    let mut entry = json!({ "resources": resources });
-    if mv.at_least(28) {
-        entry["consumer_generation"] = json!(consumer.generation);
-    }
-    Some(entry)
+    Some(ConsumerPart {
+        resources: amounts(by_class),
+        consumer_generation: mv.at_least(28).then_some(consumer.generation),
+    })
 }
 
 async fn provider(
@@ -321,11 +350,16 @@ async fn provider(
         .berth
         .read(|catalog| {
             let found = find(catalog, uuid)?;
-            let allocations: BTreeMap<String, Value> = catalog
+            let allocations = catalog
                 .consumers()
-                .filter_map(|(id, consumer)| provider_entry(consumer, uuid, mv).map(|entry| (id.to_string(), entry)))
+                .filter_map(|(id, consumer)| {
+                    provider_entry(consumer, uuid, mv).map(|entry| (id.to_string(), entry))
+                })
                 .collect();
-            Ok::<_, ApiError>(json!({"allocations": allocations, "resource_provider_generation": found.generation()}))
+            Ok::<_, ApiError>(ProviderAllocations {
+                allocations,
+                resource_provider_generation: found.generation(),
+            })
         })
         .await??;
     Ok(respond(mv, state.berth.now(), &body))
@@ -349,7 +383,8 @@ async fn reshaper(
             "Additional properties are not allowed ('{extra}' was unexpected)"
         )));
     }
-    let inventories: BTreeMap<String, berth_api::placement::PutInventories> = parse(
+    // Checked and parsed one part at a time, in this order, for Placement's messages.
+    let inventories: BTreeMap<String, PutInventories> = parse(
         object
             .remove("inventories")
             .ok_or_else(|| invalid("'inventories' is a required property"))?,
@@ -359,8 +394,12 @@ async fn reshaper(
             .remove("allocations")
             .ok_or_else(|| invalid("'allocations' is a required property"))?,
     )?;
-    let mut inventory_writes = Vec::with_capacity(inventories.len());
-    for (provider, put) in inventories {
+    let reshape = Reshape {
+        inventories,
+        allocations,
+    };
+    let mut inventory_writes = Vec::with_capacity(reshape.inventories.len());
+    for (provider, put) in reshape.inventories {
         let provider = Uuid::parse_str(&provider)
             .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
         let mut records = BTreeMap::new();
@@ -376,8 +415,8 @@ async fn reshaper(
             inventories: records,
         });
     }
-    let mut writes = Vec::with_capacity(allocations.len());
-    for (consumer, body) in allocations {
+    let mut writes = Vec::with_capacity(reshape.allocations.len());
+    for (consumer, body) in reshape.allocations {
         writes.push(dict_write(consumer_uuid(&consumer)?, body, mv)?);
     }
     // An unknown provider in the inventories is Placement's `resource_provider.not_found`.

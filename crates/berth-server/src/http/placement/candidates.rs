@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
+use berth_api::placement::AllocationCandidates;
 use berth_core::decide::fence::FencePolicy;
 use berth_core::model::lease::ReservationSpec;
 use berth_core::query::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
@@ -25,13 +26,15 @@ use uuid::Uuid;
 const TRUNCATED_HEADER: &str = "x-berth-candidates-truncated";
 
 pub(super) fn register(routes: &mut Routes) {
-    routes.add(
-        Method::GET,
-        "/placement/allocation_candidates",
-        Rule::SERVICE,
-        "List allocation candidates (1.10)",
-        list,
-    );
+    routes
+        .add(
+            Method::GET,
+            "/placement/allocation_candidates",
+            Rule::SERVICE,
+            "List allocation candidates (1.10)",
+            list,
+        )
+        .answers::<AllocationCandidates>(200);
 }
 
 const BAD_VALUE: &str = "placement.query.bad_value";
@@ -373,12 +376,14 @@ fn parse_root_required(
     }
 }
 
-/// Writes the response body straight from the catalog and the candidates into bytes.
+/// Writes the response body (an `AllocationCandidates`) straight from the catalog and the
+/// candidates into bytes.
 ///
 /// This is the hottest path of the Placement surface (an answer can hold thousands of
 /// candidates), so it writes JSON directly instead of going through serde: every string it
 /// writes is a uuid, a resource class or trait name (`[A-Z0-9_]`), a group suffix
-/// (`[A-Za-z0-9_-]`) or a literal key, none of which needs escaping. A test parses the output.
+/// (`[A-Za-z0-9_-]`) or a literal key, none of which needs escaping. Tests parse the output
+/// into the wire type at every microversion that changes its shape.
 struct Json {
     out: Vec<u8>,
     numbers: itoa::Buffer,

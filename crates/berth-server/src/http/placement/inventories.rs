@@ -13,13 +13,13 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use berth_api::placement::{
-    InventoryOut, InventoryRecord, PostInventory, PutInventories, PutInventory,
+    Inventories, InventoryOut, InventoryRecord, PostInventory, ProviderUsages, PutInventories,
+    PutInventory,
 };
 use berth_app::AppError;
 use berth_core::limits::INVENTORY_AMOUNT_MAX;
 use berth_core::model::inventory::FullReservation;
 use berth_core::{Inventory, Provider, Rejection, ResourceClass};
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -33,6 +33,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List a provider's inventories",
             list,
         )
+        .answers::<Inventories>(200)
         .add(
             Method::PUT,
             all,
@@ -40,6 +41,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Replace a provider's inventories",
             replace,
         )
+        .accepts::<PutInventories>()
+        .answers::<Inventories>(200)
         .add(
             Method::POST,
             all,
@@ -47,6 +50,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Create one inventory",
             create,
         )
+        .accepts::<PostInventory>()
+        .answers::<berth_api::placement::Inventory>(201)
         .add(
             Method::DELETE,
             all,
@@ -54,7 +59,9 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete all inventories (1.5)",
             delete_all,
         )
+        .answers_empty(204)
         .add(Method::GET, one, Rule::SERVICE, "Show one inventory", show)
+        .answers::<berth_api::placement::Inventory>(200)
         .add(
             Method::PUT,
             one,
@@ -62,6 +69,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Update one inventory",
             update,
         )
+        .accepts::<PutInventory>()
+        .answers::<berth_api::placement::Inventory>(200)
         .add(
             Method::DELETE,
             one,
@@ -69,13 +78,15 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete one inventory",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/usages",
             Rule::SERVICE,
             "Show a provider's usages",
             usages,
-        );
+        )
+        .answers::<ProviderUsages>(200);
 }
 
 fn out(record: &Inventory) -> InventoryOut {
@@ -89,23 +100,29 @@ fn out(record: &Inventory) -> InventoryOut {
     }
 }
 
-fn inventories_body(provider: &Provider) -> Value {
-    let inventories: BTreeMap<&str, InventoryOut> = provider
-        .inventories()
-        .iter()
-        .map(|(class, record)| (class.as_str(), out(record)))
-        .collect();
-    json!({"resource_provider_generation": provider.generation(), "inventories": inventories})
+fn inventories_body(provider: &Provider) -> Inventories {
+    Inventories {
+        resource_provider_generation: provider.generation(),
+        inventories: provider
+            .inventories()
+            .iter()
+            .map(|(class, record)| (class.as_str().to_owned(), out(record)))
+            .collect(),
+    }
 }
 
-fn record_body(provider: &Provider, class: &ResourceClass) -> Result<Value, ApiError> {
+fn record_body(
+    provider: &Provider,
+    class: &ResourceClass,
+) -> Result<berth_api::placement::Inventory, ApiError> {
     let record = provider
         .inventories()
         .get(class)
         .ok_or_else(|| not_found(provider, class.as_str()))?;
-    let mut body = serde_json::to_value(out(record)).expect("invariant: records serialize");
-    body["resource_provider_generation"] = json!(provider.generation());
-    Ok(body)
+    Ok(berth_api::placement::Inventory {
+        resource_provider_generation: provider.generation(),
+        record: out(record),
+    })
 }
 
 fn not_found(provider: &Provider, class: &str) -> ApiError {
@@ -343,14 +360,15 @@ async fn usages(
         .read(|catalog| {
             let provider = find(catalog, uuid)?;
             // Every inventory class has an entry, zero when unused (clients index by class).
-            let usages: BTreeMap<&str, u64> = provider
+            let usages = provider
                 .inventories()
                 .keys()
-                .map(|class| (class.as_str(), provider.used(class)))
+                .map(|class| (class.as_str().to_owned(), provider.used(class)))
                 .collect();
-            Ok::<_, ApiError>(
-                json!({"resource_provider_generation": provider.generation(), "usages": usages}),
-            )
+            Ok::<_, ApiError>(ProviderUsages {
+                resource_provider_generation: provider.generation(),
+                usages,
+            })
         })
         .await??;
     Ok(respond(mv, state.berth.now(), &body))

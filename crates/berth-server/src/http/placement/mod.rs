@@ -16,7 +16,7 @@ use crate::http::surface::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::policy::Rule;
 use axum::Json;
 use axum::http::Method;
-use serde_json::{Value, json};
+use berth_api::placement::{Link, Version, VersionList};
 
 /// Registers every Placement route.
 pub fn register(routes: &mut Routes) {
@@ -28,13 +28,15 @@ pub fn register(routes: &mut Routes) {
             "Placement version document",
             version_document,
         )
+        .answers::<VersionList>(200)
         .add(
             Method::GET,
             "/placement/",
             Rule::PUBLIC,
             "Placement version document",
             version_document,
-        );
+        )
+        .answers::<VersionList>(200);
     providers::register(routes);
     inventories::register(routes);
     allocations::register(routes);
@@ -45,14 +47,14 @@ pub fn register(routes: &mut Routes) {
     resource_classes::register(routes);
 }
 
-async fn version_document() -> Json<Value> {
-    Json(json!({
-        "versions": [{
-            "id": "v1.0",
-            "max_version": PLACEMENT_MAX.to_string(),
-            "min_version": PLACEMENT_MIN.to_string(),
-            "status": "CURRENT",
-            "links": [{"rel": "self", "href": ""}],
-        }]
-    }))
+async fn version_document() -> Json<VersionList> {
+    Json(VersionList {
+        versions: vec![Version {
+            id: "v1.0".to_owned(),
+            max_version: PLACEMENT_MAX.to_string(),
+            min_version: PLACEMENT_MIN.to_string(),
+            status: "CURRENT".to_owned(),
+            links: vec![Link::to_self("")],
+        }],
+    })
 }

@@ -6,7 +6,7 @@ use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
-use crate::http::status::{StatusBody, condition_json, effects_json};
+use crate::http::status::{StatusBody, condition, lease_effects};
 use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::Json;
@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use berth_api::placement::{
     CreateResourceProvider, Link, ResourceProvider, ResourceProviderList, UpdateResourceProvider,
 };
+use berth_api::status::{ProviderCondition, StatusChange};
 use berth_app::CreateProvider;
 use berth_core::decide::inventory::Reparenting;
 use berth_core::query::providers::ProviderFilter;
@@ -75,23 +76,34 @@ pub(super) fn register(routes: &mut Routes) {
             "Show whether a provider is up, down or in maintenance (berth)",
             show_status,
         )
+        .answers::<ProviderCondition>(200)
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}/status",
             Rule::SYSTEM_ADMIN,
             "Mark a provider up, down or in maintenance, healing the leases on it (berth)",
             set_status,
-        );
+        )
+        .accepts::<StatusChange>()
+        .answers::<ProviderCondition>(200);
+}
+
+/// A provider's condition as the status routes show it, before any change.
+fn shown_condition(provider: &Provider) -> ProviderCondition {
+    ProviderCondition {
+        condition: condition(provider),
+        leases: None,
+    }
 }
 
 async fn show_status(
     State(state): State<AppState>,
     Path(uuid): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ProviderCondition>, ApiError> {
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
-        .read(|catalog| find(catalog, uuid).map(condition_json))
+        .read(|catalog| find(catalog, uuid).map(shown_condition))
         .await??;
     Ok(Json(body))
 }
@@ -100,7 +112,7 @@ async fn set_status(
     State(state): State<AppState>,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<StatusBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ProviderCondition>, ApiError> {
     let uuid = provider_uuid(&uuid)?;
     let (status, reason) = body.parse()?;
     let effects = state
@@ -109,8 +121,8 @@ async fn set_status(
         .await?;
     let mut body = state
         .berth
-        .read_local(|catalog| find(catalog, uuid).map(condition_json))?;
-    body["leases"] = effects_json(&effects);
+        .read_local(|catalog| find(catalog, uuid).map(shown_condition))?;
+    body.leases = Some(lease_effects(effects));
     Ok(Json(body))
 }
 

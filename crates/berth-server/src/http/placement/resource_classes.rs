@@ -11,10 +11,9 @@ use axum::extract::Path;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use berth_api::placement::CreateResourceClass;
+use berth_api::placement::{CreateResourceClass, Link, ResourceClassList};
 use berth_core::ResourceClass;
 use berth_core::model::name::STANDARD_RESOURCE_CLASSES;
-use serde_json::{Value, json};
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -25,6 +24,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List resource classes",
             list,
         )
+        .answers::<ResourceClassList>(200)
         .add(
             Method::POST,
             "/placement/resource_classes",
@@ -32,6 +32,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a custom resource class",
             create,
         )
+        .accepts::<CreateResourceClass>()
+        .answers_empty(201)
         .add(
             Method::GET,
             "/placement/resource_classes/{name}",
@@ -39,6 +41,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a resource class",
             show,
         )
+        .answers::<berth_api::placement::ResourceClass>(200)
         .add(
             Method::PUT,
             "/placement/resource_classes/{name}",
@@ -46,17 +49,23 @@ pub(super) fn register(routes: &mut Routes) {
             "Create or verify a custom resource class (1.7)",
             ensure,
         )
+        .answers_empty(201)
+        .answers_empty(204)
         .add(
             Method::DELETE,
             "/placement/resource_classes/{name}",
             Rule::SERVICE,
             "Delete a custom resource class",
             delete,
-        );
+        )
+        .answers_empty(204);
 }
 
-fn representation(name: &str) -> Value {
-    json!({"name": name, "links": [{"rel": "self", "href": format!("{MOUNT}/resource_classes/{name}")}]})
+fn representation(name: &str) -> berth_api::placement::ResourceClass {
+    berth_api::placement::ResourceClass {
+        name: name.to_owned(),
+        links: vec![Link::to_self(format!("{MOUNT}/resource_classes/{name}"))],
+    }
 }
 
 async fn list(State(state): State<AppState>, mv: Microversion) -> Result<Response, ApiError> {
@@ -70,7 +79,9 @@ async fn list(State(state): State<AppState>, mv: Microversion) -> Result<Respons
                     .iter()
                     .map(ResourceClass::as_str),
             );
-            json!({ "resource_classes": names.map(representation).collect::<Vec<_>>() })
+            ResourceClassList {
+                resource_classes: names.map(representation).collect(),
+            }
         })
         .await?;
     Ok(respond(mv, state.berth.now(), &body))

@@ -12,9 +12,8 @@ use axum::extract::State;
 use axum::extract::{Path, RawQuery};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use berth_api::placement::PutTraits;
+use berth_api::placement::{ProviderTraits, PutTraits, TraitList};
 use berth_core::{Provider, TraitName};
-use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -26,6 +25,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List traits",
             list,
         )
+        .answers::<TraitList>(200)
         .add(
             Method::GET,
             "/placement/traits/{name}",
@@ -33,6 +33,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Check that a trait exists",
             show,
         )
+        .answers_empty(204)
         .add(
             Method::PUT,
             "/placement/traits/{name}",
@@ -40,6 +41,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a custom trait",
             create,
         )
+        .answers_empty(201)
+        .answers_empty(204)
         .add(
             Method::DELETE,
             "/placement/traits/{name}",
@@ -47,6 +50,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a custom trait",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::GET,
             "/placement/resource_providers/{uuid}/traits",
@@ -54,6 +58,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List a provider's traits",
             provider_list,
         )
+        .answers::<ProviderTraits>(200)
         .add(
             Method::PUT,
             "/placement/resource_providers/{uuid}/traits",
@@ -61,13 +66,16 @@ pub(super) fn register(routes: &mut Routes) {
             "Replace a provider's traits",
             provider_set,
         )
+        .accepts::<PutTraits>()
+        .answers::<ProviderTraits>(200)
         .add(
             Method::DELETE,
             "/placement/resource_providers/{uuid}/traits",
             Rule::SERVICE,
             "Remove a provider's traits",
             provider_clear,
-        );
+        )
+        .answers_empty(204);
 }
 
 async fn list(
@@ -115,13 +123,14 @@ async fn list(
                 .providers()
                 .flat_map(|p| p.traits().iter().map(TraitName::as_str))
                 .collect();
-            let traits: Vec<&str> = catalog
+            let traits = catalog
                 .all_traits()
                 .into_iter()
                 .filter(|n| matcher(n))
                 .filter(|n| associated.is_none_or(|want| used.contains(n) == want))
+                .map(str::to_owned)
                 .collect();
-            json!({ "traits": traits })
+            TraitList { traits }
         })
         .await?;
     Ok(respond(mv, state.berth.now(), &body))
@@ -165,9 +174,15 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn traits_body(provider: &Provider) -> Value {
-    let traits: Vec<&str> = provider.traits().iter().map(TraitName::as_str).collect();
-    json!({"traits": traits, "resource_provider_generation": provider.generation()})
+fn traits_body(provider: &Provider) -> ProviderTraits {
+    ProviderTraits {
+        traits: provider
+            .traits()
+            .iter()
+            .map(|name| name.as_str().to_owned())
+            .collect(),
+        resource_provider_generation: provider.generation(),
+    }
 }
 
 async fn provider_list(

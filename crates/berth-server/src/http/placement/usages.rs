@@ -11,17 +11,19 @@ use crate::policy::Rule;
 use axum::extract::{RawQuery, State};
 use axum::http::Method;
 use axum::response::Response;
-use serde_json::{Map, Value, json};
+use berth_api::placement::{ConsumerTypeUsage, Usages, UsagesBy};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
-    routes.add(
-        Method::GET,
-        "/placement/usages",
-        Rule::SERVICE,
-        "Usages of a project and user (1.9)",
-        usages,
-    );
+    routes
+        .add(
+            Method::GET,
+            "/placement/usages",
+            Rule::SERVICE,
+            "Usages of a project and user (1.9)",
+            usages,
+        )
+        .answers::<Usages>(200);
 }
 
 async fn usages(
@@ -78,18 +80,23 @@ async fn usages(
                         *flat.entry(class.clone()).or_insert(0) += amount;
                     }
                 }
-                return json!({ "usages": flat });
+                return Usages {
+                    usages: UsagesBy::Class(flat),
+                };
             }
-            let grouped: Map<String, Value> = by_type
+            let grouped = by_type
                 .into_iter()
-                .map(|(kind, (classes, count))| {
-                    let mut entry: Map<String, Value> =
-                        classes.into_iter().map(|(c, a)| (c, json!(a))).collect();
-                    entry.insert("consumer_count".into(), json!(count));
-                    (kind, Value::Object(entry))
+                .map(|(kind, (classes, consumer_count))| {
+                    let usage = ConsumerTypeUsage {
+                        consumer_count,
+                        classes,
+                    };
+                    (kind, usage)
                 })
                 .collect();
-            json!({ "usages": grouped })
+            Usages {
+                usages: UsagesBy::ConsumerType(grouped),
+            }
         })
         .await?;
     Ok(respond(mv, state.berth.now(), &body))

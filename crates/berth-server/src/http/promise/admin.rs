@@ -1,7 +1,7 @@
 //! `/promise/flavors` (the flavor catalogue: admins create and delete, anyone lists and shows)
 //! and `/promise/policy` (the reservation policy: anyone reads it, admins set it).
 
-use super::wire::{Input, flag, number, text};
+use super::wire::{Input, flag, number, read_as, text};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -10,10 +10,14 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
+use berth_api::promise::{
+    CreateFlavor as FlavorRequest, Flavor as FlavorBody, FlavorEnvelope, FlavorList,
+    Policy as PolicyBody, PolicyEnvelope, SetPolicy,
+};
 use berth_app::CreateFlavor;
 use berth_core::limits::REQUEST_QUANTITY_MAX;
 use berth_core::model::promise::{Flavor, Policy, PolicyPatch};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -25,6 +29,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List flavors",
             list,
         )
+        .answers::<FlavorList>(200)
         .add(
             Method::POST,
             "/promise/flavors",
@@ -32,6 +37,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a flavor",
             create,
         )
+        .accepts::<FlavorRequest>()
+        .answers::<FlavorEnvelope>(201)
         .add(
             Method::GET,
             "/promise/flavors/{flavor_id}",
@@ -39,6 +46,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a flavor",
             show,
         )
+        .answers::<FlavorEnvelope>(200)
         .add(
             Method::DELETE,
             "/promise/flavors/{flavor_id}",
@@ -46,6 +54,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a flavor",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::GET,
             "/promise/policy",
@@ -53,51 +62,57 @@ pub(super) fn register(routes: &mut Routes) {
             "Show the reservation policy",
             get_policy,
         )
+        .answers::<PolicyEnvelope>(200)
         .add(
             Method::PUT,
             "/promise/policy",
             Rule::SYSTEM_ADMIN,
             "Set the reservation policy",
             put_policy,
-        );
+        )
+        .accepts::<SetPolicy>()
+        .answers::<PolicyEnvelope>(200);
 }
 
-pub(super) fn flavor_json(flavor: &Flavor) -> Value {
-    json!({
-        "id": flavor.id,
-        "name": flavor.name,
-        "vcpus": flavor.vcpus,
-        "ram": flavor.ram_mb,
-        "disk": flavor.disk_gb,
-        "cpu_architecture": flavor.cpu_architecture,
-        "extra_specs": flavor.extra_specs,
-        "created_at": super::wire::time(flavor.created_at),
-    })
+pub(super) fn flavor_json(flavor: &Flavor) -> FlavorBody {
+    FlavorBody {
+        id: flavor.id.clone(),
+        name: flavor.name.clone(),
+        vcpus: flavor.vcpus,
+        ram: flavor.ram_mb,
+        disk: flavor.disk_gb,
+        cpu_architecture: flavor.cpu_architecture.clone(),
+        extra_specs: flavor.extra_specs.clone(),
+        created_at: super::wire::time(flavor.created_at),
+    }
 }
 
-async fn list(State(state): State<AppState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> Result<Json<FlavorList>, ApiError> {
     let flavors = state
         .berth
         .read(|c| c.flavors().map(flavor_json).collect::<Vec<_>>())
         .await?;
-    Ok(Json(json!({ "flavors": flavors })))
+    Ok(Json(FlavorList { flavors }))
 }
 
 async fn show(
     State(state): State<AppState>,
     _caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FlavorEnvelope>, ApiError> {
     state
         .berth
         .read(|c| c.flavor(&id).map(flavor_json))
         .await?
-        .map(|flavor| Json(json!({ "flavor": flavor })))
+        .map(|flavor| Json(FlavorEnvelope { flavor }))
         .ok_or_else(|| ApiError::not_found(format!("Flavor {id} could not be found")))
 }
 
-fn extra_specs(body: &Map<String, Value>) -> Result<BTreeMap<String, String>, ApiError> {
-    match body.get("extra_specs") {
+fn extra_specs(value: Option<&Value>) -> Result<BTreeMap<String, String>, ApiError> {
+    match value {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(map)) => map
             .iter()
@@ -126,7 +141,7 @@ const FLAVOR_FIELDS: [&str; 7] = [
 async fn create(
     State(state): State<AppState>,
     Input(input): Input,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<FlavorEnvelope>), ApiError> {
     let body = match input.get("flavor") {
         Some(Value::Object(inner)) => inner.clone(),
         _ => input,
@@ -136,6 +151,7 @@ async fn create(
             "Unknown flavor field: {unknown}"
         )));
     }
+    let body = read_as::<FlavorRequest>(body)?;
     let required = |field: &str, v: Option<u64>| {
         v.ok_or_else(|| ApiError::bad_request(format!("Missing parameter: {field}")))
     };
@@ -148,12 +164,14 @@ async fn create(
         ram_mb: required("ram", number(&body, "ram", max * 1024)?)?,
         disk_gb: number(&body, "disk", max)?.unwrap_or(0),
         cpu_architecture: text(&body, "cpu_architecture")?,
-        extra_specs: extra_specs(&body)?,
+        extra_specs: extra_specs(body.get("extra_specs"))?,
     };
     let flavor = state.berth.create_flavor(cmd).await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "flavor": flavor_json(&flavor) })),
+        Json(FlavorEnvelope {
+            flavor: flavor_json(&flavor),
+        }),
     ))
 }
 
@@ -165,20 +183,22 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn policy_json(policy: &Policy) -> Value {
-    json!({"reservation": {
-        "max-future-start-range": policy.max_future_start_days,
-        "max-future-end-range": policy.max_future_end_days,
-        "max-duration": policy.max_duration_hours,
-        "expiry": policy.expiry_minutes,
-        "preemption": policy.preemption,
-    }})
+fn policy_json(policy: &Policy) -> PolicyEnvelope {
+    PolicyEnvelope {
+        reservation: PolicyBody {
+            max_future_start_range: policy.max_future_start_days,
+            max_future_end_range: policy.max_future_end_days,
+            max_duration: policy.max_duration_hours,
+            expiry: policy.expiry_minutes,
+            preemption: policy.preemption,
+        },
+    }
 }
 
 async fn get_policy(
     State(state): State<AppState>,
     _caller: Caller,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PolicyEnvelope>, ApiError> {
     let policy = state.berth.read(|c| c.policy().clone()).await?;
     Ok(Json(policy_json(&policy)))
 }
@@ -218,12 +238,16 @@ fn policy_patch(body: &Map<String, Value>) -> Result<PolicyPatch, ApiError> {
 async fn put_policy(
     State(state): State<AppState>,
     Input(input): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PolicyEnvelope>, ApiError> {
     let body = match input.get("reservation") {
         Some(Value::Object(inner)) => inner.clone(),
         Some(_) => return Err(ApiError::bad_request("reservation must be an object")),
         None => input,
     };
-    let policy = state.berth.update_policy(policy_patch(&body)?).await?;
+    let patch = policy_patch(&body)?;
+    // `null` removes a limit: the patch reads the members as given, which the request type
+    // documents (and accepts: the members were checked above).
+    read_as::<SetPolicy>(body)?;
+    let policy = state.berth.update_policy(patch).await?;
     Ok(Json(policy_json(&policy)))
 }

@@ -3,7 +3,7 @@
 //! four figures over a window, `available` being its minimum over the window, and on request the
 //! step function of each (`utilization`).
 
-use super::wire::{Input, flag, object, ok, rpc_error, size, text, time, uuids};
+use super::wire::{Input, flag, object, rpc_error, size, text, time, uuids};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -12,29 +12,37 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
+use berth_api::promise::{
+    CapacityAnswer, CapacityInformation, CapacityLevels, CapacityQueryResult, CapacityStep,
+    Figures as FigureSet, FiguresStep, InstancesAvailable, RpcAnswer, SelectedCapacity, TimePeriod,
+};
 use berth_core::model::capacity::{Figures, Measure, Series};
 use berth_core::model::ledger::Window;
 use berth_core::query::capacity;
 use berth_core::{Catalog, Instant, Rejection, ResourceClass};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 pub(super) fn register(routes: &mut Routes) {
     for method in [Method::GET, Method::POST] {
-        routes.add(
-            method.clone(),
-            "/promise/capacity/{kind}/query",
-            Rule::SYSTEM_READER,
-            "Query capacity (ETSI style)",
-            etsi_query,
-        );
+        routes
+            .add(
+                method.clone(),
+                "/promise/capacity/{kind}/query",
+                Rule::SYSTEM_READER,
+                "Query capacity (ETSI style)",
+                etsi_query,
+            )
+            .answers::<CapacityQueryResult>(200);
     }
-    routes.add(
-        Method::POST,
-        "/promise/query-capacity",
-        Rule::SYSTEM_READER,
-        "Query capacity (Promise RPC)",
-        rpc_query,
-    );
+    routes
+        .add(
+            Method::POST,
+            "/promise/query-capacity",
+            Rule::SYSTEM_READER,
+            "Query capacity (Promise RPC)",
+            rpc_query,
+        )
+        .answers::<RpcAnswer<CapacityAnswer>>(200);
 }
 
 /// The window a query names, or the current instant (one second from now) when it names none.
@@ -157,29 +165,23 @@ fn selectors(body: &Map<String, Value>) -> Result<Vec<&'static str>, ApiError> {
         .collect()
 }
 
-pub(super) fn figures_json(figures: &Figures, keep: &[&str]) -> Value {
-    let all = [
-        ("available", figures.available),
-        ("reserved", figures.reserved),
-        ("total", figures.total),
-        ("allocated", figures.allocated),
-    ];
-    Value::Object(
-        all.iter()
-            .filter(|(name, _)| keep.contains(name))
-            .map(|(name, v)| ((*name).to_owned(), json!(v)))
-            .collect(),
-    )
+pub(super) fn figures_json(figures: &Figures, keep: &[&str]) -> FigureSet {
+    let kept = |name: &str, value: i64| keep.contains(&name).then_some(value);
+    FigureSet {
+        available: kept("available", figures.available),
+        reserved: kept("reserved", figures.reserved),
+        total: kept("total", figures.total),
+        allocated: kept("allocated", figures.allocated),
+    }
 }
 
-fn utilization_json(series: &Series, keep: &[&str]) -> Value {
+fn utilization_json(series: &Series, keep: &[&str]) -> Vec<FiguresStep> {
     series
         .steps
         .iter()
-        .map(|(at, f)| {
-            let mut step = figures_json(f, keep);
-            step["timestamp"] = json!(time(*at));
-            step
+        .map(|(at, f)| FiguresStep {
+            timestamp: time(*at),
+            figures: figures_json(f, keep),
         })
         .collect()
 }
@@ -195,7 +197,7 @@ async fn etsi_query(
     _caller: Caller,
     Path(kind): Path<String>,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CapacityQueryResult>, ApiError> {
     let now = state.berth.now();
     let period = object(&body, "timePeriod")?;
     let (start, end) = match period {
@@ -212,12 +214,17 @@ async fn etsi_query(
     let without = uuids(&body, "without")?;
     let answer = state
         .berth
-        .read(move |c| -> Result<Value, ApiError> {
-            let mut out = json!({
-                "zoneId": zone,
-                "lastUpdate": time(now),
-                "timePeriod": {"startTime": time(window.start), "stopTime": time(window.end)},
-            });
+        .read(move |c| -> Result<CapacityQueryResult, ApiError> {
+            let mut out = CapacityQueryResult {
+                zone_id: zone.clone(),
+                last_update: time(now),
+                time_period: TimePeriod {
+                    start_time: time(window.start),
+                    stop_time: time(window.end),
+                },
+                capacity_information: CapacityInformation::Figures(FigureSet::default()),
+                utilization: None,
+            };
             match wanted(c, &kind, &body)? {
                 Wanted::Shape(amounts) => {
                     let fit = berth_core::decide::admission::instances_that_fit(
@@ -228,14 +235,16 @@ async fn etsi_query(
                         &without,
                     )
                     .map_err(ApiError::from)?;
-                    out["capacityInformation"] = json!({"available": fit});
+                    out.capacity_information =
+                        CapacityInformation::Instances(InstancesAvailable { available: fit });
                 }
                 Wanted::Plain(measure) => {
                     let series = capacity::series(c, zone.as_deref(), window, &measure, &without)
                         .map_err(ApiError::from)?;
-                    out["capacityInformation"] = figures_json(&series.summary(), &keep);
+                    out.capacity_information =
+                        CapacityInformation::Figures(figures_json(&series.summary(), &keep));
                     if utilization {
-                        out["utilization"] = utilization_json(&series, &keep);
+                        out.utilization = Some(utilization_json(&series, &keep));
                     }
                 }
             }
@@ -254,11 +263,25 @@ pub(super) fn vector_measures() -> Vec<(&'static str, Measure)> {
         .collect()
 }
 
+/// A capacity vector of the members' levels.
+fn levels(members: impl Iterator<Item = (&'static str, i64)>) -> CapacityLevels {
+    let mut out = CapacityLevels::default();
+    for (member, level) in members {
+        match member {
+            "cores" => out.cores = level,
+            "ram" => out.ram = level,
+            "gigabytes" => out.gigabytes = level,
+            _ => out.addresses = level,
+        }
+    }
+    out
+}
+
 /// The selected figure of several series as one step function of capacity vectors.
 pub(super) fn vector_steps(
     series: &[(&'static str, Series)],
     pick: fn(&Figures) -> i64,
-) -> Vec<(Instant, Map<String, Value>)> {
+) -> Vec<(Instant, CapacityLevels)> {
     let mut instants: Vec<Instant> = series
         .iter()
         .flat_map(|(_, s)| s.steps.iter().map(|(at, _)| *at))
@@ -268,18 +291,15 @@ pub(super) fn vector_steps(
     instants
         .into_iter()
         .map(|at| {
-            let vector = series
-                .iter()
-                .map(|(name, s)| {
-                    let level = s
-                        .steps
-                        .iter()
-                        .take_while(|(t, _)| *t <= at)
-                        .last()
-                        .map_or(0, |(_, f)| pick(f));
-                    ((*name).to_owned(), json!(level))
-                })
-                .collect();
+            let vector = levels(series.iter().map(|(name, s)| {
+                let level = s
+                    .steps
+                    .iter()
+                    .take_while(|(t, _)| *t <= at)
+                    .last()
+                    .map_or(0, |(_, f)| pick(f));
+                (*name, level)
+            }));
             (at, vector)
         })
         .collect()
@@ -316,7 +336,7 @@ async fn rpc_query(
     State(state): State<AppState>,
     _caller: Caller,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RpcAnswer<CapacityAnswer>>, ApiError> {
     let now = state.berth.now();
     let parsed = (|| {
         Ok::<_, ApiError>((
@@ -331,17 +351,36 @@ async fn rpc_query(
     let (window, (name, pick), zone, utilization, without) = parsed;
     let answer = state
         .berth
-        .read(move |c| -> Result<Value, ApiError> {
+        .read(move |c| -> Result<RpcAnswer<CapacityAnswer>, ApiError> {
             let mut series = Vec::new();
             for (member, measure) in vector_measures() {
                 let s = capacity::series(c, zone.as_deref(), window, &measure, &without)
                     .map_err(ApiError::from)?;
                 series.push((member, s));
             }
-            let summary: Map<String, Value> = series
-                .iter()
-                .map(|(member, s)| ((*member).to_owned(), json!(pick(&s.summary()))))
-                .collect();
+            let summary = levels(
+                series
+                    .iter()
+                    .map(|(member, s)| (*member, pick(&s.summary()))),
+            );
+            let capacity = match name {
+                "total" => SelectedCapacity {
+                    total: Some(summary),
+                    ..SelectedCapacity::default()
+                },
+                "reserved" => SelectedCapacity {
+                    reserved: Some(summary),
+                    ..SelectedCapacity::default()
+                },
+                "usage" => SelectedCapacity {
+                    usage: Some(summary),
+                    ..SelectedCapacity::default()
+                },
+                _ => SelectedCapacity {
+                    available: Some(summary),
+                    ..SelectedCapacity::default()
+                },
+            };
             let collections: Vec<String> = c
                 .leases()
                 .filter(|l| l.holds_capacity() && l.window().overlaps(&window))
@@ -351,18 +390,21 @@ async fn rpc_query(
             let steps = match utilization {
                 true => vector_steps(&series, pick)
                     .into_iter()
-                    .map(|(at, capacity)| json!({"timestamp": time(at), "capacity": capacity}))
+                    .map(|(at, capacity)| CapacityStep {
+                        timestamp: time(at),
+                        capacity,
+                    })
                     .collect(),
                 false => Vec::new(),
             };
-            Ok(ok(
+            Ok(RpcAnswer::ok(
                 "capacity query answered",
-                json!({
-                    "capacity": {name: summary},
-                    "zone": zone,
-                    "collections": collections,
-                    "utilization": steps,
-                }),
+                CapacityAnswer {
+                    capacity,
+                    zone,
+                    collections,
+                    utilization: steps,
+                },
             ))
         })
         .await?

@@ -2,7 +2,7 @@
 //! `GET /promise/instances`: instances created against a reservation or from unreserved
 //! capacity, recorded as placement allocations.
 
-use super::wire::{Input, ok, rpc_error, text, time};
+use super::wire::{Input, read_as, rpc_error, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -11,9 +11,13 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
+use berth_api::promise::{
+    CreateInstance as CreateRequest, DestroyInstance, Instance, InstanceCreated, InstanceList,
+    InstanceRejected, Nothing, RpcAnswer,
+};
 use berth_app::CreateInstance;
 use berth_core::model::promise::PromiseInstance;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -25,6 +29,8 @@ pub(super) fn register(routes: &mut Routes) {
             "Create an instance (Promise RPC)",
             create,
         )
+        .accepts::<CreateRequest>()
+        .answers::<RpcAnswer<InstanceCreated>>(200)
         .add(
             Method::POST,
             "/promise/destroy-instance",
@@ -32,30 +38,38 @@ pub(super) fn register(routes: &mut Routes) {
             "Destroy an instance (Promise RPC)",
             destroy,
         )
+        .accepts::<DestroyInstance>()
+        .answers::<RpcAnswer<Nothing>>(200)
         .add(
             Method::GET,
             "/promise/instances",
             Rule::PROJECT_READER,
             "List instances",
             list,
-        );
+        )
+        .answers::<InstanceList>(200);
 }
 
 /// An instance; `status` is `active` while it holds its allocations and `deleted` once they
 /// are gone (its reservation ended, or a reservation evicted it as best-effort work).
-fn instance_json(instance: &PromiseInstance, live: bool) -> Value {
-    json!({
-        "instance-id": instance.id,
-        "status": if live { "active" } else { "deleted" },
-        "name": instance.name,
-        "flavor": instance.flavor_id,
-        "image": instance.image,
-        "reservation-id": instance.reservation,
-        "host": instance.host,
-        "project-id": instance.project_id,
-        "priority": if instance.reservation.is_some() { "high" } else { "low" },
-        "created-on": time(instance.created_at),
-    })
+fn instance_json(instance: &PromiseInstance, live: bool) -> Instance {
+    Instance {
+        instance_id: instance.id,
+        status: if live { "active" } else { "deleted" }.to_owned(),
+        name: instance.name.clone(),
+        flavor: instance.flavor_id.clone(),
+        image: instance.image.clone(),
+        reservation_id: instance.reservation,
+        host: instance.host,
+        project_id: instance.project_id.clone(),
+        priority: if instance.reservation.is_some() {
+            "high"
+        } else {
+            "low"
+        }
+        .to_owned(),
+        created_on: time(instance.created_at),
+    }
 }
 
 fn uuid_field(body: &Map<String, Value>, field: &str) -> Result<Option<Uuid>, ApiError> {
@@ -72,8 +86,9 @@ async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RpcAnswer<InstanceCreated>>, ApiError> {
     let cmd = (|| {
+        let body = read_as::<CreateRequest>(body)?;
         Ok::<_, ApiError>(CreateInstance {
             name: text(&body, "name")?.ok_or_else(|| ApiError::bad_request("name is missing"))?,
             flavor: text(&body, "flavor")?
@@ -86,14 +101,19 @@ async fn create(
         })
     })()
     .map_err(rpc_error)?;
-    let instance = state
-        .berth
-        .create_instance(cmd)
-        .await
-        .map_err(|e| rpc_error(ApiError::from(e)).merge_extra(json!({"status": "rejected"})))?;
-    Ok(Json(ok(
+    let instance = state.berth.create_instance(cmd).await.map_err(|e| {
+        let rejected = InstanceRejected {
+            status: "rejected".to_owned(),
+        };
+        rpc_error(ApiError::from(e))
+            .merge_extra(serde_json::to_value(rejected).expect("invariant: wire types serialize"))
+    })?;
+    Ok(Json(RpcAnswer::ok(
         "created-instance request accepted",
-        json!({"instance-id": instance.id, "instance": instance_json(&instance, true)}),
+        InstanceCreated {
+            instance_id: instance.id,
+            instance: instance_json(&instance, true),
+        },
     )))
 }
 
@@ -101,8 +121,9 @@ async fn destroy(
     State(state): State<AppState>,
     caller: Caller,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
-    let id = uuid_field(&body, "instance-id")
+) -> Result<Json<RpcAnswer<Nothing>>, ApiError> {
+    let id = read_as::<DestroyInstance>(body)
+        .and_then(|body| uuid_field(&body, "instance-id"))
         .and_then(|id| id.ok_or_else(|| ApiError::bad_request("instance-id is missing")))
         .map_err(rpc_error)?;
     state
@@ -110,13 +131,16 @@ async fn destroy(
         .destroy_instance(id, caller.project_scope())
         .await
         .map_err(|e| rpc_error(e.into()))?;
-    Ok(Json(ok(
+    Ok(Json(RpcAnswer::ok(
         "instance destroyed and resource released back to pool",
-        json!({}),
+        Nothing {},
     )))
 }
 
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<InstanceList>, ApiError> {
     let project = caller.project_scope();
     let instances = state
         .berth
@@ -127,5 +151,5 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "instances": instances })))
+    Ok(Json(InstanceList { instances }))
 }

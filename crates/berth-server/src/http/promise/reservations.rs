@@ -12,6 +12,12 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
+use berth_api::promise::{
+    CapacityVector, ComputePoolReserved, ContainerReserved, NetworkReserved, Offer,
+    PriorityLowered, QueryResult, Refused, Remaining, ReservationData, ReservationDataEnvelope,
+    ReservationQueryResult, ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow,
+    VirtualCpu, VirtualDisks, VirtualMemory,
+};
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
 use berth_core::model::lease::{Lease, LeaseStatus, ReservationSpec};
@@ -20,25 +26,29 @@ use berth_core::model::promise::{
 };
 use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant, Rejection};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
-    routes.add(
-        Method::POST,
-        "/promise/reservation/{kind}/create",
-        Rule::PROJECT_MEMBER,
-        "Create a reservation (ETSI style)",
-        create,
-    );
+    routes
+        .add(
+            Method::POST,
+            "/promise/reservation/{kind}/create",
+            Rule::PROJECT_MEMBER,
+            "Create a reservation (ETSI style)",
+            create,
+        )
+        .answers::<ReservationDataEnvelope>(201);
     for method in [Method::GET, Method::POST] {
-        routes.add(
-            method,
-            "/promise/reservation/{kind}/query",
-            Rule::PROJECT_READER,
-            "Query reservations (ETSI style)",
-            query,
-        );
+        routes
+            .add(
+                method,
+                "/promise/reservation/{kind}/query",
+                Rule::PROJECT_READER,
+                "Query reservations (ETSI style)",
+                query,
+            )
+            .answers::<ReservationQueryResult>(200);
     }
     routes
         .add(
@@ -48,13 +58,15 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a reservation (ETSI style)",
             update,
         )
+        .answers::<ReservationDataEnvelope>(201)
         .add(
             Method::DELETE,
             "/promise/reservation/{kind}/{reservation_id}",
             Rule::PROJECT_MEMBER,
             "Terminate a reservation (ETSI style)",
             terminate,
-        );
+        )
+        .answers::<ReservationTerminated>(200);
 }
 
 pub(super) fn kind_of(path: &str) -> Result<PromiseKind, ApiError> {
@@ -94,17 +106,17 @@ pub(super) fn status(lease: &Lease) -> &'static str {
 }
 
 /// The capacity vector of an ask: cores, ram, instances, addresses, gigabytes.
-pub(super) fn vector(ask: &Ask) -> Value {
+pub(super) fn vector(ask: &Ask) -> CapacityVector {
     let pool = ask.pool.unwrap_or_default();
     let cores = pool.cores + ask.containers.iter().map(|c| c.vcpus).sum::<u64>();
     let ram = pool.ram_mb + ask.containers.iter().map(|c| c.ram_mb).sum::<u64>();
-    json!({
-        "cores": cores,
-        "ram": ram,
-        "instances": pool.instances + ask.containers.len() as u64,
-        "addresses": ask.public_ips,
-        "gigabytes": ask.storage.map_or(0, |s| s.size_gb),
-    })
+    CapacityVector {
+        cores,
+        ram,
+        instances: pool.instances + ask.containers.len() as u64,
+        addresses: ask.public_ips,
+        gigabytes: ask.storage.map_or(0, |s| s.size_gb),
+    }
 }
 
 /// The members of the capacity vector that are resource classes.
@@ -117,7 +129,7 @@ pub(super) fn vector_classes() -> [(&'static str, &'static str); 3] {
 }
 
 /// What the lease's instances use, against what its compute reservations hold.
-fn remaining(catalog: &Catalog, lease: &Lease) -> (Value, Vec<Uuid>) {
+fn remaining(catalog: &Catalog, lease: &Lease) -> (Remaining, Vec<Uuid>) {
     let mut held = [0u64; 3];
     for r in &lease.reservations {
         if let ReservationSpec::Instance {
@@ -143,7 +155,11 @@ fn remaining(catalog: &Catalog, lease: &Lease) -> (Value, Vec<Uuid>) {
     }
     let left = |i: usize| held[i].saturating_sub(used[i]);
     (
-        json!({"cores": left(0), "ram": left(1), "instances": left(2)}),
+        Remaining {
+            cores: left(0),
+            ram: left(1),
+            instances: left(2),
+        },
         ids,
     )
 }
@@ -157,115 +173,113 @@ fn addresses(catalog: &Catalog, lease: &Lease) -> Vec<String> {
         .collect()
 }
 
-fn ask_json(ask: &Ask, zone: Option<&str>, out: &mut Map<String, Value>) {
-    if let Some(pool) = ask.pool {
-        out.insert(
-            "computePoolReserved".into(),
-            json!({"numCpuCores": pool.cores, "numVcInstances": pool.instances,
-                   "virtualMemSize": pool.ram_mb, "zoneId": zone}),
-        );
-    }
-    if !ask.containers.is_empty() {
-        let containers: Vec<Value> = ask
-            .containers
-            .iter()
-            .map(|c| {
-                json!({
-                    "containerId": c.container_id,
-                    "flavorId": c.flavor_id,
-                    "virtualCpu": {"numVirtualCpu": c.vcpus, "cpuArchitecture": c.cpu_architecture},
-                    "virtualMemory": {"virtualMemSize": c.ram_mb},
-                    "virtualDisks": {"sizeOfStorage": c.disk_gb},
-                    "zoneId": zone,
-                })
-            })
-            .collect();
-        out.insert("virtualizationContainerReserved".into(), json!(containers));
-    }
-    if ask.public_ips > 0 {
-        out.insert(
-            "networkReserved".into(),
-            json!({"numPublicIps": ask.public_ips, "networkId": ask.network_id}),
-        );
-    }
-    if let Some(storage) = ask.storage {
-        out.insert(
-            "storagePoolReserved".into(),
-            json!({"storageSize": storage.size_gb, "numSnapshots": storage.snapshots,
-                   "numVolumes": storage.volumes, "zoneId": zone}),
-        );
+fn ask_json(ask: &Ask, zone: Option<&str>) -> Reserved {
+    let zone = zone.map(str::to_owned);
+    let container = |c: &ContainerAsk| ContainerReserved {
+        container_id: c.container_id.clone(),
+        flavor_id: c.flavor_id.clone(),
+        virtual_cpu: VirtualCpu {
+            num_virtual_cpu: c.vcpus,
+            cpu_architecture: c.cpu_architecture.clone(),
+        },
+        virtual_memory: VirtualMemory {
+            virtual_mem_size: c.ram_mb,
+        },
+        virtual_disks: VirtualDisks {
+            size_of_storage: c.disk_gb,
+        },
+        zone_id: zone.clone(),
+    };
+    Reserved {
+        compute_pool_reserved: ask.pool.map(|pool| ComputePoolReserved {
+            num_cpu_cores: pool.cores,
+            num_vc_instances: pool.instances,
+            virtual_mem_size: pool.ram_mb,
+            zone_id: zone.clone(),
+        }),
+        virtualization_container_reserved: (!ask.containers.is_empty())
+            .then(|| ask.containers.iter().map(container).collect()),
+        network_reserved: (ask.public_ips > 0).then(|| NetworkReserved {
+            num_public_ips: ask.public_ips,
+            network_id: ask.network_id.clone(),
+        }),
+        storage_pool_reserved: ask.storage.map(|storage| StoragePoolReserved {
+            storage_size: storage.size_gb,
+            num_snapshots: storage.snapshots,
+            num_volumes: storage.volumes,
+            zone_id: zone.clone(),
+        }),
     }
 }
 
 /// `reservationData`: the reservation as both styles show it.
-pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> Value {
+pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationData {
     let terms = lease.terms.as_deref();
     let zone = terms.and_then(|t| t.zone.clone());
     let (remaining, allocations) = remaining(catalog, lease);
-    let mut out = json!({
-        "reservationId": lease.id,
-        "reservationStatus": status(lease),
-        "startTime": time(lease.start),
-        "endTime": time(lease.end),
-        "expiryTime": terms.and_then(|t| t.expiry).map(time),
-        "zoneId": zone,
-        "priority": lease.priority(),
-        "projectId": lease.project_id,
-        "remaining": remaining,
-        "allocations": allocations,
-        "createdOn": time(lease.created_at),
-        "modifiedOn": time(lease.updated_at),
-    });
-    let map = out.as_object_mut().expect("invariant: built as an object");
-    if let Some(terms) = terms {
-        ask_json(&terms.ask, zone.as_deref(), map);
-        map.insert("capacity".into(), vector(&terms.ask));
-    }
     let ips = addresses(catalog, lease);
-    if !ips.is_empty() {
-        map.insert("publicIps".into(), json!(ips));
+    let missing = match berth_core::decide::health::missing_of(catalog, lease) {
+        Value::Object(m) if !m.is_empty() => Some(m),
+        _ => None,
+    };
+    ReservationData {
+        reservation_id: lease.id,
+        reservation_status: status(lease).to_owned(),
+        start_time: time(lease.start),
+        end_time: time(lease.end),
+        expiry_time: terms.and_then(|t| t.expiry).map(time),
+        zone_id: zone.clone(),
+        priority: lease.priority(),
+        project_id: lease.project_id.clone(),
+        remaining,
+        allocations,
+        created_on: time(lease.created_at),
+        modified_on: time(lease.updated_at),
+        reserved: terms.map_or_else(Reserved::default, |t| ask_json(&t.ask, zone.as_deref())),
+        capacity: terms.map(|t| vector(&t.ask)),
+        public_ips: (!ips.is_empty()).then_some(ips),
+        status_reason: lease.status_reason.clone(),
+        // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
+        degraded: lease.degraded,
+        missing_resources: missing,
+        priority_lowered: None,
     }
-    if let Some(reason) = &lease.status_reason {
-        map.insert("statusReason".into(), json!(reason));
-    }
-    // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
-    map.insert("degraded".into(), json!(lease.degraded));
-    let missing = berth_core::decide::health::missing_of(catalog, lease);
-    if missing.as_object().is_some_and(|m| !m.is_empty()) {
-        map.insert("missingResources".into(), missing);
-    }
-    out
 }
 
 /// The counter-offer of a refused request: the most that fits in the window, in the request's
 /// own terms, and the earliest window of the same length where all of it fits.
-pub(super) fn offer(ask: &Ask, refusal: &Refusal, start: Instant, end: Instant) -> Value {
+pub(super) fn offer(ask: &Ask, refusal: &Refusal, start: Instant, end: Instant) -> Offer {
     let most = promise::offered(ask, &refusal.amounts);
-    let mut max_capacity = Map::new();
-    ask_json(&most, None, &mut max_capacity);
     let earliest = refusal.earliest_start.map(|at| {
         let shifted = Instant::from_micros(at.as_micros() + (end.as_micros() - start.as_micros()));
-        json!({"startTime": time(at), "endTime": time(shifted)})
+        TimeWindow {
+            start_time: time(at),
+            end_time: time(shifted),
+        }
     });
-    json!({
-        "maxCapacity": max_capacity,
-        "capacity": vector(&most),
-        "window": {"startTime": time(start), "endTime": time(end)},
-        "earliestWindow": earliest,
-        "truncated": refusal.truncated,
-    })
+    Offer {
+        max_capacity: ask_json(&most, None),
+        capacity: vector(&most),
+        window: TimeWindow {
+            start_time: time(start),
+            end_time: time(end),
+        },
+        earliest_window: earliest,
+        truncated: refusal.truncated,
+    }
 }
 
 /// Renders a refused create: 409 with the offer; other errors as they are.
 pub(super) fn refused(error: AppError, ask: &Ask, start: Instant, end: Instant) -> ApiError {
     let extra = match &error {
-        AppError::Rejected(Rejection::DoesNotFit(refusal)) => {
-            Some(json!({"offer": offer(ask, refusal, start, end)}))
-        }
+        AppError::Rejected(Rejection::DoesNotFit(refusal)) => Some(Refused {
+            offer: offer(ask, refusal, start, end),
+        }),
         _ => None,
     };
     match extra {
-        Some(extra) => ApiError::from(error).merge_extra(extra),
+        Some(extra) => ApiError::from(error)
+            .merge_extra(serde_json::to_value(extra).expect("invariant: wire types serialize")),
         None => ApiError::from(error),
     }
 }
@@ -413,7 +427,7 @@ async fn create(
     Path(kind): Path<String>,
     key: IdempotencyHeader,
     Input(body): Input,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ReservationDataEnvelope>), ApiError> {
     let kind = kind_of(&kind)?;
     let now = state.berth.now();
     let ask = etsi_ask(kind, &body)?.ok_or_else(|| {
@@ -444,17 +458,19 @@ async fn create(
     note_priority(&mut data, asked, lease.priority());
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "reservationData": data })),
+        Json(ReservationDataEnvelope {
+            reservation_data: data,
+        }),
     ))
 }
 
 /// Says in the answer that the priority asked for was lowered to the caller's grant.
-pub(super) fn note_priority(data: &mut Value, asked: u32, granted: u32) {
+pub(super) fn note_priority(data: &mut ReservationData, asked: u32, granted: u32) {
     if asked != granted {
-        data["priorityLowered"] = json!({
-            "requested": asked,
-            "granted": granted,
-            "reason": "priorities above the project's granted ceiling are lowered to it; an admin grants higher ones in the policy file",
+        data.priority_lowered = Some(PriorityLowered {
+            requested: asked,
+            granted,
+            reason: "priorities above the project's granted ceiling are lowered to it; an admin grants higher ones in the policy file".to_owned(),
         });
     }
 }
@@ -485,20 +501,20 @@ async fn query(
     caller: Caller,
     Path(kind): Path<String>,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReservationQueryResult>, ApiError> {
     let kind = kind_of(&kind)?;
     let ids = filter_ids(&body)?;
     let project = caller.project_scope();
     let answer = state
         .berth
-        .read(move |c| -> Result<Value, ApiError> {
+        .read(move |c| -> Result<QueryResult, ApiError> {
             let visible = |l: &&Lease| project.as_deref().is_none_or(|p| p == l.project_id);
             match ids.as_deref() {
                 Some([id]) => {
                     let lease = c.lease(*id).filter(visible).ok_or_else(|| {
                         ApiError::not_found(format!("Reservation {id} could not be found"))
                     })?;
-                    Ok(json!({"queryResult": reservation_data(c, lease)}))
+                    Ok(QueryResult::One(Box::new(reservation_data(c, lease))))
                 }
                 Some(many) => {
                     let mut found = Vec::new();
@@ -508,7 +524,7 @@ async fn query(
                         })?;
                         found.push(reservation_data(c, lease));
                     }
-                    Ok(json!({"queryResult": found}))
+                    Ok(QueryResult::Many(found))
                 }
                 None => {
                     let mut leases: Vec<&Lease> = c
@@ -520,13 +536,15 @@ async fn query(
                         })
                         .collect();
                     leases.sort_by_key(|l| (l.created_at, l.id));
-                    let all: Vec<Value> = leases.iter().map(|l| reservation_data(c, l)).collect();
-                    Ok(json!({"queryResult": all}))
+                    let all = leases.iter().map(|l| reservation_data(c, l)).collect();
+                    Ok(QueryResult::Many(all))
                 }
             }
         })
         .await??;
-    Ok(Json(answer))
+    Ok(Json(ReservationQueryResult {
+        query_result: answer,
+    }))
 }
 
 fn reservation_id(body: &Map<String, Value>, field: &str) -> Result<Uuid, ApiError> {
@@ -541,7 +559,7 @@ async fn update(
     caller: Caller,
     Path(kind): Path<String>,
     Input(body): Input,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ReservationDataEnvelope>), ApiError> {
     let kind = kind_of(&kind)?;
     let now = state.berth.now();
     let id = reservation_id(&body, "reservationId")?;
@@ -555,7 +573,9 @@ async fn update(
     let data = state.berth.read_local(|c| reservation_data(c, &lease));
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "reservationData": data })),
+        Json(ReservationDataEnvelope {
+            reservation_data: data,
+        }),
     ))
 }
 
@@ -599,7 +619,7 @@ async fn terminate(
     State(state): State<AppState>,
     caller: Caller,
     Path((kind, id)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReservationTerminated>, ApiError> {
     kind_of(&kind)?;
     let id = Uuid::parse_str(&id)
         .map_err(|_| ApiError::not_found(format!("Reservation {id} could not be found")))?;
@@ -607,5 +627,5 @@ async fn terminate(
         .berth
         .cancel_reservation(id, caller.project_scope())
         .await?;
-    Ok(Json(json!({ "reservationId": id })))
+    Ok(Json(ReservationTerminated { reservation_id: id }))
 }

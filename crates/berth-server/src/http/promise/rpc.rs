@@ -4,7 +4,7 @@
 
 use super::capacity::rpc_window;
 use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
-use super::wire::{Input, count, date, object, ok, rpc_error, size, text, time, uuids};
+use super::wire::{Input, count, date, object, rpc_error, size, text, time, uuids};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::idempotency::IdempotencyHeader;
@@ -14,13 +14,17 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
+use berth_api::promise::{
+    HeldStep, HeldVector, Nothing, ReservationAccepted, ReservationUpdated, ReservationsMatched,
+    RpcAnswer,
+};
 use berth_app::{CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
 use berth_core::model::lease::{Lease, ReservationSpec};
 use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, PoolAsk, PromiseKind, StorageAsk};
 use berth_core::{Catalog, Instant};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -33,6 +37,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a reservation (Promise RPC)",
             create,
         )
+        .answers::<RpcAnswer<ReservationAccepted>>(200)
         .add(
             Method::POST,
             "/promise/update-reservation",
@@ -40,6 +45,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a reservation (Promise RPC)",
             update,
         )
+        .answers::<RpcAnswer<ReservationUpdated>>(200)
         .add(
             Method::POST,
             "/promise/cancel-reservation",
@@ -47,13 +53,15 @@ pub(super) fn register(routes: &mut Routes) {
             "Cancel a reservation (Promise RPC)",
             cancel,
         )
+        .answers::<RpcAnswer<Nothing>>(200)
         .add(
             Method::POST,
             "/promise/query-reservation",
             Rule::PROJECT_READER,
             "Query reservations (Promise RPC)",
             query,
-        );
+        )
+        .answers::<RpcAnswer<ReservationsMatched>>(200);
 }
 
 const CAPACITY_FIELDS: [&str; 6] = [
@@ -107,7 +115,7 @@ async fn create(
     caller: Caller,
     key: IdempotencyHeader,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RpcAnswer<ReservationAccepted>>, ApiError> {
     let now = state.berth.now();
     let parsed = (|| {
         let ask =
@@ -138,9 +146,12 @@ async fn create(
         .map_err(|e| rpc_error(refused(e, &ask, start, end.max(start))))?;
     let mut data = state.berth.read_local(|c| reservation_data(c, &lease));
     note_priority(&mut data, asked, lease.priority());
-    Ok(Json(ok(
+    Ok(Json(RpcAnswer::ok(
         "reservation request accepted",
-        json!({"reservation-id": lease.id, "reservation": data}),
+        ReservationAccepted {
+            reservation_id: lease.id,
+            reservation: data,
+        },
     )))
 }
 
@@ -156,7 +167,7 @@ async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RpcAnswer<ReservationUpdated>>, ApiError> {
     let now = state.berth.now();
     let (id, change) = (|| {
         Ok::<_, ApiError>((
@@ -174,9 +185,9 @@ async fn update(
         .await
         .map_err(rpc_error)?;
     let data = state.berth.read_local(|c| reservation_data(c, &lease));
-    Ok(Json(ok(
+    Ok(Json(RpcAnswer::ok(
         "reservation update successful",
-        json!({"reservation": data}),
+        ReservationUpdated { reservation: data },
     )))
 }
 
@@ -184,14 +195,14 @@ async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RpcAnswer<Nothing>>, ApiError> {
     let id = rpc_id(&body).map_err(rpc_error)?;
     state
         .berth
         .cancel_reservation(id, caller.project_scope())
         .await
         .map_err(|e| rpc_error(e.into()))?;
-    Ok(Json(ok("reservation canceled", json!({}))))
+    Ok(Json(RpcAnswer::ok("reservation canceled", Nothing {})))
 }
 
 /// Names a lease answers to as a resource element: its hosts (uuid or name) and addresses.
@@ -343,7 +354,7 @@ fn held(catalog: &Catalog, lease: &Lease) -> [i64; 4] {
 }
 
 /// The step function of what the matching leases hold over the window (or their whole span).
-fn utilization(catalog: &Catalog, leases: &[&Lease], window: Option<Window>) -> Vec<Value> {
+fn utilization(catalog: &Catalog, leases: &[&Lease], window: Option<Window>) -> Vec<HeldStep> {
     let mut deltas: BTreeMap<Instant, ([i64; 4], i64)> = BTreeMap::new();
     for lease in leases.iter().filter(|l| l.holds_capacity()) {
         let (from, until) = match window {
@@ -371,9 +382,16 @@ fn utilization(catalog: &Catalog, leases: &[&Lease], window: Option<Window>) -> 
                 *total += delta;
             }
             count += n;
-            json!({"timestamp": time(at), "count": count, "capacity": {
-                "cores": level[0], "ram": level[1], "instances": level[2], "addresses": level[3],
-            }})
+            HeldStep {
+                timestamp: time(at),
+                count,
+                capacity: HeldVector {
+                    cores: level[0],
+                    ram: level[1],
+                    instances: level[2],
+                    addresses: level[3],
+                },
+            }
         })
         .collect()
 }
@@ -382,7 +400,7 @@ async fn query(
     State(state): State<AppState>,
     caller: Caller,
     Input(body): Input,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RpcAnswer<ReservationsMatched>>, ApiError> {
     let now = state.berth.now();
     let filter = Filter::parse(&body, now).map_err(rpc_error)?;
     let show = super::wire::flag(&body, "show-utilization")
@@ -403,9 +421,12 @@ async fn query(
                 true => utilization(c, &leases, filter.window.map(|(w, _)| w)),
                 false => Vec::new(),
             };
-            ok(
+            RpcAnswer::ok(
                 "reservations matched",
-                json!({"reservations": ids, "utilization": steps}),
+                ReservationsMatched {
+                    reservations: ids,
+                    utilization: steps,
+                },
             )
         })
         .await?;

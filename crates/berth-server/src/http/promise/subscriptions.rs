@@ -17,11 +17,16 @@ use crate::policy::Rule;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
+use berth_api::promise::{
+    CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry, ReservationRef,
+    ReservationSubscribed, Subscription as SubscriptionBody, SubscriptionEnvelope,
+    SubscriptionList, SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
+};
 use berth_app::Subscribe;
 use berth_core::model::notify::{
     CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -34,6 +39,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Subscribe to capacity changes",
             capacity,
         )
+        .answers::<CapacitySubscribed>(201)
         .add(
             Method::POST,
             "/promise/reservation/subscribe",
@@ -41,6 +47,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Subscribe to reservation changes",
             reservation,
         )
+        .answers::<ReservationSubscribed>(201)
         .add(
             Method::GET,
             "/promise/subscriptions",
@@ -48,6 +55,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List subscriptions",
             list,
         )
+        .answers::<SubscriptionList>(200)
         .add(
             Method::GET,
             "/promise/subscriptions/{subscription_id}",
@@ -55,6 +63,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Show a subscription",
             show,
         )
+        .answers::<SubscriptionEnvelope>(200)
         .add(
             Method::DELETE,
             "/promise/subscriptions/{subscription_id}",
@@ -62,6 +71,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Delete a subscription",
             delete,
         )
+        .answers_empty(204)
         .add(
             Method::GET,
             "/promise/deliveries",
@@ -69,6 +79,7 @@ pub(super) fn register(routes: &mut Routes) {
             "List undelivered notifications (pending and dead)",
             deliveries,
         )
+        .answers::<DeliveryList>(200)
         .add(
             Method::POST,
             "/promise/deliveries/{notification_id}/retry",
@@ -76,52 +87,57 @@ pub(super) fn register(routes: &mut Routes) {
             "Retry a dead notification",
             retry,
         )
+        .answers_empty(202)
         .add(
             Method::GET,
             "/promise/notifications",
             Rule::PROJECT_READER,
             "Read the notification feed",
             feed,
-        );
+        )
+        .answers::<Feed>(200);
 }
 
-fn subscription_json(s: &Subscription) -> Value {
+fn subscription_json(s: &Subscription) -> SubscriptionBody {
     let topic = match &s.topic {
-        Topic::Reservations { ids } => json!({
-            "type": "reservation",
-            "inputFilter": ids.iter().map(|id| json!({"reservationId": id})).collect::<Vec<_>>(),
-        }),
+        Topic::Reservations { ids } => SubscriptionTopic::Reservation {
+            input_filter: ids
+                .iter()
+                .map(|id| ReservationRef {
+                    reservation_id: *id,
+                })
+                .collect(),
+        },
         Topic::Capacity {
             resource,
             type_id,
             zone,
             threshold,
             flavor,
-        } => json!({
-            "flavorId": flavor,
-            "type": "capacity",
-            "resourceType": resource.as_str(),
-            "resourceTypeId": type_id,
-            "zoneId": zone,
-            "threshold": {"thresholdType": "absoluteValue", "threshold": {
-                "capacity_info": threshold.info.as_str(),
-                "condition": threshold.condition.as_str(),
-                "value": threshold.value,
-            }},
-            "triggered": s.triggered,
-        }),
+        } => SubscriptionTopic::Capacity {
+            flavor_id: flavor.clone(),
+            resource_type: resource.as_str().to_owned(),
+            resource_type_id: type_id.clone(),
+            zone_id: zone.clone(),
+            threshold: SubscriptionThreshold {
+                threshold_type: "absoluteValue".to_owned(),
+                threshold: ThresholdCondition {
+                    capacity_info: threshold.info.as_str().to_owned(),
+                    condition: threshold.condition.as_str().to_owned(),
+                    value: threshold.value,
+                },
+            },
+            triggered: s.triggered,
+        },
     };
-    let mut out = json!({
-        "subscriptionId": s.id,
-        "callbackUri": s.callback,
-        "authentication": s.secret.is_some(),
-        "projectId": s.project_id,
-        "created": time(s.created_at),
-    });
-    if let (Some(out), Value::Object(topic)) = (out.as_object_mut(), topic) {
-        out.extend(topic);
+    SubscriptionBody {
+        subscription_id: s.id,
+        callback_uri: s.callback.clone(),
+        authentication: s.secret.is_some(),
+        project_id: s.project_id.clone(),
+        created: time(s.created_at),
+        topic,
     }
-    out
 }
 
 /// `callbackUri`: an absolute `http` or `https` URL with a host, without user info, whose host,
@@ -185,7 +201,7 @@ async fn capacity(
     caller: Caller,
     Path(kind): Path<String>,
     Input(body): Input,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<CapacitySubscribed>), ApiError> {
     let resource = kind_of(&kind)?;
     let field = format!("{}ResourceTypeId", resource.as_str());
     let type_id =
@@ -219,10 +235,11 @@ async fn capacity(
     let made = state.berth.subscribe(cmd).await?;
     Ok((
         StatusCode::CREATED,
-        Json(
-            json!({"created": time(made.created_at), "capacityChangeSubscriptionId": made.id,
-                    "subscription": subscription_json(&made)}),
-        ),
+        Json(CapacitySubscribed {
+            created: time(made.created_at),
+            capacity_change_subscription_id: made.id,
+            subscription: subscription_json(&made),
+        }),
     ))
 }
 
@@ -251,7 +268,7 @@ async fn reservation(
     Extension(destinations): Extension<Arc<Destinations>>,
     caller: Caller,
     Input(body): Input,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<ReservationSubscribed>), ApiError> {
     let cmd = Subscribe {
         project_id: caller.0.project_id.clone(),
         topic: Topic::Reservations {
@@ -264,14 +281,18 @@ async fn reservation(
     let made = state.berth.subscribe(cmd).await?;
     Ok((
         StatusCode::CREATED,
-        Json(
-            json!({"created": time(made.created_at), "reservationChangeSubscriptionId": made.id,
-                    "subscription": subscription_json(&made)}),
-        ),
+        Json(ReservationSubscribed {
+            created: time(made.created_at),
+            reservation_change_subscription_id: made.id,
+            subscription: subscription_json(&made),
+        }),
     ))
 }
 
-async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<SubscriptionList>, ApiError> {
     let project = caller.project_scope();
     let all = state
         .berth
@@ -282,7 +303,7 @@ async fn list(State(state): State<AppState>, caller: Caller) -> Result<Json<Valu
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "subscriptions": all })))
+    Ok(Json(SubscriptionList { subscriptions: all }))
 }
 
 fn subscription_id(text: &str) -> Result<Uuid, ApiError> {
@@ -294,7 +315,7 @@ async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SubscriptionEnvelope>, ApiError> {
     let id = subscription_id(&id)?;
     let project = caller.project_scope();
     state
@@ -305,7 +326,7 @@ async fn show(
                 .map(subscription_json)
         })
         .await?
-        .map(|s| Json(json!({ "subscription": s })))
+        .map(|subscription| Json(SubscriptionEnvelope { subscription }))
         .ok_or_else(|| ApiError::not_found(format!("Subscription {id} could not be found")))
 }
 
@@ -325,26 +346,26 @@ const DELIVERY_FAILED: &str = "delivery failed";
 
 /// A delivery as `caller` sees it: an admin sees the last attempt's cause (also in the server
 /// log), anyone else only that it failed.
-fn delivery_json(d: &Delivery, admin: bool) -> Value {
+fn delivery_json(d: &Delivery, admin: bool) -> DeliveryBody {
     let last_error = match admin {
         true => d.last_error.clone(),
         false => d.last_error.as_ref().map(|_| DELIVERY_FAILED.to_owned()),
     };
-    json!({
-        "notificationId": d.id,
-        "subscriptionId": d.subscription,
-        "status": format!("{:?}", d.status).to_lowercase(),
-        "attempts": d.attempts,
-        "nextAttempt": time(d.next_at),
-        "lastError": last_error,
-        "created": time(d.created_at),
-    })
+    DeliveryBody {
+        notification_id: d.id.clone(),
+        subscription_id: d.subscription,
+        status: format!("{:?}", d.status).to_lowercase(),
+        attempts: d.attempts,
+        next_attempt: time(d.next_at),
+        last_error,
+        created: time(d.created_at),
+    }
 }
 
 async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DeliveryList>, ApiError> {
     let project = caller.project_scope();
     let admin = caller.0.is_admin();
     let all = state
@@ -359,7 +380,7 @@ async fn deliveries(
                 .collect::<Vec<_>>()
         })
         .await?;
-    Ok(Json(json!({ "deliveries": all })))
+    Ok(Json(DeliveryList { deliveries: all }))
 }
 
 async fn retry(
@@ -389,7 +410,7 @@ async fn feed(
     State(state): State<AppState>,
     caller: Caller,
     Query(query): Query<FeedQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Feed>, ApiError> {
     let limit = query.limit.unwrap_or(100).clamp(1, FEED_LIMIT_MAX);
     // The answer must leave before the request timeout turns it into a 503.
     let cutoff = state
@@ -404,13 +425,16 @@ async fn feed(
     loop {
         let page = state.berth.records_after(after, limit).await?;
         let scanned_to = page.last().map(|(seq, _)| *seq);
-        let mine: Vec<Value> = page
+        let mine: Vec<FeedEntry> = page
             .iter()
             .filter(|(_, r)| project.is_none() || r.project_id().as_deref() == project.as_deref())
             .map(|(seq, r)| {
                 let body =
                     berth_core::model::notify::reservation_body(&seq.to_string(), *seq, r, None);
-                json!({"cursor": seq, "notification": body})
+                FeedEntry {
+                    cursor: *seq,
+                    notification: body,
+                }
             })
             .collect();
         if let Some(last) = scanned_to {
@@ -419,7 +443,10 @@ async fn feed(
         let exhausted = page.len() < limit;
         let elapsed = started.elapsed();
         if !mine.is_empty() || (elapsed >= wait && exhausted) || elapsed >= cutoff {
-            return Ok(Json(json!({"notifications": mine, "next": after})));
+            return Ok(Json(Feed {
+                notifications: mine,
+                next: after,
+            }));
         }
         if exhausted {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;

@@ -1,5 +1,5 @@
 //! The Promise wire format: the input of a request (JSON body on any method, merged with query
-//! parameters), lenient numbers, dates, and the RPC result envelope.
+//! parameters), lenient numbers, dates, and what a failed RPC adds to the problem document.
 
 use crate::http::error::ApiError;
 use crate::http::fields::{integer, parse_date};
@@ -7,9 +7,12 @@ use crate::http::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
+use berth_api::promise::RpcFailure;
 use berth_core::Instant;
 use berth_core::limits::REQUEST_QUANTITY_MAX;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 /// The input of a Promise request: the JSON object of the body (any method; an empty body is
 /// an empty object), with each query parameter added where the body does not set it. A dotted
@@ -80,6 +83,20 @@ fn merge_param(body: &mut Map<String, Value>, key: &str, value: String) {
                 merge_param(nested, inner, value);
             }
         }
+    }
+}
+
+/// The members of `body` that the request type `T` reads: the handler reads its input through
+/// `T`, so that the type documents every member it takes. A member `T` does not know is
+/// dropped (or refused, where `T` denies unknown members); `null` reads as absent.
+pub(super) fn read_as<T: DeserializeOwned + Serialize>(
+    body: Map<String, Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let typed: T = serde_json::from_value(Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("Malformed request body: {e}")))?;
+    match serde_json::to_value(typed) {
+        Ok(Value::Object(members)) => Ok(members),
+        _ => Ok(Map::new()),
     }
 }
 
@@ -206,15 +223,6 @@ pub(super) fn time(at: Instant) -> String {
         .unwrap_or_default()
 }
 
-/// The RPC answer `{"result": "ok", "message": ..., ...}`.
-pub(super) fn ok(message: &str, extra: Value) -> Value {
-    let mut body = json!({"result": "ok", "message": message});
-    if let (Some(out), Value::Object(extra)) = (body.as_object_mut(), extra) {
-        out.extend(extra);
-    }
-    body
-}
-
 /// An RPC error: the problem document carries Promise's `result` (`conflict` for 409, else
 /// `error`) and `message` as well.
 pub(super) fn rpc_error(error: ApiError) -> ApiError {
@@ -222,6 +230,9 @@ pub(super) fn rpc_error(error: ApiError) -> ApiError {
         axum::http::StatusCode::CONFLICT => "conflict",
         _ => "error",
     };
-    let message = error.detail().to_owned();
-    error.merge_extra(json!({"result": result, "message": message}))
+    let failure = RpcFailure {
+        result: result.to_owned(),
+        message: error.detail().to_owned(),
+    };
+    error.merge_extra(serde_json::to_value(failure).expect("invariant: wire types serialize"))
 }

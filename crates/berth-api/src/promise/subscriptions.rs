@@ -1,0 +1,165 @@
+//! Subscriptions, undelivered notifications and the notification feed.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// One reservation a reservation subscription watches.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationRef {
+    /// The reservation.
+    pub reservation_id: Uuid,
+}
+
+/// The condition of a capacity subscription.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ThresholdCondition {
+    /// `available`, `reserved`, `allocated` or `total`.
+    pub capacity_info: String,
+    /// `lt`, `le`, `gt`, `ge` or `eq`.
+    pub condition: String,
+    /// The value compared with.
+    pub value: i64,
+}
+
+/// A capacity subscription's threshold.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionThreshold {
+    /// `absoluteValue`.
+    pub threshold_type: String,
+    /// The condition.
+    pub threshold: ThresholdCondition,
+}
+
+/// What a subscription is about.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SubscriptionTopic {
+    /// Changes of reservations.
+    Reservation {
+        /// The reservations watched (empty: every one the project may see).
+        #[serde(rename = "inputFilter")]
+        input_filter: Vec<ReservationRef>,
+    },
+    /// A capacity threshold.
+    #[serde(rename_all = "camelCase")]
+    Capacity {
+        /// A flavor: the threshold then watches how many instances of it fit.
+        flavor_id: Option<String>,
+        /// `compute`, `network` or `storage`.
+        resource_type: String,
+        /// `numCpuCores`, `publicIps`, ...
+        resource_type_id: String,
+        /// The zone, or every zone.
+        zone_id: Option<String>,
+        /// The threshold.
+        threshold: SubscriptionThreshold,
+        /// Whether the condition held at the last evaluation.
+        triggered: Option<bool>,
+    },
+}
+
+/// A subscription.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    /// Its id.
+    pub subscription_id: Uuid,
+    /// Where notifications are POSTed.
+    pub callback_uri: String,
+    /// Whether notifications are signed.
+    pub authentication: bool,
+    /// Owning project.
+    pub project_id: String,
+    /// When it was made (RFC 3339, UTC).
+    pub created: String,
+    /// What it is about.
+    #[serde(flatten)]
+    pub topic: SubscriptionTopic,
+}
+
+/// `POST /promise/capacity/{kind}/subscribe`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacitySubscribed {
+    /// When it was made (RFC 3339, UTC).
+    pub created: String,
+    /// Its id.
+    pub capacity_change_subscription_id: Uuid,
+    /// The subscription.
+    pub subscription: Subscription,
+}
+
+/// `POST /promise/reservation/subscribe`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationSubscribed {
+    /// When it was made (RFC 3339, UTC).
+    pub created: String,
+    /// Its id.
+    pub reservation_change_subscription_id: Uuid,
+    /// The subscription.
+    pub subscription: Subscription,
+}
+
+/// `GET /promise/subscriptions/{id}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct SubscriptionEnvelope {
+    /// The subscription.
+    pub subscription: Subscription,
+}
+
+/// `GET /promise/subscriptions`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct SubscriptionList {
+    /// The subscriptions the caller may see.
+    pub subscriptions: Vec<Subscription>,
+}
+
+/// A notification not yet delivered (pending or dead).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// The notification's id, stable across retries.
+    pub notification_id: String,
+    /// Its subscription.
+    pub subscription_id: Uuid,
+    /// `pending` or `dead`.
+    pub status: String,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// When the next attempt is due (RFC 3339, UTC).
+    pub next_attempt: String,
+    /// Why the last attempt failed (to an admin), or only that it failed.
+    pub last_error: Option<String>,
+    /// When it was made (RFC 3339, UTC).
+    pub created: String,
+}
+
+/// `GET /promise/deliveries`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct DeliveryList {
+    /// The deliveries the caller may see.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// An entry of the notification feed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct FeedEntry {
+    /// Its position in the feed.
+    pub cursor: u64,
+    /// The notification, as a callback receives it.
+    pub notification: Value,
+}
+
+/// `GET /promise/notifications`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Feed {
+    /// The entries after the cursor asked for.
+    pub notifications: Vec<FeedEntry>,
+    /// The cursor to ask after next.
+    pub next: u64,
+}
