@@ -5,11 +5,6 @@ use std::path::Path;
 
 use berth_tidy::{ModuleGraph, crate_roots};
 
-/// Crates whose modules still refer to each other in a circle, being layered one by one. A crate
-/// leaves this list when its cycles are gone (the test fails while a layered crate stays on it);
-/// the list ends empty.
-const NOT_YET_LAYERED: &[&str] = &[];
-
 #[test]
 fn no_crate_has_a_module_cycle() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,24 +25,12 @@ fn no_crate_has_a_module_cycle() {
     let mut report = String::new();
     let mut roots_read = 0;
     for dir in &dirs {
-        let name = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .expect("crate directory name");
-        let mut crate_report = String::new();
         for root in crate_roots(dir) {
             let graph = ModuleGraph::load(&root).unwrap_or_else(|e| panic!("{e}"));
             roots_read += 1;
             for cycle in graph.cycles() {
-                crate_report.push_str(&format!("{}:\n  {cycle}", root.display()));
+                report.push_str(&format!("{}:\n  {cycle}", root.display()));
             }
-        }
-        match (NOT_YET_LAYERED.contains(&name), crate_report.is_empty()) {
-            (false, _) => report.push_str(&crate_report),
-            (true, true) => report.push_str(&format!(
-                "{name} has no cycle: take it off NOT_YET_LAYERED\n"
-            )),
-            (true, false) => eprintln!("not yet layered:\n{crate_report}"),
         }
     }
     assert!(roots_read >= 8, "read only {roots_read} crate roots");
