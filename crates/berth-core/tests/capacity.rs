@@ -335,7 +335,7 @@ fn check(w: &World, probes: &[i64]) {
         let measure = Measure::Class(class.clone());
         let series =
             capacity::series(&w.catalog, None, window, &measure, &without).expect("a series");
-        assert_eq!(series.steps[0].0, window.start);
+        assert_eq!(series.steps[0].0, window.start());
         for (at, figures) in &series.steps {
             assert_eq!(
                 figures.total,
@@ -348,7 +348,7 @@ fn check(w: &World, probes: &[i64]) {
             );
         }
         for probe in probes {
-            let t = Instant::from_micros(window.start.as_micros() + probe.rem_euclid(22 * TICK));
+            let t = Instant::from_micros(window.start().as_micros() + probe.rem_euclid(22 * TICK));
             let step = series
                 .steps
                 .iter()

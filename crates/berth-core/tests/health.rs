@@ -234,7 +234,7 @@ fn check_capacity(w: &World) {
             .flat_map(Lease::holds)
             .filter(|h| h.host == *host)
             .collect();
-        for at in holds.iter().map(|h| h.window.start) {
+        for at in holds.iter().map(|h| h.window.start()) {
             let live: Vec<&Hold> = holds.iter().filter(|h| h.window.contains(at)).collect();
             if live.iter().any(|h| h.exclusive) {
                 assert_eq!(

@@ -66,9 +66,13 @@ impl Catalog {
         if changes.is_empty() {
             return 0;
         }
-        let mut instants: Vec<Instant> = vec![window.start];
+        let mut instants: Vec<Instant> = vec![window.start()];
         for (w, _) in &changes {
-            instants.extend([w.start, w.end].into_iter().filter(|t| window.contains(*t)));
+            instants.extend(
+                [w.start(), w.end()]
+                    .into_iter()
+                    .filter(|t| window.contains(*t)),
+            );
         }
         instants
             .into_iter()

@@ -627,7 +627,7 @@ pub fn earliest_start(
     search: &Search<'_>,
 ) -> (Option<crate::model::time::Instant>, bool) {
     let horizon_end = search.horizon_end;
-    if horizon_end <= window.start || search.steps == 0 {
+    if horizon_end <= window.start() || search.steps == 0 {
         return (None, false);
     }
     let mut instants: Vec<crate::model::time::Instant> = Vec::new();
@@ -643,7 +643,7 @@ pub fn earliest_start(
             _ => pool.hosts(&want.filter).map(Provider::uuid).collect(),
         };
         for uuid in held {
-            instants.extend(ledger.release_times(uuid, window.start, horizon_end));
+            instants.extend(ledger.release_times(uuid, window.start(), horizon_end));
         }
     }
     // Where an excluded hold starts, the ledger's level may stay level (another hold ending
@@ -652,13 +652,13 @@ pub fn earliest_start(
         instants.extend(
             ledger
                 .holds_of(*id)
-                .map(|hold| hold.window.start)
+                .map(|hold| hold.window.start())
                 .filter(|t| *t < horizon_end),
         );
     }
     instants.sort_unstable();
     instants.dedup();
-    instants.retain(|t| *t > window.start);
+    instants.retain(|t| *t > window.start());
     for (step, t) in instants.into_iter().enumerate() {
         if !search.allows(step) {
             return (None, true);

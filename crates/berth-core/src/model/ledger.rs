@@ -45,13 +45,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, ControlFlow};
 use uuid::Uuid;
 
-/// A half-open window `[start, end)` of time.
+/// A half-open window `[start, end)` of time. Its fields are private so that every window made
+/// outside this module goes through [`Window::new`] (which refuses `start >= end`) or is
+/// [`Window::ALWAYS`]:
+///
+/// ```
+/// use berth_core::Instant;
+/// use berth_core::model::ledger::Window;
+/// let (a, b) = (Instant::from_micros(1), Instant::from_micros(2));
+/// assert_eq!(Window::new(a, b).map(|w| (w.start(), w.end())), Some((a, b)));
+/// assert_eq!(Window::new(b, a), None);
+/// ```
+///
+/// ```compile_fail
+/// use berth_core::Instant;
+/// use berth_core::model::ledger::Window;
+/// let backwards = Window { start: Instant::from_micros(2), end: Instant::from_micros(1) };
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Window {
-    /// The first instant inside the window.
-    pub start: Instant,
-    /// The first instant after the window.
-    pub end: Instant,
+    start: Instant,
+    end: Instant,
 }
 
 impl Window {
@@ -66,7 +80,17 @@ impl Window {
         (start < end).then_some(Window { start, end })
     }
 
-    /// Whether the window holds no instant (`start >= end`, only possible through the fields).
+    /// The first instant inside the window.
+    pub const fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// The first instant after the window.
+    pub const fn end(&self) -> Instant {
+        self.end
+    }
+
+    /// Whether the window holds no instant (`start >= end`, only possible inside this module).
     pub fn is_empty(&self) -> bool {
         self.start >= self.end
     }

@@ -129,12 +129,12 @@ impl Policy {
             detail: format!("the policy allows {limit} of {value} {unit}"),
         };
         if let Some(days) = self.max_future_start_days
-            && ahead(window.start) > i64::from(days) * MICROS_PER_DAY
+            && ahead(window.start()) > i64::from(days) * MICROS_PER_DAY
         {
             return Err(breach("max-future-start-range", days, "days"));
         }
         if let Some(days) = self.max_future_end_days
-            && ahead(window.end) > i64::from(days) * MICROS_PER_DAY
+            && ahead(window.end()) > i64::from(days) * MICROS_PER_DAY
         {
             return Err(breach("max-future-end-range", days, "days"));
         }
@@ -163,10 +163,10 @@ impl Policy {
         self.expiry_minutes.map(|minutes| {
             Instant::from_micros(
                 window
-                    .start
+                    .start()
                     .as_micros()
                     .saturating_add(i64::from(minutes) * MICROS_PER_MINUTE)
-                    .min(window.end.as_micros()),
+                    .min(window.end().as_micros()),
             )
         })
     }

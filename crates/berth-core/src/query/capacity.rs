@@ -138,18 +138,18 @@ impl Deltas {
 
     /// Adds `amount` to figure `which` over `[start, end)`.
     fn add(&mut self, start: Instant, end: Instant, which: usize, amount: i64) {
-        let from = start.max(self.window.start);
-        let until = end.min(self.window.end);
+        let from = start.max(self.window.start());
+        let until = end.min(self.window.end());
         if from >= until || amount == 0 {
             return;
         }
         let mut delta = [0; 3];
         delta[which] = amount;
-        match from == self.window.start {
+        match from == self.window.start() {
             true => self.at_start[which] += amount,
             false => self.changes.push((from, delta)),
         }
-        if until < self.window.end {
+        if until < self.window.end() {
             delta[which] = -amount;
             self.changes.push((until, delta));
         }
@@ -160,7 +160,7 @@ impl Deltas {
         if delta == 0 || !self.window.contains(at) {
             return;
         }
-        match at == self.window.start {
+        match at == self.window.start() {
             true => self.at_start[which] += delta,
             false => {
                 let mut change = [0; 3];
@@ -179,7 +179,7 @@ impl Deltas {
         };
         self.changes.sort_unstable_by_key(|(at, _)| *at);
         let mut level = self.at_start;
-        let mut steps = vec![(self.window.start, figures(level))];
+        let mut steps = vec![(self.window.start(), figures(level))];
         let mut changes = self.changes.into_iter().peekable();
         while let Some((at, delta)) = changes.next() {
             for (l, d) in level.iter_mut().zip(delta) {
@@ -228,10 +228,10 @@ pub fn series(
         Measure::Class(class) => class,
         Measure::Addresses => {
             for fip in catalog.floating_ips().filter(|f| f.reservable) {
-                deltas.add(window.start, window.end, TOTAL, 1);
+                deltas.add(window.start(), window.end(), TOTAL, 1);
                 for hold in catalog.ledger().holds_on(fip.id, window) {
                     if !skip.contains(&hold.reservation) {
-                        deltas.add(hold.window.start, hold.window.end, RESERVED, 1);
+                        deltas.add(hold.window.start(), hold.window.end(), RESERVED, 1);
                     }
                 }
             }
@@ -247,9 +247,9 @@ pub fn series(
         }
         let capacity = usable(provider, class);
         let uuid = provider.uuid();
-        deltas.add(window.start, window.end, TOTAL, capacity);
+        deltas.add(window.start(), window.end(), TOTAL, capacity);
         for (changed, delta) in catalog.capacity_changes(uuid, class, window) {
-            deltas.add(changed.start, changed.end, TOTAL, delta);
+            deltas.add(changed.start(), changed.end(), TOTAL, delta);
         }
         // What the ledger holds, step by step (a host held whole counts its whole capacity).
         let mut previous = 0;
@@ -264,7 +264,7 @@ pub fn series(
         }
         let unreserved =
             provider.used(class) - provider.reserved_used(class).min(provider.used(class));
-        deltas.add(window.start, window.end, ALLOCATED, unreserved as i64);
+        deltas.add(window.start(), window.end(), ALLOCATED, unreserved as i64);
     }
     // Reservations left out, and what reservations' own consumers use (allocated, not reserved,
     // until the reservation ends): few reservations, found through their holds.
@@ -287,7 +287,7 @@ pub fn series(
                     .find(|(c, _)| c == class)
                     .map_or(0, |(_, n)| *n as i64),
             };
-            deltas.add(hold.window.start, hold.window.end, RESERVED, -held);
+            deltas.add(hold.window.start(), hold.window.end(), RESERVED, -held);
         }
     }
     for reservation in catalog
@@ -300,8 +300,8 @@ pub fn series(
             .filter(|h| zoned(h.host))
         {
             let used = catalog.reserved_use(reservation, hold.host, class, Uuid::nil()) as i64;
-            deltas.add(hold.window.start, hold.window.end, RESERVED, -used);
-            deltas.add(hold.window.start, hold.window.end, ALLOCATED, used);
+            deltas.add(hold.window.start(), hold.window.end(), RESERVED, -used);
+            deltas.add(hold.window.start(), hold.window.end(), ALLOCATED, used);
         }
     }
     Ok(deltas.series())

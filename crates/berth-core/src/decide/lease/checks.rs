@@ -129,12 +129,12 @@ pub(super) fn check_window(start: Instant, end: Instant) -> Result<Window, Rejec
 /// or the default offset before the end, clamped to the start.
 pub(super) fn before_end_at(window: Window, given: Option<Instant>) -> Result<Instant, Rejection> {
     match given {
-        Some(at) if at > window.start && at < window.end => Ok(at),
+        Some(at) if at > window.start() && at < window.end() => Ok(at),
         Some(_) => Err(bad(
             "before_end_date must lie strictly inside the lease window",
         )),
         None => Ok(Instant::from_micros(
-            (window.end.as_micros() - BEFORE_END_DEFAULT_MICROS).max(window.start.as_micros()),
+            (window.end().as_micros() - BEFORE_END_DEFAULT_MICROS).max(window.start().as_micros()),
         )),
     }
 }

@@ -61,7 +61,7 @@ pub fn create_lease_with(
     check_limits(new.reservations.iter().map(|(_, s)| s))?;
     check_name(&new.name)?;
     let window = check_window(new.start, new.end)?;
-    if window.end <= now {
+    if window.end() <= now {
         return Err(bad("End date must be later than current date."));
     }
     catalog.policy().check(window, now)?;
@@ -99,16 +99,16 @@ pub fn create_lease_with(
         name: new.name.trim().to_owned(),
         project_id: new.project_id.clone(),
         user_id: new.user_id.clone(),
-        start: window.start,
-        end: window.end,
+        start: window.start(),
+        end: window.end(),
         status: LeaseStatus::Pending,
         status_reason: None,
         degraded: false,
         reservations,
         events: vec![
-            event(start_id, EventKind::StartLease, window.start),
+            event(start_id, EventKind::StartLease, window.start()),
             event(before_id, EventKind::BeforeEndLease, before_end),
-            event(end_id, EventKind::EndLease, window.end),
+            event(end_id, EventKind::EndLease, window.end()),
         ],
         notice_lead_micros: new.notice_lead_micros.max(0),
         preemption_noticed: false,

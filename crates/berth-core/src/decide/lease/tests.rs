@@ -1004,7 +1004,7 @@ fn invalid_leases_are_refused() {
 fn windows(w: &World, id: Uuid) -> Vec<(Instant, Instant)> {
     w.holds(id)
         .iter()
-        .map(|h| (h.window.start, h.window.end))
+        .map(|h| (h.window.start(), h.window.end()))
         .collect()
 }
 
@@ -1629,7 +1629,7 @@ mod model {
             for t in holds
                 .iter()
                 .filter(|h| h.host == host)
-                .map(|h| h.window.start)
+                .map(|h| h.window.start())
             {
                 let here = covering(&holds, host, t);
                 if here.iter().any(|h| h.exclusive) {
@@ -1696,12 +1696,12 @@ mod model {
         size: &[(ResourceClass, u64)],
     ) -> u64 {
         let provider = catalog.provider(host).expect("a host");
-        let instants: Vec<Instant> = std::iter::once(window.start)
+        let instants: Vec<Instant> = std::iter::once(window.start())
             .chain(
                 holds
                     .iter()
-                    .filter(|h| h.host == host && window.contains(h.window.start))
-                    .map(|h| h.window.start),
+                    .filter(|h| h.host == host && window.contains(h.window.start()))
+                    .map(|h| h.window.start()),
             )
             .collect();
         let mut best = u64::MAX;

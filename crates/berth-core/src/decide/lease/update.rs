@@ -200,14 +200,14 @@ fn keeps_hosts(old: &Reservation, spec: &ReservationSpec, hosts: &[(Uuid, u32)])
 
 fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Instant) {
     // A start moved later than the notice's lead gives notice again, at the new time.
-    if !lease.started() && window.start.as_micros() - lease.notice_lead_micros > now.as_micros() {
+    if !lease.started() && window.start().as_micros() - lease.notice_lead_micros > now.as_micros() {
         lease.preemption_noticed = false;
     }
     for event in &mut lease.events {
         let at = match event.kind {
-            EventKind::StartLease => window.start,
+            EventKind::StartLease => window.start(),
             EventKind::BeforeEndLease => before_end,
-            EventKind::EndLease => window.end,
+            EventKind::EndLease => window.end(),
             EventKind::PreemptionNotice | EventKind::ClaimExpiry | EventKind::NodeClaimExpiry => {
                 continue;
             }
@@ -239,7 +239,7 @@ fn new_before_end(
         .map_or(lease.end, |e| e.at);
     let offset = lease.end.as_micros() - old.as_micros();
     Ok(Instant::from_micros(
-        (window.end.as_micros() - offset).max(window.start.as_micros()),
+        (window.end().as_micros() - offset).max(window.start().as_micros()),
     ))
 }
 
@@ -295,7 +295,7 @@ fn readmit(
     search: &Search<'_>,
 ) -> Result<(), Rejection> {
     let window = new_window(current, update)?;
-    if window.end <= now && update.end.is_some() {
+    if window.end() <= now && update.end.is_some() {
         return Err(bad("End date must be later than current date."));
     }
     if window != current.window() {
@@ -341,8 +341,8 @@ fn readmit(
             truncated: false,
         })));
     }
-    lease.start = window.start;
-    lease.end = window.end;
+    lease.start = window.start();
+    lease.end = window.end();
     moved_events(lease, window, before_end, now);
     Ok(())
 }

@@ -91,8 +91,8 @@ fn allocation(
             wanted.then(|| HeldBy {
                 id: hold.reservation,
                 lease_id: lease.id,
-                start_date: lease_time(hold.window.start.as_micros()),
-                end_date: lease_time(hold.window.end.as_micros()),
+                start_date: lease_time(hold.window.start().as_micros()),
+                end_date: lease_time(hold.window.end().as_micros()),
             })
         })
         .collect();

@@ -219,8 +219,8 @@ async fn etsi_query(
                 zone_id: zone.clone(),
                 last_update: time(now),
                 time_period: TimePeriod {
-                    start_time: time(window.start),
-                    stop_time: time(window.end),
+                    start_time: time(window.start()),
+                    stop_time: time(window.end()),
                 },
                 capacity_information: CapacityInformation::Figures(FigureSet::default()),
                 utilization: None,

@@ -299,7 +299,7 @@ impl Filter {
         }
         if let Some((w, exclusive)) = &self.window {
             let starts = w.contains(lease.start);
-            let ends = lease.end > w.start && lease.end <= w.end;
+            let ends = lease.end > w.start() && lease.end <= w.end();
             let hit = match exclusive {
                 true => starts && ends,
                 false => starts || ends || lease.window().overlaps(w),
@@ -358,7 +358,7 @@ fn utilization(catalog: &Catalog, leases: &[&Lease], window: Option<Window>) -> 
     let mut deltas: BTreeMap<Instant, ([i64; 4], i64)> = BTreeMap::new();
     for lease in leases.iter().filter(|l| l.holds_capacity()) {
         let (from, until) = match window {
-            Some(w) => (lease.start.max(w.start), lease.end.min(w.end)),
+            Some(w) => (lease.start.max(w.start()), lease.end.min(w.end())),
             None => (lease.start, lease.end),
         };
         if from >= until {
