@@ -6,23 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-/// One version of the API in the version list.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct Version {
-    /// `v1`.
-    pub id: String,
-    /// `CURRENT`.
-    pub status: String,
-    /// Where the version's root is.
-    pub links: Vec<Link>,
-}
-
-/// `GET /baremetal`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct VersionList {
-    /// The versions served.
-    pub versions: Vec<Version>,
-}
+pub use crate::common::{Version, VersionList};
 
 /// A node as the API shows it. Another project's claim on it shows as `claimed` without its id.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

@@ -7,32 +7,13 @@
 //! messages, before it reads them as these types. Lease requests tolerate unknown fields, as
 //! Blazar does.
 
-use crate::common::Link;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// One version of the API in the version list.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-#[schemars(rename = "BlazarVersion")]
-pub struct Version {
-    /// `v1.0`.
-    pub id: String,
-    /// `CURRENT`.
-    pub status: String,
-    /// Where the version's root is.
-    pub links: Vec<Link>,
-}
-
-/// `GET /reservation`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-#[schemars(rename = "BlazarVersionList")]
-pub struct VersionList {
-    /// The versions served.
-    pub versions: Vec<Version>,
-}
+pub use crate::common::{Version, VersionList};
 
 /// An integer as a JSON number or a numeric string.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

@@ -21,3 +21,23 @@ impl Link {
         }
     }
 }
+
+/// One version of an API in its version list, as Blazar and the bare-metal API show it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "ApiVersion")]
+pub struct Version {
+    /// `v1` or `v1.0`.
+    pub id: String,
+    /// `CURRENT`.
+    pub status: String,
+    /// Where the version's root is.
+    pub links: Vec<Link>,
+}
+
+/// An API's version list (`GET /reservation`, `GET /baremetal`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "ApiVersionList")]
+pub struct VersionList {
+    /// The versions served.
+    pub versions: Vec<Version>,
+}

@@ -9,6 +9,7 @@ pub use crate::common::Link;
 
 /// The one version of the API in the version document.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "PlacementVersion")]
 pub struct Version {
     /// `v1.0`.
     pub id: String,
@@ -24,6 +25,7 @@ pub struct Version {
 
 /// `GET /placement`: the version document.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "PlacementVersionList")]
 pub struct VersionList {
     /// The versions served.
     pub versions: Vec<Version>,

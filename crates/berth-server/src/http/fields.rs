@@ -44,3 +44,25 @@ pub fn integer(
         .map(Some)
         .ok_or_else(bad)
 }
+
+/// The member names a wire type's schema documents, sorted: what a handler that checks its
+/// fields by hand must accept, no more and no less.
+#[cfg(test)]
+pub(crate) fn documented_fields<T: schemars::JsonSchema>() -> Vec<String> {
+    let schema = schemars::schema_for!(T);
+    let mut names: Vec<String> = schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort_unstable();
+    names
+}
+
+/// `fields`, sorted, to compare with [`documented_fields`].
+#[cfg(test)]
+pub(crate) fn sorted(fields: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = fields.iter().map(|f| (*f).to_owned()).collect();
+    names.sort_unstable();
+    names
+}
