@@ -45,6 +45,19 @@ pub fn integer(
         .ok_or_else(bad)
 }
 
+/// A request body, already checked by hand with its surface's own messages, read as its
+/// documented wire type (from a `&Map` or a `&Value`, without copying it): a body the type
+/// cannot read is refused, so the schema in the OpenAPI document and what the handler accepts
+/// cannot drift apart.
+pub fn read_documented<'de, T, D>(body: D) -> Result<T, ApiError>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de, Error = serde_json::Error>,
+{
+    T::deserialize(body)
+        .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
+}
+
 /// The member names a wire type's schema documents, sorted: what a handler that checks its
 /// fields by hand must accept, no more and no less.
 #[cfg(test)]

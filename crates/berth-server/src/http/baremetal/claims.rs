@@ -4,9 +4,10 @@
 //! is 409 with, per listed node, why it could not be taken. Callers see and release their
 //! project's claims; admins see and release all.
 
-use super::wire::{conform, time, uuid_field};
+use super::wire::{time, uuid_field};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
+use crate::http::fields::read_documented;
 use crate::http::idempotency::IdempotencyHeader;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
@@ -157,7 +158,7 @@ async fn create(
         ttl: ttl(&body)?,
         idempotency: key.bind(&caller, &body),
     };
-    conform::<CreateClaim>(&Value::Object(body))?;
+    let _: CreateClaim = read_documented(&body)?;
     let claim = state.berth.claim_node(cmd).await?;
     Ok((
         StatusCode::CREATED,

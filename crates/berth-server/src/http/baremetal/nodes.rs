@@ -1,10 +1,11 @@
 //! `/baremetal/v1/nodes`: bare-metal nodes. Anyone may list and show them; enrolling, changing
 //! and deleting are for admins; deploying is for the holder of the node's claim.
 
-use super::wire::{conform, time, uuid_field};
+use super::wire::{time, uuid_field};
 use crate::http::attributes::{self, attr_json};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
+use crate::http::fields::read_documented;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::status::lease_effects;
@@ -272,7 +273,7 @@ async fn create(
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<Node>), ApiError> {
     let enrol = enrolment(&body)?;
-    conform::<EnrolNode>(&Value::Object(body))?;
+    let _: EnrolNode = read_documented(&body)?;
     let uuid = state.berth.enroll_node(enrol).await?;
     let node = state
         .berth
@@ -366,7 +367,7 @@ async fn update(
         ApiError::bad_request("The body must be a JSON Patch: a list of operations")
     })?;
     let changes = patch_changes(ops)?;
-    conform::<Vec<PatchOperation>>(&body)?;
+    let _: Vec<PatchOperation> = read_documented(&body)?;
     let (uuid, effects) = state.berth.update_node(ident, changes).await?;
     let mut node = state
         .berth
@@ -395,7 +396,7 @@ async fn deploy(
             .and_then(|v| uuid_field(key, v))
     };
     let (claim, instance) = (field("reservation_uuid")?, field("instance_uuid")?);
-    conform::<DeployNode>(&Value::Object(body))?;
+    let _: DeployNode = read_documented(&body)?;
     let project = caller.project_scope();
     state
         .berth

@@ -20,11 +20,3 @@ pub(super) fn uuid_field(field: &str, value: &Value) -> Result<Uuid, ApiError> {
         .and_then(|text| Uuid::parse_str(text).ok())
         .ok_or_else(|| ApiError::bad_request(format!("{field} must be a UUID, got {value}")))
 }
-
-/// A request body, checked by hand with the API's own messages, read as its documented wire
-/// type: a body the type cannot read is refused, so the schema in the OpenAPI document and what
-/// the handler accepts cannot drift apart.
-pub(super) fn conform<T: serde::de::DeserializeOwned>(body: &Value) -> Result<T, ApiError> {
-    T::deserialize(body)
-        .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
-}

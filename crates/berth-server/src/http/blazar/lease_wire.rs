@@ -2,7 +2,7 @@
 //! them, reservation specs, and the lease, event and record representations.
 
 use crate::http::error::ApiError;
-use crate::http::fields::{integer, parse_date};
+use crate::http::fields::{integer, parse_date, read_documented};
 use berth_api::blazar::{self as wire, Event, Record, ReservationAllocation, ReservationDetails};
 use berth_api::time::{lease_time, record_time};
 use berth_core::decide::health::missing_resources;
@@ -19,8 +19,7 @@ use uuid::Uuid;
 /// A body checked by hand, read as its documented request type: what a handler accepts is what
 /// the OpenAPI document describes (400 otherwise, as for any body that does not validate).
 pub(crate) fn typed<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<T, ApiError> {
-    serde_json::from_value(Value::Object(body.clone()))
-        .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
+    read_documented(body)
 }
 
 /// [`typed`], for a handler that goes on reading the body it checked by hand.
