@@ -142,14 +142,8 @@ async fn postgres_store_carries_a_0007_database_forward() {
             // A database as the migrations up to 0007 left it, with a document in
             // `promise_objects`.
             let pool = sqlx::PgPool::connect(&url).await.expect("connect");
-            let mut up_to_0007 = sqlx::migrate!("./migrations");
-            up_to_0007.migrations = up_to_0007
-                .migrations
-                .iter()
-                .filter(|migration| migration.version <= 7)
-                .cloned()
-                .collect::<Vec<_>>()
-                .into();
+            let up_to_0007 =
+                berth_store::testkit::migrations_up_to(sqlx::migrate!("./migrations"), 7);
             up_to_0007.run(&pool).await.expect("migrate to 0007");
             sqlx::query(
                 "INSERT INTO promise_objects (kind, id, document) VALUES ('cursor', 'outbox', $1)",

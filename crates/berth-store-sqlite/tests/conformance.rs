@@ -76,14 +76,7 @@ async fn sqlite_store_carries_a_0007_database_forward() {
     let mut conn = sqlx::SqliteConnection::connect_with(&options)
         .await
         .expect("connect");
-    let mut up_to_0007 = sqlx::migrate!("./migrations");
-    up_to_0007.migrations = up_to_0007
-        .migrations
-        .iter()
-        .filter(|migration| migration.version <= 7)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
+    let up_to_0007 = berth_store::testkit::migrations_up_to(sqlx::migrate!("./migrations"), 7);
     up_to_0007.run(&mut conn).await.expect("migrate to 0007");
     sqlx::query("INSERT INTO promise_objects (kind, id, document) VALUES ('cursor', 'outbox', ?)")
         .bind(berth_store::testkit::CURSOR_BEFORE_0008.to_string())

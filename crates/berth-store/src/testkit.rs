@@ -388,6 +388,23 @@ pub async fn write<S: Store>(
 /// [`carried_forward`].
 pub const CURSOR_BEFORE_0008: u64 = 42;
 
+/// An adapter's migrations up to `version` and no further: how its migration test builds a
+/// database as an older berth left it.
+#[cfg(feature = "sql")]
+pub fn migrations_up_to(
+    mut migrator: sqlx::migrate::Migrator,
+    version: i64,
+) -> sqlx::migrate::Migrator {
+    migrator.migrations = migrator
+        .migrations
+        .iter()
+        .filter(|migration| migration.version <= version)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    migrator
+}
+
 /// Checks a store opened over a database that migrations up to 0007 made and that held the
 /// outbox cursor [`CURSOR_BEFORE_0008`]: opening renamed the documents' table (`schema` is the
 /// store's `(table, column)` list after opening), the cursor loads, and a new one is written
