@@ -84,9 +84,10 @@ impl ApiError {
         self
     }
 
-    /// Adds machine-readable members (an object's keys) to Blazar and berth error bodies.
-    pub fn with_extra(mut self, extra: serde_json::Value) -> ApiError {
-        if let serde_json::Value::Object(map) = extra {
+    /// Adds machine-readable members (the fields of a wire type, or an object's keys) to Blazar
+    /// and berth error bodies.
+    pub fn with_extra(mut self, extra: impl serde::Serialize) -> ApiError {
+        if let Value::Object(map) = members(extra) {
             self.extra = Some(Box::new(map));
         }
         self
@@ -98,8 +99,8 @@ impl ApiError {
     }
 
     /// Adds machine-readable members, keeping those already set (they win).
-    pub fn merge_extra(mut self, extra: serde_json::Value) -> ApiError {
-        if let serde_json::Value::Object(mut map) = extra {
+    pub fn merge_extra(mut self, extra: impl serde::Serialize) -> ApiError {
+        if let Value::Object(mut map) = members(extra) {
             if let Some(existing) = self.extra.take() {
                 map.extend(*existing);
             }
@@ -193,15 +194,17 @@ impl IntoResponse for ApiError {
 
 /// An envelope with the error's machine-readable members merged in (they win over the
 /// envelope's own members of the same name, as a Promise RPC's `status` does).
-fn with_members(
-    envelope: &impl serde::Serialize,
-    members: Option<Box<Map<String, Value>>>,
-) -> Value {
-    let mut body = serde_json::to_value(envelope).expect("invariant: envelopes serialize");
-    if let (Value::Object(out), Some(members)) = (&mut body, members) {
-        out.extend(*members);
+fn with_members(envelope: &impl serde::Serialize, extra: Option<Box<Map<String, Value>>>) -> Value {
+    let mut body = members(envelope);
+    if let (Value::Object(out), Some(extra)) = (&mut body, extra) {
+        out.extend(*extra);
     }
     body
+}
+
+/// A wire type as JSON, to merge into an error body.
+pub(crate) fn members(wire: impl serde::Serialize) -> Value {
+    serde_json::to_value(wire).expect("invariant: wire types serialize")
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! How domain rejections and the service's errors appear on the wire: status and stable code
 //! for each, and a refused request's shortfalls and counter-offer.
 
-use crate::http::error::{ApiError, UNDEFINED};
+use crate::http::error::{ApiError, UNDEFINED, members};
 use axum::http::StatusCode;
 use berth_api::errors::{
     CapacityInUse, CounterOffer, LimitExceeded, NodeRefusal, NodeRefusals,
@@ -98,9 +98,9 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::DeliveryNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::CapacityInUse(leases) => {
             return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail).with_extra(
-                members(&CapacityInUse {
+                CapacityInUse {
                     affected: leases.clone(),
-                }),
+                },
             );
         }
         Rejection::CantUpdate(_)
@@ -172,12 +172,10 @@ impl From<AppError> for ApiError {
 
 /// 400 naming the limit a request is over, and what it allows.
 fn limit_error(limit: &str, max: u64, detail: String) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail).with_extra(members(
-        &LimitExceeded {
-            limit: limit.to_owned(),
-            max,
-        },
-    ))
+    ApiError::new(StatusCode::BAD_REQUEST, LIMIT_EXCEEDED, detail).with_extra(LimitExceeded {
+        limit: limit.to_owned(),
+        max,
+    })
 }
 
 /// The status and code of a bare-metal rejection; a refused claim lists why, per node.
@@ -199,7 +197,7 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
                 })
                 .collect();
             return ApiError::new(StatusCode::CONFLICT, "no_node_available", detail)
-                .with_extra(members(&NodeRefusals { nodes }));
+                .with_extra(NodeRefusals { nodes });
         }
         _ => (StatusCode::CONFLICT, "node_in_use"),
     };
@@ -226,9 +224,4 @@ pub fn refusal_json(refusal: &Refusal) -> Value {
             truncated: refusal.truncated,
         },
     })
-}
-
-/// The members of an error body, from their wire type.
-fn members(wire: &impl serde::Serialize) -> Value {
-    serde_json::to_value(wire).expect("invariant: wire types serialize")
 }

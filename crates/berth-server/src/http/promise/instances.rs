@@ -105,8 +105,7 @@ async fn create(
         let rejected = InstanceRejected {
             status: "rejected".to_owned(),
         };
-        rpc_error(ApiError::from(e))
-            .merge_extra(serde_json::to_value(rejected).expect("invariant: wire types serialize"))
+        rpc_error(ApiError::from(e)).merge_extra(rejected)
     })?;
     Ok(Json(RpcAnswer::ok(
         "created-instance request accepted",

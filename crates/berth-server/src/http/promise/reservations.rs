@@ -278,8 +278,7 @@ pub(super) fn refused(error: AppError, ask: &Ask, start: Instant, end: Instant) 
         _ => None,
     };
     match extra {
-        Some(extra) => ApiError::from(error)
-            .merge_extra(serde_json::to_value(extra).expect("invariant: wire types serialize")),
+        Some(extra) => ApiError::from(error).merge_extra(extra),
         None => ApiError::from(error),
     }
 }

@@ -234,5 +234,5 @@ pub(super) fn rpc_error(error: ApiError) -> ApiError {
         result: result.to_owned(),
         message: error.detail().to_owned(),
     };
-    error.merge_extra(serde_json::to_value(failure).expect("invariant: wire types serialize"))
+    error.merge_extra(failure)
 }
