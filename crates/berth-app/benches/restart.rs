@@ -95,7 +95,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> L
         updated_at: now,
     };
     Lease {
-        id: id(0),
+        id: berth_core::LeaseId::new(id(0)),
         name: format!("lease-{idx}"),
         project_id: "project".into(),
         user_id: "user".into(),
@@ -105,7 +105,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> L
         status_reason: None,
         degraded: false,
         reservations: vec![Reservation {
-            id: id(1),
+            id: berth_core::ReservationId::new(id(1)),
             spec: ReservationSpec::Instance {
                 vcpus,
                 memory_mb: vcpus * 2_048,

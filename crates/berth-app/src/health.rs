@@ -8,6 +8,7 @@ use crate::service::Berth;
 use berth_core::decide::health::{self, Effects};
 use berth_core::model::lease::Lease;
 use berth_core::{Catalog, ProviderStatus, Rejection};
+use berth_core::{LeaseId, ReservationId};
 use uuid::Uuid;
 
 /// Who asks for a reallocation: an admin, or the project owning the lease.
@@ -23,9 +24,9 @@ pub enum Requester {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reallocation {
     /// The lease's reservations on the host.
-    Lease(Uuid),
+    Lease(LeaseId),
     /// One reservation.
-    Reservation(Uuid),
+    Reservation(ReservationId),
 }
 
 fn host_uuid(catalog: &Catalog, id: i64) -> Result<Uuid, Rejection> {
@@ -74,7 +75,8 @@ impl Berth {
                 Reallocation::Reservation(r) => {
                     let lease = catalog
                         .lease_of_reservation(r)
-                        .ok_or(Rejection::LeaseNotFound(r))?;
+                        // The refusal names the id the caller gave.
+                        .ok_or(Rejection::LeaseNotFound(LeaseId::new(r.uuid())))?;
                     (lease.id, Some(r))
                 }
             };

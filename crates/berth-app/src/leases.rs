@@ -18,6 +18,7 @@ use berth_core::model::lease::{EventKind, FloatingIp, Lease, LeaseRecord, Reserv
 use berth_core::model::ledger::Window;
 use berth_core::rejection::Refusal;
 use berth_core::{Change, Instant, Rejection};
+use berth_core::{LeaseId, ReservationId};
 use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
@@ -89,14 +90,14 @@ pub struct Availability {
     pub zones: Vec<ZoneCapacity>,
 }
 
-/// A lease as it is now (an idempotent create's replay).
+/// A lease as it is now (an idempotent create's replay): the key's record names it by its uuid.
 pub(crate) fn find_lease(catalog: &berth_core::Catalog, id: Uuid) -> Option<Lease> {
-    catalog.lease(id).cloned()
+    catalog.lease(LeaseId::new(id)).cloned()
 }
 
-/// The id of a created lease.
+/// The uuid of a created lease, which the key's record keeps.
 pub(crate) fn lease_id(lease: &Lease) -> Uuid {
-    lease.id
+    lease.id.uuid()
 }
 
 pub(crate) fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
@@ -119,7 +120,7 @@ impl Berth {
         decide::check_limits(cmd.reservations.iter())?;
         decide::check_horizon(cmd.horizon_micros)?;
         let new = NewLease {
-            id: self.new_uuid(),
+            id: LeaseId::new(self.new_uuid()),
             name: cmd.name,
             project_id: cmd.project_id,
             user_id: cmd.user_id,
@@ -129,7 +130,7 @@ impl Berth {
             reservations: cmd
                 .reservations
                 .into_iter()
-                .map(|spec| (self.new_uuid(), spec))
+                .map(|spec| (ReservationId::new(self.new_uuid()), spec))
                 .collect(),
             event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
             notice_lead_micros: self
@@ -180,7 +181,7 @@ impl Berth {
     /// is searched under the writer lock: a refusal's counter-offer is searched after it.
     pub async fn update_lease(
         &self,
-        id: Uuid,
+        id: LeaseId,
         update: LeaseUpdate,
         horizon_micros: i64,
     ) -> Result<Lease, AppError> {
@@ -213,7 +214,7 @@ impl Berth {
     }
 
     /// Deletes a lease, releasing what it holds.
-    pub async fn delete_lease(&self, id: Uuid) -> Result<(), AppError> {
+    pub async fn delete_lease(&self, id: LeaseId) -> Result<(), AppError> {
         self.write(move |catalog, now| decide::delete_lease(catalog, id, now).map(|c| (c, ())))
             .await
     }
@@ -254,7 +255,7 @@ impl Berth {
     }
 
     /// The lifecycle record of a lease, oldest first.
-    pub async fn lease_records(&self, id: Uuid) -> Result<Vec<LeaseRecord>, AppError> {
+    pub async fn lease_records(&self, id: LeaseId) -> Result<Vec<LeaseRecord>, AppError> {
         Ok(self.store.lease_records(id).await?)
     }
 
@@ -318,7 +319,7 @@ impl Berth {
     /// Records that an event's action failed for good.
     async fn fail_event(
         &self,
-        lease: Uuid,
+        lease: LeaseId,
         kind: EventKind,
         reason: String,
     ) -> Result<(), AppError> {
@@ -376,7 +377,9 @@ impl Berth {
         *count += 1;
         if *count >= EVENT_ATTEMPTS_MAX {
             let reason = format!("failed {count} times: {error}");
-            if let Err(error) = self.fail_event(lease, kind, reason).await {
+            // The due event names a lease by its uuid (a node claim's expiry names a claim, which
+            // no lease has: failing it changes nothing).
+            if let Err(error) = self.fail_event(LeaseId::new(lease), kind, reason).await {
                 tracing::error!(%error, %lease, "cannot record a failed lease event");
             }
             attempts.remove(&lease);

@@ -11,6 +11,7 @@ use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, R
 use berth_core::model::lease::Lease;
 use berth_core::model::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
 use berth_core::{Change, Instant};
+use berth_core::{LeaseId, ReservationId};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -152,9 +153,9 @@ impl Berth {
     pub async fn create_reservation(&self, cmd: CreateReservation) -> Result<Lease, AppError> {
         let wanted = cmd.ask.containers.len() + 3;
         let new = NewReservation {
-            id: self.new_uuid(),
+            id: LeaseId::new(self.new_uuid()),
             reservation_ids: (0..wanted.min(RESERVATION_IDS_MAX + 1))
-                .map(|_| self.new_uuid())
+                .map(|_| ReservationId::new(self.new_uuid()))
                 .collect(),
             event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
             kind: cmd.kind,
@@ -248,6 +249,7 @@ impl Berth {
         change: ReservationChange,
         horizon_micros: i64,
     ) -> Result<Lease, AppError> {
+        let id = LeaseId::new(id);
         berth_core::decide::lease::check_horizon(horizon_micros)?;
         let decided = change.clone();
         let result = self
@@ -281,6 +283,7 @@ impl Berth {
         id: Uuid,
         project: Option<String>,
     ) -> Result<(), AppError> {
+        let id = LeaseId::new(id);
         self.write(move |catalog, now| {
             decide::owned(catalog, id, project.as_deref())?;
             berth_core::decide::lease::delete_lease(catalog, id, now).map(|c| (c, ()))
@@ -318,7 +321,7 @@ impl Berth {
             name: cmd.name,
             flavor: cmd.flavor,
             image: cmd.image,
-            reservation: cmd.reservation,
+            reservation: cmd.reservation.map(LeaseId::new),
             zone: cmd.zone,
             project_id: cmd.project_id,
             user_id: cmd.user_id,

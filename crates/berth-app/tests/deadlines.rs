@@ -11,7 +11,7 @@ use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
 use berth_core::model::lease::LeaseRecord;
 use berth_core::model::lease::ReservationSpec;
-use berth_core::{Change, Instant};
+use berth_core::{Change, Instant, LeaseId};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,7 +84,7 @@ impl Store for GatedStore {
             gate: Arc::clone(&self.gate),
         }))
     }
-    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
+    async fn lease_records(&self, lease: LeaseId) -> Result<Vec<LeaseRecord>, StoreError> {
         self.inner.lease_records(lease).await
     }
     async fn records_after(
@@ -320,7 +320,7 @@ fn keyed_lease(key: &str) -> CreateLease {
     }
 }
 
-async fn lease_ids(berth: &Berth) -> Vec<Uuid> {
+async fn lease_ids(berth: &Berth) -> Vec<LeaseId> {
     berth
         .read(|c| c.leases().map(|l| l.id).collect())
         .await

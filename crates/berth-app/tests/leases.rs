@@ -3,7 +3,7 @@
 
 use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
 use berth_core::model::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
-use berth_core::{Instant, Rejection};
+use berth_core::{Instant, LeaseId, Rejection, ReservationId};
 use berth_store::MemStore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,7 +89,7 @@ fn lease(start: i64, end: i64, reservations: Vec<ReservationSpec>) -> CreateLeas
     }
 }
 
-async fn status(berth: &Berth, id: Uuid) -> (LeaseStatus, Vec<ReservationStatus>, usize) {
+async fn status(berth: &Berth, id: LeaseId) -> (LeaseStatus, Vec<ReservationStatus>, usize) {
     berth
         .read(|c| {
             let lease = c.lease(id).expect("lease");
@@ -100,7 +100,7 @@ async fn status(berth: &Berth, id: Uuid) -> (LeaseStatus, Vec<ReservationStatus>
         .expect("read")
 }
 
-async fn kinds(berth: &Berth, id: Uuid) -> Vec<String> {
+async fn kinds(berth: &Berth, id: LeaseId) -> Vec<String> {
     berth
         .lease_records(id)
         .await
@@ -197,7 +197,7 @@ async fn events_that_fell_due_while_down_fire_at_startup() {
 }
 
 /// Waits (bounded: 5 s) until the lease has `wanted` status.
-async fn wait_for(berth: &Berth, id: Uuid, wanted: LeaseStatus) -> bool {
+async fn wait_for(berth: &Berth, id: LeaseId, wanted: LeaseStatus) -> bool {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while tokio::time::Instant::now() < deadline {
         if status(berth, id).await.0 == wanted {
@@ -407,7 +407,7 @@ impl berth_store::Store for CrashingStore {
     }
     async fn lease_records(
         &self,
-        lease: Uuid,
+        lease: LeaseId,
     ) -> Result<Vec<berth_core::model::lease::LeaseRecord>, berth_store::StoreError> {
         self.inner.lease_records(lease).await
     }
@@ -455,7 +455,7 @@ impl berth_store::WriteTx for CrashingTx {
 
 /// What the store holds about a lease's fence: status, aggregate members, class inventories,
 /// consumers of the reservation.
-async fn stored_fence(store: &MemStore, lease: Uuid) -> (LeaseStatus, usize, usize, usize) {
+async fn stored_fence(store: &MemStore, lease: LeaseId) -> (LeaseStatus, usize, usize, usize) {
     let catalog = berth_core::Catalog::from_rows(
         berth_store::Store::load_catalog(store).await.expect("load"),
     );
@@ -464,7 +464,12 @@ async fn stored_fence(store: &MemStore, lease: Uuid) -> (LeaseStatus, usize, usi
     let class = berth_core::model::fence::reservation_class(reservation);
     let members = catalog
         .providers()
-        .filter(|p| p.aggregates().contains(&reservation))
+        .filter(|p| {
+            p.aggregates()
+                .contains(&berth_core::model::fence::reservation_aggregate(
+                    reservation,
+                ))
+        })
         .count();
     let inventories = catalog
         .providers()
@@ -495,7 +500,7 @@ async fn crashing(
 }
 
 /// A holder of `reservation` (presented by its class) taking one slot of 2 VCPU on `h1`.
-async fn hold_a_slot(berth: &Berth, reservation: Uuid) {
+async fn hold_a_slot(berth: &Berth, reservation: ReservationId) {
     let host = berth
         .read(|c| c.provider_by_name("h1").map(berth_core::Provider::uuid))
         .await

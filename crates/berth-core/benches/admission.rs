@@ -30,7 +30,7 @@ use berth_core::model::lease::{
 };
 use berth_core::model::ledger::{Ledger, Window};
 use berth_core::query::capacity;
-use berth_core::{Change, Instant, ResourceClass};
+use berth_core::{Change, Instant, LeaseId, ReservationId, ResourceClass};
 use criterion::{BenchmarkId, Criterion};
 use std::hint::black_box;
 use std::time::Duration;
@@ -119,7 +119,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Leas
         updated_at: now,
     };
     Lease {
-        id: id(0),
+        id: LeaseId::new(id(0)),
         name: format!("lease-{idx}"),
         project_id: "project".into(),
         user_id: "user".into(),
@@ -129,7 +129,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Leas
         status_reason: None,
         degraded: false,
         reservations: vec![Reservation {
-            id: id(1),
+            id: ReservationId::new(id(1)),
             spec: ReservationSpec::Instance {
                 vcpus,
                 memory_mb: vcpus * 2_048,
@@ -189,7 +189,7 @@ fn add_leases(catalog: &mut Catalog, hosts: &[Uuid], count: usize, seed: u64) {
 fn request(amount: u32) -> NewLease {
     let start = Instant::from_micros(T0 + YEAR / 2);
     NewLease {
-        id: Uuid::from_u128(0xbe7c_0001),
+        id: LeaseId::from_u128(0xbe7c_0001),
         name: "bench".into(),
         project_id: "project".into(),
         user_id: "user".into(),
@@ -197,7 +197,7 @@ fn request(amount: u32) -> NewLease {
         end: Instant::from_micros(start.as_micros() + DAY),
         before_end: None,
         reservations: vec![(
-            Uuid::from_u128(0xbe7c_0002),
+            ReservationId::from_u128(0xbe7c_0002),
             ReservationSpec::Instance {
                 vcpus: 2,
                 memory_mb: 4_096,

@@ -131,7 +131,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             },
         };
         let reservation = Reservation {
-            id: Uuid::from_u128(0x5000_0000 + k as u128),
+            id: berth_core::ReservationId::from_u128(0x5000_0000 + k as u128),
             spec,
             status: ReservationStatus::Active,
             hosts: vec![(host, if k % 2 == 0 { 1 } else { 2 })],
@@ -142,7 +142,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             updated_at: now,
         };
         let lease = Lease {
-            id: Uuid::from_u128(0x6000_0000 + k as u128),
+            id: berth_core::LeaseId::from_u128(0x6000_0000 + k as u128),
             name: format!("fence{k}"),
             project_id: "p".into(),
             user_id: "u".into(),

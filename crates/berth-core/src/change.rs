@@ -3,6 +3,7 @@
 
 use crate::model::baremetal::{NodeClaim, NodeRecord};
 use crate::model::consumer::Consumer;
+use crate::model::id::LeaseId;
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::inventory::Inventory;
 use crate::model::lease::{FloatingIp, Lease, LeaseRecord};
@@ -89,7 +90,7 @@ pub enum Change {
     /// A lease's whole new state (`Some`), or the lease deleted with all it held (`None`).
     LeaseSet {
         /// The lease.
-        id: Uuid,
+        id: LeaseId,
         /// Its new state.
         lease: Option<Box<Lease>>,
     },

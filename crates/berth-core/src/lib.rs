@@ -22,10 +22,14 @@ pub mod rejection;
 pub use catalog::Catalog;
 pub use change::Change;
 pub use model::consumer::Consumer;
+pub use model::id::{
+    AggregateId, ClaimId, ConsumerId, FloatingIpId, LeaseId, PoolId, ProviderId, ReservationId,
+    SubscriptionId,
+};
 pub use model::inventory::Inventory;
 pub use model::name::{ResourceClass, TraitName};
 pub use model::provider::{
     AggregateRecord, AttrValue, HostRecord, Provider, ProviderCondition, ProviderStatus,
 };
-pub use model::time::Instant;
+pub use model::time::{Instant, Span};
 pub use rejection::Rejection;

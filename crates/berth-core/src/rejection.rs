@@ -2,6 +2,7 @@
 //! status codes and error bodies.
 
 use crate::model::baremetal::Unclaimable;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::inventory::InventoryError;
 use crate::model::promise::PolicyBreach;
 use crate::model::time::Instant;
@@ -217,7 +218,7 @@ pub enum Rejection {
     },
     /// No lease with that id (or none the caller may see).
     #[error("Lease {0} could not be found")]
-    LeaseNotFound(Uuid),
+    LeaseNotFound(LeaseId),
     /// A lease request or update is invalid; the text says which part and why.
     #[error("{0}")]
     BadLease(String),
@@ -237,20 +238,20 @@ pub enum Rejection {
     #[error("Reservation {reservation} cannot be used: {reason}")]
     ReservationUnavailable {
         /// The reservation.
-        reservation: Uuid,
+        reservation: ReservationId,
         /// `unknown`, `ended` or `not_started`.
         reason: &'static str,
     },
     /// The reservation presented belongs to another project.
     #[error("Reservation {0} belongs to another project")]
-    ReservationForbidden(Uuid),
+    ReservationForbidden(ReservationId),
     /// The allocation asks for more than the reservation holds, or lies outside it.
     #[error(
         "Allocation of {class} on resource provider {provider} exceeds what reservation {reservation} holds"
     )]
     ReservationExceeded {
         /// The reservation.
-        reservation: Uuid,
+        reservation: ReservationId,
         /// The provider.
         provider: Uuid,
         /// The class.
@@ -302,7 +303,7 @@ pub enum Rejection {
     PoolNotFound(Uuid),
     /// A decrease would leave these leases short; an admin may force it.
     #[error("Decreasing the capacity would leave {} reservation(s) short: {}", .0.len(), list(.0))]
-    CapacityInUse(Vec<Uuid>),
+    CapacityInUse(Vec<LeaseId>),
     /// No subscription with that id (or none the caller may see).
     #[error("Subscription {0} could not be found")]
     SubscriptionNotFound(Uuid),
@@ -356,9 +357,9 @@ fn unclaimable(reasons: &[Unclaimable]) -> String {
         .join("; ")
 }
 
-fn list(ids: &[Uuid]) -> String {
+fn list(ids: &[LeaseId]) -> String {
     ids.iter()
-        .map(Uuid::to_string)
+        .map(LeaseId::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -17,7 +17,7 @@ use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::model::baremetal::{NodeClaim, ProvisionState};
 use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
-use berth_core::{AttrValue, Instant, Rejection};
+use berth_core::{AttrValue, Instant, LeaseId, Rejection, ReservationId};
 use proptest::prelude::*;
 use support::{TICK, World};
 use uuid::Uuid;
@@ -87,7 +87,7 @@ fn state(w: &World, node: Uuid) -> ProvisionState {
 /// A lease of project `project` on node `name` from `at.0` to `at.1` ticks from now.
 fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
     let lease = NewLease {
-        id: w.id(),
+        id: LeaseId::new(w.id()),
         name: "other".into(),
         project_id: project.into(),
         user_id: "u".into(),
@@ -95,7 +95,7 @@ fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
         end: Instant::from_micros((w.now + at.1) * TICK),
         before_end: None,
         reservations: vec![(
-            w.id(),
+            ReservationId::new(w.id()),
             ReservationSpec::Host {
                 min: 1,
                 max: 1,

@@ -21,7 +21,7 @@ use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
 use berth_core::query::capacity;
-use berth_core::{Catalog, Instant, ResourceClass};
+use berth_core::{Catalog, Instant, LeaseId, ReservationId, ResourceClass};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -124,8 +124,8 @@ fn pool_request(
     expiry: Option<Instant>,
 ) -> NewReservation {
     NewReservation {
-        id: w.id(),
-        reservation_ids: (0..4).map(|_| w.id()).collect(),
+        id: LeaseId::new(w.id()),
+        reservation_ids: (0..4).map(|_| ReservationId::new(w.id())).collect(),
         event_ids: [w.id(), w.id(), w.id()],
         kind: PromiseKind::Compute,
         ask: Ask {
@@ -151,7 +151,7 @@ fn pool_request(
 /// A lease of one whole host over `[start, end)`.
 fn host_lease(w: &mut World, start: Instant, end: Instant) -> NewLease {
     NewLease {
-        id: w.id(),
+        id: LeaseId::new(w.id()),
         name: "hosts".into(),
         project_id: "p".into(),
         user_id: "u".into(),
@@ -159,7 +159,7 @@ fn host_lease(w: &mut World, start: Instant, end: Instant) -> NewLease {
         end,
         before_end: None,
         reservations: vec![(
-            w.id(),
+            ReservationId::new(w.id()),
             ReservationSpec::Host {
                 min: 1,
                 max: 1,
@@ -206,7 +206,7 @@ fn run(w: &mut World, op: &Op) {
             }
         }
         Op::Instance { pick } => {
-            let mut leases: Vec<Uuid> = w
+            let mut leases: Vec<LeaseId> = w
                 .catalog
                 .leases()
                 .filter(|l| l.terms.is_some() && l.started() && l.holds_capacity())
@@ -291,7 +291,7 @@ fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant, without: &[
                 let used = catalog.reserved_use(r.id, *host, class, Uuid::nil()) as i64;
                 presented += used;
                 // A lease left out counts as if it did not exist, with its instances.
-                if without.contains(&lease.id) || !(lease.start <= t && t < lease.end) {
+                if without.contains(&lease.id.uuid()) || !(lease.start <= t && t < lease.end) {
                     continue;
                 }
                 let held = match &r.spec {
@@ -322,7 +322,7 @@ fn check(w: &World, probes: &[i64]) {
         Instant::from_micros((w.now + 20) * TICK),
     )
     .expect("a window");
-    let mut leases: Vec<Uuid> = w.catalog.leases().map(|l| l.id).collect();
+    let mut leases: Vec<Uuid> = w.catalog.leases().map(|l| l.id.uuid()).collect();
     leases.sort();
     let one = leases.get(probes[0].rem_euclid(8) as usize).copied();
     let cases = [
@@ -507,7 +507,7 @@ fn a_displacement_chosen_on_a_snapshot_is_rechecked_not_searched() {
     assert_eq!(displaced_by(&rechecked, high.id), chosen);
     // A choice that no longer holds (a lease that is gone, or one a request may not displace)
     // is refused rather than searched again.
-    let gone = [Uuid::from_u128(7)];
+    let gone = [LeaseId::from_u128(7)];
     assert!(create_reservation_displacing(&w.catalog, &high, now, &Search::NONE, &gone).is_err());
     let lower = pool_request(&mut w, window, 4, 5, None);
     assert!(

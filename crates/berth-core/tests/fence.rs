@@ -20,7 +20,7 @@ use berth_core::model::lease::{
 use berth_core::model::ledger::Window;
 use berth_core::model::provider::Attributes;
 use berth_core::query::candidates::{CandidateQuery, Group, allocation_candidates};
-use berth_core::{Catalog, Change, Instant, Rejection, ResourceClass};
+use berth_core::{Catalog, Change, Instant, LeaseId, Rejection, ReservationId, ResourceClass};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
@@ -212,14 +212,17 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 
 fn new_lease(w: &mut World, start: i64, len: i64, project: usize, specs: &[Spec]) -> NewLease {
     NewLease {
-        id: w.id(),
+        id: LeaseId::new(w.id()),
         name: "lease".into(),
         project_id: PROJECTS[project % PROJECTS.len()].into(),
         user_id: "u".into(),
         start: Instant::from_micros((w.now + start) * TICK),
         end: Instant::from_micros((w.now + start + len) * TICK),
         before_end: None,
-        reservations: specs.iter().map(|s| (w.id(), s.build())).collect(),
+        reservations: specs
+            .iter()
+            .map(|s| (ReservationId::new(w.id()), s.build()))
+            .collect(),
         event_ids: [w.id(), w.id(), w.id()],
         notice_lead_micros: TICK,
     }
@@ -350,7 +353,7 @@ fn advance(w: &mut World, ticks: i64, budget: usize) {
 }
 
 fn delete(w: &mut World, pick: usize) {
-    let mut ids: Vec<Uuid> = w.catalog.leases().map(|l| l.id).collect();
+    let mut ids: Vec<LeaseId> = w.catalog.leases().map(|l| l.id).collect();
     ids.sort();
     let Some(id) = ids.get(pick % ids.len().max(1)).copied() else {
         return;

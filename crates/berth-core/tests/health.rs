@@ -22,7 +22,9 @@ use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::model::lease::{Affinity, Lease, ReservationSpec};
 use berth_core::model::ledger::Hold;
 use berth_core::model::provider::Attributes;
-use berth_core::{AttrValue, Catalog, Change, Instant, ProviderStatus, ResourceClass};
+use berth_core::{
+    AttrValue, Catalog, Change, Instant, LeaseId, ProviderStatus, ReservationId, ResourceClass,
+};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -112,7 +114,7 @@ fn spec(op: &LeaseOp) -> ReservationSpec {
 /// Creates the lease if it fits (leases starting in the past are created before the clock
 /// moves, so some are running when the host fails).
 fn create(w: &mut World, op: &LeaseOp) {
-    let (id, rid) = (w.id(), w.id());
+    let (id, rid) = (LeaseId::new(w.id()), ReservationId::new(w.id()));
     let event_ids = [w.id(), w.id(), w.id()];
     let start = w.now + op.start.max(0);
     let new = NewLease {
@@ -254,7 +256,7 @@ fn check_capacity(w: &World) {
     }
 }
 
-fn snapshot(w: &World) -> BTreeMap<Uuid, Lease> {
+fn snapshot(w: &World) -> BTreeMap<LeaseId, Lease> {
     w.catalog.leases().map(|l| (l.id, l.clone())).collect()
 }
 
@@ -326,7 +328,7 @@ fn lease_of(
     affinity: u8,
     filter: u8,
     at: (i64, i64),
-) -> Uuid {
+) -> LeaseId {
     let op = LeaseOp {
         hosts,
         amount,
@@ -336,7 +338,7 @@ fn lease_of(
         start: at.0 - w.now,
         length: at.1 - at.0,
     };
-    let before: Vec<Uuid> = w.catalog.leases().map(|l| l.id).collect();
+    let before: Vec<LeaseId> = w.catalog.leases().map(|l| l.id).collect();
     create(w, &op);
     w.catalog
         .leases()
@@ -355,7 +357,7 @@ fn a_failed_host_heals_future_leases_degrades_what_cannot_move_and_flags_running
     advance(&mut w, 0);
     let whole = lease_of(&mut w, true, 1, 0, 1, (40, 45));
     let spread = lease_of(&mut w, false, 4, 2, 1, (50, 55));
-    let holds_h0 = |w: &World, id: Uuid| {
+    let holds_h0 = |w: &World, id: LeaseId| {
         w.catalog.lease(id).expect("lease").reservations[0]
             .slots_on(h0)
             .is_some()

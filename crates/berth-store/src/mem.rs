@@ -3,6 +3,7 @@
 
 use crate::port::{Store, StoreError, WriteTx};
 use async_trait::async_trait;
+use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::lease::{FloatingIp, LeaseRecord};
 use berth_core::{Catalog, Change, Instant};
@@ -63,7 +64,7 @@ impl Store for MemStore {
         }))
     }
 
-    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
+    async fn lease_records(&self, lease: LeaseId) -> Result<Vec<LeaseRecord>, StoreError> {
         let state = self.state.lock().await;
         Ok(state
             .records

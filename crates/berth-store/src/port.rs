@@ -1,10 +1,10 @@
 //! The port itself: the store interface the application writes through and its errors.
 
 use async_trait::async_trait;
+use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
-use uuid::Uuid;
 
 /// A storage failure. Domain rules are checked by the core before anything reaches storage, so
 /// these are either races the caller may retry or faults of the backend.
@@ -45,7 +45,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// The lifecycle record of one lease, oldest first. The record is durable and not held in
     /// memory; it outlives the lease.
-    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError>;
+    async fn lease_records(&self, lease: LeaseId) -> Result<Vec<LeaseRecord>, StoreError>;
 
     /// Entries of the lifecycle record after `seq`, oldest first, at most `limit`, each with its
     /// sequence number (for notification delivery). Sequence numbers start at 1 and grow with

@@ -14,7 +14,8 @@ use berth_core::model::lease::{
     Reservation, ReservationSpec, ReservationStatus,
 };
 use berth_core::{
-    AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, ResourceClass, TraitName,
+    AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, LeaseId, ReservationId,
+    ResourceClass, TraitName,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -219,7 +220,7 @@ async fn notification_state_round_trips<S: Store>(store: &S, catalog: &mut Catal
         id: Uuid::from_u128(0x5ab),
         project_id: "p".into(),
         topic: Topic::Reservations {
-            ids: vec![Uuid::from_u128(9)],
+            ids: vec![LeaseId::from_u128(9)],
         },
         callback: "http://127.0.0.1:9/hook".into(),
         secret: Some("s".into()),
@@ -291,7 +292,7 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
         name: "vm1".into(),
         flavor_id: "small".into(),
         image: Some("cirros".into()),
-        reservation: Some(Uuid::from_u128(0x1ea5e)),
+        reservation: Some(LeaseId::from_u128(0x1ea5e)),
         host: Uuid::from_u128(1),
         project_id: "p".into(),
         user_id: "u".into(),
@@ -736,7 +737,7 @@ fn event(n: u128, kind: EventKind, at: Instant) -> LeaseEvent {
 /// whole, two instance slots on it, and floating IP `uuid(300)`.
 fn lease(n: u128, project: &str) -> Lease {
     let reservation = |m: u128, spec: ReservationSpec| Reservation {
-        id: uuid(n * 10 + m),
+        id: ReservationId::new(uuid(n * 10 + m)),
         spec,
         status: ReservationStatus::Pending,
         hosts: Vec::new(),
@@ -775,7 +776,7 @@ fn lease(n: u128, project: &str) -> Lease {
     reservations[1].hosts = vec![(uuid(1), 2)];
     reservations[2].floating_ips = vec![uuid(300)];
     Lease {
-        id: uuid(n),
+        id: LeaseId::new(uuid(n)),
         name: format!("lease-{n}"),
         project_id: project.to_owned(),
         user_id: "u1".to_owned(),
@@ -844,7 +845,7 @@ async fn many_leases_round_trip<S: Store>(store: &S) {
     let deleted = (0..MANY_LEASES)
         .filter(|i| (900..2_100).contains(i) || i % 7 == 3)
         .map(|i| Change::LeaseSet {
-            id: uuid(1_000 + i),
+            id: LeaseId::new(uuid(1_000 + i)),
             lease: None,
         })
         .collect();
@@ -990,7 +991,7 @@ async fn lease_records_are_appended<S: Store>(store: &S) {
         let lost = Change::LeaseRecorded(record(&second, "lease.lost", 3));
         tx.persist(&[lost], T0).await.expect("persist");
     }
-    let of = |lease: Uuid| store.lease_records(lease);
+    let of = |lease: LeaseId| store.lease_records(lease);
     let kept = [written[0].clone(), written[2].clone(), written[3].clone()];
     assert_eq!(
         of(first.id).await.expect("records"),
@@ -998,7 +999,12 @@ async fn lease_records_are_appended<S: Store>(store: &S) {
         "records outlive the lease"
     );
     assert_eq!(of(second.id).await.expect("records"), [written[1].clone()]);
-    assert!(of(uuid(99)).await.expect("records").is_empty());
+    assert!(
+        of(LeaseId::new(uuid(99)))
+            .await
+            .expect("records")
+            .is_empty()
+    );
     check_records_after(store, &written).await;
 }
 

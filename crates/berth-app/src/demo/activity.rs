@@ -180,14 +180,14 @@ pub(super) fn build(
     workloads(draft, next)?;
     for (name, project, user, (start_hours, end_hours), ask) in &LEASES {
         let new = NewLease {
-            id: next(),
+            id: berth_core::LeaseId::new(next()),
             name: (*name).to_owned(),
             project_id: (*project).to_owned(),
             user_id: (*user).to_owned(),
             start: at(now, *start_hours),
             end: at(now, *end_hours),
             before_end: None,
-            reservations: vec![(next(), spec(ask))],
+            reservations: vec![(berth_core::ReservationId::new(next()), spec(ask))],
             event_ids: [next(), next(), next()],
             notice_lead_micros,
         };

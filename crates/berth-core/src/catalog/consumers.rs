@@ -3,6 +3,7 @@
 
 use super::state::Catalog;
 use crate::model::consumer::{Consumer, PREEMPTIBLE};
+use crate::model::id::ReservationId;
 use crate::model::name::ResourceClass;
 use uuid::Uuid;
 
@@ -20,12 +21,12 @@ impl Catalog {
     }
 
     /// Every reservation some consumer presents.
-    pub fn presented_reservations(&self) -> impl Iterator<Item = Uuid> + '_ {
+    pub fn presented_reservations(&self) -> impl Iterator<Item = ReservationId> + '_ {
         self.reserved_consumers.keys().copied()
     }
 
     /// The consumers presenting a reservation.
-    pub fn consumers_of_reservation(&self, reservation: Uuid) -> Vec<Uuid> {
+    pub fn consumers_of_reservation(&self, reservation: ReservationId) -> Vec<Uuid> {
         self.reserved_consumers
             .get(&reservation)
             .map(|set| set.iter().copied().collect())
@@ -36,7 +37,7 @@ impl Catalog {
     /// hold.
     pub fn reserved_use(
         &self,
-        reservation: Uuid,
+        reservation: ReservationId,
         provider: Uuid,
         class: &ResourceClass,
         except: Uuid,

@@ -4,6 +4,7 @@
 
 use super::state::Catalog;
 use crate::model::fence::Fence;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{EventKind, FloatingIp, Lease};
 use crate::model::ledger::{Ledger, Window};
 use crate::model::time::Instant;
@@ -21,7 +22,7 @@ impl Catalog {
             let building = scope.spawn(|| {
                 Ledger::from_holds(leases.iter().flat_map(|lease| lease.holds_by_reservation()))
             });
-            let mut due: Vec<(Instant, EventKind, Uuid)> = leases
+            let mut due: Vec<(Instant, EventKind, LeaseId)> = leases
                 .iter()
                 .flat_map(|l| l.pending_events().map(move |(at, kind)| (at, kind, l.id)))
                 .collect();
@@ -74,7 +75,7 @@ impl Catalog {
         self.refence(touched);
     }
 
-    pub(super) fn remove_lease(&mut self, id: Uuid) {
+    pub(super) fn remove_lease(&mut self, id: LeaseId) {
         // Looked up first, so that removing a lease that is not there copies no shared map.
         let Some(lease) = self.leases.get(&id).cloned() else {
             return;
@@ -124,7 +125,7 @@ impl Catalog {
     }
 
     /// The lease holding a reservation.
-    pub fn lease_of_reservation(&self, reservation: Uuid) -> Option<&Lease> {
+    pub fn lease_of_reservation(&self, reservation: ReservationId) -> Option<&Lease> {
         self.reservation_leases
             .get(&reservation)
             .and_then(|id| self.leases.get(id))
@@ -133,7 +134,7 @@ impl Catalog {
 
     /// The leases holding something on `provider`, now or later.
     pub fn leases_holding(&self, provider: Uuid) -> impl Iterator<Item = &Lease> {
-        let ids: BTreeSet<Uuid> = self
+        let ids: BTreeSet<LeaseId> = self
             .ledger
             .holds_on(provider, Window::ALWAYS)
             .into_iter()
@@ -144,7 +145,7 @@ impl Catalog {
     }
 
     /// One lease.
-    pub fn lease(&self, id: Uuid) -> Option<&Lease> {
+    pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
         self.leases.get(&id).map(|lease| &**lease)
     }
 
@@ -159,13 +160,18 @@ impl Catalog {
     }
 
     /// The lifecycle event due first: `(due, kind, lease)`, or a node claim's expiry
-    /// `(expires_at, NodeClaimExpiry, claim)`.
+    /// `(expires_at, NodeClaimExpiry, claim)`. The id is a lease's or a claim's uuid, as the
+    /// kind says ([`crate::decide::lifecycle::fire_event`] takes it back).
     pub fn next_due(&self) -> Option<(Instant, EventKind, Uuid)> {
         let claim = self
             .claim_due
             .first()
             .map(|(at, id)| (*at, EventKind::NodeClaimExpiry, *id));
-        match (self.due.first().copied(), claim) {
+        let lease = self
+            .due
+            .first()
+            .map(|(at, kind, id)| (*at, *kind, id.uuid()));
+        match (lease, claim) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -178,7 +184,7 @@ impl Catalog {
             .due
             .iter()
             .take_while(|(at, _, _)| *at <= now)
-            .copied()
+            .map(|(at, kind, id)| (*at, *kind, id.uuid()))
             .collect();
         if self.claim_due.first().is_some_and(|(at, _)| *at <= now) {
             due.extend(

@@ -2,6 +2,7 @@
 
 use crate::model::baremetal::NodeClaim;
 use crate::model::consumer::Consumer;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::lease::{EventKind, FloatingIp, Lease};
 use crate::model::ledger::Ledger;
@@ -36,17 +37,17 @@ pub struct Catalog {
     pub(super) next_id: i64,
     /// Shared, so that copying the catalog (the writers' working copy) does not copy leases;
     /// the map itself is shared too until one of the copies changes a lease.
-    pub(super) leases: Arc<HashMap<Uuid, Arc<Lease>>>,
+    pub(super) leases: Arc<HashMap<LeaseId, Arc<Lease>>>,
     /// What the leases hold, indexed by host and time.
     pub(super) ledger: Ledger,
     /// Lifecycle events not yet fired, by due time (shared between copies until one changes).
-    pub(super) due: Arc<BTreeSet<(Instant, EventKind, Uuid)>>,
+    pub(super) due: Arc<BTreeSet<(Instant, EventKind, LeaseId)>>,
     pub(super) floating_ips: IndexMap<Uuid, FloatingIp>,
     pub(super) private_properties: BTreeSet<String>,
     /// Reservation to the lease holding it (shared between copies until one changes).
-    pub(super) reservation_leases: Arc<HashMap<Uuid, Uuid>>,
+    pub(super) reservation_leases: Arc<HashMap<ReservationId, LeaseId>>,
     /// Reservation to the consumers presenting it.
-    pub(super) reserved_consumers: HashMap<Uuid, BTreeSet<Uuid>>,
+    pub(super) reserved_consumers: HashMap<ReservationId, BTreeSet<Uuid>>,
     /// Flavors by id.
     pub(super) flavors: BTreeMap<String, Flavor>,
     /// The reservation policy, once one was set.

@@ -18,6 +18,7 @@
 //! so a request is admitted all-or-nothing.
 
 use crate::catalog::Catalog;
+use crate::model::id::ReservationId;
 use crate::model::lease::{Affinity, ReservationSpec};
 use crate::model::ledger::{Hold, Ledger, Peak, Window};
 use crate::model::name::ResourceClass;
@@ -111,7 +112,7 @@ pub struct Wanted<'a> {
 struct Pool<'c> {
     catalog: &'c Catalog,
     window: Window,
-    excluding: &'c [Uuid],
+    excluding: &'c [ReservationId],
     /// Holds decided earlier in the same decision but not yet in the ledger (their
     /// reservations are among `excluding`, so the ledger's holds they replace do not count).
     extra: &'c [Hold],
@@ -124,7 +125,7 @@ struct Pool<'c> {
 }
 
 impl<'c> Pool<'c> {
-    fn new(catalog: &'c Catalog, window: Window, excluding: &'c [Uuid]) -> Pool<'c> {
+    fn new(catalog: &'c Catalog, window: Window, excluding: &'c [ReservationId]) -> Pool<'c> {
         Pool {
             catalog,
             window,
@@ -328,7 +329,7 @@ pub fn slots_on(
     provider: &Provider,
     window: Window,
     size: &[(ResourceClass, u64)],
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
 ) -> u32 {
     Pool::new(catalog, window, excluding).slots(provider, size)
 }
@@ -339,7 +340,7 @@ pub fn admit(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
 ) -> Result<Granted, Vec<Shortfall>> {
     let (granted, shortfalls) = admit_each(catalog, window, wanted, excluding);
     match shortfalls.is_empty() {
@@ -354,7 +355,7 @@ fn admit_each(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
 ) -> (Granted, Vec<Shortfall>) {
     admit_each_with(catalog, window, wanted, excluding, &[])
 }
@@ -365,7 +366,7 @@ pub(crate) fn admit_each_with(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
     extra: &[Hold],
 ) -> (Granted, Vec<Shortfall>) {
     let mut pool = Pool::new(catalog, window, excluding);
@@ -623,7 +624,7 @@ pub fn earliest_start(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
     search: &Search<'_>,
 ) -> (Option<crate::model::time::Instant>, bool) {
     let horizon_end = search.horizon_end;
@@ -703,7 +704,7 @@ pub fn admit_or_offer(
     catalog: &Catalog,
     window: Window,
     wanted: &[Wanted<'_>],
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
     search: &Search<'_>,
 ) -> Result<Granted, Refusal> {
     let (granted, shortfalls) = admit_each(catalog, window, wanted, excluding);
@@ -730,7 +731,7 @@ pub fn instances_that_fit(
     without: &[Uuid],
 ) -> Result<u64, Rejection> {
     check_zone(catalog, zone)?;
-    let skip: Vec<Uuid> = excluded(catalog, without).into_iter().collect();
+    let skip: Vec<ReservationId> = excluded(catalog, without).into_iter().collect();
     Ok(catalog
         .providers()
         .filter(|p| p.is_up() && in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))

@@ -11,6 +11,7 @@ use crate::change::Decision;
 use crate::decide::fence::{self, FencePolicy};
 use crate::model::consumer::{Allocations, Consumer, PREEMPTIBLE};
 use crate::model::fence::reservation_in;
+use crate::model::id::ReservationId;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
@@ -46,7 +47,7 @@ pub struct ConsumerWrite {
     /// The full new set; empty removes the consumer.
     pub allocations: Allocations,
     /// The reservation the consumer presents, if any (see [`crate::decide::fence`]).
-    pub reservation: Option<Uuid>,
+    pub reservation: Option<ReservationId>,
 }
 
 fn check_generation(catalog: &Catalog, write: &ConsumerWrite) -> Result<(), Rejection> {
@@ -104,7 +105,7 @@ fn presented(
     catalog: &Catalog,
     write: &ConsumerWrite,
     now: Instant,
-) -> Result<Option<Uuid>, Rejection> {
+) -> Result<Option<ReservationId>, Rejection> {
     if write.allocations.is_empty() {
         return Ok(None);
     }
@@ -129,7 +130,7 @@ fn presented(
 fn unreserved_totals(
     catalog: &Catalog,
     writes: &[ConsumerWrite],
-    reservations: &[Option<Uuid>],
+    reservations: &[Option<ReservationId>],
 ) -> BTreeMap<(Uuid, ResourceClass), (u64, u64)> {
     let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
     for (write, reservation) in writes.iter().zip(reservations) {
@@ -189,7 +190,7 @@ pub fn set_allocations_with(
 fn with_evictions(
     catalog: &Catalog,
     writes: &[ConsumerWrite],
-    reservations: &[Option<Uuid>],
+    reservations: &[Option<ReservationId>],
     now: Instant,
 ) -> Decision {
     let mut all = writes.to_vec();

@@ -22,7 +22,7 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::model::consumer::PREEMPTIBLE;
-use crate::model::fence::reservation_class;
+use crate::model::fence::{reservation_aggregate, reservation_class};
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
@@ -144,7 +144,7 @@ pub fn raise(catalog: &Catalog, lease: &Lease) -> Vec<Change> {
     let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
     for reservation in lease.reservations.iter().filter(|r| fenced(r)) {
         changes.push(Change::AggregateDescribed {
-            uuid: reservation.id,
+            uuid: reservation_aggregate(reservation.id),
             record: Some(AggregateRecord {
                 name: None,
                 metadata: BTreeMap::from([("reservation".to_owned(), reservation.id.to_string())]),
@@ -156,7 +156,7 @@ pub fn raise(catalog: &Catalog, lease: &Lease) -> Vec<Change> {
         }
         for (host, slots) in &reservation.hosts {
             let edit = edits.entry(*host).or_default();
-            edit.join.insert(reservation.id);
+            edit.join.insert(reservation_aggregate(reservation.id));
             if instances(reservation) {
                 edit.set.insert(class.clone(), u64::from(*slots));
             }
@@ -191,10 +191,12 @@ pub fn lower(catalog: &Catalog, lease: &Lease, now: Instant) -> Vec<Change> {
         }
         let class = reservation_class(reservation.id);
         for provider in catalog.providers().filter(|p| {
-            p.aggregates().contains(&reservation.id) || p.inventories().contains_key(&class)
+            p.aggregates()
+                .contains(&reservation_aggregate(reservation.id))
+                || p.inventories().contains_key(&class)
         }) {
             let edit = edits.entry(provider.uuid()).or_default();
-            edit.leave.insert(reservation.id);
+            edit.leave.insert(reservation_aggregate(reservation.id));
             edit.unset.insert(class.clone());
         }
         classes.push(class);
@@ -211,10 +213,10 @@ pub fn lower(catalog: &Catalog, lease: &Lease, now: Instant) -> Vec<Change> {
     for reservation in lease
         .reservations
         .iter()
-        .filter(|r| catalog.aggregate(r.id).is_some())
+        .filter(|r| catalog.aggregate(reservation_aggregate(r.id)).is_some())
     {
         changes.push(Change::AggregateDescribed {
-            uuid: reservation.id,
+            uuid: reservation_aggregate(reservation.id),
             record: None,
         });
     }
@@ -233,14 +235,14 @@ pub fn resync(catalog: &Catalog, old: &Lease, new: &Lease) -> Vec<Change> {
         let class = reservation_class(after.id);
         for (host, _) in &before.hosts {
             let edit = edits.entry(*host).or_default();
-            edit.leave.insert(before.id);
+            edit.leave.insert(reservation_aggregate(before.id));
             edit.unset.insert(class.clone());
         }
         for (host, slots) in &after.hosts {
             let edit = edits.entry(*host).or_default();
-            edit.leave.remove(&after.id);
+            edit.leave.remove(&reservation_aggregate(after.id));
             edit.unset.remove(&class);
-            edit.join.insert(after.id);
+            edit.join.insert(reservation_aggregate(after.id));
             if instances(after) {
                 edit.set.insert(class.clone(), u64::from(*slots));
             }

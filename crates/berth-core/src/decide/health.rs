@@ -21,6 +21,7 @@ use crate::change::record;
 use crate::decide::admission::{self, Wanted};
 use crate::decide::lease::filter_of;
 use crate::limits::STATUS_REASON_LEN_MAX;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{Affinity, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::{Hold, Window};
 use crate::model::provider::{Provider, ProviderCondition, ProviderStatus};
@@ -33,13 +34,13 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Effects {
     /// Leases not yet started, moved whole onto other hosts.
-    pub healed: Vec<Uuid>,
+    pub healed: Vec<LeaseId>,
     /// Leases not yet started that could not be moved whole (something is missing).
-    pub degraded: Vec<Uuid>,
+    pub degraded: Vec<LeaseId>,
     /// Running leases that lost what they held on the provider (left in place).
-    pub flagged: Vec<Uuid>,
+    pub flagged: Vec<LeaseId>,
     /// Leases whose missing resources returned with the provider.
-    pub restored: Vec<Uuid>,
+    pub restored: Vec<LeaseId>,
 }
 
 /// Sets the status of provider `uuid`. Taking it out of service heals, degrades or flags the
@@ -280,7 +281,7 @@ fn with_amount(spec: &ReservationSpec, amount: u32) -> ReservationSpec {
 #[derive(Default)]
 struct Earlier {
     /// Their ids (the ledger's holds of these do not count).
-    ids: Vec<Uuid>,
+    ids: Vec<ReservationId>,
     /// Their new holds.
     holds: Vec<Hold>,
 }
@@ -354,7 +355,7 @@ fn admit_most(
     window: Window,
     earlier: &Earlier,
 ) -> Option<Vec<Vec<(Uuid, u32)>>> {
-    let mut own: Vec<Uuid> = plan.iter().map(|t| t.reservation.id).collect();
+    let mut own: Vec<ReservationId> = plan.iter().map(|t| t.reservation.id).collect();
     own.extend(earlier.ids.iter().copied());
     for _round in 0..=plan.len() {
         let specs: Vec<ReservationSpec> = plan
@@ -436,8 +437,8 @@ fn settle(catalog: &Catalog, target: &Target<'_>, placed: Vec<(Uuid, u32)>) -> R
 pub fn reallocate(
     catalog: &Catalog,
     host: Uuid,
-    lease_id: Uuid,
-    reservation: Option<Uuid>,
+    lease_id: LeaseId,
+    reservation: Option<ReservationId>,
     now: Instant,
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     let current = catalog

@@ -4,6 +4,7 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::decide::{baremetal, lease, promise};
+use crate::model::id::LeaseId;
 use crate::model::lease::EventKind;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
@@ -19,14 +20,18 @@ pub fn fire_event(
     now: Instant,
 ) -> Result<Vec<Change>, Rejection> {
     match kind {
+        // The due index names a claim by its uuid for a node claim's expiry, and a lease by its
+        // uuid for every other event.
         EventKind::NodeClaimExpiry => Ok(baremetal::expire_claim(catalog, id, now)),
         EventKind::ClaimExpiry => Ok(catalog
-            .lease(id)
+            .lease(LeaseId::new(id))
             .map(|current| promise::expire(catalog, current, now))
             .unwrap_or_default()),
         EventKind::StartLease
         | EventKind::BeforeEndLease
         | EventKind::EndLease
-        | EventKind::PreemptionNotice => lease::fire_lease_event(catalog, id, kind, now),
+        | EventKind::PreemptionNotice => {
+            lease::fire_lease_event(catalog, LeaseId::new(id), kind, now)
+        }
     }
 }

@@ -327,7 +327,7 @@ mod tests {
         };
         catalog.apply(&subscribe(&catalog, subscription.clone(), None).expect("subscribed"));
         let record = LeaseRecord {
-            lease_id: Uuid::from_u128(2),
+            lease_id: crate::model::id::LeaseId::from_u128(2),
             kind: "lease.create".into(),
             at: at(0),
             details: r#"{"project_id": "p"}"#.into(),

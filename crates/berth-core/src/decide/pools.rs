@@ -6,6 +6,7 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::record;
+use crate::model::id::LeaseId;
 use crate::model::ledger::Window;
 use crate::model::name::ResourceClass;
 use crate::model::promise::CapacityPool;
@@ -184,7 +185,7 @@ fn merge(deltas: Vec<(Uuid, String, i64)>) -> Vec<(Uuid, String, i64)> {
 }
 
 /// The leases a set of decreases leaves short over `window`.
-fn short(catalog: &Catalog, deltas: &[(Uuid, String, i64)], window: Window) -> Vec<Uuid> {
+fn short(catalog: &Catalog, deltas: &[(Uuid, String, i64)], window: Window) -> Vec<LeaseId> {
     let mut leases = BTreeSet::new();
     for (uuid, class, delta) in deltas.iter().filter(|(_, _, d)| *d < 0) {
         let (Some(provider), Some(class)) = (catalog.provider(*uuid), ResourceClass::parse(class))

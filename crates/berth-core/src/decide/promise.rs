@@ -12,6 +12,7 @@ use crate::decide::fence::{self, FencePolicy};
 use crate::decide::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdate};
 use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::consumer::Allocations;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{
     Affinity, EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
     Transition,
@@ -134,9 +135,9 @@ pub fn set_policy(policy: Policy) -> Result<Vec<Change>, Rejection> {
 #[derive(Debug, Clone)]
 pub struct NewReservation {
     /// The lease id, which is the Promise reservation id.
-    pub id: Uuid,
+    pub id: LeaseId,
     /// Ids for the ledger reservations (at least one per kind asked for and per container).
-    pub reservation_ids: Vec<Uuid>,
+    pub reservation_ids: Vec<ReservationId>,
     /// Ids of the start, before-end and end events.
     pub event_ids: [Uuid; 3],
     /// The Promise resource type.
@@ -286,7 +287,7 @@ pub fn create_reservation_displacing(
     new: &NewReservation,
     now: Instant,
     search: &Search<'_>,
-    displacing: &[Uuid],
+    displacing: &[LeaseId],
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     let mut ask = new.ask.clone();
     if ask.is_empty() {
@@ -376,7 +377,7 @@ fn displaceable<'c>(
     found
 }
 
-fn fits(catalog: &Catalog, lease: &NewLease, excluding: &[Uuid]) -> bool {
+fn fits(catalog: &Catalog, lease: &NewLease, excluding: &[ReservationId]) -> bool {
     let Some(window) = crate::model::ledger::Window::new(lease.start, lease.end) else {
         return false;
     };
@@ -387,7 +388,7 @@ fn fits(catalog: &Catalog, lease: &NewLease, excluding: &[Uuid]) -> bool {
     admission::admit(catalog, window, &want, excluding).is_ok()
 }
 
-fn reservation_ids(leases: &[&Lease]) -> Vec<Uuid> {
+fn reservation_ids(leases: &[&Lease]) -> Vec<ReservationId> {
     leases
         .iter()
         .flat_map(|l| l.reservations.iter().map(|r| r.id))
@@ -451,7 +452,7 @@ fn displace_chosen(
     terms: &PromiseTerms,
     others: bool,
     now: Instant,
-    chosen: &[Uuid],
+    chosen: &[LeaseId],
 ) -> Option<(Vec<Change>, Lease)> {
     if !catalog.policy().preemption || chosen.len() > DISPLACED_MAX {
         return None;
@@ -487,8 +488,8 @@ fn admit_displacing(
 
 /// The leases a reservation decision displaced: those its changes set, other than its own
 /// lease `id`, in the order it displaced them.
-pub fn displaced_by(changes: &[Change], id: Uuid) -> Vec<Uuid> {
-    let mut out: Vec<Uuid> = Vec::new();
+pub fn displaced_by(changes: &[Change], id: LeaseId) -> Vec<LeaseId> {
+    let mut out: Vec<LeaseId> = Vec::new();
     for change in changes {
         if let Change::LeaseSet { id: set, .. } = change
             && *set != id
@@ -501,7 +502,7 @@ pub fn displaced_by(changes: &[Change], id: Uuid) -> Vec<Uuid> {
 }
 
 /// Ends a not-yet-started lease displaced by `by`: it holds nothing from now on.
-fn preempt(victim: &Lease, by: Uuid, priority: u32, now: Instant) -> Vec<Change> {
+fn preempt(victim: &Lease, by: LeaseId, priority: u32, now: Instant) -> Vec<Change> {
     let reason = format!(
         "preempted by reservation {by} of priority {priority} (this one had priority {})",
         victim.priority()
@@ -552,7 +553,7 @@ fn finish(lease: &mut Lease, now: Instant) {
 /// The Promise reservation (a lease) `id` as `project` may see it (`None`: any project).
 pub fn owned<'c>(
     catalog: &'c Catalog,
-    id: Uuid,
+    id: LeaseId,
     project: Option<&str>,
 ) -> Result<&'c Lease, Rejection> {
     catalog
@@ -578,7 +579,7 @@ pub struct ReservationChange {
 /// atomically.
 pub fn update_reservation(
     catalog: &Catalog,
-    id: Uuid,
+    id: LeaseId,
     change: &ReservationChange,
     now: Instant,
     search: &Search<'_>,
@@ -642,7 +643,7 @@ pub fn update_reservation(
     Ok((changes, lease))
 }
 
-fn amounts_update(id: Uuid, spec: &ReservationSpec) -> ReservationUpdate {
+fn amounts_update(id: ReservationId, spec: &ReservationSpec) -> ReservationUpdate {
     let mut update = ReservationUpdate {
         id,
         amount: Some(spec.amount()),
@@ -756,7 +757,7 @@ pub struct NewInstance {
     /// Image, echoed.
     pub image: Option<String>,
     /// The Promise reservation (lease id) it draws on, if any.
-    pub reservation: Option<Uuid>,
+    pub reservation: Option<LeaseId>,
     /// The zone to place it in without a reservation.
     pub zone: Option<String>,
     /// Owning project.
@@ -848,7 +849,7 @@ fn refused(text: impl Into<String>) -> Rejection {
 fn against_reservation(
     catalog: &Catalog,
     new: &NewInstance,
-    id: Uuid,
+    id: LeaseId,
     flavor: &Flavor,
     now: Instant,
     policy: FencePolicy,

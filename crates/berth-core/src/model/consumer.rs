@@ -1,5 +1,6 @@
 //! Consumers and their allocations: who uses how much of which class on which provider, now.
 
+use crate::model::id::ReservationId;
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use std::collections::BTreeMap;
@@ -25,7 +26,7 @@ pub struct Consumer {
     /// What the consumer holds.
     pub allocations: Allocations,
     /// The reservation its allocations count against, when it presented one.
-    pub reservation: Option<Uuid>,
+    pub reservation: Option<ReservationId>,
     /// Creation time.
     pub created_at: Instant,
     /// Last update time.

@@ -4,6 +4,7 @@
 //! raise, lower and enforce the fence are decisions ([`crate::decide::fence`]).
 
 use crate::model::consumer::Allocations;
+use crate::model::id::ReservationId;
 use crate::model::ledger::{Ledger, Window};
 use crate::model::name::ResourceClass;
 use uuid::Uuid;
@@ -54,10 +55,17 @@ impl Fence {
     }
 }
 
+/// The aggregate that fences a reservation's hosts in Placement: its uuid is the reservation's
+/// id, so that a consumer may present the reservation with `member_of=<id>`.
+pub fn reservation_aggregate(reservation: ReservationId) -> Uuid {
+    reservation.uuid()
+}
+
 /// The resource class of an instance reservation: `CUSTOM_RESERVATION_<ID>`, the id in upper
 /// case with `-` as `_`.
-pub fn reservation_class(reservation: Uuid) -> ResourceClass {
+pub fn reservation_class(reservation: ReservationId) -> ResourceClass {
     let id = reservation
+        .uuid()
         .hyphenated()
         .to_string()
         .to_uppercase()
@@ -67,13 +75,15 @@ pub fn reservation_class(reservation: Uuid) -> ResourceClass {
 }
 
 /// The reservation a `CUSTOM_RESERVATION_<ID>` class stands for.
-pub fn reservation_of_class(class: &ResourceClass) -> Option<Uuid> {
+pub fn reservation_of_class(class: &ResourceClass) -> Option<ReservationId> {
     let id = class.as_str().strip_prefix("CUSTOM_RESERVATION_")?;
-    Uuid::parse_str(&id.replace('_', "-")).ok()
+    Uuid::parse_str(&id.replace('_', "-"))
+        .ok()
+        .map(ReservationId::new)
 }
 
 /// The reservation a consumer's allocations name through a reservation class, if any.
-pub fn reservation_in(allocations: &Allocations) -> Option<Uuid> {
+pub fn reservation_in(allocations: &Allocations) -> Option<ReservationId> {
     allocations
         .values()
         .flat_map(|by_class| by_class.keys())

@@ -5,6 +5,7 @@
 //! new state ([`crate::change::Change::LeaseSet`]). What a lease holds in the capacity ledger is
 //! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::ledger::{Hold, Window};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
@@ -288,7 +289,7 @@ impl ReservationSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
     /// Its id.
-    pub id: Uuid,
+    pub id: ReservationId,
     /// What it asks for.
     pub spec: ReservationSpec,
     /// Where it stands.
@@ -398,7 +399,7 @@ pub fn instance_amounts(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// Its id.
-    pub id: Uuid,
+    pub id: LeaseId,
     /// Its name (not unique, as in Blazar).
     pub name: String,
     /// Owning project.
@@ -557,7 +558,7 @@ pub struct FloatingIp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeaseRecord {
     /// The lease.
-    pub lease_id: Uuid,
+    pub lease_id: LeaseId,
     /// What happened, for example `lease.create`, `lease.event.start_lease`, `lease.delete`.
     pub kind: String,
     /// When.

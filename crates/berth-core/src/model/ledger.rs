@@ -39,6 +39,7 @@
 //! sorted and bulk-loaded, and each host's timeline is built in one sweep over its holds'
 //! boundaries, with the same result as adding the holds one by one.
 
+use crate::model::id::ReservationId;
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,7 +126,7 @@ impl Window {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hold {
     /// The reservation holding.
-    pub reservation: Uuid,
+    pub reservation: ReservationId,
     /// The host (provider) held.
     pub host: Uuid,
     /// When.
@@ -267,7 +268,7 @@ struct Timeline {
     /// The canonical step function.
     steps: BTreeMap<Instant, Level>,
     /// `(start, reservation)` of every hold on this host, for [`Ledger::holds_on`].
-    starts: BTreeSet<(Instant, Uuid)>,
+    starts: BTreeSet<(Instant, ReservationId)>,
     /// The longest window ever held here (never lowered while the timeline lives).
     max_span: i64,
     /// How many holds are on this host.
@@ -528,13 +529,13 @@ fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
 pub struct Ledger {
     /// Every hold, once, by reservation, in the order added. The map and each reservation's
     /// list are shared between copies of the ledger until one of them changes it.
-    reservations: std::sync::Arc<BTreeMap<Uuid, std::sync::Arc<Vec<Hold>>>>,
+    reservations: std::sync::Arc<BTreeMap<ReservationId, std::sync::Arc<Vec<Hold>>>>,
     /// The timeline of every host with at least one hold; shared between copies of the ledger
     /// until one of them changes it (copying a ledger copies pointers, not timelines).
     hosts: BTreeMap<Uuid, std::sync::Arc<Timeline>>,
     /// `(end, reservation)` of every hold, for [`Ledger::forget_before`] (shared between copies
     /// until one of them changes it).
-    ends: std::sync::Arc<BTreeSet<(Instant, Uuid)>>,
+    ends: std::sync::Arc<BTreeSet<(Instant, ReservationId)>>,
     /// How many holds are stored.
     len: usize,
 }
@@ -575,7 +576,7 @@ impl Ledger {
     }
 
     /// Removes every hold of `reservation`; returns them, in the order they were added.
-    pub fn remove(&mut self, reservation: Uuid) -> Vec<Hold> {
+    pub fn remove(&mut self, reservation: ReservationId) -> Vec<Hold> {
         // Looked up first, so that removing what is not there copies no shared index.
         if !self.reservations.contains_key(&reservation) {
             return Vec::new();
@@ -604,7 +605,7 @@ impl Ledger {
     }
 
     /// The holds of a reservation, in the order they were added.
-    pub fn holds_of(&self, reservation: Uuid) -> impl Iterator<Item = &Hold> {
+    pub fn holds_of(&self, reservation: ReservationId) -> impl Iterator<Item = &Hold> {
         self.reservations
             .get(&reservation)
             .into_iter()
@@ -617,7 +618,7 @@ impl Ledger {
         line: &Timeline,
         host: Uuid,
         window: Window,
-        excluding: &[Uuid],
+        excluding: &[ReservationId],
     ) -> Vec<(Window, Level)> {
         let mut ids = excluding.to_vec();
         ids.sort_unstable();
@@ -633,7 +634,7 @@ impl Ledger {
     /// Peak use of `host` over `window`, ignoring the holds of the reservations in `excluding`
     /// (used when a reservation is re-admitted on update: its own holds must not count). Equals
     /// the peak in a ledger from which those reservations were removed.
-    pub fn peak(&self, host: Uuid, window: Window, excluding: &[Uuid]) -> Peak {
+    pub fn peak(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> Peak {
         let Some(line) = self.hosts.get(&host) else {
             return Peak::default();
         };
@@ -647,7 +648,7 @@ impl Ledger {
     }
 
     /// Whether `host` has no hold at all over `window` (ignoring the holds of `excluding`).
-    pub fn is_free(&self, host: Uuid, window: Window, excluding: &[Uuid]) -> bool {
+    pub fn is_free(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> bool {
         let Some(line) = self.hosts.get(&host) else {
             return true;
         };
@@ -724,7 +725,7 @@ impl Ledger {
         }
         let earliest = Instant::from_micros(window.start.as_micros().saturating_sub(line.max_span));
         line.starts
-            .range((earliest, Uuid::nil())..(window.end, Uuid::nil()))
+            .range((earliest, ReservationId::MIN)..(window.end, ReservationId::MIN))
             .flat_map(|&(start, reservation)| {
                 self.holds_of(reservation).filter(move |hold| {
                     hold.host == host && hold.window.start == start && hold.window.overlaps(&window)
@@ -755,11 +756,15 @@ impl Ledger {
 
     /// Removes every hold whose window ended at or before `t` (housekeeping); returns how many.
     pub fn forget_before(&mut self, t: Instant) -> usize {
-        let due: Vec<(Instant, Uuid)> = self.ends.range(..=(t, Uuid::max())).copied().collect();
+        let due: Vec<(Instant, ReservationId)> = self
+            .ends
+            .range(..=(t, ReservationId::MAX))
+            .copied()
+            .collect();
         if due.is_empty() {
             return 0;
         }
-        let mut reservations: Vec<Uuid> = due.iter().map(|(_, id)| *id).collect();
+        let mut reservations: Vec<ReservationId> = due.iter().map(|(_, id)| *id).collect();
         reservations.sort_unstable();
         reservations.dedup();
         let ends = std::sync::Arc::make_mut(&mut self.ends);
@@ -774,7 +779,7 @@ impl Ledger {
         forgotten
     }
 
-    fn forget_holds(&mut self, reservation: Uuid, t: Instant) -> usize {
+    fn forget_holds(&mut self, reservation: ReservationId, t: Instant) -> usize {
         let Some(holds) = std::sync::Arc::make_mut(&mut self.reservations).remove(&reservation)
         else {
             return 0;
@@ -806,7 +811,7 @@ impl Ledger {
         if all.len() != self.len || self.reservations.values().any(|holds| holds.is_empty()) {
             return Err("len or empty reservation entry".into());
         }
-        let ends: BTreeSet<(Instant, Uuid)> =
+        let ends: BTreeSet<(Instant, ReservationId)> =
             all.iter().map(|h| (h.window.end, h.reservation)).collect();
         if ends != *self.ends {
             return Err("end index".into());
@@ -823,8 +828,8 @@ impl Ledger {
 
 /// The holds as runs of one reservation each, in the order given (a reservation may have
 /// several runs). A batch of one reservation is kept as it is.
-fn runs(batches: impl IntoIterator<Item = Vec<Hold>>) -> Vec<(Uuid, Vec<Hold>)> {
-    let mut runs: Vec<(Uuid, Vec<Hold>)> = Vec::new();
+fn runs(batches: impl IntoIterator<Item = Vec<Hold>>) -> Vec<(ReservationId, Vec<Hold>)> {
+    let mut runs: Vec<(ReservationId, Vec<Hold>)> = Vec::new();
     for batch in batches {
         let Some(reservation) = batch.first().map(|hold| hold.reservation) else {
             continue;
@@ -844,7 +849,7 @@ fn runs(batches: impl IntoIterator<Item = Vec<Hold>>) -> Vec<(Uuid, Vec<Hold>)> 
 }
 
 /// The timeline of every host the runs hold, each from its holds in the order given.
-fn timelines(runs: &[(Uuid, Vec<Hold>)]) -> BTreeMap<Uuid, std::sync::Arc<Timeline>> {
+fn timelines(runs: &[(ReservationId, Vec<Hold>)]) -> BTreeMap<Uuid, std::sync::Arc<Timeline>> {
     // `(host, run, position)`: sorted, each host's holds come in the order given.
     let mut by_host: Vec<(Uuid, usize, usize)> = runs
         .iter()
@@ -870,10 +875,12 @@ fn timelines(runs: &[(Uuid, Vec<Hold>)]) -> BTreeMap<Uuid, std::sync::Arc<Timeli
 }
 
 /// The runs merged by reservation, each reservation's holds in the order given.
-fn by_reservation(mut runs: Vec<(Uuid, Vec<Hold>)>) -> BTreeMap<Uuid, std::sync::Arc<Vec<Hold>>> {
+fn by_reservation(
+    mut runs: Vec<(ReservationId, Vec<Hold>)>,
+) -> BTreeMap<ReservationId, std::sync::Arc<Vec<Hold>>> {
     // Stable: a reservation's runs stay in the order given.
     runs.sort_by_key(|(reservation, _)| *reservation);
-    let mut merged: Vec<(Uuid, Vec<Hold>)> = Vec::with_capacity(runs.len());
+    let mut merged: Vec<(ReservationId, Vec<Hold>)> = Vec::with_capacity(runs.len());
     for (reservation, holds) in runs {
         match merged.last_mut() {
             Some((last, mine)) if *last == reservation => mine.extend(holds),
@@ -890,7 +897,7 @@ fn by_reservation(mut runs: Vec<(Uuid, Vec<Hold>)>) -> BTreeMap<Uuid, std::sync:
 impl Timeline {
     fn check(&self, host: &Uuid, all: &[&Hold]) -> Result<(), String> {
         let mine: Vec<&&Hold> = all.iter().filter(|h| h.host == *host).collect();
-        let starts: BTreeSet<(Instant, Uuid)> = mine
+        let starts: BTreeSet<(Instant, ReservationId)> = mine
             .iter()
             .map(|h| (h.window.start, h.reservation))
             .collect();

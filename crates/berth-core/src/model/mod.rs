@@ -6,6 +6,7 @@ pub mod baremetal;
 pub mod capacity;
 pub mod consumer;
 pub mod fence;
+pub mod id;
 pub mod idempotency;
 pub mod inventory;
 pub mod lease;

@@ -15,6 +15,7 @@
 //! threshold, at least 1), so capacity hovering at the threshold makes no storm.
 
 use crate::model::capacity::Figures;
+use crate::model::id::LeaseId;
 use crate::model::lease::LeaseRecord;
 use crate::model::promise::PromiseKind;
 use crate::model::time::Instant;
@@ -153,7 +154,7 @@ pub enum Topic {
     /// Changes of reservations (Promise reservations and Blazar leases alike).
     Reservations {
         /// The reservations (lease ids); empty means every one of the subscriber's project.
-        ids: Vec<Uuid>,
+        ids: Vec<LeaseId>,
     },
     /// A capacity threshold.
     Capacity {

@@ -13,6 +13,7 @@
 //! - a storage pool (`storageSize` GB over `numVolumes` volumes): `numVolumes` slots of
 //!   `ceil(size / volumes)` DISK_GB (snapshots live inside volumes and are only recorded).
 
+use crate::model::id::LeaseId;
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
 use serde::{Deserialize, Serialize};
@@ -295,7 +296,7 @@ pub enum Outcome {
     /// A higher-priority request displaced it before it started.
     Preempted {
         /// The lease that displaced it.
-        by: Uuid,
+        by: LeaseId,
         /// Why, in words.
         reason: String,
     },
@@ -313,8 +314,8 @@ pub struct PromiseInstance {
     pub flavor_id: String,
     /// The image, echoed.
     pub image: Option<String>,
-    /// The reservation it draws on, if any.
-    pub reservation: Option<Uuid>,
+    /// The Promise reservation (the lease) it draws on, if any.
+    pub reservation: Option<LeaseId>,
     /// The host it was placed on.
     pub host: Uuid,
     /// Owning project.
@@ -341,7 +342,7 @@ pub struct CapacityPool {
     /// `(provider, class name, delta)`.
     pub deltas: Vec<(Uuid, String, i64)>,
     /// Leases the change leaves short (a forced decrease marks them degraded).
-    pub affected: Vec<Uuid>,
+    pub affected: Vec<LeaseId>,
     /// Owning project (the admin who made it).
     pub project_id: String,
     /// Creation time.

@@ -16,6 +16,7 @@
 
 use crate::catalog::Catalog;
 use crate::limits;
+use crate::model::id::ReservationId;
 use crate::model::name::{ResourceClass, TraitName};
 use crate::model::provider::Provider;
 use crate::query::providers::{MemberOf, TraitFilter};
@@ -78,7 +79,7 @@ pub struct CandidateQuery {
     pub unreserved: bool,
     /// The request presents this instance reservation: each provider offers at most what the
     /// reservation holds there, less what its consumers use.
-    pub within: Option<Uuid>,
+    pub within: Option<ReservationId>,
     /// Reservation aggregates the request names in `member_of`: providers in them (or under a
     /// root in them) are offered to it as to their holder, unfenced.
     pub presented: BTreeSet<Uuid>,

@@ -18,6 +18,7 @@
 
 use crate::catalog::Catalog;
 use crate::model::capacity::{Figures, Measure, Series};
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::ledger::Window;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
@@ -203,12 +204,13 @@ impl Deltas {
 }
 
 /// The reservation ids of the leases in `without`.
-pub(crate) fn excluded(catalog: &Catalog, without: &[Uuid]) -> HashSet<Uuid> {
+pub(crate) fn excluded(catalog: &Catalog, without: &[Uuid]) -> HashSet<ReservationId> {
+    // An id of `without` names a lease or a reservation: it is tried as both.
     without
         .iter()
-        .filter_map(|id| catalog.lease(*id))
+        .filter_map(|id| catalog.lease(LeaseId::new(*id)))
         .flat_map(|l| l.reservations.iter().map(|r| r.id))
-        .chain(without.iter().copied())
+        .chain(without.iter().copied().map(ReservationId::new))
         .collect()
 }
 

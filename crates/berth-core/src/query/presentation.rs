@@ -6,6 +6,7 @@
 use crate::catalog::Catalog;
 use crate::model::consumer::Allocations;
 use crate::model::fence::reservation_of_class;
+use crate::model::id::ReservationId;
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
@@ -13,7 +14,7 @@ use crate::rejection::Rejection;
 use uuid::Uuid;
 
 /// The lease and reservation a reservation id names.
-pub fn find(catalog: &Catalog, reservation: Uuid) -> Option<(&Lease, &Reservation)> {
+pub fn find(catalog: &Catalog, reservation: ReservationId) -> Option<(&Lease, &Reservation)> {
     let lease = catalog.lease_of_reservation(reservation)?;
     let found = lease.reservations.iter().find(|r| r.id == reservation)?;
     Some((lease, found))
@@ -24,7 +25,7 @@ pub fn find(catalog: &Catalog, reservation: Uuid) -> Option<(&Lease, &Reservatio
 /// acts for the lease's owner (a scheduler asking for candidates).
 pub fn check_presented<'c>(
     catalog: &'c Catalog,
-    reservation: Uuid,
+    reservation: ReservationId,
     project: Option<&str>,
     now: Instant,
 ) -> Result<(&'c Lease, &'c Reservation), Rejection> {
@@ -52,7 +53,7 @@ pub fn host_reservation_for(
     provider: Uuid,
     project: &str,
     now: Instant,
-) -> Option<Uuid> {
+) -> Option<ReservationId> {
     catalog
         .leases_holding(provider)
         .filter(|lease| lease.project_id == project && lease.started() && !lease.ended())

@@ -99,7 +99,7 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::CapacityInUse(leases) => {
             return ApiError::new(StatusCode::CONFLICT, "capacity_in_use", detail).with_extra(
                 CapacityInUse {
-                    affected: leases.clone(),
+                    affected: leases.iter().map(|id| id.uuid()).collect(),
                 },
             );
         }

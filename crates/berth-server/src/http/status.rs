@@ -5,7 +5,7 @@ use crate::http::error::ApiError;
 use berth_api::status::{Condition, LeaseEffects, StatusChange};
 use berth_api::time::lease_time;
 use berth_core::decide::health::Effects;
-use berth_core::{Provider, ProviderStatus};
+use berth_core::{LeaseId, Provider, ProviderStatus};
 use serde::Deserialize;
 
 /// `{"status": "up"|"down"|"maintenance", "reason": "..."}`.
@@ -38,10 +38,11 @@ pub fn condition(provider: &Provider) -> Condition {
 
 /// What a status change did to leases: healed, degraded, flagged and restored lease ids.
 pub fn lease_effects(effects: Effects) -> LeaseEffects {
+    let uuids = |ids: Vec<LeaseId>| ids.into_iter().map(LeaseId::uuid).collect();
     LeaseEffects {
-        healed: effects.healed,
-        degraded: effects.degraded,
-        flagged: effects.flagged,
-        restored: effects.restored,
+        healed: uuids(effects.healed),
+        degraded: uuids(effects.degraded),
+        flagged: uuids(effects.flagged),
+        restored: uuids(effects.restored),
     }
 }

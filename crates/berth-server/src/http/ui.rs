@@ -211,7 +211,7 @@ fn failure(catalog: &Catalog, provider: &Provider) -> Failure {
                 .map(|(_, n)| *n)
                 .sum();
             AffectedLease {
-                id: lease.id,
+                id: lease.id.uuid(),
                 name: lease.name.clone(),
                 project_id: lease.project_id.clone(),
                 status: lease.status.as_str().to_owned(),

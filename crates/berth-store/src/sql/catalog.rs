@@ -6,6 +6,7 @@ use super::driver::{Args as _, Columns as _, SqlQuery};
 use super::{document, idempotency, lease};
 use crate::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
 use crate::port::StoreError;
+use berth_core::ReservationId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::provider::ProviderRow;
 use berth_core::{
@@ -202,7 +203,7 @@ async fn load_consumers<B: SqlBackend>(
             consumer_type: row.column("consumer_type")?,
             generation: decode_u64(row.column("generation")?)?,
             allocations: BTreeMap::new(),
-            reservation: B::read_uuid(&row, "reservation_id")?,
+            reservation: B::read_uuid(&row, "reservation_id")?.map(ReservationId::new),
             created_at: Instant::from_micros(row.column("created_at")?),
             updated_at: Instant::from_micros(row.column("updated_at")?),
         };
@@ -485,7 +486,7 @@ async fn set_consumer<B: SqlBackend>(
         .arg(consumer.project_id.as_str())
         .arg(consumer.user_id.as_str())
         .arg(consumer.consumer_type.as_deref())
-        .arg(consumer.reservation.map(B::uuid))
+        .arg(consumer.reservation.map(|id| B::uuid(id.uuid())))
         .arg(encode_u64(consumer.generation))
         .arg(encode_instant(consumer.created_at))
         .arg(encode_instant(consumer.updated_at));

@@ -6,6 +6,7 @@ use super::driver::{Args as _, Columns as _};
 use crate::codec::{decode_u64, encode_bound, encode_instant, encode_lease};
 use crate::port::StoreError;
 use berth_core::Instant;
+use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::lease::{FloatingIp, Lease, LeaseRecord};
 use sqlx::Database;
@@ -52,12 +53,12 @@ async fn load_floating_ips<B: SqlBackend>(
 #[tracing::instrument(skip_all)]
 pub(super) async fn set_lease<B: SqlBackend>(
     conn: &mut Conn<B>,
-    id: Uuid,
+    id: LeaseId,
     lease: Option<&Lease>,
 ) -> Result<(), StoreError> {
     let query = match lease {
         Some(lease) => sqlx::query(B::SQL.upsert_lease)
-            .arg(B::uuid(id))
+            .arg(B::uuid(id.uuid()))
             .arg(lease.project_id.as_str())
             .arg(lease.status.as_str())
             .arg(encode_instant(lease.start))
@@ -65,7 +66,7 @@ pub(super) async fn set_lease<B: SqlBackend>(
             .arg(encode_lease(lease))
             .arg(encode_instant(lease.created_at))
             .arg(encode_instant(lease.updated_at)),
-        None => sqlx::query(B::SQL.delete_lease).arg(B::uuid(id)),
+        None => sqlx::query(B::SQL.delete_lease).arg(B::uuid(id.uuid())),
     };
     execute::<B>(conn, query).await
 }
@@ -98,7 +99,7 @@ pub(super) async fn append_record<B: SqlBackend>(
     record: &LeaseRecord,
 ) -> Result<(), StoreError> {
     let query = sqlx::query(B::SQL.append_record)
-        .arg(B::uuid(record.lease_id))
+        .arg(B::uuid(record.lease_id.uuid()))
         .arg(record.kind.as_str())
         .arg(encode_instant(record.at))
         .arg(record.details.as_str());
@@ -110,7 +111,7 @@ fn decode_record<B: SqlBackend>(
     row: &<B::Db as Database>::Row,
 ) -> Result<(u64, LeaseRecord), StoreError> {
     let record = LeaseRecord {
-        lease_id: uuid_column::<B>(row, "lease_id")?,
+        lease_id: LeaseId::new(uuid_column::<B>(row, "lease_id")?),
         kind: row.column("kind")?,
         at: Instant::from_micros(row.column("at")?),
         details: row.column("details")?,
@@ -122,9 +123,9 @@ fn decode_record<B: SqlBackend>(
 #[tracing::instrument(skip_all)]
 pub(super) async fn records_of<B: SqlBackend>(
     conn: &mut Conn<B>,
-    lease: Uuid,
+    lease: LeaseId,
 ) -> Result<Vec<LeaseRecord>, StoreError> {
-    let query = sqlx::query(B::SQL.records_of).arg(B::uuid(lease));
+    let query = sqlx::query(B::SQL.records_of).arg(B::uuid(lease.uuid()));
     fetch_all::<B>(conn, query)
         .await?
         .iter()

@@ -22,11 +22,11 @@ pub use statements::Statements;
 
 use crate::port::{Store, StoreError, WriteTx};
 use async_trait::async_trait;
+use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
-use uuid::Uuid;
 
 #[async_trait]
 impl<B: SqlBackend> Store for B {
@@ -56,7 +56,7 @@ impl<B: SqlBackend> Store for B {
         Ok(Box::new(SqlTx::<B> { tx }))
     }
 
-    async fn lease_records(&self, lease: Uuid) -> Result<Vec<LeaseRecord>, StoreError> {
+    async fn lease_records(&self, lease: LeaseId) -> Result<Vec<LeaseRecord>, StoreError> {
         let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
         lease::records_of::<B>(&mut conn, lease).await
     }

@@ -5,6 +5,7 @@ use super::checks::{bad, before_end_at, check_limits, check_name, check_window, 
 use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{
     EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
     ReservationStatus,
@@ -17,7 +18,7 @@ use uuid::Uuid;
 #[derive(Debug, Clone)]
 pub struct NewLease {
     /// Its id.
-    pub id: Uuid,
+    pub id: LeaseId,
     /// Its name.
     pub name: String,
     /// Owning project.
@@ -31,7 +32,7 @@ pub struct NewLease {
     /// When `before_end_lease` fires, if not the default.
     pub before_end: Option<Instant>,
     /// Reservations with their ids.
-    pub reservations: Vec<(Uuid, ReservationSpec)>,
+    pub reservations: Vec<(ReservationId, ReservationSpec)>,
     /// Ids of the start, before-end and end events.
     pub event_ids: [Uuid; 3],
     /// How long before the start preemptible consumers in the way are told.
@@ -56,7 +57,7 @@ pub fn create_lease_with(
     new: &NewLease,
     now: Instant,
     search: &Search<'_>,
-    excluding: &[Uuid],
+    excluding: &[ReservationId],
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     check_limits(new.reservations.iter().map(|(_, s)| s))?;
     check_name(&new.name)?;
@@ -132,12 +133,16 @@ pub fn create_lease_with(
     Ok((changes, lease))
 }
 
-fn lease(catalog: &Catalog, id: Uuid) -> Result<&Lease, Rejection> {
+fn lease(catalog: &Catalog, id: LeaseId) -> Result<&Lease, Rejection> {
     catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))
 }
 
 /// Deletes a lease: whatever it holds is released at once.
-pub fn delete_lease(catalog: &Catalog, id: Uuid, now: Instant) -> Result<Vec<Change>, Rejection> {
+pub fn delete_lease(
+    catalog: &Catalog,
+    id: LeaseId,
+    now: Instant,
+) -> Result<Vec<Change>, Rejection> {
     let current = lease(catalog, id)?;
     let mut changes = vec![record(
         current,

@@ -8,10 +8,10 @@
 use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::fence;
+use crate::model::id::LeaseId;
 use crate::model::lease::{EventKind, EventStatus, Lease, ReservationStatus, Transition};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use uuid::Uuid;
 
 fn mark(lease: &mut Lease, kind: EventKind, status: EventStatus, now: Instant) {
     if let Some(event) = lease.events.iter_mut().find(|e| e.kind == kind) {
@@ -82,7 +82,7 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
 /// passed while berth was down still goes PENDING -> ACTIVE -> TERMINATED.
 pub fn fire_lease_event(
     catalog: &Catalog,
-    id: Uuid,
+    id: LeaseId,
     kind: EventKind,
     now: Instant,
 ) -> Result<Vec<Change>, Rejection> {
@@ -152,7 +152,7 @@ pub fn fire_lease_event(
 /// `reason`. The lease keeps what it holds until it ends or is deleted.
 pub fn fail_event(
     catalog: &Catalog,
-    id: Uuid,
+    id: LeaseId,
     kind: EventKind,
     reason: &str,
     now: Instant,

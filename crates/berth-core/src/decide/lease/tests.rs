@@ -10,6 +10,7 @@ use crate::decide::admission::Search;
 use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use crate::decide::inventory::{NewHost, enroll_host, set_inventories};
 use crate::decide::lifecycle::fire_event;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
 use crate::model::lease::{
@@ -199,14 +200,17 @@ impl World {
 
     fn new_lease(&mut self, window: (i64, i64), specs: Vec<ReservationSpec>) -> NewLease {
         NewLease {
-            id: self.id(),
+            id: LeaseId::new(self.id()),
             name: "lease".into(),
             project_id: "p".into(),
             user_id: "u".into(),
             start: at(window.0),
             end: at(window.1),
             before_end: None,
-            reservations: specs.into_iter().map(|s| (self.id(), s)).collect(),
+            reservations: specs
+                .into_iter()
+                .map(|s| (ReservationId::new(self.id()), s))
+                .collect(),
             event_ids: [self.id(), self.id(), self.id()],
             notice_lead_micros: crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
         }
@@ -239,7 +243,7 @@ impl World {
         }
     }
 
-    fn update(&mut self, id: Uuid, update: &LeaseUpdate, hour: i64) -> Result<Lease, Rejection> {
+    fn update(&mut self, id: LeaseId, update: &LeaseUpdate, hour: i64) -> Result<Lease, Rejection> {
         let (changes, lease) = update_lease(
             &self.catalog,
             id,
@@ -252,18 +256,18 @@ impl World {
         Ok(lease)
     }
 
-    fn fire(&mut self, id: Uuid, kind: EventKind, hour: i64) -> Vec<Change> {
-        let changes = fire_event(&self.catalog, id, kind, at(hour)).expect("fired");
+    fn fire(&mut self, id: LeaseId, kind: EventKind, hour: i64) -> Vec<Change> {
+        let changes = fire_event(&self.catalog, id.uuid(), kind, at(hour)).expect("fired");
         self.apply(&changes);
         changes
     }
 
-    fn current(&self, id: Uuid) -> &Lease {
+    fn current(&self, id: LeaseId) -> &Lease {
         self.catalog.lease(id).expect("the lease exists")
     }
 
     /// Every hold the ledger has for the lease's reservations.
-    fn holds(&self, id: Uuid) -> Vec<Hold> {
+    fn holds(&self, id: LeaseId) -> Vec<Hold> {
         let ledger = self.catalog.ledger();
         self.current(id)
             .reservations
@@ -305,7 +309,7 @@ fn floating_ip(id: Uuid, network: &str, address: &str) -> FloatingIp {
     }
 }
 
-fn amount_update(id: Uuid, amount: u32) -> ReservationUpdate {
+fn amount_update(id: ReservationId, amount: u32) -> ReservationUpdate {
     ReservationUpdate {
         id,
         amount: Some(amount),
@@ -1001,7 +1005,7 @@ fn invalid_leases_are_refused() {
 
 // Updates.
 
-fn windows(w: &World, id: Uuid) -> Vec<(Instant, Instant)> {
+fn windows(w: &World, id: LeaseId) -> Vec<(Instant, Instant)> {
     w.holds(id)
         .iter()
         .map(|h| (h.window.start(), h.window.end()))
@@ -1041,7 +1045,7 @@ fn renaming_changes_only_the_name() {
         w.update(lease.id, &nothing, 1),
         Err(Rejection::NothingToUpdate)
     );
-    let unknown = Uuid::from_u128(999);
+    let unknown = LeaseId::from_u128(999);
     assert_eq!(
         w.update(unknown, &rename, 1),
         Err(Rejection::LeaseNotFound(unknown))
@@ -1113,12 +1117,12 @@ fn moving_a_pending_lease_moves_its_holds_and_events() {
     assert!(lifecycle_due(&w, at(29)).is_empty());
     assert_eq!(
         lifecycle_due(&w, at(30)).first().copied(),
-        Some((at(30), EventKind::StartLease, lease.id))
+        Some((at(30), EventKind::StartLease, lease.id.uuid()))
     );
     let notice = Instant::from_micros(at(30).as_micros() - PREEMPTION_NOTICE_DEFAULT_MICROS);
     assert_eq!(
         w.catalog.next_due(),
-        Some((notice, EventKind::PreemptionNotice, lease.id)),
+        Some((notice, EventKind::PreemptionNotice, lease.id.uuid())),
         "the preemption notice moved with the start"
     );
     w.lease((10, 20), vec![hosts(1, 1)]);
@@ -1176,7 +1180,7 @@ fn host_counts_and_instance_amounts_can_change() {
     }
 }
 
-fn size_update(id: Uuid) -> LeaseUpdate {
+fn size_update(id: ReservationId) -> LeaseUpdate {
     LeaseUpdate {
         reservations: vec![ReservationUpdate {
             id,
@@ -1313,7 +1317,7 @@ fn unknown_reservations_and_new_resource_types_are_refused() {
     let lease = w.lease((0, 10), vec![instances(1, 1, Affinity::Any)]);
     let res = lease.reservations[0].id;
     let unknown = LeaseUpdate {
-        reservations: vec![amount_update(Uuid::from_u128(999), 2)],
+        reservations: vec![amount_update(ReservationId::from_u128(999), 2)],
         ..LeaseUpdate::default()
     };
     assert!(is_bad_lease(&w.update(lease.id, &unknown, 1)));
@@ -1382,7 +1386,7 @@ fn a_fired_warning_fires_again_when_the_end_moves_later() {
     assert_eq!((warning.at, warning.status), (at(19), EventStatus::Undone));
     assert_eq!(
         w.catalog.next_due(),
-        Some((at(19), EventKind::BeforeEndLease, lease.id))
+        Some((at(19), EventKind::BeforeEndLease, lease.id.uuid()))
     );
 }
 
@@ -1421,12 +1425,12 @@ fn start_fires_once_when_due_and_activates_the_lease() {
     assert_eq!(w.holds(lease.id).len(), 1);
     assert!(w.fire(lease.id, EventKind::StartLease, 3).is_empty());
     assert!(
-        w.fire(Uuid::from_u128(999), EventKind::StartLease, 3)
+        w.fire(LeaseId::from_u128(999), EventKind::StartLease, 3)
             .is_empty()
     );
     assert_eq!(
         w.catalog.next_due(),
-        Some((at(9), EventKind::BeforeEndLease, lease.id))
+        Some((at(9), EventKind::BeforeEndLease, lease.id.uuid()))
     );
 }
 
@@ -1522,7 +1526,7 @@ fn a_failed_event_puts_the_lease_in_error_with_the_reason() {
     assert!(w.catalog.ledger().is_empty());
     let missing = fail_event(
         &w.catalog,
-        Uuid::from_u128(999),
+        LeaseId::from_u128(999),
         EventKind::EndLease,
         "x",
         at(1),
@@ -1559,32 +1563,32 @@ fn due_events_come_in_time_order_with_ends_before_starts() {
     let second = w.lease((10, 20), vec![hosts(1, 1)]);
     let due = lifecycle_due(&w, at(10));
     let expected = [
-        (at(0), EventKind::StartLease, first.id),
-        (at(9), EventKind::BeforeEndLease, first.id),
-        (at(10), EventKind::EndLease, first.id),
-        (at(10), EventKind::StartLease, second.id),
+        (at(0), EventKind::StartLease, first.id.uuid()),
+        (at(9), EventKind::BeforeEndLease, first.id.uuid()),
+        (at(10), EventKind::EndLease, first.id.uuid()),
+        (at(10), EventKind::StartLease, second.id.uuid()),
     ];
     assert_eq!(due, expected);
     let notice =
         |hour: i64| Instant::from_micros(at(hour).as_micros() - PREEMPTION_NOTICE_DEFAULT_MICROS);
     assert_eq!(
         w.catalog.next_due(),
-        Some((notice(0), EventKind::PreemptionNotice, first.id)),
+        Some((notice(0), EventKind::PreemptionNotice, first.id.uuid())),
         "each lease's preemption notice comes before its start"
     );
     assert!(w.catalog.due_events(at(10)).contains(&(
         notice(10),
         EventKind::PreemptionNotice,
-        second.id
+        second.id.uuid()
     )));
     for (_, kind, id) in due {
-        w.fire(id, kind, 10);
+        w.fire(LeaseId::new(id), kind, 10);
     }
     assert_eq!(w.current(first.id).status, LeaseStatus::Terminated);
     assert_eq!(w.current(second.id).status, LeaseStatus::Active);
     assert_eq!(
         w.catalog.next_due(),
-        Some((at(19), EventKind::BeforeEndLease, second.id))
+        Some((at(19), EventKind::BeforeEndLease, second.id.uuid()))
     );
 }
 
@@ -1837,7 +1841,7 @@ mod property {
     /// Creates a lease; a request of one reservation is checked against the model.
     fn create(
         w: &mut World,
-        made: &mut Vec<Uuid>,
+        made: &mut Vec<LeaseId>,
         window: (i64, i64),
         specs: &[ReservationSpec],
     ) -> Result<(), TestCaseError> {
@@ -1870,7 +1874,11 @@ mod property {
     }
 
     /// Applies one operation.
-    pub(super) fn step(w: &mut World, made: &mut Vec<Uuid>, op: &Op) -> Result<(), TestCaseError> {
+    pub(super) fn step(
+        w: &mut World,
+        made: &mut Vec<LeaseId>,
+        op: &Op,
+    ) -> Result<(), TestCaseError> {
         match op {
             Op::Create { start, len, specs } => create(w, made, (*start, start + len), specs)?,
             Op::Resize { lease, len } if !made.is_empty() => {

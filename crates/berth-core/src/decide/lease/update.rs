@@ -12,6 +12,7 @@ use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
 use crate::decide::fence;
+use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{Affinity, EventKind, EventStatus, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
@@ -38,7 +39,7 @@ pub struct LeaseUpdate {
 #[derive(Debug, Clone, Default)]
 pub struct ReservationUpdate {
     /// The reservation.
-    pub id: Uuid,
+    pub id: ReservationId,
     /// The resource type the client named, if any (it may not change).
     pub resource_type: Option<String>,
     /// Hosts: new minimum.
@@ -246,7 +247,7 @@ fn new_before_end(
 /// Updates a lease, re-admitting it atomically when capacity is touched.
 pub fn update_lease(
     catalog: &Catalog,
-    id: Uuid,
+    id: LeaseId,
     update: &LeaseUpdate,
     now: Instant,
     search: &Search<'_>,
@@ -308,7 +309,7 @@ fn readmit(
         catalog,
         specs.iter().zip(current.reservations.iter().map(Some)),
     )?;
-    let own: Vec<Uuid> = current.reservations.iter().map(|r| r.id).collect();
+    let own: Vec<ReservationId> = current.reservations.iter().map(|r| r.id).collect();
     let granted = admission::admit_or_offer(catalog, window, &want, &own, search)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
     let started = current.started();

@@ -4,6 +4,10 @@ use super::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
+fn res(n: u128) -> ReservationId {
+    ReservationId::new(uuid(n))
+}
+
 fn uuid(n: u128) -> Uuid {
     Uuid::from_u128(n)
 }
@@ -28,7 +32,7 @@ fn vcpu() -> ResourceClass {
 
 fn hold(reservation: u128, host: u128, window: Window, vcpus: u64) -> Hold {
     Hold {
-        reservation: uuid(reservation),
+        reservation: res(reservation),
         host: uuid(host),
         window,
         exclusive: false,
@@ -38,7 +42,7 @@ fn hold(reservation: u128, host: u128, window: Window, vcpus: u64) -> Hold {
 
 fn exclusive(reservation: u128, host: u128, window: Window) -> Hold {
     Hold {
-        reservation: uuid(reservation),
+        reservation: res(reservation),
         host: uuid(host),
         window,
         exclusive: true,
@@ -144,15 +148,15 @@ fn remove_restores_prior_answers() {
         ledger.add(h.clone());
     }
     assert_eq!(ledger.peak(uuid(10), win(0, 20), &[]).amount(&vcpu()), 6);
-    assert_eq!(ledger.holds_of(uuid(3)).count(), 2);
-    assert_eq!(ledger.remove(uuid(3)), extra.to_vec());
+    assert_eq!(ledger.holds_of(res(3)).count(), 2);
+    assert_eq!(ledger.remove(res(3)), extra.to_vec());
     ledger.check_invariants().expect("invariants hold");
     assert_eq!(ledger.peak(uuid(10), win(0, 20), &[]), before);
     assert!(ledger.is_free(uuid(11), win(0, 3), &[]));
-    assert_eq!(ledger.remove(uuid(3)), Vec::new());
+    assert_eq!(ledger.remove(res(3)), Vec::new());
     assert_eq!(ledger.len(), 2);
-    ledger.remove(uuid(1));
-    ledger.remove(uuid(2));
+    ledger.remove(res(1));
+    ledger.remove(res(2));
     assert!(ledger.is_empty());
     assert_eq!(ledger.hosts().count(), 0);
     ledger.check_invariants().expect("invariants hold");
@@ -165,13 +169,13 @@ fn a_reservation_may_hold_one_host_twice() {
     assert_eq!(ledger.peak(uuid(10), win(0, 20), &[]).holds, 2);
     assert_eq!(ledger.holds_on(uuid(10), win(9, 10)).len(), 2);
     assert_eq!(
-        ledger.peak(uuid(10), win(0, 20), &[uuid(1)]),
+        ledger.peak(uuid(10), win(0, 20), &[res(1)]),
         Peak::default()
     );
     assert_eq!(ledger.forget_before(at(10)), 1);
     ledger.check_invariants().expect("invariants hold");
     assert_eq!(ledger.holds_on(uuid(10), win(0, 20)).len(), 1);
-    assert_eq!(ledger.remove(uuid(1)).len(), 1);
+    assert_eq!(ledger.remove(res(1)).len(), 1);
     assert!(ledger.is_empty());
 }
 
@@ -185,24 +189,24 @@ fn excluding_ignores_the_holds_of_those_reservations() {
     ]);
     // Reservations 1 and 2 meet at 5 with equal levels: no breakpoint there, yet excluding 2
     // must leave [5, 8) at 1.
-    assert!(!ledger.is_free(uuid(10), win(5, 10), &[uuid(2)]));
-    assert!(ledger.is_free(uuid(10), win(5, 10), &[uuid(2), uuid(3), uuid(4)]));
-    let peak = ledger.peak(uuid(10), win(5, 10), &[uuid(2)]);
+    assert!(!ledger.is_free(uuid(10), win(5, 10), &[res(2)]));
+    assert!(ledger.is_free(uuid(10), win(5, 10), &[res(2), res(3), res(4)]));
+    let peak = ledger.peak(uuid(10), win(5, 10), &[res(2)]);
     assert_eq!(
         (peak.holds, peak.exclusive, peak.amount(&vcpu())),
         (1, 1, 1)
     );
-    let peak = ledger.peak(uuid(10), win(0, 8), &[uuid(3), uuid(3), uuid(77)]);
+    let peak = ledger.peak(uuid(10), win(0, 8), &[res(3), res(3), res(77)]);
     assert_eq!((peak.holds, peak.amount(&vcpu())), (1, 2));
-    let peak = ledger.peak(uuid(10), win(0, 10), &[uuid(3)]);
+    let peak = ledger.peak(uuid(10), win(0, 10), &[res(3)]);
     assert_eq!(
         (peak.holds, peak.exclusive, peak.amount(&vcpu())),
         (2, 1, 2)
     );
     let mut without = ledger.clone();
-    without.remove(uuid(3));
+    without.remove(res(3));
     assert_eq!(
-        ledger.peak(uuid(10), win(0, 10), &[uuid(3)]),
+        ledger.peak(uuid(10), win(0, 10), &[res(3)]),
         without.peak(uuid(10), win(0, 10), &[])
     );
 }
@@ -241,14 +245,14 @@ fn holds_on_lists_the_overlapping_holds_in_start_order() {
         hold(2, 10, win(2, 5), 1),
         hold(4, 11, win(6, 9), 1),
     ]);
-    let ids = |w: Window| -> Vec<Uuid> {
+    let ids = |w: Window| -> Vec<ReservationId> {
         let holds = ledger.holds_on(uuid(10), w);
         holds.iter().map(|h| h.reservation).collect()
     };
-    assert_eq!(ids(win(0, 50)), vec![uuid(1), uuid(2), uuid(3)]);
-    assert_eq!(ids(win(5, 6)), vec![uuid(1)]);
-    assert_eq!(ids(win(90, 200)), vec![uuid(1)]);
-    assert_eq!(ids(win(100, 200)), Vec::<Uuid>::new());
+    assert_eq!(ids(win(0, 50)), vec![res(1), res(2), res(3)]);
+    assert_eq!(ids(win(5, 6)), vec![res(1)]);
+    assert_eq!(ids(win(90, 200)), vec![res(1)]);
+    assert_eq!(ids(win(100, 200)), Vec::<ReservationId>::new());
     let hosts: Vec<Uuid> = ledger.hosts().collect();
     assert_eq!(hosts, vec![uuid(10), uuid(11)]);
 }
@@ -266,8 +270,8 @@ fn forget_before_drops_the_holds_that_ended() {
     ledger.check_invariants().expect("invariants hold");
     assert_eq!(ledger.len(), 1);
     assert_eq!(ledger.hosts().collect::<Vec<_>>(), vec![uuid(10)]);
-    assert_eq!(ledger.holds_of(uuid(2)).count(), 1);
-    assert_eq!(ledger.holds_of(uuid(1)).count(), 0);
+    assert_eq!(ledger.holds_of(res(2)).count(), 1);
+    assert_eq!(ledger.holds_of(res(1)).count(), 0);
     assert_eq!(ledger.peak(uuid(10), win(0, 20), &[]).amount(&vcpu()), 1);
     assert_eq!(ledger.forget_before(at(5)), 0);
 }
@@ -283,7 +287,7 @@ fn an_empty_window_is_stored_but_covers_nothing() {
     assert_eq!(ledger.len(), 1);
     assert!(ledger.is_free(uuid(10), win(0, 10), &[]));
     assert!(ledger.holds_on(uuid(10), win(0, 10)).is_empty());
-    assert_eq!(ledger.remove(uuid(1)), vec![h]);
+    assert_eq!(ledger.remove(res(1)), vec![h]);
     ledger.check_invariants().expect("invariants hold");
     assert!(ledger.is_empty());
 }
@@ -310,7 +314,7 @@ struct Naive {
 }
 
 impl Naive {
-    fn level(&self, host: Uuid, t: i64, excluding: &[Uuid]) -> NaiveLevel {
+    fn level(&self, host: Uuid, t: i64, excluding: &[ReservationId]) -> NaiveLevel {
         let mut level = NaiveLevel::default();
         let covering = self.holds.iter().filter(|h| {
             h.host == host && !excluding.contains(&h.reservation) && h.window.contains(at(t))
@@ -325,7 +329,7 @@ impl Naive {
         level
     }
 
-    fn peak(&self, host: Uuid, window: Window, excluding: &[Uuid]) -> Peak {
+    fn peak(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> Peak {
         let mut top = NaiveLevel::default();
         for t in window.start.as_micros()..window.end.as_micros() {
             let level = self.level(host, t, excluding);
@@ -343,7 +347,7 @@ impl Naive {
         }
     }
 
-    fn is_free(&self, host: Uuid, window: Window, excluding: &[Uuid]) -> bool {
+    fn is_free(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> bool {
         (window.start.as_micros()..window.end.as_micros())
             .all(|t| self.level(host, t, excluding).holds == 0)
     }
@@ -374,7 +378,7 @@ impl Naive {
         on
     }
 
-    fn remove(&mut self, reservation: Uuid) -> Vec<Hold> {
+    fn remove(&mut self, reservation: ReservationId) -> Vec<Hold> {
         let (gone, kept) = std::mem::take(&mut self.holds)
             .into_iter()
             .partition(|h| h.reservation == reservation);
@@ -410,7 +414,7 @@ enum Op {
 struct Query {
     host: Uuid,
     window: Window,
-    excluding: Vec<Uuid>,
+    excluding: Vec<ReservationId>,
 }
 
 fn hold_strategy() -> impl Strategy<Value = Hold> {
@@ -424,7 +428,7 @@ fn hold_strategy() -> impl Strategy<Value = Hold> {
         amounts,
     )
         .prop_map(|(r, host, start, len, exclusive, amounts)| Hold {
-            reservation: uuid(r),
+            reservation: res(r),
             host: uuid(100 + host),
             window: win(start, start + len),
             exclusive,
@@ -445,7 +449,7 @@ fn query_strategy() -> impl Strategy<Value = Query> {
     (0..HOSTS + 1, -2i64..32, 1i64..14, excluding).prop_map(|(host, start, len, excluding)| Query {
         host: uuid(100 + host),
         window: win(start, start + len),
-        excluding: excluding.into_iter().map(uuid).collect(),
+        excluding: excluding.into_iter().map(res).collect(),
     })
 }
 
@@ -491,11 +495,11 @@ fn check_state(ledger: &Ledger, naive: &Naive) -> Result<(), TestCaseError> {
     prop_assert_eq!(ledger.is_empty(), naive.holds.is_empty());
     prop_assert_eq!(ledger.hosts().collect::<Vec<_>>(), naive.hosts());
     for r in 0..=RESERVATIONS {
-        let stored: Vec<Hold> = ledger.holds_of(uuid(r)).cloned().collect();
+        let stored: Vec<Hold> = ledger.holds_of(res(r)).cloned().collect();
         let expected: Vec<Hold> = naive
             .holds
             .iter()
-            .filter(|h| h.reservation == uuid(r))
+            .filter(|h| h.reservation == res(r))
             .cloned()
             .collect();
         prop_assert_eq!(stored, expected);
@@ -509,7 +513,7 @@ fn apply(ledger: &mut Ledger, naive: &mut Naive, op: &Op) -> Result<(), TestCase
             ledger.add(h.clone());
             naive.holds.push(h.clone());
         }
-        Op::Remove(r) => prop_assert_eq!(ledger.remove(uuid(*r)), naive.remove(uuid(*r))),
+        Op::Remove(r) => prop_assert_eq!(ledger.remove(res(*r)), naive.remove(res(*r))),
         Op::Forget(t) => prop_assert_eq!(ledger.forget_before(at(*t)), naive.forget_before(at(*t))),
     }
     check_state(ledger, naive)
@@ -520,7 +524,7 @@ fn sweep(ledger: &Ledger, naive: &Naive) -> Result<(), TestCaseError> {
     for host in 0..=HOSTS {
         for start in (-1i64..31).step_by(3) {
             for len in [1, 2, 5, 13] {
-                for excluding in [vec![], vec![uuid(0)], vec![uuid(1), uuid(2)]] {
+                for excluding in [vec![], vec![res(0)], vec![res(1), res(2)]] {
                     let q = Query {
                         host: uuid(100 + host),
                         window: win(start, start + len),
@@ -585,7 +589,7 @@ proptest! {
             ledger.add(h.clone());
         }
         for r in 0..RESERVATIONS {
-            ledger.remove(uuid(r));
+            ledger.remove(res(r));
         }
         prop_assert!(ledger.is_empty());
         prop_assert_eq!(ledger.hosts().count(), 0);

@@ -17,10 +17,9 @@ use berth_api::blazar::{
 use berth_api::time::{lease_time, record_time};
 use berth_core::model::ledger::Window;
 use berth_core::query::properties::HOST_PROPERTIES;
-use berth_core::{Catalog, Instant, Provider};
+use berth_core::{Catalog, Instant, LeaseId, Provider, ReservationId};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -69,7 +68,7 @@ fn ahead(now: Instant) -> Window {
 fn allocation(
     catalog: &Catalog,
     provider: &Provider,
-    leases_of: &HashMap<Uuid, Uuid>,
+    leases_of: &HashMap<ReservationId, LeaseId>,
     query: &BTreeMap<String, String>,
     now: Instant,
 ) -> HostAllocation {
@@ -89,8 +88,8 @@ fn allocation(
                     .get("reservation_id")
                     .is_none_or(|id| *id == hold.reservation.to_string());
             wanted.then(|| HeldBy {
-                id: hold.reservation,
-                lease_id: lease.id,
+                id: hold.reservation.uuid(),
+                lease_id: lease.id.uuid(),
                 start_date: lease_time(hold.window.start().as_micros()),
                 end_date: lease_time(hold.window.end().as_micros()),
             })
@@ -102,7 +101,7 @@ fn allocation(
     }
 }
 
-fn leases_of(catalog: &Catalog) -> HashMap<Uuid, Uuid> {
+fn leases_of(catalog: &Catalog) -> HashMap<ReservationId, LeaseId> {
     catalog
         .leases()
         .flat_map(|l| l.reservations.iter().map(move |r| (r.id, l.id)))

@@ -19,7 +19,7 @@ use berth_api::blazar::{
 use berth_api::status::StatusChange;
 use berth_api::time::record_time;
 use berth_app::{EnrollHost, Reallocation, Requester};
-use berth_core::{AttrValue, Catalog, Provider, ResourceClass};
+use berth_core::{AttrValue, Catalog, LeaseId, Provider, ReservationId, ResourceClass};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -110,8 +110,8 @@ async fn reallocate(
 ) -> Result<Json<LeaseEnvelope>, ApiError> {
     let id = host_id(&id)?;
     let what = match (body.lease_id, body.reservation_id) {
-        (Some(lease), None) => Reallocation::Lease(lease),
-        (None, Some(reservation)) => Reallocation::Reservation(reservation),
+        (Some(lease), None) => Reallocation::Lease(LeaseId::new(lease)),
+        (None, Some(reservation)) => Reallocation::Reservation(ReservationId::new(reservation)),
         _ => {
             return Err(ApiError::bad_request(
                 "Exactly one of lease_id and reservation_id is required",

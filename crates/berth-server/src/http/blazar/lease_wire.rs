@@ -11,7 +11,7 @@ use berth_core::limits::REQUEST_QUANTITY_MAX;
 use berth_core::model::lease::{
     Affinity, Lease, LeaseEvent, LeaseRecord, Reservation, ReservationSpec,
 };
-use berth_core::{Catalog, Instant};
+use berth_core::{Catalog, Instant, ReservationId};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -170,6 +170,7 @@ pub(crate) fn reservation_objects(
 pub(crate) fn reservation_update(body: &Map<String, Value>) -> Result<ReservationUpdate, ApiError> {
     let id = text(body, "id")?.ok_or_else(|| missing("reservations[].id"))?;
     let id = Uuid::parse_str(id.trim())
+        .map(ReservationId::new)
         .map_err(|_| ApiError::bad_request(format!("Invalid reservation id: {id}")))?;
     Ok(ReservationUpdate {
         id,
@@ -217,12 +218,12 @@ pub(crate) fn wire_reservation(
     catalog: &Catalog,
 ) -> wire::Reservation {
     wire::Reservation {
-        id: r.id,
-        lease_id: lease.id,
+        id: r.id.uuid(),
+        lease_id: lease.id.uuid(),
         status: r.status.as_str().to_owned(),
         missing_resources: missing_resources(catalog, r).unwrap_or(Value::Bool(false)),
         resources_changed: r.resources_changed,
-        resource_id: r.id,
+        resource_id: r.id.uuid(),
         spec: details(r),
         created_at: record_time(r.created_at.as_micros()),
         updated_at: record_time(r.updated_at.as_micros()),
@@ -272,9 +273,11 @@ fn details(r: &Reservation) -> ReservationDetails {
                 Affinity::Any => None,
             },
             resource_properties: resource_properties.clone(),
-            flavor_id: r.id,
-            aggregate_id: r.id,
-            server_group_id: (*affinity != Affinity::Any).then_some(r.id),
+            // Blazar names the flavor, the aggregate and the server group of an instance
+            // reservation after the reservation: one uuid for all four.
+            flavor_id: r.id.uuid(),
+            aggregate_id: berth_core::model::fence::reservation_aggregate(r.id),
+            server_group_id: (*affinity != Affinity::Any).then_some(r.id.uuid()),
         },
         ReservationSpec::FloatingIp {
             network_id,
@@ -293,7 +296,7 @@ fn details(r: &Reservation) -> ReservationDetails {
 pub(crate) fn wire_event(lease: &Lease, event: &LeaseEvent) -> Event {
     Event {
         id: event.id,
-        lease_id: lease.id,
+        lease_id: lease.id.uuid(),
         event_type: event.kind.as_str().to_owned(),
         time: lease_time(event.at.as_micros()),
         status: event.status.as_str().to_owned(),
@@ -305,7 +308,7 @@ pub(crate) fn wire_event(lease: &Lease, event: &LeaseEvent) -> Event {
 /// A lease as Blazar returns it.
 pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
     wire::Lease {
-        id: lease.id,
+        id: lease.id.uuid(),
         name: lease.name.clone(),
         start_date: lease_time(lease.start.as_micros()),
         end_date: lease_time(lease.end.as_micros()),
@@ -329,7 +332,7 @@ pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
 /// One entry of the lifecycle record.
 pub(crate) fn wire_record(record: &LeaseRecord) -> Record {
     Record {
-        lease_id: record.lease_id,
+        lease_id: record.lease_id.uuid(),
         kind: record.kind.clone(),
         time: lease_time(record.at.as_micros()),
         details: serde_json::from_str(&record.details).unwrap_or(Value::Null),

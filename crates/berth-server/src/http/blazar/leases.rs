@@ -24,7 +24,7 @@ use berth_api::blazar::{
 use berth_api::time::lease_time;
 use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::model::lease::{Lease, LeaseStatus};
-use berth_core::{Catalog, Instant};
+use berth_core::{Catalog, Instant, LeaseId};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -64,13 +64,14 @@ fn visible(caller: &Caller, lease: &Lease) -> bool {
     caller.0.is_admin() || caller.0.project_id == lease.project_id
 }
 
-fn lease_id(text: &str) -> Result<Uuid, ApiError> {
+fn lease_id(text: &str) -> Result<LeaseId, ApiError> {
     Uuid::parse_str(text)
+        .map(LeaseId::new)
         .map_err(|_| ApiError::not_found(format!("Lease {text} could not be found")))
 }
 
 /// The lease as the caller may see it, rendered.
-fn render(catalog: &Catalog, caller: &Caller, id: Uuid) -> Result<LeaseEnvelope, ApiError> {
+fn render(catalog: &Catalog, caller: &Caller, id: LeaseId) -> Result<LeaseEnvelope, ApiError> {
     catalog
         .lease(id)
         .filter(|lease| visible(caller, lease))
@@ -215,7 +216,7 @@ async fn create(
 }
 
 /// 404 unless the lease exists and the caller may see it.
-async fn check_visible(state: &AppState, caller: &Caller, id: Uuid) -> Result<(), ApiError> {
+async fn check_visible(state: &AppState, caller: &Caller, id: LeaseId) -> Result<(), ApiError> {
     let seen = state
         .berth
         .read(|c| c.lease(id).is_some_and(|l| visible(caller, l)))

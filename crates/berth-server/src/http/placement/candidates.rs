@@ -18,7 +18,7 @@ use berth_core::decide::fence::FencePolicy;
 use berth_core::model::lease::ReservationSpec;
 use berth_core::query::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
 use berth_core::query::providers::TraitFilter;
-use berth_core::{Catalog, Provider, Rejection, ResourceClass, limits};
+use berth_core::{Catalog, Provider, Rejection, ReservationId, ResourceClass, limits};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -142,9 +142,9 @@ fn parse(
         groups.push(parse_group(suffix, group, mv, catalog, &same_subtree)?);
     }
     if let Some(reservation) = reservation {
-        present(catalog, reservation, &mut groups, now)?;
+        present(catalog, ReservationId::new(reservation), &mut groups, now)?;
     }
-    let within = confined_to(catalog, reservation, &groups);
+    let within = confined_to(catalog, reservation.map(ReservationId::new), &groups);
     let unreserved = fence == FencePolicy::Enforced && within.is_none() && !preemptible;
     let presented = presented_aggregates(catalog, &groups);
     let mut requested = BTreeSet::new();
@@ -272,7 +272,7 @@ fn parse_preemptible(value: &str, mv: Microversion) -> Result<bool, ApiError> {
 /// reservation's class (one slot).
 fn present(
     catalog: &Catalog,
-    reservation: Uuid,
+    reservation: ReservationId,
     groups: &mut [Group],
     now: berth_core::Instant,
 ) -> Result<(), ApiError> {
@@ -284,7 +284,8 @@ fn present(
     };
     match found.spec {
         ReservationSpec::Host { .. } => {
-            group.member_of.required.push(BTreeSet::from([reservation]));
+            let aggregate = berth_core::model::fence::reservation_aggregate(reservation);
+            group.member_of.required.push(BTreeSet::from([aggregate]));
         }
         ReservationSpec::Instance { .. } => {
             let class = berth_core::model::fence::reservation_class(reservation);
@@ -301,7 +302,11 @@ fn present(
 
 /// The instance reservation a query presents (named, or by its class): it gets no more than
 /// the reservation holds on each host.
-fn confined_to(catalog: &Catalog, named: Option<Uuid>, groups: &[Group]) -> Option<Uuid> {
+fn confined_to(
+    catalog: &Catalog,
+    named: Option<ReservationId>,
+    groups: &[Group],
+) -> Option<ReservationId> {
     named
         .or_else(|| {
             groups
@@ -321,7 +326,12 @@ fn presented_aggregates(catalog: &Catalog, groups: &[Group]) -> BTreeSet<Uuid> {
     groups
         .iter()
         .flat_map(|g| g.member_of.required.iter().flatten())
-        .filter(|agg| catalog.lease_of_reservation(**agg).is_some())
+        // A reservation's aggregate has the reservation's id.
+        .filter(|agg| {
+            catalog
+                .lease_of_reservation(ReservationId::new(**agg))
+                .is_some()
+        })
         .copied()
         .collect()
 }

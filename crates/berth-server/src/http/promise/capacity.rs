@@ -384,7 +384,7 @@ async fn rpc_query(
             let collections: Vec<String> = c
                 .leases()
                 .filter(|l| l.holds_capacity() && l.window().overlaps(&window))
-                .filter(|l| !without.contains(&l.id))
+                .filter(|l| !without.contains(&l.id.uuid()))
                 .map(|l| format!("ResourceReservation:{}", l.id))
                 .collect();
             let steps = match utilization {

@@ -16,6 +16,7 @@ use berth_api::promise::{
     InstanceRejected, Nothing, RpcAnswer,
 };
 use berth_app::CreateInstance;
+use berth_core::LeaseId;
 use berth_core::model::promise::PromiseInstance;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -59,7 +60,7 @@ fn instance_json(instance: &PromiseInstance, live: bool) -> Instance {
         name: instance.name.clone(),
         flavor: instance.flavor_id.clone(),
         image: instance.image.clone(),
-        reservation_id: instance.reservation,
+        reservation_id: instance.reservation.map(LeaseId::uuid),
         host: instance.host,
         project_id: instance.project_id.clone(),
         priority: if instance.reservation.is_some() {

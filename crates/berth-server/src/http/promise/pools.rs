@@ -81,7 +81,7 @@ fn pool_json(pool: &CapacityPool) -> Pool {
                 delta: *delta,
             })
             .collect(),
-        affected: pool.affected.clone(),
+        affected: pool.affected.iter().map(|id| id.uuid()).collect(),
         created_on: time(pool.created_at),
     }
 }
@@ -165,7 +165,7 @@ async fn change(
         CapacityChanged {
             pool_id: pool.id,
             pool: pool_json(&pool),
-            affected: pool.affected.clone(),
+            affected: pool.affected.iter().map(|id| id.uuid()).collect(),
             ignored: ignored.into_iter().map(str::to_owned).collect(),
         },
     )))

@@ -25,7 +25,7 @@ use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
 };
 use berth_core::rejection::Refusal;
-use berth_core::{Catalog, Instant, Rejection};
+use berth_core::{Catalog, Instant, LeaseId, Rejection};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -223,7 +223,7 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         _ => None,
     };
     ReservationData {
-        reservation_id: lease.id,
+        reservation_id: lease.id.uuid(),
         reservation_status: status(lease).to_owned(),
         start_time: time(lease.start),
         end_time: time(lease.end),
@@ -510,7 +510,7 @@ async fn query(
             let visible = |l: &&Lease| project.as_deref().is_none_or(|p| p == l.project_id);
             match ids.as_deref() {
                 Some([id]) => {
-                    let lease = c.lease(*id).filter(visible).ok_or_else(|| {
+                    let lease = c.lease(LeaseId::new(*id)).filter(visible).ok_or_else(|| {
                         ApiError::not_found(format!("Reservation {id} could not be found"))
                     })?;
                     Ok(QueryResult::One(Box::new(reservation_data(c, lease))))
@@ -518,9 +518,10 @@ async fn query(
                 Some(many) => {
                     let mut found = Vec::new();
                     for id in many {
-                        let lease = c.lease(*id).filter(visible).ok_or_else(|| {
-                            ApiError::not_found(format!("Reservation {id} could not be found"))
-                        })?;
+                        let lease =
+                            c.lease(LeaseId::new(*id)).filter(visible).ok_or_else(|| {
+                                ApiError::not_found(format!("Reservation {id} could not be found"))
+                            })?;
                         found.push(reservation_data(c, lease));
                     }
                     Ok(QueryResult::Many(found))
@@ -602,7 +603,7 @@ pub(super) async fn update_with(
     };
     let current = state
         .berth
-        .read_local(|c| c.lease(id).cloned())
+        .read_local(|c| c.lease(LeaseId::new(id)).cloned())
         .filter(|l| project.as_deref().is_none_or(|p| p == l.project_id))
         .ok_or_else(|| ApiError::not_found(format!("Reservation {id} could not be found")))?;
     let ask = change

@@ -149,7 +149,7 @@ async fn create(
     Ok(Json(RpcAnswer::ok(
         "reservation request accepted",
         ReservationAccepted {
-            reservation_id: lease.id,
+            reservation_id: lease.id.uuid(),
             reservation: data,
         },
     )))
@@ -283,7 +283,7 @@ impl Filter {
     }
 
     fn matches(&self, catalog: &Catalog, lease: &Lease) -> bool {
-        if self.without.contains(&lease.id) {
+        if self.without.contains(&lease.id.uuid()) {
             return false;
         }
         if let Some(zone) = &self.zone {
@@ -416,7 +416,7 @@ async fn query(
                 .filter(|l| filter.matches(c, l))
                 .collect();
             leases.sort_by_key(|l| (l.start, l.id));
-            let ids: Vec<Uuid> = leases.iter().map(|l| l.id).collect();
+            let ids: Vec<Uuid> = leases.iter().map(|l| l.id.uuid()).collect();
             let steps = match show {
                 true => utilization(c, &leases, filter.window.map(|(w, _)| w)),
                 false => Vec::new(),

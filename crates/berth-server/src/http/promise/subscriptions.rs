@@ -23,6 +23,7 @@ use berth_api::promise::{
     SubscriptionList, SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
 };
 use berth_app::Subscribe;
+use berth_core::LeaseId;
 use berth_core::model::notify::{
     CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic,
 };
@@ -104,7 +105,7 @@ fn subscription_json(s: &Subscription) -> SubscriptionBody {
             input_filter: ids
                 .iter()
                 .map(|id| ReservationRef {
-                    reservation_id: *id,
+                    reservation_id: id.uuid(),
                 })
                 .collect(),
         },
@@ -272,7 +273,7 @@ async fn reservation(
     let cmd = Subscribe {
         project_id: caller.0.project_id.clone(),
         topic: Topic::Reservations {
-            ids: filter(&body)?,
+            ids: filter(&body)?.into_iter().map(LeaseId::new).collect(),
         },
         callback: callback(&body, &destinations)?,
         secret: secret(&body)?,
