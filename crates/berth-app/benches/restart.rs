@@ -131,7 +131,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> L
             ),
             event(4, EventKind::EndLease, end),
         ],
-        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,
         outcome: None,

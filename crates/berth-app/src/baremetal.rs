@@ -5,6 +5,7 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
+use berth_core::Span;
 use berth_core::decide::baremetal::{
     self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
 };
@@ -101,9 +102,9 @@ impl Berth {
             candidates: cmd.candidates,
             project_id: cmd.project_id,
             user_id: cmd.user_id,
-            ttl_micros: cmd.ttl.map_or_else(
-                || self.claim_ttl_micros.load(Ordering::Relaxed),
-                crate::service::micros,
+            ttl: cmd.ttl.map_or_else(
+                || Span::from_micros(self.claim_ttl_micros.load(Ordering::Relaxed)),
+                crate::service::span,
             ),
         };
         let policy = self.fence_policy();

@@ -61,9 +61,7 @@ impl Berth {
         for _ in 0..wanted {
             uuids.push(self.new_uuid());
         }
-        let notice_lead_micros = self
-            .notice_lead_micros
-            .load(std::sync::atomic::Ordering::Relaxed);
+        let notice_lead = self.notice_lead();
         self.write(move |catalog, now| {
             if !catalog.is_empty() {
                 return Ok((vec![], false));
@@ -76,7 +74,7 @@ impl Berth {
             let mut ids = uuids.into_iter();
             let mut next = || ids.next().expect("invariant: enough demo ids");
             build(&mut draft, &mut next)?;
-            activity::build(&mut draft, &mut next, notice_lead_micros)?;
+            activity::build(&mut draft, &mut next, notice_lead)?;
             Ok((draft.changes, true))
         })
         .await

@@ -18,7 +18,7 @@ use berth_core::model::lease::{EventKind, FloatingIp, Lease, LeaseRecord, Reserv
 use berth_core::model::ledger::Window;
 use berth_core::rejection::Refusal;
 use berth_core::{Change, Instant, Rejection};
-use berth_core::{LeaseId, ReservationId};
+use berth_core::{LeaseId, ReservationId, Span};
 use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
@@ -30,7 +30,7 @@ pub const EVENT_ATTEMPTS_MAX: u32 = 8;
 /// The first retry delay of a failed event; each further attempt doubles it.
 pub const EVENT_RETRY_FIRST: Duration = Duration::from_millis(200);
 /// How far ahead of the requested start the counter-offer searches by default: 30 days.
-pub const SEARCH_HORIZON_DEFAULT_MICROS: i64 = 30 * 24 * 3600 * 1_000_000;
+pub const SEARCH_HORIZON_DEFAULT: Span = Span::from_days(30);
 
 /// A lease to create.
 #[derive(Debug, Clone)]
@@ -50,7 +50,7 @@ pub struct CreateLease {
     /// The reservations.
     pub reservations: Vec<ReservationSpec>,
     /// How far after `start` the counter-offer searches.
-    pub horizon_micros: i64,
+    pub horizon: Span,
     /// The request's `Idempotency-Key`, if any: a retry answers with the lease it created.
     pub idempotency: Option<Idempotent>,
 }
@@ -100,8 +100,8 @@ pub(crate) fn lease_id(lease: &Lease) -> Uuid {
     lease.id.uuid()
 }
 
-pub(crate) fn horizon_end(start: Instant, horizon_micros: i64) -> Instant {
-    Instant::from_micros(start.as_micros().saturating_add(horizon_micros.max(0)))
+pub(crate) fn horizon_end(start: Instant, horizon: Span) -> Instant {
+    start + horizon
 }
 
 impl Berth {
@@ -118,7 +118,7 @@ impl Berth {
     /// answers with what the key made.
     pub async fn create_lease(&self, cmd: CreateLease) -> Result<Lease, AppError> {
         decide::check_limits(cmd.reservations.iter())?;
-        decide::check_horizon(cmd.horizon_micros)?;
+        decide::check_horizon(cmd.horizon)?;
         let new = NewLease {
             id: LeaseId::new(self.new_uuid()),
             name: cmd.name,
@@ -133,11 +133,9 @@ impl Berth {
                 .map(|spec| (ReservationId::new(self.new_uuid()), spec))
                 .collect(),
             event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
-            notice_lead_micros: self
-                .notice_lead_micros
-                .load(std::sync::atomic::Ordering::Relaxed),
+            notice_lead: self.notice_lead(),
         };
-        let horizon = horizon_end(cmd.start, cmd.horizon_micros);
+        let horizon = horizon_end(cmd.start, cmd.horizon);
         let now = self.now();
         let key = cmd.idempotency;
         let asked = new.clone();
@@ -183,9 +181,9 @@ impl Berth {
         &self,
         id: LeaseId,
         update: LeaseUpdate,
-        horizon_micros: i64,
+        horizon: Span,
     ) -> Result<Lease, AppError> {
-        decide::check_horizon(horizon_micros)?;
+        decide::check_horizon(horizon)?;
         let decided = update.clone();
         let result = self
             .write(move |catalog, now| {
@@ -200,7 +198,7 @@ impl Berth {
                     let start = start
                         .or_else(|| catalog.lease(id).map(|l| l.start))
                         .unwrap_or(now);
-                    horizon_end(start, horizon_micros)
+                    horizon_end(start, horizon)
                 };
                 let offer = move |catalog: &berth_core::Catalog, search: &Search<'_>| {
                     decide::update_lease(catalog, id, &update, now, search).err()
@@ -267,13 +265,13 @@ impl Berth {
         start: Instant,
         end: Instant,
         specs: Vec<ReservationSpec>,
-        horizon_micros: i64,
+        horizon: Span,
     ) -> Result<Availability, AppError> {
         let window = Window::new(start, end)
             .ok_or_else(|| Rejection::BadLease("End date must be later than start date.".into()))?;
         decide::check_limits(specs.iter())?;
-        decide::check_horizon(horizon_micros)?;
-        let horizon = horizon_end(start, horizon_micros);
+        decide::check_horizon(horizon)?;
+        let horizon = horizon_end(start, horizon);
         let answer = self
             .search(move |catalog, stop| {
                 let want = decide::wanted(catalog, specs.iter().map(|spec| (spec, None)))?;

@@ -28,7 +28,7 @@ pub use health::{Reallocation, Requester};
 pub use inventory::{CreateProvider, EnrollHost};
 pub use leases::{
     Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
-    RegisterFloatingIp, SEARCH_HORIZON_DEFAULT_MICROS, ZoneCapacity,
+    RegisterFloatingIp, SEARCH_HORIZON_DEFAULT, ZoneCapacity,
 };
 pub use notify::{DELIVERIES_IN_FLIGHT, NOTIFY_POLL, Notifier, Subscribe};
 pub use promise::{CreateFlavor, CreateInstance, CreateReservation, PriorityGrant};

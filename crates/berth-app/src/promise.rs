@@ -11,7 +11,7 @@ use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, R
 use berth_core::model::lease::Lease;
 use berth_core::model::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
 use berth_core::{Change, Instant};
-use berth_core::{LeaseId, ReservationId};
+use berth_core::{LeaseId, ReservationId, Span};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -168,15 +168,14 @@ impl Berth {
             displace_other_projects: cmd.grant.across_projects,
             project_id: cmd.project_id,
             user_id: cmd.user_id,
-            notice_lead_micros: self
-                .notice_lead_micros
-                .load(std::sync::atomic::Ordering::Relaxed),
+            notice_lead: self.notice_lead(),
         };
         let horizon_micros = cmd.horizon_micros;
-        berth_core::decide::lease::check_horizon(horizon_micros)?;
+        berth_core::decide::lease::check_horizon(Span::from_micros(horizon_micros))?;
         let now = self.now();
-        let horizon =
-            move |new: &NewReservation| horizon_end(new.start.unwrap_or(now), horizon_micros);
+        let horizon = move |new: &NewReservation| {
+            horizon_end(new.start.unwrap_or(now), Span::from_micros(horizon_micros))
+        };
         // As asked, over a snapshot: what fits goes to the writer lock with nothing to search.
         // A key seen before goes straight to its decision, which answers with what it made.
         let key = cmd.idempotency;
@@ -250,7 +249,7 @@ impl Berth {
         horizon_micros: i64,
     ) -> Result<Lease, AppError> {
         let id = LeaseId::new(id);
-        berth_core::decide::lease::check_horizon(horizon_micros)?;
+        berth_core::decide::lease::check_horizon(Span::from_micros(horizon_micros))?;
         let decided = change.clone();
         let result = self
             .write(move |catalog, now| {
@@ -264,7 +263,10 @@ impl Berth {
                 let start = change.start;
                 let horizon = move |catalog: &berth_core::Catalog| {
                     let current = catalog.lease(id).map_or(now, |l| l.start);
-                    horizon_end(start.unwrap_or(current).max(now), horizon_micros)
+                    horizon_end(
+                        start.unwrap_or(current).max(now),
+                        Span::from_micros(horizon_micros),
+                    )
                 };
                 let offer = move |catalog: &berth_core::Catalog, search: &Search<'_>| {
                     decide::update_reservation(catalog, id, &change, now, search).err()

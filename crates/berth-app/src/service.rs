@@ -16,6 +16,11 @@ pub(crate) fn micros(duration: std::time::Duration) -> i64 {
     i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)
 }
 
+/// A standard duration as the core's span (saturating at the longest span).
+pub(crate) fn span(duration: std::time::Duration) -> berth_core::Span {
+    berth_core::Span::from_micros(micros(duration))
+}
+
 /// The source of the current time.
 pub trait Clock: Send + Sync + 'static {
     /// Now.
@@ -108,7 +113,7 @@ impl Berth {
             lifecycle: Notify::new(),
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
             notice_lead_micros: std::sync::atomic::AtomicI64::new(
-                berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+                berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT.as_micros(),
             ),
             claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
         })
@@ -127,6 +132,14 @@ impl Berth {
     pub fn set_preemption_notice(&self, lead: std::time::Duration) {
         self.notice_lead_micros
             .store(micros(lead), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How long before a lease starts the preemptible consumers it will evict are told.
+    pub(crate) fn notice_lead(&self) -> berth_core::Span {
+        berth_core::Span::from_micros(
+            self.notice_lead_micros
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     /// Whether unreserved consumers are kept out of capacity leases hold.

@@ -308,7 +308,7 @@ fn keyed_lease(key: &str) -> CreateLease {
             resource_properties: String::new(),
             before_end: "default".into(),
         }],
-        horizon_micros: berth_app::SEARCH_HORIZON_DEFAULT_MICROS,
+        horizon: berth_app::SEARCH_HORIZON_DEFAULT,
         idempotency: Some(Idempotent {
             key: IdempotencyKey {
                 project_id: "p1".into(),

@@ -84,7 +84,7 @@ fn lease(start: i64, end: i64, reservations: Vec<ReservationSpec>) -> CreateLeas
         end: Instant::from_micros(end),
         before_end: None,
         reservations,
-        horizon_micros: berth_app::SEARCH_HORIZON_DEFAULT_MICROS,
+        horizon: berth_app::SEARCH_HORIZON_DEFAULT,
         idempotency: None,
     }
 }

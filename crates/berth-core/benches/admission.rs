@@ -155,7 +155,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Leas
             ),
             event(4, EventKind::EndLease, end),
         ],
-        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,
         outcome: None,
@@ -212,7 +212,7 @@ fn request(amount: u32) -> NewLease {
             Uuid::from_u128(0xbe7c_0004),
             Uuid::from_u128(0xbe7c_0005),
         ],
-        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
     }
 }
 

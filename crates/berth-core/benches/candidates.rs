@@ -153,7 +153,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             degraded: false,
             reservations: vec![reservation],
             events: Vec::new(),
-            notice_lead_micros: 0,
+            notice_lead: berth_core::Span::ZERO,
             preemption_noticed: true,
             terms: None,
             outcome: None,

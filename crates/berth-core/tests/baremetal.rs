@@ -60,7 +60,7 @@ fn request(w: &mut World, instance: Uuid, project: &str, nodes: Vec<Uuid>) -> Cl
         candidates: Candidates::Nodes(nodes),
         project_id: project.into(),
         user_id: "u".into(),
-        ttl_micros: TTL,
+        ttl: berth_core::Span::from_micros(TTL),
     }
 }
 
@@ -105,7 +105,7 @@ fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
             },
         )],
         event_ids: [w.id(), w.id(), w.id()],
-        notice_lead_micros: 0,
+        notice_lead: berth_core::Span::ZERO,
     };
     let horizon = Instant::from_micros((w.now + 100) * TICK);
     let (changes, _) = create_lease(

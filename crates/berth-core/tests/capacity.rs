@@ -21,7 +21,7 @@ use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
 use berth_core::query::capacity;
-use berth_core::{Catalog, Instant, LeaseId, ReservationId, ResourceClass};
+use berth_core::{Catalog, Instant, LeaseId, ReservationId, ResourceClass, Span};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -144,7 +144,7 @@ fn pool_request(
         displace_other_projects: false,
         project_id: "p".into(),
         user_id: "u".into(),
-        notice_lead_micros: 0,
+        notice_lead: Span::ZERO,
     }
 }
 
@@ -169,7 +169,7 @@ fn host_lease(w: &mut World, start: Instant, end: Instant) -> NewLease {
             },
         )],
         event_ids: [w.id(), w.id(), w.id()],
-        notice_lead_micros: 0,
+        notice_lead: Span::ZERO,
     }
 }
 

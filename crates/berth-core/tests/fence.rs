@@ -224,7 +224,7 @@ fn new_lease(w: &mut World, start: i64, len: i64, project: usize, specs: &[Spec]
             .map(|s| (ReservationId::new(w.id()), s.build()))
             .collect(),
         event_ids: [w.id(), w.id(), w.id()],
-        notice_lead_micros: TICK,
+        notice_lead: berth_core::Span::from_micros(TICK),
     }
 }
 

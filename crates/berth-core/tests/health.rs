@@ -24,6 +24,7 @@ use berth_core::model::ledger::Hold;
 use berth_core::model::provider::Attributes;
 use berth_core::{
     AttrValue, Catalog, Change, Instant, LeaseId, ProviderStatus, ReservationId, ResourceClass,
+    Span,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -127,7 +128,7 @@ fn create(w: &mut World, op: &LeaseOp) {
         before_end: None,
         reservations: vec![(rid, spec(op))],
         event_ids,
-        notice_lead_micros: 0,
+        notice_lead: Span::ZERO,
     };
     let horizon = Instant::from_micros((w.now + 100) * TICK);
     if let Ok((changes, _)) = create_lease(

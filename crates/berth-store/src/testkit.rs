@@ -51,7 +51,7 @@ where
 /// route, are replaced once expired, and are deleted when pruned.
 async fn idempotency_keys_round_trip<S: Store>(store: &S) {
     use berth_core::decide::idempotency::record;
-    use berth_core::model::idempotency::{IDEMPOTENCY_TTL_MICROS, IdempotencyKey, Idempotent};
+    use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, Idempotent};
     let mut catalog = Catalog::new();
     let request = |project: &str, route: &str, key: &str, fingerprint: &str| Idempotent {
         key: IdempotencyKey {
@@ -99,7 +99,7 @@ async fn idempotency_keys_round_trip<S: Store>(store: &S) {
         4
     );
     // Expired: a new request with the key replaces the record, and prunes the others.
-    let later = Instant::from_micros(T0.as_micros() + IDEMPOTENCY_TTL_MICROS);
+    let later = T0 + IDEMPOTENCY_TTL;
     let again = request("p1", leases, "key-1", "f5");
     let changes = record(&catalog, &again, uuid(0xD4), later);
     assert_eq!(changes.len(), 4, "three pruned, one replaced");
@@ -139,7 +139,7 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
         candidates: Candidates::Nodes(vec![uuid(0xB0)]),
         project_id: "p".into(),
         user_id: "u".into(),
-        ttl_micros: 60_000_000,
+        ttl: berth_core::Span::from_secs(60),
     };
     let (changes, _) = claim(
         &catalog,
@@ -791,7 +791,7 @@ fn lease(n: u128, project: &str) -> Lease {
             event(n * 10 + 5, EventKind::BeforeEndLease, at_hours(2)),
             event(n * 10 + 6, EventKind::EndLease, at_hours(3)),
         ],
-        notice_lead_micros: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+        notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,
         outcome: None,

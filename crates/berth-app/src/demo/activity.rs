@@ -173,7 +173,7 @@ fn at(now: Instant, hours: i64) -> Instant {
 pub(super) fn build(
     draft: &mut Draft,
     next: &mut impl FnMut() -> Uuid,
-    notice_lead_micros: i64,
+    notice_lead: berth_core::Span,
 ) -> Result<(), Rejection> {
     let now = draft.now;
     flavors(draft)?;
@@ -189,7 +189,7 @@ pub(super) fn build(
             before_end: None,
             reservations: vec![(berth_core::ReservationId::new(next()), spec(ask))],
             event_ids: [next(), next(), next()],
-            notice_lead_micros,
+            notice_lead,
         };
         let horizon = at(new.start, 24);
         draft.step(|c| {

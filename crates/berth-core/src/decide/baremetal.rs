@@ -23,7 +23,7 @@ use crate::model::ledger::Window;
 use crate::model::name::{ResourceClass, TraitName, is_custom_name};
 use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider, ProviderStatus};
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
@@ -349,8 +349,8 @@ pub struct ClaimRequest {
     pub project_id: String,
     /// The claiming user.
     pub user_id: String,
-    /// How long it holds, in microseconds.
-    pub ttl_micros: i64,
+    /// How long it holds.
+    pub ttl: Span,
 }
 
 fn unclaimable(node_uuid: Uuid, reason: &'static str, detail: impl Into<String>) -> Unclaimable {
@@ -492,7 +492,7 @@ pub fn claim(
     now: Instant,
     policy: FencePolicy,
 ) -> Result<(Vec<Change>, NodeClaim), Rejection> {
-    if request.ttl_micros <= 0 {
+    if request.ttl.is_zero() {
         return Err(bad("ttl must be a positive number of seconds"));
     }
     let nodes = candidates(catalog, request)?;
@@ -514,9 +514,7 @@ pub fn claim(
                     user_id: request.user_id.clone(),
                     created_at: now,
                     updated_at: now,
-                    expires_at: Instant::from_micros(
-                        now.as_micros().saturating_add(request.ttl_micros),
-                    ),
+                    expires_at: now + request.ttl,
                 };
                 changes.push(Change::ClaimSet {
                     uuid: claim.uuid,

@@ -32,7 +32,7 @@ pub fn replay(
 /// The changes that record `request` as having created `object_id` at `now`, and remove up to
 /// [`IDEMPOTENCY_PRUNE_MAX`] expired records. Every recording decision prunes at least as many
 /// expired records as it adds (while there are any), so the records never outnumber the keys
-/// seen in the last [`crate::model::idempotency::IDEMPOTENCY_TTL_MICROS`] plus what was there
+/// seen in the last [`crate::model::idempotency::IDEMPOTENCY_TTL`] plus what was there
 /// before.
 pub fn record(
     catalog: &Catalog,
@@ -65,7 +65,7 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::idempotency::{IDEMPOTENCY_TTL_MICROS, IdempotencyKey};
+    use crate::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey};
 
     fn request(project: &str, key: &str, fingerprint: &str) -> Idempotent {
         Idempotent {
@@ -100,7 +100,7 @@ mod tests {
         // Another project's same key is another key.
         assert_eq!(replay(&catalog, &request("p2", "k", "f2"), at(1)), Ok(None));
         // Expired: the key is free again, and recording it anew replaces the record.
-        let later = at(IDEMPOTENCY_TTL_MICROS);
+        let later = at(IDEMPOTENCY_TTL.as_micros());
         assert_eq!(replay(&catalog, &request("p1", "k", "f2"), later), Ok(None));
         let changes = record(
             &catalog,
@@ -131,7 +131,7 @@ mod tests {
             catalog.apply(&changes);
         }
         assert_eq!(catalog.idempotency_records().count(), n_old);
-        let later = at(IDEMPOTENCY_TTL_MICROS + n_old as i64);
+        let later = at(IDEMPOTENCY_TTL.as_micros() + n_old as i64);
         let changes = record(
             &catalog,
             &request("p1", "new", "f"),

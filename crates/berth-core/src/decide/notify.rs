@@ -10,8 +10,7 @@ use crate::model::capacity::{Figures, measure_of};
 use crate::model::lease::{EventKind, LeaseRecord};
 use crate::model::ledger::Window;
 use crate::model::notify::{
-    Delivery, DeliveryStatus, Subscription, Threshold, Topic, reservation_body, retry_delay_micros,
-    wants,
+    Delivery, DeliveryStatus, Subscription, Threshold, Topic, reservation_body, retry_delay, wants,
 };
 use crate::model::time::Instant;
 use crate::query::capacity;
@@ -252,7 +251,7 @@ fn thresholds(catalog: &Catalog, now: Instant) -> Vec<Change> {
 }
 
 /// Records the outcome of an attempt at delivery `id`: delivered (`Ok`) removes it; a failure
-/// schedules the next attempt `retry_delay_micros` later (`jitter` in `[0, 1)`), or makes it
+/// schedules the next attempt `retry_delay` later (`jitter` in `[0, 1)`), or makes it
 /// dead after [`DELIVERY_ATTEMPTS_MAX`] attempts. An unknown or dead delivery decides nothing.
 pub fn attempted(
     catalog: &Catalog,
@@ -276,8 +275,7 @@ pub fn attempted(
             match next.attempts >= DELIVERY_ATTEMPTS_MAX {
                 true => next.status = DeliveryStatus::Dead,
                 false => {
-                    let delay = retry_delay_micros(next.attempts, jitter);
-                    next.next_at = Instant::from_micros(now.as_micros().saturating_add(delay));
+                    next.next_at = now + retry_delay(next.attempts, jitter);
                 }
             }
             Some(next)

@@ -22,7 +22,7 @@ use crate::model::promise::{
     self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms, ceil_div,
     zone_filter,
 };
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::rejection::Rejection;
 use std::collections::BTreeSet;
 use uuid::Uuid;
@@ -162,7 +162,7 @@ pub struct NewReservation {
     /// Owning user.
     pub user_id: String,
     /// How long before the start preemptible consumers in the way are told.
-    pub notice_lead_micros: i64,
+    pub notice_lead: Span,
 }
 
 /// Fills the shapes of containers that name a flavor and give no size.
@@ -212,7 +212,7 @@ fn networks(catalog: &Catalog, ask: &Ask) -> Result<Vec<Option<String>>, Rejecti
 
 /// How far before the decision a new reservation's start may lie: the request read its `now`
 /// before it was queued.
-const PAST_START_SLACK_MICROS: i64 = 60_000_000;
+const PAST_START_SLACK: Span = Span::from_secs(60);
 
 /// The window and claim deadline of a new reservation; a start in the past is refused (a
 /// backdated reservation would start at once, as if it had always been held).
@@ -221,10 +221,7 @@ fn window_of(
     new: &NewReservation,
     now: Instant,
 ) -> Result<(Instant, Instant, Option<Instant>), Rejection> {
-    if new
-        .start
-        .is_some_and(|s| s.as_micros() < now.as_micros().saturating_sub(PAST_START_SLACK_MICROS))
-    {
+    if new.start.is_some_and(|s| s < now - PAST_START_SLACK) {
         return Err(bad("startTime must not be in the past"));
     }
     let start = new.start.unwrap_or(now);
@@ -327,7 +324,7 @@ pub fn create_reservation_displacing(
             before_end: None,
             reservations: new.reservation_ids.iter().copied().zip(specs).collect(),
             event_ids: new.event_ids,
-            notice_lead_micros: new.notice_lead_micros,
+            notice_lead: new.notice_lead,
         };
         match lease_decide::create_lease(catalog, &lease, now, search) {
             Ok((mut changes, mut made)) => {

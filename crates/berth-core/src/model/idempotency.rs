@@ -7,13 +7,13 @@
 //! outside the core (the server hashes what the request asked); here it is an opaque string.
 //! Replaying and recording keys are decisions ([`crate::decide::idempotency`]).
 
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use uuid::Uuid;
 
 /// How long a key is remembered: 24 hours.
-pub const IDEMPOTENCY_TTL_MICROS: i64 = 24 * 3600 * 1_000_000;
+pub const IDEMPOTENCY_TTL: Span = Span::from_hours(24);
 
-const _: () = assert!(IDEMPOTENCY_TTL_MICROS > 0);
+const _: () = assert!(!IDEMPOTENCY_TTL.is_zero());
 
 /// Where a key applies: one project's requests to one route. A key is never shared across
 /// projects or routes.
@@ -34,18 +34,14 @@ pub struct IdempotencyRecord {
     pub fingerprint: String,
     /// The object it created.
     pub object_id: Uuid,
-    /// When (the key expires [`IDEMPOTENCY_TTL_MICROS`] later).
+    /// When (the key expires [`IDEMPOTENCY_TTL`] later).
     pub created_at: Instant,
 }
 
 impl IdempotencyRecord {
     /// Whether the record still binds its key at `now`.
     pub fn is_live(&self, now: Instant) -> bool {
-        now.as_micros()
-            < self
-                .created_at
-                .as_micros()
-                .saturating_add(IDEMPOTENCY_TTL_MICROS)
+        now < self.created_at + IDEMPOTENCY_TTL
     }
 }
 

@@ -9,7 +9,7 @@ use crate::model::id::{LeaseId, ReservationId};
 use crate::model::ledger::{Hold, Window};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -133,7 +133,7 @@ pub enum EventKind {
     /// Warns that the window is about to end.
     BeforeEndLease,
     /// Warns preemptible consumers that the lease's start will evict them (derived: scheduled
-    /// `notice_lead_micros` before the start, not stored among the lease's events).
+    /// `notice_lead` before the start, not stored among the lease's events).
     PreemptionNotice,
     /// Starts the window.
     StartLease,
@@ -420,9 +420,10 @@ pub struct Lease {
     pub reservations: Vec<Reservation>,
     /// Its lifecycle events.
     pub events: Vec<LeaseEvent>,
-    /// How long before the start preemptible consumers in its way are told they will be evicted.
-    #[serde(default = "notice_lead_default")]
-    pub notice_lead_micros: i64,
+    /// How long before the start preemptible consumers in its way are told they will be evicted
+    /// (stored as `notice_lead_micros`).
+    #[serde(rename = "notice_lead_micros", default = "notice_lead_default")]
+    pub notice_lead: Span,
     /// Whether that notice went out.
     #[serde(default)]
     pub preemption_noticed: bool,
@@ -502,13 +503,8 @@ impl Lease {
             .reservations
             .iter()
             .any(|r| !matches!(r.spec, ReservationSpec::FloatingIp { .. }));
-        (fences && !self.preemption_noticed && !self.started()).then(|| {
-            Instant::from_micros(
-                self.start
-                    .as_micros()
-                    .saturating_sub(self.notice_lead_micros),
-            )
-        })
+        (fences && !self.preemption_noticed && !self.started())
+            .then(|| self.start - self.notice_lead)
     }
 
     /// Whether the window has started (its start event fired).
@@ -568,10 +564,10 @@ pub struct LeaseRecord {
 }
 
 /// The default lead of the preemption notice: 2 minutes.
-pub const PREEMPTION_NOTICE_DEFAULT_MICROS: i64 = 2 * 60 * 1_000_000;
+pub const PREEMPTION_NOTICE_DEFAULT: Span = Span::from_minutes(2);
 
-fn notice_lead_default() -> i64 {
-    PREEMPTION_NOTICE_DEFAULT_MICROS
+fn notice_lead_default() -> Span {
+    PREEMPTION_NOTICE_DEFAULT
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@
 
 use crate::model::id::ReservationId;
 use crate::model::name::ResourceClass;
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, ControlFlow};
 use uuid::Uuid;
@@ -106,18 +106,16 @@ impl Window {
         self.start.max(other.start) < self.end.min(other.end)
     }
 
-    /// The length in microseconds (0 for an empty window).
-    pub fn duration_micros(&self) -> i64 {
-        let length = self.end.as_micros().saturating_sub(self.start.as_micros());
-        length.max(0)
+    /// The length (zero for an empty window).
+    pub fn duration(&self) -> Span {
+        self.end.since(self.start)
     }
 
     /// The window of the same duration starting at `start` (its end saturates at the far future).
     pub fn shifted_to(&self, start: Instant) -> Window {
-        let end = start.as_micros().saturating_add(self.duration_micros());
         Window {
             start,
-            end: Instant::from_micros(end),
+            end: start + self.duration(),
         }
     }
 }
@@ -270,7 +268,7 @@ struct Timeline {
     /// `(start, reservation)` of every hold on this host, for [`Ledger::holds_on`].
     starts: BTreeSet<(Instant, ReservationId)>,
     /// The longest window ever held here (never lowered while the timeline lives).
-    max_span: i64,
+    max_span: Span,
     /// How many holds are on this host.
     holds: usize,
 }
@@ -298,7 +296,7 @@ impl Timeline {
         let delta = Level::of(hold, |class| Some(self.intern(class)));
         self.holds += 1;
         self.starts.insert((hold.window.start, hold.reservation));
-        self.max_span = self.max_span.max(hold.window.duration_micros());
+        self.max_span = self.max_span.max(hold.window.duration());
         self.change(hold.window, &delta, Level::add);
     }
 
@@ -316,7 +314,7 @@ impl Timeline {
                     line.intern(class);
                 }
             }
-            line.max_span = line.max_span.max(hold.window.duration_micros());
+            line.max_span = line.max_span.max(hold.window.duration());
             if !hold.window.is_empty() {
                 // At one instant the holds that start are counted before those that end.
                 bounds.push((hold.window.start, false, index));
@@ -723,7 +721,7 @@ impl Ledger {
         if window.is_empty() {
             return Vec::new();
         }
-        let earliest = Instant::from_micros(window.start.as_micros().saturating_sub(line.max_span));
+        let earliest = window.start - line.max_span;
         line.starts
             .range((earliest, ReservationId::MIN)..(window.end, ReservationId::MIN))
             .flat_map(|&(start, reservation)| {

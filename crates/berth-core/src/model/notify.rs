@@ -18,14 +18,14 @@ use crate::model::capacity::Figures;
 use crate::model::id::LeaseId;
 use crate::model::lease::LeaseRecord;
 use crate::model::promise::PromiseKind;
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// The first retry delay; each further attempt doubles it, up to [`RETRY_DELAY_MAX_MICROS`].
-pub const RETRY_DELAY_FIRST_MICROS: i64 = 500_000;
+/// The first retry delay; each further attempt doubles it, up to [`RETRY_DELAY_MAX`].
+pub const RETRY_DELAY_FIRST: Span = Span::from_micros(500_000);
 /// The longest retry delay: 5 minutes.
-pub const RETRY_DELAY_MAX_MICROS: i64 = 5 * 60 * 1_000_000;
+pub const RETRY_DELAY_MAX: Span = Span::from_minutes(5);
 
 /// Which capacity figure a threshold watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -275,11 +275,12 @@ pub fn wants(subscription: &Subscription, record: &LeaseRecord, project: Option<
 
 /// The delay before attempt `attempts + 1`, with `jitter` in `[0, 1)` spreading it by up to a
 /// half.
-pub fn retry_delay_micros(attempts: u32, jitter: f64) -> i64 {
-    let base = RETRY_DELAY_FIRST_MICROS
+pub fn retry_delay(attempts: u32, jitter: f64) -> Span {
+    let base = RETRY_DELAY_FIRST
         .saturating_mul(1_i64 << attempts.saturating_sub(1).min(20))
-        .min(RETRY_DELAY_MAX_MICROS);
-    base + (base as f64 * 0.5 * jitter.clamp(0.0, 1.0)) as i64
+        .min(RETRY_DELAY_MAX);
+    let spread = (base.as_micros() as f64 * 0.5 * jitter.clamp(0.0, 1.0)) as i64;
+    base.saturating_add(Span::from_micros(spread))
 }
 
 #[cfg(test)]
@@ -313,10 +314,13 @@ mod tests {
 
     #[test]
     fn retries_back_off_exponentially_with_bounded_jitter() {
-        assert_eq!(retry_delay_micros(1, 0.0), RETRY_DELAY_FIRST_MICROS);
-        assert_eq!(retry_delay_micros(2, 0.0), 2 * RETRY_DELAY_FIRST_MICROS);
-        assert_eq!(retry_delay_micros(30, 0.0), RETRY_DELAY_MAX_MICROS);
-        let spread = retry_delay_micros(3, 0.999);
-        assert!(spread > 4 * RETRY_DELAY_FIRST_MICROS && spread < 6 * RETRY_DELAY_FIRST_MICROS);
+        assert_eq!(retry_delay(1, 0.0), RETRY_DELAY_FIRST);
+        assert_eq!(retry_delay(2, 0.0), RETRY_DELAY_FIRST.saturating_mul(2));
+        assert_eq!(retry_delay(30, 0.0), RETRY_DELAY_MAX);
+        let spread = retry_delay(3, 0.999);
+        assert!(
+            spread > RETRY_DELAY_FIRST.saturating_mul(4)
+                && spread < RETRY_DELAY_FIRST.saturating_mul(6)
+        );
     }
 }

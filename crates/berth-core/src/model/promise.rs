@@ -15,14 +15,10 @@
 
 use crate::model::id::LeaseId;
 use crate::model::ledger::Window;
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
-
-const MICROS_PER_MINUTE: i64 = 60 * 1_000_000;
-const MICROS_PER_HOUR: i64 = 60 * MICROS_PER_MINUTE;
-const MICROS_PER_DAY: i64 = 24 * MICROS_PER_HOUR;
 
 /// The priority of a reservation that names none (Blazar leases included).
 pub const PRIORITY_DEFAULT: u32 = 50;
@@ -124,23 +120,23 @@ impl Default for Policy {
 impl Policy {
     /// Checks a window requested at `now`; the refusal names the limit.
     pub fn check(&self, window: Window, now: Instant) -> Result<(), PolicyBreach> {
-        let ahead = |t: Instant| t.as_micros().saturating_sub(now.as_micros());
+        let ahead = |t: Instant| t.since(now);
         let breach = |limit: &'static str, value: u32, unit: &'static str| PolicyBreach {
             limit,
             detail: format!("the policy allows {limit} of {value} {unit}"),
         };
         if let Some(days) = self.max_future_start_days
-            && ahead(window.start()) > i64::from(days) * MICROS_PER_DAY
+            && ahead(window.start()) > Span::from_days(i64::from(days))
         {
             return Err(breach("max-future-start-range", days, "days"));
         }
         if let Some(days) = self.max_future_end_days
-            && ahead(window.end()) > i64::from(days) * MICROS_PER_DAY
+            && ahead(window.end()) > Span::from_days(i64::from(days))
         {
             return Err(breach("max-future-end-range", days, "days"));
         }
         if let Some(hours) = self.max_duration_hours
-            && window.duration_micros() > i64::from(hours) * MICROS_PER_HOUR
+            && window.duration() > Span::from_hours(i64::from(hours))
         {
             return Err(breach("max-duration", hours, "hours"));
         }
@@ -151,24 +147,19 @@ impl Policy {
     /// it sets no limit), or the furthest end it allows, whichever comes first.
     pub fn default_end(&self, start: Instant, now: Instant) -> Instant {
         let hours = i64::from(self.max_duration_hours.unwrap_or(8760));
-        let by_duration = start.as_micros().saturating_add(hours * MICROS_PER_HOUR);
-        let by_range = self.max_future_end_days.map_or(i64::MAX, |days| {
-            now.as_micros()
-                .saturating_add(i64::from(days) * MICROS_PER_DAY)
-        });
-        Instant::from_micros(by_duration.min(by_range))
+        let by_duration = start + Span::from_hours(hours);
+        let by_range = self
+            .max_future_end_days
+            .map_or(Instant::from_micros(i64::MAX), |days| {
+                now + Span::from_days(i64::from(days))
+            });
+        by_duration.min(by_range)
     }
 
     /// The claim deadline of a reservation that names none.
     pub fn default_expiry(&self, window: Window) -> Option<Instant> {
         self.expiry_minutes.map(|minutes| {
-            Instant::from_micros(
-                window
-                    .start()
-                    .as_micros()
-                    .saturating_add(i64::from(minutes) * MICROS_PER_MINUTE)
-                    .min(window.end().as_micros()),
-            )
+            (window.start() + Span::from_minutes(i64::from(minutes))).min(window.end())
         })
     }
 }
@@ -410,6 +401,9 @@ pub fn offered(ask: &Ask, amounts: &[u32]) -> Ask {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MICROS_PER_MINUTE: i64 = 60 * 1_000_000;
+    const MICROS_PER_HOUR: i64 = 60 * MICROS_PER_MINUTE;
 
     fn at(hours: i64) -> Instant {
         Instant::from_micros(hours * MICROS_PER_HOUR)

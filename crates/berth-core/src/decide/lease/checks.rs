@@ -6,14 +6,14 @@ use crate::decide::admission::Wanted;
 use crate::limits::{self, LEASE_NAME_LEN_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::lease::{Reservation, ReservationSpec};
 use crate::model::ledger::Window;
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::query::filter::Filter;
 use crate::query::properties::is_known_property;
 use crate::rejection::Rejection;
 
 /// `before_end_lease` fires this long before the end unless the lease says when (Blazar's
 /// `minutes_before_end_lease` default, 60 minutes).
-pub const BEFORE_END_DEFAULT_MICROS: i64 = 60 * 60 * 1_000_000;
+pub const BEFORE_END_DEFAULT: Span = Span::from_minutes(60);
 
 pub(super) fn bad(text: impl Into<String>) -> Rejection {
     Rejection::BadLease(text.into())
@@ -133,9 +133,7 @@ pub(super) fn before_end_at(window: Window, given: Option<Instant>) -> Result<In
         Some(_) => Err(bad(
             "before_end_date must lie strictly inside the lease window",
         )),
-        None => Ok(Instant::from_micros(
-            (window.end().as_micros() - BEFORE_END_DEFAULT_MICROS).max(window.start().as_micros()),
-        )),
+        None => Ok((window.end() - BEFORE_END_DEFAULT).max(window.start())),
     }
 }
 
@@ -186,11 +184,11 @@ pub fn admission_weight<'a>(specs: impl Iterator<Item = &'a ReservationSpec>) ->
         .sum()
 }
 
-/// Checks a counter-offer search horizon (microseconds after the start) against
+/// Checks a counter-offer search horizon (how long after the start it searches) against
 /// [`limits::SEARCH_HORIZON_DAYS_MAX`].
-pub fn check_horizon(horizon_micros: i64) -> Result<(), Rejection> {
+pub fn check_horizon(horizon: Span) -> Result<(), Rejection> {
     const DAY: i64 = 86_400_000_000;
-    let micros = u64::try_from(horizon_micros.max(0)).unwrap_or(0);
+    let micros = u64::try_from(horizon.as_micros()).unwrap_or(0);
     let days = micros.div_ceil(DAY as u64);
     over("search_horizon_days", limits::SEARCH_HORIZON_DAYS_MAX, days)
 }

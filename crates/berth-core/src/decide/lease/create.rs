@@ -10,7 +10,7 @@ use crate::model::lease::{
     EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
     ReservationStatus,
 };
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::rejection::Rejection;
 use uuid::Uuid;
 
@@ -36,7 +36,7 @@ pub struct NewLease {
     /// Ids of the start, before-end and end events.
     pub event_ids: [Uuid; 3],
     /// How long before the start preemptible consumers in the way are told.
-    pub notice_lead_micros: i64,
+    pub notice_lead: Span,
 }
 
 /// Admits a new lease all-or-nothing, or refuses it with a counter-offer searched within
@@ -111,7 +111,7 @@ pub fn create_lease_with(
             event(before_id, EventKind::BeforeEndLease, before_end),
             event(end_id, EventKind::EndLease, window.end()),
         ],
-        notice_lead_micros: new.notice_lead_micros.max(0),
+        notice_lead: new.notice_lead,
         preemption_noticed: false,
         terms: None,
         outcome: None,

@@ -13,8 +13,8 @@ mod update;
 mod tests;
 
 pub use checks::{
-    BEFORE_END_DEFAULT_MICROS, admission_weight, check_horizon, check_limits, check_spec,
-    filter_of, wanted,
+    BEFORE_END_DEFAULT, admission_weight, check_horizon, check_limits, check_spec, filter_of,
+    wanted,
 };
 pub use create::{NewLease, create_lease, create_lease_with, delete_lease};
 pub use events::{fail_event, fire_lease_event};

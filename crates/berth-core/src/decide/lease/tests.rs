@@ -12,7 +12,7 @@ use crate::decide::inventory::{NewHost, enroll_host, set_inventories};
 use crate::decide::lifecycle::fire_event;
 use crate::model::id::{LeaseId, ReservationId};
 use crate::model::inventory::{FullReservation, Inventory};
-use crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS;
+use crate::model::lease::PREEMPTION_NOTICE_DEFAULT;
 use crate::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseStatus, ReservationSpec,
     ReservationStatus,
@@ -21,7 +21,7 @@ use crate::model::ledger::Hold;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider};
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::rejection::Refusal;
 use crate::rejection::Rejection;
 use std::collections::BTreeMap;
@@ -212,7 +212,7 @@ impl World {
                 .map(|s| (ReservationId::new(self.id()), s))
                 .collect(),
             event_ids: [self.id(), self.id(), self.id()],
-            notice_lead_micros: crate::model::lease::PREEMPTION_NOTICE_DEFAULT_MICROS,
+            notice_lead: crate::model::lease::PREEMPTION_NOTICE_DEFAULT,
         }
     }
 
@@ -807,9 +807,9 @@ fn requests_over_the_named_limits_are_refused_before_any_work() {
     );
     let day = 86_400_000_000;
     let days = crate::limits::SEARCH_HORIZON_DAYS_MAX as i64;
-    assert_eq!(check_horizon(days * day), Ok(()));
+    assert_eq!(check_horizon(Span::from_micros(days * day)), Ok(()));
     assert_eq!(
-        check_horizon(days * day + 1),
+        check_horizon(Span::from_micros(days * day + 1)),
         Err(Rejection::LimitExceeded {
             limit: "search_horizon_days",
             max: days as u64,
@@ -1119,7 +1119,7 @@ fn moving_a_pending_lease_moves_its_holds_and_events() {
         lifecycle_due(&w, at(30)).first().copied(),
         Some((at(30), EventKind::StartLease, lease.id.uuid()))
     );
-    let notice = Instant::from_micros(at(30).as_micros() - PREEMPTION_NOTICE_DEFAULT_MICROS);
+    let notice = at(30) - PREEMPTION_NOTICE_DEFAULT;
     assert_eq!(
         w.catalog.next_due(),
         Some((notice, EventKind::PreemptionNotice, lease.id.uuid())),
@@ -1569,8 +1569,7 @@ fn due_events_come_in_time_order_with_ends_before_starts() {
         (at(10), EventKind::StartLease, second.id.uuid()),
     ];
     assert_eq!(due, expected);
-    let notice =
-        |hour: i64| Instant::from_micros(at(hour).as_micros() - PREEMPTION_NOTICE_DEFAULT_MICROS);
+    let notice = |hour: i64| at(hour) - PREEMPTION_NOTICE_DEFAULT;
     assert_eq!(
         w.catalog.next_due(),
         Some((notice(0), EventKind::PreemptionNotice, first.id.uuid())),

@@ -201,7 +201,7 @@ fn keeps_hosts(old: &Reservation, spec: &ReservationSpec, hosts: &[(Uuid, u32)])
 
 fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Instant) {
     // A start moved later than the notice's lead gives notice again, at the new time.
-    if !lease.started() && window.start().as_micros() - lease.notice_lead_micros > now.as_micros() {
+    if !lease.started() && window.start() - lease.notice_lead > now {
         lease.preemption_noticed = false;
     }
     for event in &mut lease.events {

@@ -73,7 +73,7 @@ fn window_new_refuses_empty_and_reversed_windows() {
     assert_eq!(Window::new(at(6), at(5)), None);
     let w = Window::new(at(5), at(9)).expect("non-empty");
     assert_eq!((w.start, w.end), (at(5), at(9)));
-    assert_eq!(w.duration_micros(), 4);
+    assert_eq!(w.duration(), Span::from_micros(4));
     assert_eq!(w.shifted_to(at(20)), win(20, 24));
     assert!(w.contains(at(5)) && w.contains(at(8)) && !w.contains(at(9)));
     assert!(w.overlaps(&win(8, 12)) && w.overlaps(&win(0, 6)) && w.overlaps(&win(6, 7)));

@@ -22,9 +22,9 @@ use berth_api::blazar::{
     OfferedHost, OfferedHosts, RecordList, ZoneCapacity,
 };
 use berth_api::time::lease_time;
-use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT_MICROS};
+use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT};
 use berth_core::model::lease::{Lease, LeaseStatus};
-use berth_core::{Catalog, Instant, LeaseId};
+use berth_core::{Catalog, Instant, LeaseId, Span};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -157,12 +157,10 @@ fn window(body: &Map<String, Value>, now: Instant) -> Result<(Instant, Instant),
     Ok((start, end))
 }
 
-fn horizon(body: &Map<String, Value>) -> Result<i64, ApiError> {
+fn horizon(body: &Map<String, Value>) -> Result<Span, ApiError> {
     match lease_wire::count(body, "search_horizon_days", 1)? {
-        Some(days) => Ok(i64::try_from(days)
-            .unwrap_or(i64::MAX / 2)
-            .saturating_mul(86_400_000_000)),
-        None => Ok(SEARCH_HORIZON_DEFAULT_MICROS),
+        Some(days) => Ok(Span::from_days(i64::try_from(days).unwrap_or(i64::MAX / 2))),
+        None => Ok(SEARCH_HORIZON_DEFAULT),
     }
 }
 
@@ -184,7 +182,7 @@ fn create_command(
         .into_iter()
         .map(reservation_spec)
         .collect::<Result<_, _>>()?;
-    let horizon_micros = horizon(body)?;
+    let horizon = horizon(body)?;
     conform::<LeaseRequest>(body)?;
     Ok(CreateLease {
         name,
@@ -194,7 +192,7 @@ fn create_command(
         end,
         before_end,
         reservations,
-        horizon_micros,
+        horizon,
         idempotency: None,
     })
 }
@@ -250,9 +248,9 @@ async fn update(
             ));
         }
     }
-    let horizon_micros = horizon(&body)?;
+    let horizon = horizon(&body)?;
     conform::<LeaseRequest>(&body)?;
-    let lease = state.berth.update_lease(id, update, horizon_micros).await?;
+    let lease = state.berth.update_lease(id, update, horizon).await?;
     // The write was committed by this process: its catalog already holds it.
     let lease = state
         .berth
@@ -304,12 +302,9 @@ async fn availability(
         .into_iter()
         .map(reservation_spec)
         .collect::<Result<Vec<_>, _>>()?;
-    let horizon_micros = horizon(&body)?;
+    let horizon = horizon(&body)?;
     conform::<AvailabilityRequest>(&body)?;
-    let answer = state
-        .berth
-        .availability(start, end, specs, horizon_micros)
-        .await?;
+    let answer = state.berth.availability(start, end, specs, horizon).await?;
     let availability_zones = answer
         .zones
         .iter()

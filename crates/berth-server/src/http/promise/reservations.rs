@@ -18,7 +18,7 @@ use berth_api::promise::{
     ReservationQueryResult, ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow,
     VirtualCpu, VirtualDisks, VirtualMemory,
 };
-use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
+use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT};
 use berth_core::decide::promise::ReservationChange;
 use berth_core::model::lease::{Lease, LeaseStatus, ReservationSpec};
 use berth_core::model::promise::{
@@ -443,7 +443,7 @@ async fn create(
         grant: state.authz.policy().grant(&caller.0),
         project_id: caller.0.project_id.clone(),
         user_id: caller.0.user_id.clone(),
-        horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
+        horizon_micros: SEARCH_HORIZON_DEFAULT.as_micros(),
         idempotency: key.bind(&caller, &body),
     };
     let (start, end) = (cmd.start.unwrap_or(now), cmd.end.unwrap_or(now));
@@ -594,7 +594,7 @@ pub(super) async fn update_with(
             id,
             project.clone(),
             change.clone(),
-            SEARCH_HORIZON_DEFAULT_MICROS,
+            SEARCH_HORIZON_DEFAULT.as_micros(),
         )
         .await
     {

@@ -18,7 +18,7 @@ use berth_api::promise::{
     HeldStep, HeldVector, Nothing, ReservationAccepted, ReservationUpdated, ReservationsMatched,
     RpcAnswer,
 };
-use berth_app::{CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
+use berth_app::{CreateReservation, SEARCH_HORIZON_DEFAULT};
 use berth_core::decide::promise::ReservationChange;
 use berth_core::model::lease::{Lease, ReservationSpec};
 use berth_core::model::ledger::Window;
@@ -131,7 +131,7 @@ async fn create(
             grant: state.authz.policy().grant(&caller.0),
             project_id: caller.0.project_id.clone(),
             user_id: caller.0.user_id.clone(),
-            horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
+            horizon_micros: SEARCH_HORIZON_DEFAULT.as_micros(),
             idempotency: key.bind(&caller, &body),
         })
     })()
