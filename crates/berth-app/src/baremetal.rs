@@ -1,7 +1,7 @@
 //! Bare-metal use cases: enrol, change and delete nodes, claim a node for an instance, release
-//! a claim, deploy with a claim. The decisions are the core's `decide::baremetal`; a claim's
-//! expiry is one of the lifecycle engine's due events, so this module wakes the engine when it
-//! makes one.
+//! a claim, deploy with a claim; and the node and claim listings. The decisions are the core's
+//! `decide::baremetal`; a claim's expiry is one of the lifecycle engine's due events, so this
+//! module wakes the engine when it makes one.
 
 use crate::error::AppError;
 use crate::service::Berth;
@@ -13,7 +13,8 @@ use berth_core::decide::health::Effects;
 use berth_core::decide::idempotency;
 use berth_core::model::baremetal::{NodeClaim, ProvisionState};
 use berth_core::model::idempotency::Idempotent;
-use berth_core::model::provider::Attributes;
+use berth_core::model::provider::{Attributes, Provider};
+use berth_core::query::baremetal::{self as listing, ClaimFilter, NodeFilter};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use uuid::Uuid;
@@ -141,6 +142,37 @@ impl Berth {
     pub async fn release_claim(&self, uuid: Uuid, project: Option<String>) -> Result<(), AppError> {
         self.write(move |catalog, now| {
             decide::release_claim(catalog, uuid, project.as_deref(), now).map(|c| (c, ()))
+        })
+        .await
+    }
+
+    /// The nodes `filter` keeps, in creation order, each rendered with `render` (with the
+    /// catalog, for the claim on it).
+    pub async fn nodes<T>(
+        &self,
+        filter: NodeFilter,
+        mut render: impl FnMut(&berth_core::Catalog, &Provider) -> T,
+    ) -> Result<Vec<T>, AppError> {
+        self.read(|catalog| {
+            listing::nodes(catalog, &filter)
+                .into_iter()
+                .map(|node| render(catalog, node))
+                .collect()
+        })
+        .await
+    }
+
+    /// The node claims `filter` keeps, each rendered with `render`.
+    pub async fn claims<T>(
+        &self,
+        filter: ClaimFilter,
+        render: impl FnMut(&NodeClaim) -> T,
+    ) -> Result<Vec<T>, AppError> {
+        self.read(|catalog| {
+            listing::claims(catalog, &filter)
+                .into_iter()
+                .map(render)
+                .collect()
         })
         .await
     }

@@ -1,12 +1,14 @@
 //! Failures and maintenance: providers taken out of service and returned by an admin or a
-//! monitor, and the admin's reallocation of a lease off a host. The decisions (healing,
-//! degrading, restoring) are the core's `decide::health`; this module resolves Blazar host ids
-//! and ownership inside the decision, so they are checked against the latest catalog.
+//! monitor, the admin's reallocation of a lease off a host, and the providers out of service
+//! with the leases they affect. The decisions (healing, degrading, restoring) are the core's
+//! `decide::health`; this module resolves Blazar host ids and ownership inside the decision, so
+//! they are checked against the latest catalog.
 
 use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::decide::health::{self, Effects};
 use berth_core::model::lease::Lease;
+use berth_core::query::health::{self as outages, Failure};
 use berth_core::{Catalog, ProviderStatus, Rejection};
 use berth_core::{LeaseId, ReservationId};
 use uuid::Uuid;
@@ -90,5 +92,15 @@ impl Berth {
             health::reallocate(catalog, host, lease, reservation, now)
         })
         .await
+    }
+
+    /// Every provider out of service, in creation order, with the leases it affects, each
+    /// rendered with `render`.
+    pub async fn failures<T>(
+        &self,
+        render: impl FnMut(&Failure<'_>) -> T,
+    ) -> Result<Vec<T>, AppError> {
+        self.read(|catalog| outages::failures(catalog).iter().map(render).collect())
+            .await
     }
 }

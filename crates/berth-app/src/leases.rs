@@ -1,5 +1,7 @@
 //! Lease use cases: create, update and delete leases, register floating IPs, search
-//! availability, and the lifecycle engine that fires lease events on time.
+//! availability, and the lifecycle engine that fires lease events on time; and Blazar's reads:
+//! the lease list, the reservations holding each host, the values of host properties, and the
+//! zones with their hosts and classes.
 //!
 //! The lifecycle engine is a loop over the catalog's due-event index: it fires every event due
 //! now through the one write path, then waits until the next event is due, a lease write in this
@@ -16,8 +18,12 @@ use berth_core::decide::lifecycle::fire_event;
 use berth_core::model::idempotency::Idempotent;
 use berth_core::model::lease::{EventKind, FloatingIp, Lease, LeaseRecord, ReservationSpec};
 use berth_core::model::ledger::Window;
+use berth_core::model::provider::Provider;
+use berth_core::query::capacity::{self, ZoneClasses};
+use berth_core::query::leases::{self as lease_query, HoldFilter, Holding, LeaseQuery};
+use berth_core::query::properties::{self, PropertyValues, Shown};
 use berth_core::rejection::Refusal;
-use berth_core::{Change, Instant, Rejection};
+use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_core::{LeaseId, ReservationId, Span};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -290,6 +296,67 @@ impl Berth {
             })
             .await??;
         Ok(answer)
+    }
+
+    /// The leases `query` shows, oldest first, each rendered with `render` (with the catalog,
+    /// for what a lease's wire form looks up).
+    pub async fn leases<T>(
+        &self,
+        query: LeaseQuery,
+        mut render: impl FnMut(&Catalog, &Lease) -> T,
+    ) -> Result<Vec<T>, AppError> {
+        self.read(|catalog| {
+            lease_query::list(catalog, &query)
+                .into_iter()
+                .map(|lease| render(catalog, lease))
+                .collect()
+        })
+        .await
+    }
+
+    /// Every Blazar host with the reservations holding it from now on that `filter` keeps,
+    /// each rendered with `render`.
+    pub async fn hosts_held<T>(
+        &self,
+        filter: HoldFilter,
+        mut render: impl FnMut(&Provider, &[Holding]) -> T,
+    ) -> Result<Vec<T>, AppError> {
+        let now = self.now();
+        self.read(|catalog| {
+            lease_query::hosts_held(catalog, filter, now)
+                .into_iter()
+                .map(|(host, holdings)| render(host, &holdings))
+                .collect()
+        })
+        .await
+    }
+
+    /// The Blazar host `id` with the reservations holding it from now on that `filter` keeps,
+    /// rendered with `render`; `None` when no host has that id.
+    pub async fn host_held<T>(
+        &self,
+        id: i64,
+        filter: HoldFilter,
+        render: impl FnOnce(&Provider, &[Holding]) -> T,
+    ) -> Result<Option<T>, AppError> {
+        let now = self.now();
+        self.read(|catalog| {
+            lease_query::host_held(catalog, id, filter, now)
+                .map(|(host, holdings)| render(host, &holdings))
+        })
+        .await
+    }
+
+    /// Every property a Blazar filter may name, with the values hosts give it (the private
+    /// ones only when `shown` says so).
+    pub async fn property_values(&self, shown: Shown) -> Result<Vec<PropertyValues>, AppError> {
+        self.read(|catalog| properties::property_values(catalog, shown))
+            .await
+    }
+
+    /// Every availability zone with its hosts and the classes measured there.
+    pub async fn zones(&self) -> Result<Vec<ZoneClasses>, AppError> {
+        self.read(capacity::zones).await
     }
 
     /// Fires every lifecycle event due now; returns how many events fired.

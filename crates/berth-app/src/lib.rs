@@ -3,7 +3,9 @@
 //! Every write follows one path, written once in [`Berth::write`]: take the writer lock, begin a
 //! store transaction (which excludes writers in every replica), make sure the in-memory catalog
 //! is current, ask the core to decide, persist the changes, commit, and apply the same changes to
-//! the catalog. Reads are answered from the in-memory catalog after a cheap freshness check.
+//! the catalog. Every read is a use case too: a `Berth` method asks a core query
+//! (`berth_core::query`) over the in-memory catalog after a cheap freshness check, and hands an
+//! answer that borrows the catalog to the caller's `render` closure while it is borrowed.
 //! This crate holds no HTTP types and no SQL, and reads time and ids only through [`Clock`] and
 //! [`IdGen`].
 #![forbid(unsafe_code)]
@@ -17,6 +19,7 @@ mod idempotency;
 mod inventory;
 mod leases;
 mod notify;
+mod placement;
 mod promise;
 mod search;
 mod service;

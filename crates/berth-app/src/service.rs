@@ -121,8 +121,8 @@ impl Berth {
 
     /// Sets whether unreserved consumers are kept out of capacity leases hold (the default) or
     /// not (strict Placement behaviour).
-    pub fn set_fence_policy(&self, policy: berth_core::decide::fence::FencePolicy) {
-        let on = policy == berth_core::decide::fence::FencePolicy::Enforced;
+    pub fn set_fence_policy(&self, policy: berth_core::query::presentation::FencePolicy) {
+        let on = policy == berth_core::query::presentation::FencePolicy::Enforced;
         self.fence_unreserved
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
@@ -143,13 +143,13 @@ impl Berth {
     }
 
     /// Whether unreserved consumers are kept out of capacity leases hold.
-    pub fn fence_policy(&self) -> berth_core::decide::fence::FencePolicy {
+    pub fn fence_policy(&self) -> berth_core::query::presentation::FencePolicy {
         match self
             .fence_unreserved
             .load(std::sync::atomic::Ordering::Relaxed)
         {
-            true => berth_core::decide::fence::FencePolicy::Enforced,
-            false => berth_core::decide::fence::FencePolicy::Off,
+            true => berth_core::query::presentation::FencePolicy::Enforced,
+            false => berth_core::query::presentation::FencePolicy::Off,
         }
     }
 

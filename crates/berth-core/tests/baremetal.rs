@@ -12,11 +12,11 @@ use berth_core::decide::baremetal::{
     Candidates, ClaimRequest, NewNode, NodeChange, claim, delete_node, deploy, enroll_node,
     release_claim, update_node,
 };
-use berth_core::decide::fence::FencePolicy;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::model::baremetal::{NodeClaim, ProvisionState};
 use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
+use berth_core::query::presentation::FencePolicy;
 use berth_core::{AttrValue, Instant, LeaseId, Rejection, ReservationId};
 use proptest::prelude::*;
 use support::{TICK, World};

@@ -8,7 +8,6 @@
 //! exactly the number of instances counted as fitting can be admitted over the window.
 
 use berth_core::decide::admission::Search;
-use berth_core::decide::fence::FencePolicy;
 use berth_core::decide::lease::{NewLease, create_lease, wanted};
 use berth_core::decide::pools::{CapacityChange, change_capacity};
 use berth_core::decide::promise::{
@@ -21,6 +20,7 @@ use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
 use berth_core::query::capacity;
+use berth_core::query::presentation::FencePolicy;
 use berth_core::{Catalog, Instant, LeaseId, ReservationId, ResourceClass, Span};
 use proptest::prelude::*;
 use std::collections::BTreeMap;

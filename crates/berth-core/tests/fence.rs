@@ -19,7 +19,9 @@ use berth_core::model::lease::{
 };
 use berth_core::model::ledger::Window;
 use berth_core::model::provider::Attributes;
+use berth_core::query::candidate_request::{CandidateRequest, Unanswerable, resolve};
 use berth_core::query::candidates::{CandidateQuery, Group, allocation_candidates};
+use berth_core::query::presentation::FencePolicy;
 use berth_core::{Catalog, Change, Instant, LeaseId, Rejection, ReservationId, ResourceClass};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -796,4 +798,69 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
     )
     .expect("4 of 8 VCPUs are held once; the other 4 are free");
     assert_eq!(second.reservations[0].hosts, vec![(host, 1)]);
+}
+
+/// A candidates request presenting a running reservation is answered inside it: a host
+/// reservation's aggregate, an instance reservation's slot; one that presents none is kept out
+/// of fenced capacity unless it is preemptible or the fence is off.
+#[test]
+fn a_candidates_request_is_resolved_against_what_it_presents() {
+    let (w, lease) = started();
+    let (host, slot) = (&lease.reservations[0], &lease.reservations[1]);
+    let asking = |reservation: Option<ReservationId>| CandidateRequest {
+        groups: vec![Group {
+            resources: vec![(vcpu(), 1)],
+            ..Group::default()
+        }],
+        nested_aware: true,
+        reservation,
+        ..CandidateRequest::default()
+    };
+    let resolved = |request, policy| resolve(&w.catalog, request, policy, w.at());
+    let plain = resolved(asking(None), FencePolicy::Enforced).expect("resolved");
+    assert!(plain.unreserved && plain.within.is_none() && plain.presented.is_empty());
+    let off = resolved(asking(None), FencePolicy::Off).expect("resolved");
+    assert!(!off.unreserved, "the fence is off");
+    let borrowing = CandidateRequest {
+        preemptible: true,
+        ..asking(None)
+    };
+    assert!(
+        !resolved(borrowing, FencePolicy::Enforced)
+            .expect("resolved")
+            .unreserved
+    );
+
+    let in_host = resolved(asking(Some(host.id)), FencePolicy::Enforced).expect("resolved");
+    assert_eq!(
+        in_host.groups[0].member_of.required,
+        vec![BTreeSet::from([fence::reservation_aggregate(host.id)])]
+    );
+    assert_eq!(
+        in_host.presented,
+        BTreeSet::from([fence::reservation_aggregate(host.id)])
+    );
+    let offered: Vec<Uuid> = allocation_candidates(&w.catalog, &in_host)
+        .candidates
+        .iter()
+        .map(|c| c.anchor)
+        .collect();
+    assert_eq!(offered, [host.hosts[0].0], "the held host, unfenced");
+
+    let in_slot = resolved(asking(Some(slot.id)), FencePolicy::Enforced).expect("resolved");
+    assert_eq!(in_slot.within, Some(slot.id));
+    assert!(!in_slot.unreserved);
+    assert_eq!(
+        in_slot.groups[0].resources,
+        [(vcpu(), 1), (fence::reservation_class(slot.id), 1)]
+    );
+
+    let unknown = ReservationId::from_u128(0xBAD);
+    assert_eq!(
+        resolved(asking(Some(unknown)), FencePolicy::Enforced),
+        Err(Unanswerable::Rejected(Rejection::ReservationUnavailable {
+            reservation: unknown,
+            reason: "unknown",
+        }))
+    );
 }

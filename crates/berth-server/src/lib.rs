@@ -106,8 +106,8 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let berth =
         Arc::new(Berth::open(store, Arc::new(clock::SystemClock), Arc::new(ids::V7Ids)).await?);
     berth.set_fence_policy(match config.fence_unreserved {
-        true => berth_core::decide::fence::FencePolicy::Enforced,
-        false => berth_core::decide::fence::FencePolicy::Off,
+        true => berth_core::query::presentation::FencePolicy::Enforced,
+        false => berth_core::query::presentation::FencePolicy::Off,
     });
     berth.set_preemption_notice(config.preemption_notice);
     berth.set_claim_ttl(config.claim_ttl);

@@ -145,7 +145,7 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
         &catalog,
         &request,
         T0,
-        berth_core::decide::fence::FencePolicy::Enforced,
+        berth_core::query::presentation::FencePolicy::Enforced,
     )
     .expect("claimed");
     write_changes(store, &mut catalog, changes).await;

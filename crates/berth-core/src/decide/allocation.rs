@@ -8,14 +8,16 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::Decision;
-use crate::decide::fence::{self, FencePolicy};
+use crate::decide::fence;
 use crate::model::consumer::{Allocations, Consumer, PREEMPTIBLE};
 use crate::model::fence::reservation_in;
 use crate::model::id::ReservationId;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
-use crate::query::presentation::{check_presented, check_within, host_reservation_for};
+use crate::query::presentation::{
+    FencePolicy, check_presented, check_within, host_reservation_for,
+};
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;

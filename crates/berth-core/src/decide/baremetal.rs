@@ -10,7 +10,6 @@
 use crate::catalog::Catalog;
 use crate::change::{Change, Decision};
 use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
-use crate::decide::fence::FencePolicy;
 use crate::decide::health::{self, Effects};
 use crate::decide::inventory::{self, NewHost, enroll_host};
 use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX};
@@ -24,6 +23,8 @@ use crate::model::name::{ResourceClass, TraitName, is_custom_name};
 use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider, ProviderStatus};
 use crate::model::time::{Instant, Span};
+
+use crate::query::presentation::FencePolicy;
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;

@@ -11,7 +11,10 @@
 //! reservation's resource class (`CUSTOM_RESERVATION_<ID>`), or, for a host reservation, by
 //! allocating on a host the reservation holds from the lease's own project. Its allocations then
 //! count against the reservation: only while the lease is active, only on the reservation's
-//! hosts, and never more than was reserved ([`crate::query::presentation`]).
+//! hosts, and never more than was reserved ([`crate::query::presentation`]). Whether unreserved
+//! consumers are kept out at all is the
+//! [`FencePolicy`](crate::query::presentation::FencePolicy), which allocation candidates (a read)
+//! apply too.
 //!
 //! While a reservation is active its fence is also visible in Placement terms: an aggregate per
 //! reservation (its id, metadata `reservation: <id>`), and for instance reservations the
@@ -31,16 +34,6 @@ use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
-
-/// Whether unreserved consumers are kept out of fenced capacity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FencePolicy {
-    /// They are (the default).
-    #[default]
-    Enforced,
-    /// They are not: strict Placement behaviour; callers exclude reservations themselves.
-    Off,
-}
 
 /// Checks unreserved allocations against the fence: `(provider, class) -> (before, after)` are
 /// the amounts unreserved, non-preemptible writers held before and will hold after.

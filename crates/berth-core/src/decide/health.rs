@@ -26,6 +26,7 @@ use crate::model::lease::{Affinity, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::{Hold, Window};
 use crate::model::provider::{Provider, ProviderCondition, ProviderStatus};
 use crate::model::time::Instant;
+use crate::query::health::affected_leases;
 use crate::rejection::Rejection;
 use crate::rejection::{Refusal, Shortfall};
 use uuid::Uuid;
@@ -531,18 +532,6 @@ pub fn reallocate(
         lease: Some(Box::new(lease.clone())),
     });
     Ok((changes, lease))
-}
-
-/// The leases a provider's status affects: those that hold it now or later, in creation order.
-/// What a reservation is missing stays on the host it was lost with, so this includes the
-/// leases missing something there.
-pub fn affected_leases(catalog: &Catalog, uuid: Uuid) -> Vec<&Lease> {
-    let mut leases: Vec<&Lease> = catalog
-        .leases_holding(uuid)
-        .filter(|l| l.holds_capacity())
-        .collect();
-    leases.sort_by_key(|l| (l.created_at, l.id));
-    leases
 }
 
 /// What `reservation` is missing, as the wire shows it: how many hosts or instances, what that

@@ -8,7 +8,7 @@ use crate::change::Change;
 use crate::change::record;
 use crate::decide::admission::{self, Search};
 use crate::decide::allocation::{self, ConsumerGeneration, ConsumerWrite};
-use crate::decide::fence::{self, FencePolicy};
+use crate::decide::fence;
 use crate::decide::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdate};
 use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::consumer::Allocations;
@@ -23,6 +23,8 @@ use crate::model::promise::{
     zone_filter,
 };
 use crate::model::time::{Instant, Span};
+
+use crate::query::presentation::FencePolicy;
 use crate::rejection::Rejection;
 use std::collections::BTreeSet;
 use uuid::Uuid;

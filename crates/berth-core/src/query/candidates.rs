@@ -85,6 +85,16 @@ pub struct CandidateQuery {
     pub presented: BTreeSet<Uuid>,
 }
 
+impl CandidateQuery {
+    /// Every class some group asks for.
+    pub fn requested_classes(&self) -> BTreeSet<&ResourceClass> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.resources.iter().map(|(class, _)| class))
+            .collect()
+    }
+}
+
 /// One provider's part of a candidate: the amounts it gives.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Part {

@@ -1,10 +1,18 @@
-//! Questions asked of the catalog, answered without changing it: provider queries, the Blazar
-//! filter language and the host properties it names, the rules of presenting a reservation,
-//! allocation candidates, and capacity over time.
+//! Questions asked of the catalog, answered without changing it: the names it knows, provider
+//! queries, the Blazar filter language and the host properties it names, the rules of
+//! presenting a reservation, allocation candidates and the requests that ask for them, what
+//! consumers hold, leases and the hosts they hold, bare-metal nodes and claims, providers out of
+//! service, and capacity over time.
 
+pub mod baremetal;
+pub mod candidate_request;
 pub mod candidates;
 pub mod capacity;
+pub mod consumers;
 pub mod filter;
+pub mod health;
+pub mod leases;
+pub mod names;
 pub mod presentation;
 pub mod properties;
 pub mod providers;

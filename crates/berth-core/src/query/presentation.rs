@@ -1,17 +1,29 @@
-//! Presenting a reservation: which reservation an id names, whether a consumer may present it
-//! now, the host reservation a consumer of its project presents without naming it, and how
-//! much the consumers of a reservation may hold on each of its hosts. See
-//! [`crate::decide::fence`] for the fence these rules open.
+//! Presenting a reservation: the fence policy (whether a consumer that presents none is kept
+//! out of fenced capacity), which reservation an id names, whether a consumer may present it
+//! now, what a request presenting it must ask for, the host reservation a consumer of its
+//! project presents without naming it, and how much the consumers of a reservation may hold on
+//! each of its hosts. See [`crate::decide::fence`] for the fence these rules open.
 
 use crate::catalog::Catalog;
 use crate::model::consumer::Allocations;
-use crate::model::fence::reservation_of_class;
+use crate::model::fence::{reservation_aggregate, reservation_class, reservation_of_class};
 use crate::model::id::ReservationId;
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
+use std::collections::BTreeSet;
 use uuid::Uuid;
+
+/// Whether unreserved consumers are kept out of fenced capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FencePolicy {
+    /// They are (the default).
+    #[default]
+    Enforced,
+    /// They are not: strict Placement behaviour; callers exclude reservations themselves.
+    Off,
+}
 
 /// The lease and reservation a reservation id names.
 pub fn find(catalog: &Catalog, reservation: ReservationId) -> Option<(&Lease, &Reservation)> {
@@ -44,6 +56,68 @@ pub fn check_presented<'c>(
         return Err(unavailable("not_started"));
     }
     Ok((lease, found))
+}
+
+/// What a request presenting a reservation must ask for, to be answered inside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inside {
+    /// Providers in the reservation's aggregate (a host reservation; the aggregate's uuid is
+    /// the reservation id).
+    Aggregate(Uuid),
+    /// One unit of the reservation's class, interned (an instance reservation: one slot).
+    Slot(ResourceClass),
+    /// Nothing Placement offers: the reservation holds floating IPs.
+    Addresses,
+}
+
+/// Checks that `reservation` may be presented now by its lease's owner (a scheduler asking for
+/// candidates acts for it) and says what a request presenting it must ask for.
+pub fn inside(
+    catalog: &Catalog,
+    reservation: ReservationId,
+    now: Instant,
+) -> Result<Inside, Rejection> {
+    let (_, found) = check_presented(catalog, reservation, None, now)?;
+    Ok(match found.spec {
+        ReservationSpec::Host { .. } => Inside::Aggregate(reservation_aggregate(reservation)),
+        ReservationSpec::Instance { .. } => {
+            Inside::Slot(catalog.interned_class(&reservation_class(reservation)))
+        }
+        ReservationSpec::FloatingIp { .. } => Inside::Addresses,
+    })
+}
+
+/// The instance reservation a request presents, by id (`named`) or by its class among
+/// `classes`: each provider offers it no more than the reservation holds there.
+pub fn confined_to<'a>(
+    catalog: &Catalog,
+    named: Option<ReservationId>,
+    classes: impl IntoIterator<Item = &'a ResourceClass>,
+) -> Option<ReservationId> {
+    named
+        .or_else(|| classes.into_iter().find_map(reservation_of_class))
+        .filter(|id| {
+            find(catalog, *id)
+                .is_some_and(|(_, r)| matches!(r.spec, ReservationSpec::Instance { .. }))
+        })
+}
+
+/// The reservation aggregates among `aggregates` (those a request names in `member_of`):
+/// providers in them are offered to the request as to their holder, unfenced.
+pub fn presented_aggregates<'a>(
+    catalog: &Catalog,
+    aggregates: impl IntoIterator<Item = &'a Uuid>,
+) -> BTreeSet<Uuid> {
+    aggregates
+        .into_iter()
+        // A reservation's aggregate has the reservation's id.
+        .filter(|aggregate| {
+            catalog
+                .lease_of_reservation(ReservationId::new(**aggregate))
+                .is_some()
+        })
+        .copied()
+        .collect()
 }
 
 /// The active host reservation of `project` holding `provider`, if there is one: a consumer of

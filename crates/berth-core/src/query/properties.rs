@@ -1,9 +1,11 @@
 //! The host properties Blazar filters name: the host fields every filter may use
-//! ([`HOST_PROPERTIES`]), a host's value for one, and whether any host could answer one.
+//! ([`HOST_PROPERTIES`]), a host's value for one, whether any host could answer one, and the
+//! values hosts give each.
 
 use crate::catalog::Catalog;
 use crate::model::name::ResourceClass;
 use crate::model::provider::{AttrValue, Provider};
+use std::collections::BTreeMap;
 
 /// Host fields every filter may name, besides extra capabilities.
 pub const HOST_PROPERTIES: [&str; 10] = [
@@ -57,4 +59,54 @@ pub fn is_known_property(catalog: &Catalog, name: &str) -> bool {
         || catalog
             .providers()
             .any(|p| p.host().is_some() && p.attributes().contains_key(name))
+}
+
+/// Which properties a listing shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Shown {
+    /// Those not marked private.
+    #[default]
+    Public,
+    /// Every one.
+    All,
+}
+
+/// One property and the values hosts give it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PropertyValues {
+    /// The property.
+    pub name: String,
+    /// Whether it is marked private.
+    pub private: bool,
+    /// What each host gives it, host by host (with repeats).
+    pub values: Vec<AttrValue>,
+}
+
+/// Every property a filter may name (the host fields and every host's extra capabilities),
+/// sorted by name, with the values hosts give it; private ones only when `shown` is
+/// [`Shown::All`].
+pub fn property_values(catalog: &Catalog, shown: Shown) -> Vec<PropertyValues> {
+    let mut values: BTreeMap<String, Vec<AttrValue>> = HOST_PROPERTIES
+        .iter()
+        .map(|name| ((*name).to_owned(), Vec::new()))
+        .collect();
+    for provider in catalog.providers().filter(|p| p.host().is_some()) {
+        for name in HOST_PROPERTIES {
+            if let Some(value) = host_property(provider, name) {
+                values.entry(name.to_owned()).or_default().push(value);
+            }
+        }
+        for (key, value) in provider.attributes() {
+            values.entry(key.clone()).or_default().push(value.clone());
+        }
+    }
+    values
+        .into_iter()
+        .map(|(name, values)| PropertyValues {
+            private: catalog.is_private_property(&name),
+            name,
+            values,
+        })
+        .filter(|property| shown == Shown::All || !property.private)
+        .collect()
 }

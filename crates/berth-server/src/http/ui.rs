@@ -5,9 +5,10 @@
 //! The page itself needs no credentials (it holds no data); everything it shows comes from
 //! calls the browser makes with the caller's token: the Blazar leases and hosts, the Promise
 //! capacity queries and notification feed, and `/ui/api/zones` and `/ui/api/failures`, which
-//! only read the catalog. Assets are served with their content type, `Cache-Control: no-cache`
-//! and an `ETag` (a hash of their bytes, computed at compile time), so a browser revalidates
-//! and gets `304 Not Modified` until the binary changes.
+//! only read the catalog (through `Berth::zones` and `Berth::failures`). Assets are served with
+//! their content type, `Cache-Control: no-cache` and an `ETag` (a hash of their bytes, computed
+//! at compile time), so a browser revalidates and gets `304 Not Modified` until the binary
+//! changes.
 
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -21,9 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::dashboard::{AffectedLease, Failure, FailureList, Zone, ZoneList};
 use berth_api::time::lease_time;
-use berth_core::decide::health::affected_leases;
-use berth_core::query::capacity;
-use berth_core::{Catalog, Provider};
+use berth_core::query::health;
 
 /// One embedded file.
 struct Asset {
@@ -183,33 +182,27 @@ async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Result<Response,
 async fn zones(State(state): State<AppState>, _caller: Caller) -> Result<Json<ZoneList>, ApiError> {
     let zones = state
         .berth
-        .read(|catalog| {
-            capacity::zones(catalog)
-                .into_iter()
-                .map(|z| Zone {
-                    name: z.zone.clone(),
-                    hosts: z.hosts,
-                    hosts_out_of_service: z.hosts_out_of_service,
-                    resource_classes: z.classes.iter().map(|c| c.as_str().to_owned()).collect(),
-                })
-                .collect::<Vec<_>>()
+        .zones()
+        .await?
+        .into_iter()
+        .map(|z| Zone {
+            name: z.zone,
+            hosts: z.hosts,
+            hosts_out_of_service: z.hosts_out_of_service,
+            resource_classes: z.classes.iter().map(|c| c.as_str().to_owned()).collect(),
         })
-        .await?;
+        .collect();
     Ok(Json(ZoneList { zones }))
 }
 
 /// A provider out of service with the leases it affects.
-fn failure(catalog: &Catalog, provider: &Provider) -> Failure {
-    let leases = affected_leases(catalog, provider.uuid())
-        .into_iter()
-        .map(|lease| {
-            let missing_here: u32 = lease
-                .reservations
-                .iter()
-                .flat_map(|r| r.missing.iter())
-                .filter(|(host, _)| *host == provider.uuid())
-                .map(|(_, n)| *n)
-                .sum();
+fn failure(found: &health::Failure<'_>) -> Failure {
+    let provider = found.provider;
+    let leases = found
+        .leases
+        .iter()
+        .map(|affected| {
+            let lease = affected.lease;
             AffectedLease {
                 id: lease.id.uuid(),
                 name: lease.name.clone(),
@@ -218,7 +211,7 @@ fn failure(catalog: &Catalog, provider: &Provider) -> Failure {
                 degraded: lease.degraded,
                 start_date: lease_time(lease.start.as_micros()),
                 end_date: lease_time(lease.end.as_micros()),
-                missing_here,
+                missing_here: affected.missing_here,
             }
         })
         .collect();
@@ -233,15 +226,6 @@ fn failure(catalog: &Catalog, provider: &Provider) -> Failure {
 }
 
 async fn failures(State(state): State<AppState>) -> Result<Json<FailureList>, ApiError> {
-    let providers = state
-        .berth
-        .read(|catalog| {
-            catalog
-                .providers()
-                .filter(|p| !p.is_up())
-                .map(|p| failure(catalog, p))
-                .collect::<Vec<_>>()
-        })
-        .await?;
+    let providers = state.berth.failures(failure).await?;
     Ok(Json(FailureList { providers }))
 }

@@ -20,6 +20,7 @@ use berth_api::common::Link;
 use berth_app::ClaimNode;
 use berth_core::decide::baremetal::Candidates;
 use berth_core::model::baremetal::NodeClaim;
+use berth_core::query::baremetal::{self, ClaimFilter};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -173,7 +174,7 @@ async fn list(
     caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<ClaimList>, ApiError> {
-    let filter = |key: &str| {
+    let uuid_query = |key: &str| {
         query
             .get(key)
             .map(|text| {
@@ -182,23 +183,13 @@ async fn list(
             })
             .transpose()
     };
-    let (node, instance) = (filter("node_uuid")?, filter("instance_uuid")?);
-    let project = caller.project_scope();
-    let claims = state
-        .berth
-        .read(move |catalog| {
-            catalog
-                .claims()
-                .filter(|c| project.as_ref().is_none_or(|p| *p == c.project_id))
-                .filter(|c| node.is_none_or(|n| n == c.node_uuid))
-                .filter(|c| instance.is_none_or(|i| i == c.instance_uuid))
-                .map(claim_json)
-                .collect::<Vec<_>>()
-        })
-        .await?;
-    Ok(Json(ClaimList {
-        reservations: claims,
-    }))
+    let filter = ClaimFilter {
+        viewer: caller.project_scope(),
+        node: uuid_query("node_uuid")?,
+        instance: uuid_query("instance_uuid")?,
+    };
+    let reservations = state.berth.claims(filter, claim_json).await?;
+    Ok(Json(ClaimList { reservations }))
 }
 
 fn claim_uuid(text: &str) -> Result<Uuid, ApiError> {
@@ -216,10 +207,7 @@ async fn show(
     let claim = state
         .berth
         .read(move |catalog| {
-            catalog
-                .claim(uuid)
-                .filter(|c| project.as_ref().is_none_or(|p| *p == c.project_id))
-                .map(claim_json)
+            baremetal::find_claim(catalog, uuid, project.as_deref()).map(claim_json)
         })
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Reservation {uuid} could not be found")))?;

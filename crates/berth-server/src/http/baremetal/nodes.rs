@@ -18,6 +18,7 @@ use berth_api::common::Link;
 use berth_app::EnrollNode;
 use berth_core::decide::baremetal::{NodeChange, find_node};
 use berth_core::model::baremetal::ProvisionState;
+use berth_core::query::baremetal::NodeFilter;
 use berth_core::{AttrValue, Catalog, Provider};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -151,34 +152,29 @@ async fn list(
     caller: Caller,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<NodeList>, ApiError> {
-    let provision =
+    let provision_state =
         match query.get("provision_state") {
             None => None,
             Some(text) => Some(ProvisionState::parse(text).ok_or_else(|| {
                 ApiError::bad_request(format!("Unknown provision_state {text:?}"))
             })?),
         };
-    let maintenance = flag(&query, "maintenance")?;
-    let associated = flag(&query, "associated")?;
-    let class = query.get("resource_class").cloned();
+    let filter = NodeFilter {
+        provision_state,
+        maintenance: flag(&query, "maintenance")?,
+        associated: flag(&query, "associated")?,
+        resource_class: query.get("resource_class").cloned(),
+    };
     let project = caller.project_scope();
     let nodes = state
         .berth
-        .read(move |catalog| {
-            catalog
-                .providers()
-                .filter(|p| {
-                    p.node().is_some_and(|n| {
-                        provision.is_none_or(|s| n.provision_state == s)
-                            && maintenance.is_none_or(|m| p.condition().is_some() == m)
-                            && associated.is_none_or(|a| n.instance_uuid.is_some() == a)
-                            && class.as_ref().is_none_or(|c| *c == n.resource_class)
-                    })
-                })
-                .filter_map(|p| node_json(catalog, p, project.as_deref()))
-                .collect::<Vec<_>>()
+        .nodes(filter, |catalog, provider| {
+            node_json(catalog, provider, project.as_deref())
         })
-        .await?;
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
     Ok(Json(NodeList { nodes }))
 }
 

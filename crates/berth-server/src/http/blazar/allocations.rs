@@ -15,11 +15,12 @@ use berth_api::blazar::{
     PropertyPrivacyEnvelope, ResourceProperty, ResourcePropertyList, SetPropertyPrivacy,
 };
 use berth_api::time::{lease_time, record_time};
-use berth_core::model::ledger::Window;
-use berth_core::query::properties::HOST_PROPERTIES;
-use berth_core::{Catalog, Instant, LeaseId, Provider, ReservationId};
+use berth_core::Provider;
+use berth_core::query::leases::{HoldFilter, Holding, IdFilter};
+use berth_core::query::properties::Shown;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -58,71 +59,48 @@ pub(super) fn register(routes: &mut Routes) {
         .answers::<PropertyPrivacyEnvelope>(200);
 }
 
-/// From `now` on, for ever: current and future holds.
-fn ahead(now: Instant) -> Window {
-    Window::new(now, Instant::from_micros(i64::MAX))
-        .expect("invariant: now is before the end of time")
-}
-
-/// The allocation entry of one host, filtered by lease and reservation ids.
-fn allocation(
-    catalog: &Catalog,
-    provider: &Provider,
-    leases_of: &HashMap<ReservationId, LeaseId>,
-    query: &BTreeMap<String, String>,
-    now: Instant,
-) -> HostAllocation {
-    let mut seen = BTreeSet::new();
-    let reservations = catalog
-        .ledger()
-        .holds_on(provider.uuid(), ahead(now))
-        .into_iter()
-        .filter(|hold| seen.insert(hold.reservation))
-        .filter_map(|hold| {
-            let lease_id = leases_of.get(&hold.reservation)?;
-            let lease = catalog.lease(*lease_id)?;
-            let wanted = query
-                .get("lease_id")
-                .is_none_or(|id| *id == lease.id.to_string())
-                && query
-                    .get("reservation_id")
-                    .is_none_or(|id| *id == hold.reservation.to_string());
-            wanted.then(|| HeldBy {
-                id: hold.reservation.uuid(),
-                lease_id: lease.id.uuid(),
-                start_date: lease_time(hold.window.start().as_micros()),
-                end_date: lease_time(hold.window.end().as_micros()),
-            })
-        })
-        .collect();
-    HostAllocation {
-        resource_id: provider.id().to_string(),
-        reservations,
+/// An id filter of the query: a value that is not an id as Blazar writes it (a lower-case
+/// hyphenated uuid) names nothing, so it keeps nothing.
+fn id_filter(query: &BTreeMap<String, String>, key: &str) -> IdFilter {
+    match query.get(key) {
+        None => IdFilter::Any,
+        Some(text) => match Uuid::parse_str(text) {
+            Ok(id) if id.to_string() == *text => IdFilter::Is(id),
+            _ => IdFilter::Nothing,
+        },
     }
 }
 
-fn leases_of(catalog: &Catalog) -> HashMap<ReservationId, LeaseId> {
-    catalog
-        .leases()
-        .flat_map(|l| l.reservations.iter().map(move |r| (r.id, l.id)))
-        .collect()
+fn hold_filter(query: &BTreeMap<String, String>) -> HoldFilter {
+    HoldFilter {
+        lease: id_filter(query, "lease_id"),
+        reservation: id_filter(query, "reservation_id"),
+    }
+}
+
+/// The allocation entry of one host.
+fn allocation(provider: &Provider, holdings: &[Holding]) -> HostAllocation {
+    HostAllocation {
+        resource_id: provider.id().to_string(),
+        reservations: holdings
+            .iter()
+            .map(|holding| HeldBy {
+                id: holding.reservation.uuid(),
+                lease_id: holding.lease.uuid(),
+                start_date: lease_time(holding.window.start().as_micros()),
+                end_date: lease_time(holding.window.end().as_micros()),
+            })
+            .collect(),
+    }
 }
 
 async fn list(
     State(state): State<AppState>,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Result<Json<HostAllocationList>, ApiError> {
-    let now = state.berth.now();
     let allocations = state
         .berth
-        .read(move |catalog| {
-            let index = leases_of(catalog);
-            catalog
-                .providers()
-                .filter(|p| p.host().is_some())
-                .map(|p| allocation(catalog, p, &index, &query, now))
-                .collect()
-        })
+        .hosts_held(hold_filter(&query), allocation)
         .await?;
     Ok(Json(HostAllocationList { allocations }))
 }
@@ -134,21 +112,9 @@ async fn show(
 ) -> Result<Json<HostAllocationEnvelope>, ApiError> {
     let missing = || ApiError::not_found(format!("Host {id} not found"));
     let host = id.parse::<i64>().map_err(|_| missing())?;
-    let now = state.berth.now();
     let found = state
         .berth
-        .read(move |catalog| {
-            let provider = catalog
-                .provider_by_id(host)
-                .filter(|p| p.host().is_some())?;
-            Some(allocation(
-                catalog,
-                provider,
-                &leases_of(catalog),
-                &query,
-                now,
-            ))
-        })
+        .host_held(host, hold_filter(&query), allocation)
         .await?;
     found
         .map(|allocation| Json(HostAllocationEnvelope { allocation }))
@@ -164,52 +130,31 @@ async fn properties(
             .get(key)
             .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "True" | "yes"))
     };
-    let (detail, all) = (flag("detail"), flag("all"));
-    let (values, private) = state
+    let shown = match flag("all") {
+        true => Shown::All,
+        false => Shown::Public,
+    };
+    let detail = flag("detail");
+    let resource_properties = state
         .berth
-        .read(|catalog| {
-            let mut values: BTreeMap<String, BTreeSet<String>> = HOST_PROPERTIES
-                .iter()
-                .map(|name| ((*name).to_owned(), BTreeSet::new()))
-                .collect();
-            for provider in catalog.providers().filter(|p| p.host().is_some()) {
-                for name in HOST_PROPERTIES {
-                    if let Some(value) =
-                        berth_core::query::properties::host_property(provider, name)
-                    {
-                        values
-                            .entry(name.to_owned())
-                            .or_default()
-                            .insert(show_value(&value));
-                    }
-                }
-                for (key, value) in provider.attributes() {
-                    values
-                        .entry(key.clone())
-                        .or_default()
-                        .insert(show_value(value));
-                }
-            }
-            let private: BTreeSet<String> = values
-                .keys()
-                .filter(|name| catalog.is_private_property(name))
-                .cloned()
-                .collect();
-            (values, private)
-        })
-        .await?;
-    let resource_properties = values
+        .property_values(shown)
+        .await?
         .into_iter()
-        .filter(|(name, _)| all || !private.contains(name))
-        .map(|(name, vals)| ResourceProperty {
-            private: detail.then(|| private.contains(&name)),
-            values: detail.then(|| vals.into_iter().collect()),
-            property: name,
+        .map(|property| ResourceProperty {
+            private: detail.then_some(property.private),
+            values: detail.then(|| shown_values(&property.values)),
+            property: property.name,
         })
         .collect();
     Ok(Json(ResourcePropertyList {
         resource_properties,
     }))
+}
+
+/// A property's values as Blazar shows them: each once, sorted.
+fn shown_values(values: &[berth_core::AttrValue]) -> Vec<String> {
+    let shown: BTreeSet<String> = values.iter().map(show_value).collect();
+    shown.into_iter().collect()
 }
 
 fn show_value(value: &berth_core::AttrValue) -> String {

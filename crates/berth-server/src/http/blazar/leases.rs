@@ -23,7 +23,8 @@ use berth_api::blazar::{
 };
 use berth_api::time::lease_time;
 use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT};
-use berth_core::model::lease::{Lease, LeaseStatus};
+use berth_core::model::lease::LeaseStatus;
+use berth_core::query::leases::{self, LeaseQuery};
 use berth_core::{Catalog, Instant, LeaseId, Span};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -60,10 +61,6 @@ pub(super) fn register(routes: &mut Routes) {
         .answers::<Availability>(200);
 }
 
-fn visible(caller: &Caller, lease: &Lease) -> bool {
-    caller.0.is_admin() || caller.0.project_id == lease.project_id
-}
-
 fn lease_id(text: &str) -> Result<LeaseId, ApiError> {
     Uuid::parse_str(text)
         .map(LeaseId::new)
@@ -72,9 +69,7 @@ fn lease_id(text: &str) -> Result<LeaseId, ApiError> {
 
 /// The lease as the caller may see it, rendered.
 fn render(catalog: &Catalog, caller: &Caller, id: LeaseId) -> Result<LeaseEnvelope, ApiError> {
-    catalog
-        .lease(id)
-        .filter(|lease| visible(caller, lease))
+    leases::find(catalog, id, caller.project_scope().as_deref())
         .map(|lease| LeaseEnvelope {
             lease: wire_lease(lease, catalog),
         })
@@ -100,18 +95,14 @@ async fn list(
     if project.is_some() && !caller.0.is_admin() {
         return Err(ApiError::forbidden());
     }
+    let query = LeaseQuery {
+        viewer: caller.project_scope(),
+        project,
+        status,
+    };
     let leases = state
         .berth
-        .read(move |catalog| {
-            let mut leases: Vec<&Lease> = catalog
-                .leases()
-                .filter(|l| visible(&caller, l))
-                .filter(|l| status.is_none_or(|s| l.status == s))
-                .filter(|l| project.as_ref().is_none_or(|p| *p == l.project_id))
-                .collect();
-            leases.sort_by_key(|l| (l.created_at, l.id));
-            leases.iter().map(|l| wire_lease(l, catalog)).collect()
-        })
+        .leases(query, |catalog, lease| wire_lease(lease, catalog))
         .await?;
     Ok(Json(LeaseList { leases }))
 }
@@ -215,9 +206,10 @@ async fn create(
 
 /// 404 unless the lease exists and the caller may see it.
 async fn check_visible(state: &AppState, caller: &Caller, id: LeaseId) -> Result<(), ApiError> {
+    let scope = caller.project_scope();
     let seen = state
         .berth
-        .read(|c| c.lease(id).is_some_and(|l| visible(caller, l)))
+        .read(|c| leases::find(c, id, scope.as_deref()).is_some())
         .await?;
     match seen {
         true => Ok(()),

@@ -1,7 +1,7 @@
 //! `/allocations/{consumer}`, `POST /allocations` (1.13), `/resource_providers/{uuid}/allocations`
 //! and `POST /reshaper` (1.30).
 
-use super::wire::{find, provider_uuid, respond};
+use super::wire::{no_provider, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::json_bytes;
 use crate::http::routes::Routes;
@@ -17,7 +17,8 @@ use berth_api::placement::{
 };
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
 use berth_core::model::consumer::Allocations;
-use berth_core::{Catalog, Consumer, ResourceClass};
+use berth_core::query::consumers::{self, UNKNOWN_CONSUMER_TYPE};
+use berth_core::{Catalog, ResourceClass};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -305,7 +306,7 @@ fn consumer_body(catalog: &Catalog, uuid: Uuid, mv: Microversion) -> ConsumerAll
             consumer
                 .consumer_type
                 .clone()
-                .unwrap_or_else(|| "unknown".to_owned())
+                .unwrap_or_else(|| UNKNOWN_CONSUMER_TYPE.to_owned())
         }),
     }
 }
@@ -332,12 +333,25 @@ async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn provider_entry(consumer: &Consumer, provider: Uuid, mv: Microversion) -> Option<ConsumerPart> {
-    let by_class = consumer.allocations.get(&provider)?;
-    Some(ConsumerPart {
-        resources: amounts(by_class),
-        consumer_generation: mv.at_least(28).then_some(consumer.generation),
-    })
+fn provider_body(
+    found: &consumers::ProviderAllocations<'_>,
+    mv: Microversion,
+) -> ProviderAllocations {
+    let allocations = found
+        .held
+        .iter()
+        .map(|held| {
+            let entry = ConsumerPart {
+                resources: amounts(held.resources),
+                consumer_generation: mv.at_least(28).then_some(held.generation),
+            };
+            (held.consumer.to_string(), entry)
+        })
+        .collect();
+    ProviderAllocations {
+        allocations,
+        resource_provider_generation: found.provider.generation(),
+    }
 }
 
 async fn provider(
@@ -348,20 +362,9 @@ async fn provider(
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
-        .read(|catalog| {
-            let found = find(catalog, uuid)?;
-            let allocations = catalog
-                .consumers()
-                .filter_map(|(id, consumer)| {
-                    provider_entry(consumer, uuid, mv).map(|entry| (id.to_string(), entry))
-                })
-                .collect();
-            Ok::<_, ApiError>(ProviderAllocations {
-                allocations,
-                resource_provider_generation: found.generation(),
-            })
-        })
-        .await??;
+        .provider_allocations(uuid, |found| provider_body(found, mv))
+        .await?
+        .ok_or_else(|| no_provider(uuid))?;
     Ok(respond(mv, state.berth.now(), &body))
 }
 

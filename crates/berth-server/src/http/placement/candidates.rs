@@ -1,10 +1,10 @@
-//! `GET /allocation_candidates` (1.10): request parsing with Placement's microversion gates and
-//! messages, and the response shapes of every microversion.
+//! `GET /allocation_candidates` (1.10): the query string parsed into a request with
+//! Placement's microversion gates and messages, answered by `Berth::allocation_candidates`, and
+//! the response shapes of every microversion, written straight from the borrowed catalog.
 
 use super::query;
 use super::wire::caching_headers;
 use crate::http::error::ApiError;
-use crate::http::rejection::to_api_error;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
@@ -14,11 +14,11 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 use berth_api::placement::AllocationCandidates;
-use berth_core::decide::fence::FencePolicy;
-use berth_core::model::lease::ReservationSpec;
-use berth_core::query::candidates::{self, CandidateQuery, Candidates, Group, GroupPolicy};
+use berth_core::query::candidate_request::{CandidateRequest, Unanswerable, check_group_count};
+use berth_core::query::candidates::{self, Candidates, Group, GroupPolicy};
+use berth_core::query::names::Names;
 use berth_core::query::providers::TraitFilter;
-use berth_core::{Catalog, Provider, Rejection, ReservationId, ResourceClass, limits};
+use berth_core::{Catalog, Provider, ReservationId, ResourceClass};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -75,11 +75,6 @@ fn unexpected(key: &str) -> ApiError {
     ))
 }
 
-struct Parsed {
-    query: CandidateQuery,
-    requested: BTreeSet<ResourceClass>,
-}
-
 #[derive(Default)]
 struct RawGroup<'p> {
     resources: Option<&'p str>,
@@ -88,30 +83,18 @@ struct RawGroup<'p> {
     in_tree: Option<&'p str>,
 }
 
-/// How many groups the request names; 400 when more than [`limits::REQUEST_GROUPS_MAX`],
-/// before any work is done on them.
-fn check_groups(pairs: &[(String, String)], mv: Microversion) -> Result<usize, ApiError> {
+/// Refuses a request of more groups than the core allows, before any work is done on them.
+fn check_groups(pairs: &[(String, String)], mv: Microversion) -> Result<(), ApiError> {
     let groups: BTreeSet<&str> = pairs
         .iter()
         .filter_map(|(key, _)| group_key(key, mv).map(|(_, suffix)| suffix))
         .collect();
-    match groups.len() <= limits::REQUEST_GROUPS_MAX {
-        true => Ok(groups.len()),
-        false => Err(to_api_error(&Rejection::LimitExceeded {
-            limit: "request_groups",
-            max: limits::REQUEST_GROUPS_MAX as u64,
-            got: groups.len() as u64,
-        })),
-    }
+    Ok(check_group_count(groups.len())?)
 }
 
-fn parse(
-    pairs: &[(String, String)],
-    mv: Microversion,
-    catalog: &Catalog,
-    fence: FencePolicy,
-    now: berth_core::Instant,
-) -> Result<Parsed, ApiError> {
+/// Parses the query string into a request; what needs the catalog (the names, the presented
+/// reservation) is the core's, when the request is answered.
+fn parse(pairs: &[(String, String)], mv: Microversion) -> Result<CandidateRequest, ApiError> {
     let mut raw: BTreeMap<&str, RawGroup<'_>> = BTreeMap::new();
     let (mut limit, mut policy, mut root_required, mut same_subtree) =
         (None, None, Vec::new(), Vec::new());
@@ -137,44 +120,15 @@ fn parse(
         }
     }
     let same_subtree = parse_same_subtree(&same_subtree, &raw)?;
+    let mut names = Names::default();
     let mut groups = Vec::with_capacity(raw.len());
     for (suffix, group) in &raw {
-        groups.push(parse_group(suffix, group, mv, catalog, &same_subtree)?);
+        groups.push(parse_group(suffix, group, mv, &same_subtree, &mut names)?);
     }
-    if let Some(reservation) = reservation {
-        present(catalog, ReservationId::new(reservation), &mut groups, now)?;
-    }
-    let within = confined_to(catalog, reservation.map(ReservationId::new), &groups);
-    let unreserved = fence == FencePolicy::Enforced && within.is_none() && !preemptible;
-    let presented = presented_aggregates(catalog, &groups);
-    let mut requested = BTreeSet::new();
-    for group in &groups {
-        requested.extend(group.resources.iter().map(|(class, _)| class.clone()));
-    }
-    if groups.iter().all(|g| g.resources.is_empty()) {
-        let error = match mv.at_least(36) {
-            true => ApiError::bad_request(
-                "There must be at least one resources or resources[$S] parameter.",
-            )
-            .with_code("placement.query.missing_value"),
-            false => ApiError::bad_request(
-                "Invalid query string parameters: 'resources' is a required property",
-            ),
-        };
-        return Err(error);
-    }
-    let with_resources = groups
-        .iter()
-        .filter(|g| !g.is_unsuffixed() && !g.resources.is_empty())
-        .count();
     let group_policy = match policy {
-        None if with_resources > 1 => {
-            return Err(ApiError::bad_request(
-                "The \"group_policy\" parameter is required when specifying more than one \"resources{N}\" parameter.",
-            ));
-        }
-        None | Some("none") => GroupPolicy::None,
-        Some("isolate") => GroupPolicy::Isolate,
+        None => None,
+        Some("none") => Some(GroupPolicy::None),
+        Some("isolate") => Some(GroupPolicy::Isolate),
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "Invalid query string parameters: '{other}' is not one of ['none', 'isolate']"
@@ -189,32 +143,34 @@ fn parse(
             ))),
         })
         .transpose()?;
-    let root_required = parse_root_required(&root_required, mv, catalog)?;
-    let query = CandidateQuery {
+    let mut root_names = Names::default();
+    let root_required = parse_root_required(&root_required, mv, &mut root_names)?;
+    Ok(CandidateRequest {
         groups,
         group_policy,
         root_required,
         same_subtree,
         limit,
         nested_aware: mv.at_least(29),
-        unreserved,
-        within,
-        presented,
-    };
-    Ok(Parsed { query, requested })
+        reservation: reservation.map(ReservationId::new),
+        preemptible,
+        names,
+        root_names,
+    })
 }
 
 fn parse_group(
     suffix: &str,
     raw: &RawGroup<'_>,
     mv: Microversion,
-    catalog: &Catalog,
     same_subtree: &[Vec<String>],
+    names: &mut Names,
 ) -> Result<Group, ApiError> {
     let resources = match raw.resources {
-        Some(text) => query::resources(text, catalog)?,
+        Some(text) => query::resources(text)?,
         None => Vec::new(),
     };
+    names.classes(resources.iter().map(|(class, _)| class.clone()));
     if resources.is_empty() && !suffix.is_empty() {
         let named = same_subtree.iter().flatten().any(|s| s == suffix);
         if !(mv.at_least(36) && named) {
@@ -236,7 +192,11 @@ fn parse_group(
     }
     let traits = match raw.required.is_empty() {
         true => TraitFilter::default(),
-        false => query::required(raw.required.iter().copied(), mv, catalog)?,
+        false => {
+            let (traits, named) = query::required(raw.required.iter().copied(), mv)?;
+            names.traits(named);
+            traits
+        }
     };
     Ok(Group {
         suffix: suffix.to_owned(),
@@ -267,73 +227,26 @@ fn parse_preemptible(value: &str, mv: Microversion) -> Result<bool, ApiError> {
     }
 }
 
-/// `reservation=<id>` (a berth extension): the request presents a running reservation, so it
-/// gets candidates only inside it: a host reservation's aggregate, or an instance
-/// reservation's class (one slot).
-fn present(
-    catalog: &Catalog,
-    reservation: ReservationId,
-    groups: &mut [Group],
-    now: berth_core::Instant,
-) -> Result<(), ApiError> {
-    let (_, found) =
-        berth_core::query::presentation::check_presented(catalog, reservation, None, now)
-            .map_err(ApiError::from)?;
-    let Some(group) = groups.iter_mut().min_by_key(|g| !g.is_unsuffixed()) else {
-        return Ok(());
-    };
-    match found.spec {
-        ReservationSpec::Host { .. } => {
-            let aggregate = berth_core::model::fence::reservation_aggregate(reservation);
-            group.member_of.required.push(BTreeSet::from([aggregate]));
-        }
-        ReservationSpec::Instance { .. } => {
-            let class = berth_core::model::fence::reservation_class(reservation);
-            group.resources.push((catalog.interned_class(&class), 1));
-        }
-        ReservationSpec::FloatingIp { .. } => {
-            return Err(ApiError::bad_request(format!(
-                "Reservation {reservation} reserves floating IPs, not placement capacity"
-            )));
-        }
+/// Why the core could not answer a request as asked, in Placement's words.
+fn unanswerable(error: Unanswerable, mv: Microversion) -> ApiError {
+    match error {
+        Unanswerable::Rejected(rejection) => query::refusal(rejection),
+        Unanswerable::PresentsAddresses(reservation) => ApiError::bad_request(format!(
+            "Reservation {reservation} reserves floating IPs, not placement capacity"
+        )),
+        Unanswerable::NoResources => match mv.at_least(36) {
+            true => ApiError::bad_request(
+                "There must be at least one resources or resources[$S] parameter.",
+            )
+            .with_code("placement.query.missing_value"),
+            false => ApiError::bad_request(
+                "Invalid query string parameters: 'resources' is a required property",
+            ),
+        },
+        Unanswerable::GroupPolicyMissing => ApiError::bad_request(
+            "The \"group_policy\" parameter is required when specifying more than one \"resources{N}\" parameter.",
+        ),
     }
-    Ok(())
-}
-
-/// The instance reservation a query presents (named, or by its class): it gets no more than
-/// the reservation holds on each host.
-fn confined_to(
-    catalog: &Catalog,
-    named: Option<ReservationId>,
-    groups: &[Group],
-) -> Option<ReservationId> {
-    named
-        .or_else(|| {
-            groups
-                .iter()
-                .flat_map(|g| g.resources.iter())
-                .find_map(|(class, _)| berth_core::model::fence::reservation_of_class(class))
-        })
-        .filter(|id| {
-            berth_core::query::presentation::find(catalog, *id)
-                .is_some_and(|(_, r)| matches!(r.spec, ReservationSpec::Instance { .. }))
-        })
-}
-
-/// The reservation aggregates a query names in `member_of`: providers in them are offered as
-/// to their holder (the rest of the query stays fenced).
-fn presented_aggregates(catalog: &Catalog, groups: &[Group]) -> BTreeSet<Uuid> {
-    groups
-        .iter()
-        .flat_map(|g| g.member_of.required.iter().flatten())
-        // A reservation's aggregate has the reservation's id.
-        .filter(|agg| {
-            catalog
-                .lease_of_reservation(ReservationId::new(**agg))
-                .is_some()
-        })
-        .copied()
-        .collect()
 }
 
 fn parse_same_subtree(
@@ -363,22 +276,26 @@ fn parse_same_subtree(
 fn parse_root_required(
     values: &[&str],
     mv: Microversion,
-    catalog: &Catalog,
+    names: &mut Names,
 ) -> Result<TraitFilter, ApiError> {
     match values {
         [] => Ok(TraitFilter::default()),
         [value] if value.starts_with("in:") => Err(ApiError::bad_request(format!(
             "Invalid query string parameters: 'in:' is not allowed in root_required: {value}"
         ))),
-        [value] => query::required(std::iter::once(*value), mv, catalog).map_err(|e| {
-            let conflict = value
-                .split(',')
-                .any(|t| value.split(',').any(|u| u.strip_prefix('!') == Some(t)));
-            match conflict {
-                true => e.with_code(BAD_VALUE),
-                false => e,
-            }
-        }),
+        [value] => {
+            let (traits, named) = query::required(std::iter::once(*value), mv).map_err(|e| {
+                let conflict = value
+                    .split(',')
+                    .any(|t| value.split(',').any(|u| u.strip_prefix('!') == Some(t)));
+                match conflict {
+                    true => e.with_code(BAD_VALUE),
+                    false => e,
+                }
+            })?;
+            names.traits(named);
+            Ok(traits)
+        }
         _ => Err(ApiError::bad_request(
             "Query parameter 'root_required' may be specified only once.",
         )
@@ -493,14 +410,14 @@ impl Json {
         &mut self,
         provider: &Provider,
         mv: Microversion,
-        requested: &BTreeSet<ResourceClass>,
+        requested: &BTreeSet<&ResourceClass>,
     ) {
         self.uuid(provider.uuid());
         self.raw(":{\"resources\":{");
         let classes = provider
             .inventories()
             .iter()
-            .filter(|(class, _)| mv.at_least(27) || requested.contains(*class));
+            .filter(|(class, _)| mv.at_least(27) || requested.contains(class));
         for (idx, (class, record)) in classes.enumerate() {
             if idx > 0 {
                 self.raw(",");
@@ -541,7 +458,7 @@ fn render(
     catalog: &Catalog,
     found: &Candidates,
     mv: Microversion,
-    requested: &BTreeSet<ResourceClass>,
+    requested: &BTreeSet<&ResourceClass>,
 ) -> Vec<u8> {
     let mut json = Json {
         out: Vec::with_capacity(512 * found.candidates.len() + 64),
@@ -598,29 +515,16 @@ async fn list(
 ) -> Result<Response, ApiError> {
     mv.require(10)?;
     let pairs = query::pairs(raw.as_deref())?;
-    let groups = check_groups(&pairs, mv)?;
-    let fence = state.berth.fence_policy();
-    let now = state.berth.now();
-    let answer = move |catalog: &Catalog, stop: &dyn Fn() -> bool| {
-        let parsed = parse(&pairs, mv, catalog, fence, now)?;
-        let found = candidates::allocation_candidates_within(catalog, &parsed.query, stop);
-        Ok::<_, ApiError>((
-            render(catalog, &found, mv, &parsed.requested),
-            found.truncated,
-        ))
-    };
-    // One group visits each tree once (what Nova sends most): answered in place, from the
-    // catalog. Several groups combine options and may search long: on a snapshot, off the
-    // runtime threads, within the search budget.
-    let (bytes, truncated) = match groups {
-        0 | 1 => {
-            state
-                .berth
-                .read(move |catalog| answer(catalog, &|| false))
-                .await??
-        }
-        _ => state.berth.search(answer).await??,
-    };
+    check_groups(&pairs, mv)?;
+    let request = parse(&pairs, mv)?;
+    let answer = state
+        .berth
+        .allocation_candidates(request, move |catalog, query, found| {
+            let requested = query.requested_classes();
+            (render(catalog, found, mv, &requested), found.truncated)
+        })
+        .await?;
+    let (bytes, truncated) = answer.map_err(|error| unanswerable(error, mv))?;
     let mut response = Response::new(Body::from(bytes));
     let headers = response.headers_mut();
     headers.insert(

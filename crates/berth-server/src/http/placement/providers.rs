@@ -19,9 +19,10 @@ use berth_api::placement::{
 };
 use berth_api::status::{ProviderCondition, StatusChange};
 use berth_app::CreateProvider;
+use berth_core::Provider;
 use berth_core::decide::inventory::Reparenting;
+use berth_core::query::names::Names;
 use berth_core::query::providers::ProviderFilter;
-use berth_core::{Catalog, Provider};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -160,11 +161,12 @@ pub(crate) fn representation(provider: &Provider, mv: Microversion) -> ResourceP
     }
 }
 
+/// The list's filters, and the classes and traits they name (checked against the catalog when
+/// the list is read).
 fn filter(
     pairs: &[(String, String)],
     mv: Microversion,
-    catalog: &Catalog,
-) -> Result<ProviderFilter, ApiError> {
+) -> Result<(ProviderFilter, Names), ApiError> {
     let mut allowed = vec!["name", "uuid"];
     for (minor, key) in [
         (3, "member_of"),
@@ -189,13 +191,17 @@ fn filter(
         member_of: query::member_of(query::values(pairs, "member_of"), mv)?,
         ..ProviderFilter::default()
     };
+    let mut names = Names::default();
     if let Some(text) = last("resources") {
-        filter.resources = query::resources(text, catalog)?;
+        filter.resources = query::resources(text)?;
+        names.classes(filter.resources.iter().map(|(class, _)| class.clone()));
     }
     if query::values(pairs, "required").next().is_some() {
-        filter.traits = query::required(query::values(pairs, "required"), mv, catalog)?;
+        let (traits, named) = query::required(query::values(pairs, "required"), mv)?;
+        filter.traits = traits;
+        names.traits(named);
     }
-    Ok(filter)
+    Ok((filter, names))
 }
 
 async fn list(
@@ -204,17 +210,13 @@ async fn list(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let pairs = query::pairs(raw.as_deref())?;
-    let body = state
+    let (filter, names) = filter(&pairs, mv)?;
+    let resource_providers = state
         .berth
-        .read(|catalog| {
-            let filter = filter(&pairs, mv, catalog)?;
-            let resource_providers = filter
-                .select(catalog)
-                .map(|p| representation(p, mv))
-                .collect();
-            Ok::<_, ApiError>(ResourceProviderList { resource_providers })
-        })
-        .await??;
+        .resource_providers(filter, names, |p| representation(p, mv))
+        .await
+        .map_err(query::read_error)?;
+    let body = ResourceProviderList { resource_providers };
     Ok(respond(mv, state.berth.now(), &body))
 }
 

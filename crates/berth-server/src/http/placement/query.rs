@@ -1,10 +1,15 @@
 //! Query-string parameters of the Placement API, parsed exactly as Placement parses them,
 //! including their microversion gates and error messages.
+//!
+//! Parsing needs no catalog: whether the classes and traits a query names exist is asked with
+//! the query (`berth_core::query::names::Names`), and a refusal comes back through [`refusal`]
+//! in Placement's words.
 
 use crate::http::error::ApiError;
 use crate::http::surface::Microversion;
+use berth_app::AppError;
 use berth_core::query::providers::{MemberOf, TraitFilter};
-use berth_core::{Catalog, ResourceClass, TraitName};
+use berth_core::{Rejection, ResourceClass, TraitName};
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
@@ -89,8 +94,8 @@ pub fn member_of<'a>(
     Ok(filter)
 }
 
-/// Parses `resources=RC:N,...`, checking classes against the catalog.
-pub fn resources(text: &str, catalog: &Catalog) -> Result<Vec<(ResourceClass, u64)>, ApiError> {
+/// Parses `resources=RC:N,...`, in the order written.
+pub fn resources(text: &str) -> Result<Vec<(ResourceClass, u64)>, ApiError> {
     let malformed = || {
         ApiError::bad_request(format!(
             "Badly formed resources parameter. Expected resources query string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {text}."
@@ -106,13 +111,7 @@ pub fn resources(text: &str, catalog: &Catalog) -> Result<Vec<(ResourceClass, u6
                 "Requested resource {name} expected positive integer amount. Got: {amount}."
             )));
         }
-        let class = ResourceClass::parse(name)
-            .filter(|class| catalog.has_resource_class(class))
-            .ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "Invalid resource class in resources parameter: No such resource class {name}."
-                ))
-            })?;
+        let class = ResourceClass::parse(name).ok_or_else(|| unknown_class(name))?;
         if out.iter().any(|(existing, _)| *existing == class) {
             return Err(ApiError::bad_request(format!(
                 "Badly formed resources parameter: resource class {name} is given more than once."
@@ -126,29 +125,33 @@ pub fn resources(text: &str, catalog: &Catalog) -> Result<Vec<(ResourceClass, u6
     Ok(out)
 }
 
+fn unknown_class(name: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "Invalid resource class in resources parameter: No such resource class {name}."
+    ))
+}
+
 /// Parses every `required` value: `!` forbidden from 1.22, `in:` any-of and repetition from 1.39
-/// (below 1.39 the last value wins). Unknown traits and conflicts are refused.
+/// (below 1.39 the last value wins); conflicts are refused. Returns the filter and every trait
+/// it names, as named (in order, with repeats), for the catalog to check.
 pub fn required<'a>(
     raw: impl Iterator<Item = &'a str>,
     mv: Microversion,
-    catalog: &Catalog,
-) -> Result<TraitFilter, ApiError> {
+) -> Result<(TraitFilter, Vec<TraitName>), ApiError> {
     let raw: Vec<&str> = raw.collect();
     let values: &[&str] = match mv.at_least(39) {
         true => &raw,
         false => raw.last().map(std::slice::from_ref).unwrap_or(&[]),
     };
     let mut filter = TraitFilter::default();
-    let mut unknown = Vec::new();
-    let mut check = |name: &str| -> Result<TraitName, ApiError> {
+    let mut named = Vec::new();
+    let mut parse = |name: &str| -> Result<TraitName, ApiError> {
         let parsed = TraitName::parse(name).ok_or_else(|| {
             ApiError::bad_request(format!(
                 "Invalid query string parameters: Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {name}"
             ))
         })?;
-        if !catalog.has_trait(&parsed) {
-            unknown.push(name.to_owned());
-        }
+        named.push(parsed.clone());
         Ok(parsed)
     };
     for value in values {
@@ -160,7 +163,7 @@ pub fn required<'a>(
                         "Invalid query string parameters: Forbidden traits are not allowed in 'in:' lists. Got: {value}"
                     )));
                 }
-                any.insert(check(name.trim())?);
+                any.insert(parse(name.trim())?);
             }
             filter.any_of.push(any);
             continue;
@@ -169,19 +172,13 @@ pub fn required<'a>(
             let name = name.trim();
             match name.strip_prefix('!') {
                 Some(forbidden) if mv.at_least(22) => {
-                    filter.forbidden.insert(check(forbidden)?);
+                    filter.forbidden.insert(parse(forbidden)?);
                 }
                 _ => {
-                    filter.all_of.insert(check(name)?);
+                    filter.all_of.insert(parse(name)?);
                 }
             }
         }
-    }
-    if !unknown.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "No such trait(s): {}",
-            unknown.join(", ")
-        )));
     }
     if let Some(conflict) = filter.conflict() {
         return Err(ApiError::bad_request(format!(
@@ -189,7 +186,25 @@ pub fn required<'a>(
             conflict.as_str()
         )));
     }
-    Ok(filter)
+    Ok((filter, named))
+}
+
+/// A query refused for what it names, in Placement's words: a resource class the catalog does
+/// not know as Placement names it in a query; any other rejection (unknown traits among them)
+/// as usual.
+pub fn refusal(rejection: Rejection) -> ApiError {
+    match rejection {
+        Rejection::UnknownResourceClass(name) => unknown_class(&name),
+        other => other.into(),
+    }
+}
+
+/// A read's error, with [`refusal`]'s words for a rejection.
+pub fn read_error(error: AppError) -> ApiError {
+    match error {
+        AppError::Rejected(rejection) => refusal(rejection),
+        other => other.into(),
+    }
 }
 
 /// Parses a uuid-valued parameter.
@@ -203,6 +218,8 @@ pub fn uuid_param(key: &str, value: &str) -> Result<Uuid, ApiError> {
 mod tests {
     use super::*;
     use axum::http::StatusCode;
+    use berth_core::Catalog;
+    use berth_core::query::names::Names;
 
     fn mv(minor: u16) -> Microversion {
         // Only the negotiation code builds microversions; tests go through it as well.
@@ -240,13 +257,33 @@ mod tests {
         );
     }
 
+    /// Parses `resources` and checks its classes against `catalog`.
+    fn checked_resources(text: &str, catalog: &Catalog) -> Result<usize, ApiError> {
+        let parsed = resources(text)?;
+        let mut names = Names::default();
+        names.classes(parsed.iter().map(|(class, _)| class.clone()));
+        names.check(catalog).map_err(refusal)?;
+        Ok(parsed.len())
+    }
+
+    /// Parses `required` and checks its traits against `catalog`.
+    fn checked_required<'a>(
+        raw: impl Iterator<Item = &'a str>,
+        mv: Microversion,
+        catalog: &Catalog,
+    ) -> Result<TraitFilter, ApiError> {
+        let (filter, named) = required(raw, mv)?;
+        let mut names = Names::default();
+        names.traits(named);
+        names.check(catalog).map_err(refusal)?;
+        Ok(filter)
+    }
+
     #[test]
     fn resources_and_traits_are_checked() {
         let catalog = Catalog::new();
         assert_eq!(
-            resources("VCPU:2,MEMORY_MB:2048", &catalog)
-                .expect("ok")
-                .len(),
+            checked_resources("VCPU:2,MEMORY_MB:2048", &catalog).expect("ok"),
             2
         );
         for bad in [
@@ -257,18 +294,18 @@ mod tests {
             "VCPU:1,VCPU:2",
             "",
         ] {
-            assert!(resources(bad, &catalog).is_err(), "{bad}");
+            assert!(checked_resources(bad, &catalog).is_err(), "{bad}");
         }
-        let filter = required(
+        let filter = checked_required(
             ["HW_CPU_X86_AVX2,!HW_CPU_X86_SSE"].into_iter(),
             mv(22),
             &catalog,
         )
         .expect("ok");
         assert_eq!(filter.forbidden.len(), 1);
-        assert!(required(["CUSTOM_NOPE"].into_iter(), mv(39), &catalog).is_err());
+        assert!(checked_required(["CUSTOM_NOPE"].into_iter(), mv(39), &catalog).is_err());
         assert!(
-            required(
+            checked_required(
                 ["HW_CPU_X86_AVX2,!HW_CPU_X86_AVX2"].into_iter(),
                 mv(39),
                 &catalog
@@ -276,21 +313,21 @@ mod tests {
             .is_err()
         );
         assert!(
-            required(
+            checked_required(
                 ["in:HW_CPU_X86_AVX2,!HW_CPU_X86_SSE"].into_iter(),
                 mv(39),
                 &catalog
             )
             .is_err()
         );
-        let any = required(
+        let any = checked_required(
             ["in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE", "HW_CPU_X86_AVX"].into_iter(),
             mv(39),
             &catalog,
         )
         .expect("ok");
         assert_eq!((any.any_of.len(), any.all_of.len()), (1, 1));
-        let last_wins = required(
+        let last_wins = checked_required(
             ["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"].into_iter(),
             mv(38),
             &catalog,

@@ -13,7 +13,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::placement::{CreateResourceClass, Link, ResourceClassList};
 use berth_core::ResourceClass;
-use berth_core::model::name::STANDARD_RESOURCE_CLASSES;
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -70,20 +69,10 @@ fn representation(name: &str) -> berth_api::placement::ResourceClass {
 
 async fn list(State(state): State<AppState>, mv: Microversion) -> Result<Response, ApiError> {
     mv.require(2)?;
-    let body = state
-        .berth
-        .read(|catalog| {
-            let names = STANDARD_RESOURCE_CLASSES.iter().copied().chain(
-                catalog
-                    .custom_resource_classes()
-                    .iter()
-                    .map(ResourceClass::as_str),
-            );
-            ResourceClassList {
-                resource_classes: names.map(representation).collect(),
-            }
-        })
-        .await?;
+    let names = state.berth.resource_classes().await?;
+    let body = ResourceClassList {
+        resource_classes: names.iter().map(|name| representation(name)).collect(),
+    };
     Ok(respond(mv, state.berth.now(), &body))
 }
 

@@ -13,6 +13,7 @@ use axum::extract::{Path, RawQuery};
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use berth_api::placement::{ProviderTraits, PutTraits, TraitList};
+use berth_core::query::names::{NameFilter, TraitQuery};
 use berth_core::{Provider, TraitName};
 use std::collections::BTreeSet;
 
@@ -86,7 +87,7 @@ async fn list(
     mv.require(6)?;
     let pairs = query::pairs(raw.as_deref())?;
     query::only(&pairs, &["name", "associated"])?;
-    let name = query::values(&pairs, "name").last().map(str::to_owned);
+    let name = query::values(&pairs, "name").last();
     let associated = match query::values(&pairs, "associated").last() {
         None => None,
         Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
@@ -97,18 +98,13 @@ async fn list(
             )));
         }
     };
-    let matcher: Box<dyn Fn(&str) -> bool + Send + Sync> = match name.as_deref() {
-        None => Box::new(|_| true),
+    let name = match name {
+        None => NameFilter::Any,
         Some(text) => match (text.strip_prefix("in:"), text.strip_prefix("startswith:")) {
             (Some(list), _) => {
-                let wanted: BTreeSet<String> =
-                    list.split(',').map(|s| s.trim().to_owned()).collect();
-                Box::new(move |n| wanted.contains(n))
+                NameFilter::In(list.split(',').map(|s| s.trim().to_owned()).collect())
             }
-            (_, Some(prefix)) => {
-                let prefix = prefix.to_owned();
-                Box::new(move |n| n.starts_with(&prefix))
-            }
+            (_, Some(prefix)) => NameFilter::StartsWith(prefix.to_owned()),
             _ => {
                 return Err(ApiError::bad_request(format!(
                     "Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{text}\""
@@ -116,24 +112,8 @@ async fn list(
             }
         },
     };
-    let body = state
-        .berth
-        .read(|catalog| {
-            let used: BTreeSet<&str> = catalog
-                .providers()
-                .flat_map(|p| p.traits().iter().map(TraitName::as_str))
-                .collect();
-            let traits = catalog
-                .all_traits()
-                .into_iter()
-                .filter(|n| matcher(n))
-                .filter(|n| associated.is_none_or(|want| used.contains(n) == want))
-                .map(str::to_owned)
-                .collect();
-            TraitList { traits }
-        })
-        .await?;
-    Ok(respond(mv, state.berth.now(), &body))
+    let traits = state.berth.traits(TraitQuery { name, associated }).await?;
+    Ok(respond(mv, state.berth.now(), &TraitList { traits }))
 }
 
 async fn show(

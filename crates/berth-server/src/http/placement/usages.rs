@@ -12,6 +12,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::Method;
 use axum::response::Response;
 use berth_api::placement::{ConsumerTypeUsage, Usages, UsagesBy};
+use berth_core::ResourceClass;
+use berth_core::query::consumers::{Usage, UsageQuery};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -45,59 +47,44 @@ async fn usages(
             "Invalid query string parameters: 'project_id' is a required property",
         )
     })?;
-    let user = last("user_id");
-    let wanted_type = last("consumer_type");
-    let body = state
-        .berth
-        .read(|catalog| {
-            // type -> (class -> used, consumer count)
-            let mut by_type: BTreeMap<String, (BTreeMap<String, u64>, u64)> = BTreeMap::new();
-            for (_, consumer) in catalog.consumers() {
-                let kind = consumer
-                    .consumer_type
-                    .clone()
-                    .unwrap_or_else(|| "unknown".to_owned());
-                let type_matches = match wanted_type.as_deref() {
-                    None | Some("all") => true,
-                    Some(wanted) => wanted == kind,
-                };
-                if consumer.project_id != project
-                    || user.as_ref().is_some_and(|u| *u != consumer.user_id)
-                    || !type_matches
-                {
-                    continue;
-                }
-                let (classes, count) = by_type.entry(kind).or_default();
-                *count += 1;
-                for (_, class, amount) in consumer.entries() {
-                    *classes.entry(class.as_str().to_owned()).or_insert(0) += amount;
-                }
-            }
-            if !mv.at_least(38) {
-                let mut flat: BTreeMap<String, u64> = BTreeMap::new();
-                for (classes, _) in by_type.values() {
-                    for (class, amount) in classes {
-                        *flat.entry(class.clone()).or_insert(0) += amount;
-                    }
-                }
-                return Usages {
-                    usages: UsagesBy::Class(flat),
-                };
-            }
-            let grouped = by_type
-                .into_iter()
-                .map(|(kind, (classes, consumer_count))| {
-                    let usage = ConsumerTypeUsage {
-                        consumer_count,
-                        classes,
-                    };
-                    (kind, usage)
-                })
-                .collect();
-            Usages {
-                usages: UsagesBy::ConsumerType(grouped),
-            }
+    let consumer_type = match last("consumer_type") {
+        Some(kind) if kind == "all" => None,
+        kind => kind,
+    };
+    let query = UsageQuery {
+        project,
+        user: last("user_id"),
+        consumer_type,
+    };
+    let usage = state.berth.usage(query).await?;
+    Ok(respond(mv, state.berth.now(), &body(&usage, mv)))
+}
+
+/// The usages body: totals by class before 1.38, by consumer type from it.
+fn body(usage: &Usage, mv: Microversion) -> Usages {
+    let amounts = |classes: &BTreeMap<ResourceClass, u64>| -> BTreeMap<String, u64> {
+        classes
+            .iter()
+            .map(|(class, amount)| (class.as_str().to_owned(), *amount))
+            .collect()
+    };
+    if !mv.at_least(38) {
+        return Usages {
+            usages: UsagesBy::Class(amounts(&usage.total())),
+        };
+    }
+    let grouped = usage
+        .by_type
+        .iter()
+        .map(|(kind, by_type)| {
+            let usage = ConsumerTypeUsage {
+                consumer_count: by_type.consumers,
+                classes: amounts(&by_type.classes),
+            };
+            (kind.clone(), usage)
         })
-        .await?;
-    Ok(respond(mv, state.berth.now(), &body))
+        .collect();
+    Usages {
+        usages: UsagesBy::ConsumerType(grouped),
+    }
 }
