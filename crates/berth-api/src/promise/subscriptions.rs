@@ -1,5 +1,7 @@
-//! Subscriptions, undelivered notifications and the notification feed.
+//! Subscriptions and the requests that make them, undelivered notifications and the
+//! notification feed.
 
+use crate::promise::{Count, ReservationFilterItem, Text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -162,4 +164,103 @@ pub struct Feed {
     pub notifications: Vec<FeedEntry>,
     /// The cursor to ask after next.
     pub next: u64,
+}
+
+/// How notifications are signed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Authentication {
+    /// The secret notifications are signed with (HMAC-SHA256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
+}
+
+/// The condition of a capacity threshold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ThresholdRequest {
+    /// The condition, nested as answers show it; when given, the members beside it are
+    /// ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<Box<ThresholdRequest>>,
+    /// `available`, `reserved`, `allocated` or `total` (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_info: Option<Text>,
+    /// `lt`, `le`, `gt`, `ge` or `eq` (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Text>,
+    /// The value compared with, not negative (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Count>,
+}
+
+/// The input of `POST /promise/capacity/{kind}/subscribe` (`kind`: `compute`, `network` or
+/// `storage`). Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeCapacity {
+    /// On `compute` (required there): `numCpuCores`, `virtualMemSize` or `virtualDisk`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_resource_type_id: Option<Text>,
+    /// On `network` (required there): `publicIps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_resource_type_id: Option<Text>,
+    /// On `storage` (required there): `storageSize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_resource_type_id: Option<Text>,
+    /// A flavor (id or name): the threshold then watches how many of its instances fit
+    /// (`capacity_info` `available` only), and the resource type id is not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor_id: Option<Text>,
+    /// The zone (absent: every zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_id: Option<Text>,
+    /// The threshold (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<ThresholdRequest>,
+    /// Where notifications are POSTed (required): an absolute `http` or `https` URL without
+    /// user info, to a destination the server lets callbacks reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_uri: Option<Text>,
+    /// How notifications are signed; when given, `secret` beside it is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// The secret notifications are signed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
+}
+
+/// Every reservation the project may see.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub enum EveryReservation {
+    /// `all`.
+    #[serde(rename = "all")]
+    All,
+}
+
+/// `inputFilter`: the reservations a subscription watches.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum InputFilter {
+    /// `"all"`: every one the project may see.
+    All(EveryReservation),
+    /// These (each `reservationId` a uuid).
+    Some(Vec<ReservationFilterItem>),
+}
+
+/// The input of `POST /promise/reservation/subscribe`. Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeReservations {
+    /// The reservations watched (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_filter: Option<InputFilter>,
+    /// Where notifications are POSTed (required): an absolute `http` or `https` URL without
+    /// user info, to a destination the server lets callbacks reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_uri: Option<Text>,
+    /// How notifications are signed; when given, `secret` beside it is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// The secret notifications are signed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
 }

@@ -3,7 +3,7 @@
 //! four figures over a window, `available` being its minimum over the window, and on request the
 //! step function of each (`utilization`).
 
-use super::wire::{Input, flag, object, rpc_error, size, text, time, uuids};
+use super::wire::{Input, documented, flag, names, object, rpc_error, size, text, time, uuids};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -14,7 +14,8 @@ use axum::extract::{Path, State};
 use axum::http::Method;
 use berth_api::promise::{
     CapacityAnswer, CapacityInformation, CapacityLevels, CapacityQueryResult, CapacityStep,
-    Figures as FigureSet, FiguresStep, InstancesAvailable, RpcAnswer, SelectedCapacity, TimePeriod,
+    EtsiCapacityQuery, Figures as FigureSet, FiguresStep, InstancesAvailable, Names, QueryCapacity,
+    RpcAnswer, SelectedCapacity, TimePeriod,
 };
 use berth_core::model::capacity::{Figures, Measure, Series};
 use berth_core::model::ledger::Window;
@@ -23,18 +24,24 @@ use berth_core::{Catalog, Instant, Rejection, ResourceClass};
 use serde_json::{Map, Value};
 
 pub(super) fn register(routes: &mut Routes) {
-    for method in [Method::GET, Method::POST] {
-        routes
-            .add(
-                method.clone(),
-                "/promise/capacity/{kind}/query",
-                Rule::SYSTEM_READER,
-                "Query capacity (ETSI style)",
-                etsi_query,
-            )
-            .answers::<CapacityQueryResult>(200);
-    }
     routes
+        .add(
+            Method::GET,
+            "/promise/capacity/{kind}/query",
+            Rule::SYSTEM_READER,
+            "Query capacity (ETSI style)",
+            etsi_query,
+        )
+        .answers::<CapacityQueryResult>(200)
+        .add(
+            Method::POST,
+            "/promise/capacity/{kind}/query",
+            Rule::SYSTEM_READER,
+            "Query capacity (ETSI style)",
+            etsi_query,
+        )
+        .accepts::<EtsiCapacityQuery>()
+        .answers::<CapacityQueryResult>(200)
         .add(
             Method::POST,
             "/promise/query-capacity",
@@ -42,6 +49,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Query capacity (Promise RPC)",
             rpc_query,
         )
+        .accepts::<QueryCapacity>()
         .answers::<RpcAnswer<CapacityAnswer>>(200);
 }
 
@@ -140,18 +148,39 @@ fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wa
     }))
 }
 
+/// The members of an ETSI capacity query ([`EtsiCapacityQuery`]).
+const ETSI_QUERY_FIELDS: [&str; 11] = [
+    "zoneId",
+    "timePeriod",
+    "attributeSelector",
+    "showUtilization",
+    "show-utilization",
+    "without",
+    "flavorId",
+    "computeResourceTypeId",
+    "networkResourceTypeId",
+    "storageResourceTypeId",
+    "resourceCriteria",
+];
+
+/// The members of `query-capacity` ([`QueryCapacity`]).
+const QUERY_FIELDS: [&str; 6] = [
+    "window",
+    "capacity",
+    "zone",
+    "show-utilization",
+    "showUtilization",
+    "without",
+];
+
 const SELECTORS: [&str; 4] = ["available", "reserved", "total", "allocated"];
 
 fn selectors(body: &Map<String, Value>) -> Result<Vec<&'static str>, ApiError> {
-    let names: Vec<String> = match body.get("attributeSelector") {
-        None | Some(Value::Null) => return Ok(SELECTORS.to_vec()),
-        Some(Value::String(t)) => t.split(',').map(|s| s.trim().to_owned()).collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<_>>()
-            .ok_or_else(|| ApiError::bad_request("attributeSelector must list names"))?,
-        Some(_) => return Err(ApiError::bad_request("attributeSelector must list names")),
+    let names: Vec<String> = match names(body, "attributeSelector") {
+        Ok(None) => return Ok(SELECTORS.to_vec()),
+        Ok(Some(Names::Joined(t))) => t.split(',').map(|s| s.trim().to_owned()).collect(),
+        Ok(Some(Names::List(items))) => items,
+        Err(()) => return Err(ApiError::bad_request("attributeSelector must list names")),
     };
     names
         .iter()
@@ -198,6 +227,7 @@ async fn etsi_query(
     Path(kind): Path<String>,
     Input(body): Input,
 ) -> Result<Json<CapacityQueryResult>, ApiError> {
+    let body = documented(body, &ETSI_QUERY_FIELDS);
     let now = state.berth.now();
     let period = object(&body, "timePeriod")?;
     let (start, end) = match period {
@@ -337,6 +367,7 @@ async fn rpc_query(
     _caller: Caller,
     Input(body): Input,
 ) -> Result<Json<RpcAnswer<CapacityAnswer>>, ApiError> {
+    let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();
     let parsed = (|| {
         Ok::<_, ApiError>((
@@ -410,4 +441,20 @@ async fn rpc_query(
         .await?
         .map_err(rpc_error)?;
     Ok(Json(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+
+    /// The members the capacity queries read are exactly those their wire types document.
+    #[test]
+    fn query_fields_are_the_documented_ones() {
+        assert_eq!(
+            documented_fields::<EtsiCapacityQuery>(),
+            sorted(&ETSI_QUERY_FIELDS)
+        );
+        assert_eq!(documented_fields::<QueryCapacity>(), sorted(&QUERY_FIELDS));
+    }
 }

@@ -2,7 +2,7 @@
 //! `/query`, `/update` and `DELETE /promise/reservation/{kind}/{id}`; and the representation
 //! both styles share (`reservationData`, status, remaining capacity, counter-offers).
 
-use super::wire::{Input, count, date, object, size, text, time};
+use super::wire::{Input, count, date, documented, object, size, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::idempotency::IdempotencyHeader;
@@ -13,10 +13,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::promise::{
-    CapacityVector, ComputePoolReserved, ContainerReserved, NetworkReserved, Offer,
-    PriorityLowered, QueryResult, Refused, Remaining, ReservationData, ReservationDataEnvelope,
-    ReservationQueryResult, ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow,
-    VirtualCpu, VirtualDisks, VirtualMemory,
+    CapacityVector, ComputePoolReserved, ContainerReserved, EtsiReservationQuery,
+    EtsiReservationRequest, NetworkReserved, Offer, PriorityLowered, QueryResult, Refused,
+    Remaining, ReservationData, ReservationDataEnvelope, ReservationQueryResult,
+    ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow, VirtualCpu, VirtualDisks,
+    VirtualMemory,
 };
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
@@ -38,19 +39,25 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a reservation (ETSI style)",
             create,
         )
-        .answers::<ReservationDataEnvelope>(201);
-    for method in [Method::GET, Method::POST] {
-        routes
-            .add(
-                method,
-                "/promise/reservation/{kind}/query",
-                Rule::PROJECT_READER,
-                "Query reservations (ETSI style)",
-                query,
-            )
-            .answers::<ReservationQueryResult>(200);
-    }
-    routes
+        .accepts::<EtsiReservationRequest>()
+        .answers::<ReservationDataEnvelope>(201)
+        .add(
+            Method::GET,
+            "/promise/reservation/{kind}/query",
+            Rule::PROJECT_READER,
+            "Query reservations (ETSI style)",
+            query,
+        )
+        .answers::<ReservationQueryResult>(200)
+        .add(
+            Method::POST,
+            "/promise/reservation/{kind}/query",
+            Rule::PROJECT_READER,
+            "Query reservations (ETSI style)",
+            query,
+        )
+        .accepts::<EtsiReservationQuery>()
+        .answers::<ReservationQueryResult>(200)
         .add(
             Method::POST,
             "/promise/reservation/{kind}/update",
@@ -58,6 +65,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a reservation (ETSI style)",
             update,
         )
+        .accepts::<EtsiReservationRequest>()
         .answers::<ReservationDataEnvelope>(201)
         .add(
             Method::DELETE,
@@ -364,6 +372,7 @@ fn storage(body: &Map<String, Value>) -> Result<Option<StorageAsk>, ApiError> {
     }))
 }
 
+/// The members every kind's create and update takes (see [`ComputeReservationRequest`]).
 const COMMON_FIELDS: [&str; 7] = [
     "startTime",
     "endTime",
@@ -374,6 +383,7 @@ const COMMON_FIELDS: [&str; 7] = [
     "reservationId",
 ];
 
+/// The members only `kind`'s create and update take; any other member is refused.
 fn kind_fields(kind: PromiseKind) -> &'static [&'static str] {
     match kind {
         PromiseKind::Compute => &[
@@ -474,6 +484,9 @@ pub(super) fn note_priority(data: &mut ReservationData, asked: u32, granted: u32
     }
 }
 
+/// The members of an ETSI reservation query ([`EtsiReservationQuery`]).
+const QUERY_FIELDS: [&str; 1] = ["queryReservationFilter"];
+
 fn filter_ids(body: &Map<String, Value>) -> Result<Option<Vec<Uuid>>, ApiError> {
     let items = match body.get("queryReservationFilter") {
         None | Some(Value::Null) => return Ok(None),
@@ -502,6 +515,7 @@ async fn query(
     Input(body): Input,
 ) -> Result<Json<ReservationQueryResult>, ApiError> {
     let kind = kind_of(&kind)?;
+    let body = documented(body, &QUERY_FIELDS);
     let ids = filter_ids(&body)?;
     let project = caller.project_scope();
     let answer = state
@@ -627,4 +641,41 @@ async fn terminate(
         .cancel_reservation(id, caller.project_scope())
         .await?;
     Ok(Json(ReservationTerminated { reservation_id: id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+    use berth_api::promise::{
+        ComputeReservationRequest, NetworkReservationRequest, StorageReservationRequest,
+    };
+
+    fn fields_of(kind: PromiseKind) -> Vec<String> {
+        let mut fields = COMMON_FIELDS.to_vec();
+        fields.extend(kind_fields(kind));
+        sorted(&fields)
+    }
+
+    /// The members each kind's create and update accept are exactly those its request type
+    /// documents, and the query's those of its type.
+    #[test]
+    fn reservation_fields_are_the_documented_ones() {
+        assert_eq!(
+            documented_fields::<ComputeReservationRequest>(),
+            fields_of(PromiseKind::Compute)
+        );
+        assert_eq!(
+            documented_fields::<NetworkReservationRequest>(),
+            fields_of(PromiseKind::Network)
+        );
+        assert_eq!(
+            documented_fields::<StorageReservationRequest>(),
+            fields_of(PromiseKind::Storage)
+        );
+        assert_eq!(
+            documented_fields::<EtsiReservationQuery>(),
+            sorted(&QUERY_FIELDS)
+        );
+    }
 }

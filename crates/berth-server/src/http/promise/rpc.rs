@@ -4,7 +4,7 @@
 
 use super::capacity::rpc_window;
 use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
-use super::wire::{Input, count, date, object, rpc_error, size, text, time, uuids};
+use super::wire::{Input, count, date, documented, object, rpc_error, size, text, time, uuids};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::idempotency::IdempotencyHeader;
@@ -15,8 +15,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::Method;
 use berth_api::promise::{
-    HeldStep, HeldVector, Nothing, ReservationAccepted, ReservationUpdated, ReservationsMatched,
-    RpcAnswer,
+    CancelReservation as CancelRequest, CreateReservation as CreateRequest, HeldStep, HeldVector,
+    Names, Nothing, QueryReservation as QueryRequest, ReservationAccepted, ReservationUpdated,
+    ReservationsMatched, RpcAnswer, UpdateReservation as UpdateRequest,
 };
 use berth_app::{CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
@@ -37,6 +38,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a reservation (Promise RPC)",
             create,
         )
+        .accepts::<CreateRequest>()
         .answers::<RpcAnswer<ReservationAccepted>>(200)
         .add(
             Method::POST,
@@ -45,6 +47,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a reservation (Promise RPC)",
             update,
         )
+        .accepts::<UpdateRequest>()
         .answers::<RpcAnswer<ReservationUpdated>>(200)
         .add(
             Method::POST,
@@ -53,6 +56,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Cancel a reservation (Promise RPC)",
             cancel,
         )
+        .accepts::<CancelRequest>()
         .answers::<RpcAnswer<Nothing>>(200)
         .add(
             Method::POST,
@@ -61,9 +65,12 @@ pub(super) fn register(routes: &mut Routes) {
             "Query reservations (Promise RPC)",
             query,
         )
+        .accepts::<QueryRequest>()
         .answers::<RpcAnswer<ReservationsMatched>>(200);
 }
 
+/// The members of a `capacity` vector (`berth_api::promise::CapacityRequest`); any other is
+/// refused.
 const CAPACITY_FIELDS: [&str; 6] = [
     "cores",
     "ram",
@@ -72,6 +79,18 @@ const CAPACITY_FIELDS: [&str; 6] = [
     "gigabytes",
     "volumes",
 ];
+
+/// The members of `create-reservation` ([`CreateRequest`]).
+const CREATE_FIELDS: [&str; 6] = ["capacity", "start", "end", "expiry", "zone", "priority"];
+
+/// The members of `update-reservation` ([`UpdateRequest`]).
+const UPDATE_FIELDS: [&str; 5] = ["reservation-id", "capacity", "start", "end", "expiry"];
+
+/// The members of `cancel-reservation` ([`CancelRequest`]).
+const CANCEL_FIELDS: [&str; 1] = ["reservation-id"];
+
+/// The members of `query-reservation` ([`QueryRequest`]).
+const QUERY_FIELDS: [&str; 5] = ["window", "zone", "without", "elements", "show-utilization"];
 
 /// The ask of a `capacity` vector; `None` when absent.
 fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
@@ -117,6 +136,8 @@ async fn create(
     Input(body): Input,
 ) -> Result<Json<RpcAnswer<ReservationAccepted>>, ApiError> {
     let now = state.berth.now();
+    let idempotency = key.bind(&caller, &body);
+    let body = documented(body, &CREATE_FIELDS);
     let parsed = (|| {
         let ask =
             capacity_ask(&body)?.ok_or_else(|| ApiError::bad_request("capacity is missing"))?;
@@ -132,7 +153,7 @@ async fn create(
             project_id: caller.0.project_id.clone(),
             user_id: caller.0.user_id.clone(),
             horizon_micros: SEARCH_HORIZON_DEFAULT_MICROS,
-            idempotency: key.bind(&caller, &body),
+            idempotency,
         })
     })()
     .map_err(rpc_error)?;
@@ -168,6 +189,7 @@ async fn update(
     caller: Caller,
     Input(body): Input,
 ) -> Result<Json<RpcAnswer<ReservationUpdated>>, ApiError> {
+    let body = documented(body, &UPDATE_FIELDS);
     let now = state.berth.now();
     let (id, change) = (|| {
         Ok::<_, ApiError>((
@@ -196,6 +218,7 @@ async fn cancel(
     caller: Caller,
     Input(body): Input,
 ) -> Result<Json<RpcAnswer<Nothing>>, ApiError> {
+    let body = documented(body, &CANCEL_FIELDS);
     let id = rpc_id(&body).map_err(rpc_error)?;
     state
         .berth
@@ -225,22 +248,19 @@ fn elements(catalog: &Catalog, lease: &Lease) -> Vec<String> {
     names
 }
 
-fn names(body: &Map<String, Value>, field: &str) -> Result<Vec<String>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(t)) => Ok(t.split(',').map(|s| s.trim().to_owned()).collect()),
-        Some(Value::Array(items)) => items
+/// Element names ([`Names`]): a list's `Kind:`-prefixed ids are taken without the prefix.
+fn element_names(body: &Map<String, Value>, field: &str) -> Result<Vec<String>, ApiError> {
+    match super::wire::names(body, field) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(Names::Joined(t))) => Ok(t.split(',').map(|s| s.trim().to_owned()).collect()),
+        Ok(Some(Names::List(items))) => Ok(items
             .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(|s| {
-                        let s = s.trim();
-                        s.rsplit_once(':').map_or(s, |(_, id)| id).to_owned()
-                    })
-                    .ok_or_else(|| ApiError::bad_request(format!("elements.{field} must list ids")))
+            .map(|s| {
+                let s = s.trim();
+                s.rsplit_once(':').map_or(s, |(_, id)| id).to_owned()
             })
-            .collect(),
-        Some(_) => Err(ApiError::bad_request(format!(
+            .collect()),
+        Err(()) => Err(ApiError::bad_request(format!(
             "elements.{field} must list ids"
         ))),
     }
@@ -277,8 +297,8 @@ impl Filter {
             zone: text(body, "zone")?,
             window,
             without: uuids(body, "without")?,
-            some: names(&elements, "some")?,
-            every: names(&elements, "every")?,
+            some: element_names(&elements, "some")?,
+            every: element_names(&elements, "every")?,
         })
     }
 
@@ -401,6 +421,7 @@ async fn query(
     caller: Caller,
     Input(body): Input,
 ) -> Result<Json<RpcAnswer<ReservationsMatched>>, ApiError> {
+    let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();
     let filter = Filter::parse(&body, now).map_err(rpc_error)?;
     let show = super::wire::flag(&body, "show-utilization")
@@ -431,4 +452,24 @@ async fn query(
         })
         .await?;
     Ok(Json(answer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+    use berth_api::promise::CapacityRequest;
+
+    /// The members the reservation RPCs read are exactly those their wire types document.
+    #[test]
+    fn rpc_fields_are_the_documented_ones() {
+        assert_eq!(documented_fields::<CreateRequest>(), sorted(&CREATE_FIELDS));
+        assert_eq!(documented_fields::<UpdateRequest>(), sorted(&UPDATE_FIELDS));
+        assert_eq!(documented_fields::<CancelRequest>(), sorted(&CANCEL_FIELDS));
+        assert_eq!(documented_fields::<QueryRequest>(), sorted(&QUERY_FIELDS));
+        assert_eq!(
+            documented_fields::<CapacityRequest>(),
+            sorted(&CAPACITY_FIELDS)
+        );
+    }
 }

@@ -7,7 +7,7 @@
 //! here (the policy comes as a request extension); host names are checked at delivery.
 
 use super::reservations::kind_of;
-use super::wire::{Input, number, object, text, time};
+use super::wire::{Input, documented, number, object, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -19,8 +19,9 @@ use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_api::promise::{
     CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry, ReservationRef,
-    ReservationSubscribed, Subscription as SubscriptionBody, SubscriptionEnvelope,
-    SubscriptionList, SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
+    ReservationSubscribed, SubscribeCapacity, SubscribeReservations,
+    Subscription as SubscriptionBody, SubscriptionEnvelope, SubscriptionList,
+    SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
 };
 use berth_app::Subscribe;
 use berth_core::model::notify::{
@@ -39,6 +40,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Subscribe to capacity changes",
             capacity,
         )
+        .accepts::<SubscribeCapacity>()
         .answers::<CapacitySubscribed>(201)
         .add(
             Method::POST,
@@ -47,6 +49,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Subscribe to reservation changes",
             reservation,
         )
+        .accepts::<SubscribeReservations>()
         .answers::<ReservationSubscribed>(201)
         .add(
             Method::GET,
@@ -195,6 +198,22 @@ fn threshold(body: &Map<String, Value>) -> Result<Threshold, ApiError> {
     })
 }
 
+/// The members of a capacity subscription ([`SubscribeCapacity`]).
+const CAPACITY_FIELDS: [&str; 9] = [
+    "computeResourceTypeId",
+    "networkResourceTypeId",
+    "storageResourceTypeId",
+    "flavorId",
+    "zoneId",
+    "threshold",
+    "callbackUri",
+    "authentication",
+    "secret",
+];
+
+/// The members of a reservation subscription ([`SubscribeReservations`]).
+const RESERVATION_FIELDS: [&str; 4] = ["inputFilter", "callbackUri", "authentication", "secret"];
+
 async fn capacity(
     State(state): State<AppState>,
     Extension(destinations): Extension<Arc<Destinations>>,
@@ -203,6 +222,7 @@ async fn capacity(
     Input(body): Input,
 ) -> Result<(StatusCode, Json<CapacitySubscribed>), ApiError> {
     let resource = kind_of(&kind)?;
+    let body = documented(body, &CAPACITY_FIELDS);
     let field = format!("{}ResourceTypeId", resource.as_str());
     let type_id =
         text(&body, &field)?.ok_or_else(|| ApiError::bad_request(format!("{field} is missing")))?;
@@ -269,6 +289,7 @@ async fn reservation(
     caller: Caller,
     Input(body): Input,
 ) -> Result<(StatusCode, Json<ReservationSubscribed>), ApiError> {
+    let body = documented(body, &RESERVATION_FIELDS);
     let cmd = Subscribe {
         project_id: caller.0.project_id.clone(),
         topic: Topic::Reservations {
@@ -451,5 +472,24 @@ async fn feed(
         if exhausted {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+
+    /// The members the subscriptions read are exactly those their wire types document.
+    #[test]
+    fn subscription_fields_are_the_documented_ones() {
+        assert_eq!(
+            documented_fields::<SubscribeCapacity>(),
+            sorted(&CAPACITY_FIELDS)
+        );
+        assert_eq!(
+            documented_fields::<SubscribeReservations>(),
+            sorted(&RESERVATION_FIELDS)
+        );
     }
 }
