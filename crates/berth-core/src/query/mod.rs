@@ -1,10 +1,11 @@
 //! Questions asked of the catalog, answered without changing it: provider queries, the Blazar
-//! filter language and the host properties it names, the rules of presenting a reservation,
-//! allocation candidates, and capacity over time.
+//! filter language and the host properties it names, what failures took from a reservation,
+//! the rules of presenting a reservation, allocation candidates, and capacity over time.
 
 pub mod candidates;
 pub mod capacity;
 pub mod filter;
+pub mod missing;
 pub mod presentation;
 pub mod properties;
 pub mod providers;

@@ -14,10 +14,10 @@ use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::promise::{
     CapacityVector, ComputePoolReserved, ContainerReserved, EtsiReservationQuery,
-    EtsiReservationRequest, NetworkReserved, Offer, PriorityLowered, QueryResult, Refused,
-    Remaining, ReservationData, ReservationDataEnvelope, ReservationQueryResult,
-    ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow, VirtualCpu, VirtualDisks,
-    VirtualMemory,
+    EtsiReservationRequest, MissingOnHost, MissingResources, NetworkReserved, Offer,
+    PriorityLowered, QueryResult, Refused, Remaining, ReservationData, ReservationDataEnvelope,
+    ReservationQueryResult, ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow,
+    VirtualCpu, VirtualDisks, VirtualMemory,
 };
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
@@ -25,6 +25,7 @@ use berth_core::model::lease::{Lease, LeaseStatus, ReservationSpec};
 use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
 };
+use berth_core::query::missing::{self, Missing};
 use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant, Rejection};
 use serde_json::{Map, Value};
@@ -220,16 +221,38 @@ fn ask_json(ask: &Ask, zone: Option<&str>) -> Reserved {
     }
 }
 
+/// What a reservation is missing, on the wire.
+fn missing_json(missing: &Missing) -> MissingResources {
+    MissingResources {
+        amount: missing.amount,
+        hosts: missing
+            .hosts
+            .iter()
+            .map(|on| MissingOnHost {
+                amount: on.amount,
+                host_id: on.host_id.map(|id| id.to_string()),
+                hypervisor_hostname: on.name.clone(),
+                provider: on.provider,
+                status: on.status.map(|s| s.as_str().to_owned()),
+            })
+            .collect(),
+        resources: missing.resources.as_ref().map(|amounts| {
+            amounts
+                .iter()
+                .map(|(class, n)| (class.as_str().to_owned(), *n))
+                .collect()
+        }),
+        unit: missing.unit.as_str().to_owned(),
+    }
+}
+
 /// `reservationData`: the reservation as both styles show it.
 pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationData {
     let terms = lease.terms.as_deref();
     let zone = terms.and_then(|t| t.zone.clone());
     let (remaining, allocations) = remaining(catalog, lease);
     let ips = addresses(catalog, lease);
-    let missing = match berth_core::decide::health::missing_of(catalog, lease) {
-        Value::Object(m) if !m.is_empty() => Some(m),
-        _ => None,
-    };
+    let missing = missing::of_lease(catalog, lease, None);
     ReservationData {
         reservation_id: lease.id,
         reservation_status: status(lease).to_owned(),
@@ -249,7 +272,12 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         status_reason: lease.status_reason.clone(),
         // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
         degraded: lease.degraded,
-        missing_resources: missing,
+        missing_resources: (!missing.is_empty()).then(|| {
+            missing
+                .iter()
+                .map(|(id, m)| (*id, missing_json(m)))
+                .collect()
+        }),
         priority_lowered: None,
     }
 }

@@ -18,14 +18,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_api::promise::{
-    CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry, ReservationRef,
-    ReservationSubscribed, SubscribeCapacity, SubscribeReservations,
-    Subscription as SubscriptionBody, SubscriptionEnvelope, SubscriptionList,
-    SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
+    CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry,
+    ReservationNotification, ReservationRef, ReservationSubscribed, SubscribeCapacity,
+    SubscribeReservations, Subscription as SubscriptionBody, SubscriptionEnvelope,
+    SubscriptionList, SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
 };
 use berth_app::Subscribe;
+use berth_core::model::lease::LeaseRecord;
 use berth_core::model::notify::{
-    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic,
+    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic, reservation_body,
 };
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -412,6 +413,20 @@ async fn retry(
     Ok(StatusCode::ACCEPTED)
 }
 
+/// The notification of an outbox entry, as a callback receives it: the body the core builds for
+/// deliveries (`reservation_body`), read as its wire type, so the feed and the callbacks show
+/// one body.
+fn notification_json(
+    id: &str,
+    seq: u64,
+    record: &LeaseRecord,
+    remaining_micros: Option<i64>,
+) -> ReservationNotification {
+    let body = reservation_body(id, seq, record, remaining_micros);
+    serde_json::from_value(body)
+        .expect("invariant: the core's notification body is a ReservationNotification (tested)")
+}
+
 /// Query of the feed.
 #[derive(Debug, serde::Deserialize)]
 struct FeedQuery {
@@ -449,13 +464,9 @@ async fn feed(
         let mine: Vec<FeedEntry> = page
             .iter()
             .filter(|(_, r)| project.is_none() || r.project_id().as_deref() == project.as_deref())
-            .map(|(seq, r)| {
-                let body =
-                    berth_core::model::notify::reservation_body(&seq.to_string(), *seq, r, None);
-                FeedEntry {
-                    cursor: *seq,
-                    notification: body,
-                }
+            .map(|(seq, r)| FeedEntry {
+                cursor: *seq,
+                notification: notification_json(&seq.to_string(), *seq, r, None),
             })
             .collect();
         if let Some(last) = scanned_to {
@@ -479,6 +490,35 @@ async fn feed(
 mod tests {
     use super::*;
     use crate::http::fields::{documented_fields, sorted};
+
+    /// The core's notification bodies read as their wire type and write back byte for byte,
+    /// with and without the seconds left, whatever the entry's details.
+    #[test]
+    fn notifications_are_their_wire_type_byte_for_byte() {
+        let lease_id = Uuid::from_u128(7);
+        let records = [
+            ("lease.create", r#"{"status":"PENDING"}"#, None),
+            (
+                "lease.event.before_end_lease",
+                r#"{"due":5,"status":"ACTIVE"}"#,
+                Some(90_000_000),
+            ),
+            ("lease.degraded", r#"{"missing_resources":{}}"#, None),
+            ("lease.delete", "not json", None),
+        ];
+        for (seq, (kind, details, remaining)) in (1u64..).zip(records) {
+            let record = LeaseRecord {
+                lease_id,
+                kind: kind.to_owned(),
+                at: berth_core::Instant::from_micros(1_700_000_000_000_000),
+                details: details.to_owned(),
+            };
+            let body = reservation_body(&format!("{seq}.x"), seq, &record, remaining);
+            let typed = notification_json(&format!("{seq}.x"), seq, &record, remaining);
+            let written = serde_json::to_string(&typed).expect("serializes");
+            assert_eq!(written, body.to_string(), "{kind}");
+        }
+    }
 
     /// The members the subscriptions read are exactly those their wire types document.
     #[test]
