@@ -26,6 +26,7 @@ use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
 };
 use berth_core::query::missing::{self, Missing};
+use berth_core::query::promise::{KindQuery, Named};
 use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant, Rejection};
 use serde_json::{Map, Value};
@@ -87,19 +88,6 @@ pub(super) fn kind_of(path: &str) -> Result<PromiseKind, ApiError> {
             "Unknown resource type {other}: use compute, network or storage"
         ))),
     }
-}
-
-/// The kinds of resource a lease holds (a Blazar lease shows under each).
-fn kinds_held(lease: &Lease) -> Vec<PromiseKind> {
-    lease
-        .reservations
-        .iter()
-        .map(|r| match &r.spec {
-            ReservationSpec::FloatingIp { .. } => PromiseKind::Network,
-            ReservationSpec::Instance { vcpus: 0, .. } => PromiseKind::Storage,
-            _ => PromiseKind::Compute,
-        })
-        .collect()
 }
 
 /// Promise's `reservationStatus`.
@@ -545,44 +533,26 @@ async fn query(
     let kind = kind_of(&kind)?;
     let body = documented(body, &QUERY_FIELDS);
     let ids = filter_ids(&body)?;
-    let project = caller.project_scope();
+    let query = KindQuery {
+        kind,
+        ids,
+        project: caller.project_scope(),
+    };
     let answer = state
         .berth
-        .read(move |c| -> Result<QueryResult, ApiError> {
-            let visible = |l: &&Lease| project.as_deref().is_none_or(|p| p == l.project_id);
-            match ids.as_deref() {
-                Some([id]) => {
-                    let lease = c.lease(*id).filter(visible).ok_or_else(|| {
-                        ApiError::not_found(format!("Reservation {id} could not be found"))
-                    })?;
-                    Ok(QueryResult::One(Box::new(reservation_data(c, lease))))
-                }
-                Some(many) => {
-                    let mut found = Vec::new();
-                    for id in many {
-                        let lease = c.lease(*id).filter(visible).ok_or_else(|| {
-                            ApiError::not_found(format!("Reservation {id} could not be found"))
-                        })?;
-                        found.push(reservation_data(c, lease));
-                    }
-                    Ok(QueryResult::Many(found))
-                }
-                None => {
-                    let mut leases: Vec<&Lease> = c
-                        .leases()
-                        .filter(visible)
-                        .filter(|l| {
-                            kinds_held(l).contains(&kind)
-                                || l.terms.as_ref().is_some_and(|t| t.kind == kind)
-                        })
-                        .collect();
-                    leases.sort_by_key(|l| (l.created_at, l.id));
-                    let all = leases.iter().map(|l| reservation_data(c, l)).collect();
-                    Ok(QueryResult::Many(all))
-                }
+        .reservations_of_kind(query, |c, named| match named {
+            Named::One(lease) => QueryResult::One(Box::new(reservation_data(c, lease))),
+            Named::Many(leases) => {
+                QueryResult::Many(leases.iter().map(|l| reservation_data(c, l)).collect())
             }
         })
-        .await??;
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(Rejection::LeaseNotFound(id)) => {
+                ApiError::not_found(format!("Reservation {id} could not be found"))
+            }
+            other => other.into(),
+        })?;
     Ok(Json(ReservationQueryResult {
         query_result: answer,
     }))

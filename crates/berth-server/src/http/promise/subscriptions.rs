@@ -28,6 +28,7 @@ use berth_core::model::lease::LeaseRecord;
 use berth_core::model::notify::{
     CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic, reservation_body,
 };
+use berth_core::query::notify::sees;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -315,14 +316,10 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<SubscriptionList>, ApiError> {
-    let project = caller.project_scope();
     let all = state
         .berth
-        .read(move |c| {
-            c.subscriptions()
-                .filter(|s| project.as_deref().is_none_or(|p| p == s.project_id))
-                .map(subscription_json)
-                .collect::<Vec<_>>()
+        .subscriptions(caller.project_scope(), |found| {
+            found.into_iter().map(subscription_json).collect::<Vec<_>>()
         })
         .await?;
     Ok(Json(SubscriptionList { subscriptions: all }))
@@ -344,7 +341,7 @@ async fn show(
         .berth
         .read(move |c| {
             c.subscription(id)
-                .filter(|s| project.as_deref().is_none_or(|p| p == s.project_id))
+                .filter(|s| sees(project.as_deref(), s))
                 .map(subscription_json)
         })
         .await?
@@ -388,16 +385,12 @@ async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<DeliveryList>, ApiError> {
-    let project = caller.project_scope();
     let admin = caller.0.is_admin();
     let all = state
         .berth
-        .read(move |c| {
-            c.deliveries()
-                .filter(|d| {
-                    c.subscription(d.subscription)
-                        .is_some_and(|s| project.as_deref().is_none_or(|p| p == s.project_id))
-                })
+        .deliveries(caller.project_scope(), |found| {
+            found
+                .into_iter()
                 .map(|d| delivery_json(d, admin))
                 .collect::<Vec<_>>()
         })
@@ -459,20 +452,22 @@ async fn feed(
     let project = caller.project_scope();
     let mut after = query.after.unwrap_or(0);
     loop {
-        let page = state.berth.records_after(after, limit).await?;
-        let scanned_to = page.last().map(|(seq, _)| *seq);
+        let page = state
+            .berth
+            .feed_page(after, limit, project.as_deref())
+            .await?;
         let mine: Vec<FeedEntry> = page
+            .entries
             .iter()
-            .filter(|(_, r)| project.is_none() || r.project_id().as_deref() == project.as_deref())
             .map(|(seq, r)| FeedEntry {
                 cursor: *seq,
                 notification: notification_json(&seq.to_string(), *seq, r, None),
             })
             .collect();
-        if let Some(last) = scanned_to {
+        if let Some(last) = page.last_read {
             after = last;
         }
-        let exhausted = page.len() < limit;
+        let exhausted = page.exhausted;
         let elapsed = started.elapsed();
         if !mine.is_empty() || (elapsed >= wait && exhausted) || elapsed >= cutoff {
             return Ok(Json(Feed {

@@ -9,6 +9,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use berth_api::promise::{Count, Flag, Names, RpcFailure, Text};
+use berth_app::AppError;
 use berth_core::Instant;
 use berth_core::limits::REQUEST_QUANTITY_MAX;
 use serde::de::DeserializeOwned;
@@ -271,4 +272,13 @@ pub(super) fn rpc_error(error: ApiError) -> ApiError {
         message: error.detail().to_owned(),
     };
     error.merge_extra(failure)
+}
+
+/// The error of an RPC's read: a rejection of the query carries Promise's `result` and
+/// `message`; the store failing is not the request's fault and answers as any read's would.
+pub(super) fn rpc_read_error(error: AppError) -> ApiError {
+    match error {
+        AppError::Rejected(_) => rpc_error(error.into()),
+        other => other.into(),
+    }
 }
