@@ -1,7 +1,7 @@
 //! Promise's reads of reservations and instances: the reservations an ETSI query names or lists
-//! by kind, those a `query-reservation` filter matches and what they hold over time, and the
-//! instances a project sees. Every read is limited to a project's objects (`None`: every
-//! project's, for admins).
+//! by kind, those a `query-reservation` filter matches and what they hold over time, what a
+//! reservation's instances draw on it, and the instances a project sees. Every read is limited
+//! to a project's objects (`None`: every project's, for admins).
 
 use crate::catalog::Catalog;
 use crate::model::lease::{Lease, ReservationSpec};
@@ -289,6 +289,54 @@ fn held_over(catalog: &Catalog, leases: &[&Lease], window: Option<Window>) -> Ve
             }
         })
         .collect()
+}
+
+/// What the instances created against a reservation draw on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drawn {
+    /// Those instances, by id.
+    pub instances: Vec<Uuid>,
+    /// Virtual CPUs its instance reservations hold that they do not use.
+    pub cores_left: u64,
+    /// Memory, MB, likewise.
+    pub ram_mb_left: u64,
+    /// Instance slots (with CPUs), likewise.
+    pub instances_left: u64,
+}
+
+/// What the live instances created against `lease` use (by their flavors), against what its
+/// instance reservations with CPUs hold.
+pub fn drawn(catalog: &Catalog, lease: &Lease) -> Drawn {
+    let mut held = [0u64; 3];
+    for r in &lease.reservations {
+        if let ReservationSpec::Instance {
+            vcpus, memory_mb, ..
+        } = &r.spec
+            && *vcpus > 0
+        {
+            let slots: u64 = r.hosts.iter().map(|(_, n)| u64::from(*n)).sum();
+            held[0] += vcpus * slots;
+            held[1] += memory_mb * slots;
+            held[2] += slots;
+        }
+    }
+    let mut used = [0u64; 3];
+    let mut instances = Vec::new();
+    for instance in catalog.instances_of(lease) {
+        instances.push(instance.id);
+        if let Some(f) = catalog.flavor(&instance.flavor_id) {
+            used[0] += f.vcpus;
+            used[1] += f.ram_mb;
+        }
+        used[2] += 1;
+    }
+    let left = |i: usize| held[i].saturating_sub(used[i]);
+    Drawn {
+        instances,
+        cores_left: left(0),
+        ram_mb_left: left(1),
+        instances_left: left(2),
+    }
 }
 
 /// An instance as its project sees it.

@@ -21,10 +21,11 @@ use berth_api::promise::{
 };
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT_MICROS};
 use berth_core::decide::promise::ReservationChange;
-use berth_core::model::lease::{Lease, LeaseStatus, ReservationSpec};
+use berth_core::model::lease::{Lease, LeaseStatus};
 use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
 };
+use berth_core::query;
 use berth_core::query::missing::{self, Missing};
 use berth_core::query::promise::{KindQuery, Named};
 use berth_core::rejection::Refusal;
@@ -125,42 +126,6 @@ pub(super) fn vector_classes() -> [(&'static str, &'static str); 3] {
     ]
 }
 
-/// What the lease's instances use, against what its compute reservations hold.
-fn remaining(catalog: &Catalog, lease: &Lease) -> (Remaining, Vec<Uuid>) {
-    let mut held = [0u64; 3];
-    for r in &lease.reservations {
-        if let ReservationSpec::Instance {
-            vcpus, memory_mb, ..
-        } = &r.spec
-            && *vcpus > 0
-        {
-            let slots: u64 = r.hosts.iter().map(|(_, n)| u64::from(*n)).sum();
-            held[0] += vcpus * slots;
-            held[1] += memory_mb * slots;
-            held[2] += slots;
-        }
-    }
-    let mut used = [0u64; 3];
-    let mut ids = Vec::new();
-    for instance in catalog.instances_of(lease) {
-        ids.push(instance.id);
-        if let Some(f) = catalog.flavor(&instance.flavor_id) {
-            used[0] += f.vcpus;
-            used[1] += f.ram_mb;
-        }
-        used[2] += 1;
-    }
-    let left = |i: usize| held[i].saturating_sub(used[i]);
-    (
-        Remaining {
-            cores: left(0),
-            ram: left(1),
-            instances: left(2),
-        },
-        ids,
-    )
-}
-
 fn addresses(catalog: &Catalog, lease: &Lease) -> Vec<String> {
     lease
         .reservations
@@ -238,7 +203,7 @@ fn missing_json(missing: &Missing) -> MissingResources {
 pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationData {
     let terms = lease.terms.as_deref();
     let zone = terms.and_then(|t| t.zone.clone());
-    let (remaining, allocations) = remaining(catalog, lease);
+    let drawn = query::promise::drawn(catalog, lease);
     let ips = addresses(catalog, lease);
     let missing = missing::of_lease(catalog, lease, None);
     ReservationData {
@@ -250,8 +215,12 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         zone_id: zone.clone(),
         priority: lease.priority(),
         project_id: lease.project_id.clone(),
-        remaining,
-        allocations,
+        remaining: Remaining {
+            cores: drawn.cores_left,
+            ram: drawn.ram_mb_left,
+            instances: drawn.instances_left,
+        },
+        allocations: drawn.instances,
         created_on: time(lease.created_at),
         modified_on: time(lease.updated_at),
         reserved: terms.map_or_else(Reserved::default, |t| ask_json(&t.ask, zone.as_deref())),
