@@ -352,10 +352,11 @@ pub struct QueryWindow {
     pub scope: Option<Text>,
 }
 
-/// `elements`: the hosts (uuid or name) and addresses (id or address) a reservation holds.
+/// `elements`: the hosts (uuid or name) and addresses (id or address) a reservation holds. In
+/// a JSON array, a `Kind:`-prefixed id is taken without its prefix.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Elements {
-    /// It holds at least one of these (`Kind:`-prefixed ids are taken without the prefix).
+    /// It holds at least one of these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub some: Option<Names>,
     /// It holds all of these.
