@@ -33,7 +33,9 @@ pub use leases::{
     Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
     RegisterFloatingIp, SEARCH_HORIZON_DEFAULT, ZoneCapacity,
 };
-pub use notify::{DELIVERIES_IN_FLIGHT, NOTIFY_POLL, Notifier, Subscribe};
-pub use promise::{CreateFlavor, CreateInstance, CreateReservation, PriorityGrant};
+pub use notify::{DELIVERIES_IN_FLIGHT, FeedPage, NOTIFY_POLL, Notifier, Subscribe};
+pub use promise::{
+    Asked, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation, PriorityGrant,
+};
 pub use search::searches_in_flight;
 pub use service::{BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen};

@@ -10,7 +10,8 @@
 use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::decide::notify as decide;
-use berth_core::model::notify::{DeliveryStatus, Subscription, Topic};
+use berth_core::model::lease::LeaseRecord;
+use berth_core::model::notify::{Delivery, DeliveryStatus, Subscription, Topic};
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -41,6 +42,17 @@ pub trait Notifier: Send + Sync + 'static {
         body: String,
         secret: Option<String>,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+}
+
+/// One page of the notification feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedPage {
+    /// The entries read that the caller sees, oldest first, with their positions.
+    pub entries: Vec<(u64, LeaseRecord)>,
+    /// The position of the last entry read, seen or not: the next page starts after it.
+    pub last_read: Option<u64>,
+    /// Whether fewer entries than asked were read: the feed holds nothing more yet.
+    pub exhausted: bool,
 }
 
 /// A subscription to make.
@@ -93,13 +105,52 @@ impl Berth {
             .await
     }
 
-    /// Outbox entries after `seq`, oldest first, at most `limit` (the notification feed).
-    pub async fn records_after(
+    /// One page of the notification feed: the outbox entries after `seq`, oldest first, at most
+    /// `limit` read, of which those `project` (`None`: any) sees.
+    pub async fn feed_page(
         &self,
         seq: u64,
         limit: usize,
-    ) -> Result<Vec<(u64, berth_core::model::lease::LeaseRecord)>, AppError> {
-        Ok(self.store.records_after(seq, limit).await?)
+        project: Option<&str>,
+    ) -> Result<FeedPage, AppError> {
+        let page = self.store.records_after(seq, limit).await?;
+        let last_read = page.last().map(|(seq, _)| *seq);
+        let exhausted = page.len() < limit;
+        let entries = page
+            .into_iter()
+            .filter(|(_, r)| berth_core::query::notify::sees_record(project, r))
+            .collect();
+        Ok(FeedPage {
+            entries,
+            last_read,
+            exhausted,
+        })
+    }
+
+    /// The subscriptions `project` (`None`: any) sees, handed to `render`.
+    pub async fn subscriptions<R>(
+        &self,
+        project: Option<String>,
+        render: impl FnOnce(Vec<&Subscription>) -> R,
+    ) -> Result<R, AppError> {
+        self.read(|c| {
+            render(berth_core::query::notify::subscriptions(
+                c,
+                project.as_deref(),
+            ))
+        })
+        .await
+    }
+
+    /// The undelivered notifications of the subscriptions `project` (`None`: any) sees, handed
+    /// to `render`.
+    pub async fn deliveries<R>(
+        &self,
+        project: Option<String>,
+        render: impl FnOnce(Vec<&Delivery>) -> R,
+    ) -> Result<R, AppError> {
+        self.read(|c| render(berth_core::query::notify::deliveries(c, project.as_deref())))
+            .await
     }
 
     /// Expands the outbox entries committed since the cursor; returns how many it expanded.

@@ -1,6 +1,8 @@
 //! Promise use cases: flavors, the reservation policy, reservations (leases with Promise terms),
-//! and instances created against a reservation or from unreserved capacity. Capacity queries
-//! are pure reads of the catalog ([`berth_core::query::capacity`]) and need no use case here.
+//! and instances created against a reservation or from unreserved capacity; and Promise's
+//! reads, each a core query run over the catalog: capacity ([`berth_core::query::capacity`],
+//! and admission's count of instances that fit), reservations and instances
+//! ([`berth_core::query::promise`]).
 
 use crate::error::AppError;
 use crate::leases::{find_lease, horizon_end, lease_id};
@@ -8,9 +10,16 @@ use crate::search::search_until;
 use crate::service::Berth;
 use berth_core::decide::admission::Search;
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
+use berth_core::model::capacity::{Measure, Series};
 use berth_core::model::lease::Lease;
+use berth_core::model::lease::instance_amounts;
 use berth_core::model::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
-use berth_core::{Change, Instant};
+use berth_core::query::{
+    self,
+    capacity::{Extent, VectorCapacity},
+    promise::{InstanceSeen, KindQuery, Matched, Named, ReservationQuery},
+};
+use berth_core::{Catalog, Change, Instant, Rejection, ResourceClass};
 use berth_core::{LeaseId, ReservationId, Span};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -99,10 +108,124 @@ pub struct CreateInstance {
     pub user_id: String,
 }
 
+/// What a capacity query measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// The four figures of one measure (a class, or addresses).
+    Measure(Measure),
+    /// How many instances of a shape fit.
+    Shape(Vec<(ResourceClass, u64)>),
+    /// How many instances of a flavor (id or name) fit.
+    Flavor(String),
+}
+
+/// A capacity query (the ETSI `/promise/capacity/{kind}/query`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapacityQuery {
+    /// Where and when it looks.
+    pub extent: Extent,
+    /// What it measures.
+    pub asked: Asked,
+}
+
+/// The answer of a capacity query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capacity {
+    /// How many instances of the shape fit over the whole window.
+    Instances(u64),
+    /// The measure's figures over the window, step by step.
+    Figures(Series),
+}
+
 /// The most ledger reservations one Promise reservation may become.
 const RESERVATION_IDS_MAX: usize = berth_core::limits::RESERVATIONS_PER_LEASE_MAX;
 
 impl Berth {
+    /// Answers a capacity query: the figures of a measure ([`query::capacity::series`]), or how
+    /// many instances of a shape or flavor fit, counted as admission counts them
+    /// ([`berth_core::decide::admission::instances_that_fit`]).
+    pub async fn capacity(&self, query: CapacityQuery) -> Result<Capacity, AppError> {
+        let answer = self
+            .read(move |catalog| {
+                let Extent {
+                    zone,
+                    window,
+                    without,
+                } = &query.extent;
+                let shape = match query.asked {
+                    Asked::Measure(measure) => {
+                        return query::capacity::series(
+                            catalog,
+                            zone.as_deref(),
+                            *window,
+                            &measure,
+                            without,
+                        )
+                        .map(Capacity::Figures);
+                    }
+                    Asked::Shape(shape) => shape,
+                    // A flavor has at least one vcpu and one MB (`create_flavor`), so its
+                    // shape is never empty.
+                    Asked::Flavor(name) => catalog
+                        .flavor(&name)
+                        .map(|f| instance_amounts(f.vcpus, f.ram_mb, f.disk_gb, 1))
+                        .ok_or(Rejection::FlavorNotFound(name))?,
+                };
+                berth_core::decide::admission::instances_that_fit(
+                    catalog,
+                    zone.as_deref(),
+                    *window,
+                    &shape,
+                    without,
+                )
+                .map(Capacity::Instances)
+            })
+            .await?;
+        Ok(answer?)
+    }
+
+    /// The capacity of Promise's vector within `extent` (the RPC `query-capacity`).
+    pub async fn capacity_vector(&self, extent: Extent) -> Result<VectorCapacity, AppError> {
+        Ok(self
+            .read(move |catalog| query::capacity::vector(catalog, &extent))
+            .await??)
+    }
+
+    /// The reservations an ETSI query names or lists by kind, handed with the catalog to
+    /// `render` (a reservation is shown with what the catalog says of it).
+    pub async fn reservations_of_kind<R>(
+        &self,
+        query: KindQuery,
+        render: impl for<'c> FnOnce(&'c Catalog, Named<'c>) -> R,
+    ) -> Result<R, AppError> {
+        let rendered = self
+            .read(move |catalog| {
+                query::promise::of_kind(catalog, &query).map(|named| render(catalog, named))
+            })
+            .await?;
+        Ok(rendered?)
+    }
+
+    /// The reservations a `query-reservation` filter matches, and on request what they hold
+    /// over time.
+    pub async fn matching_reservations(
+        &self,
+        query: ReservationQuery,
+    ) -> Result<Matched, AppError> {
+        self.read(move |catalog| query::promise::matching(catalog, &query))
+            .await
+    }
+
+    /// The instances `project` (`None`: any) sees, handed to `render`.
+    pub async fn instances<R>(
+        &self,
+        project: Option<String>,
+        render: impl FnOnce(Vec<InstanceSeen<'_>>) -> R,
+    ) -> Result<R, AppError> {
+        self.read(|catalog| render(query::promise::instances(catalog, project.as_deref())))
+            .await
+    }
+
     /// Creates a flavor and returns it.
     pub async fn create_flavor(&self, cmd: CreateFlavor) -> Result<Flavor, AppError> {
         let id = cmd.id.unwrap_or_else(|| self.new_uuid().to_string());

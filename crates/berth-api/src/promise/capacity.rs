@@ -1,6 +1,7 @@
 //! Capacity queries: the ETSI-style `/promise/capacity/{kind}/query` and the RPC
-//! `query-capacity`.
+//! `query-capacity`, their requests and their answers.
 
+use crate::promise::{Count, Flag, Names, Text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -125,4 +126,206 @@ pub struct CapacityAnswer {
     pub collections: Vec<String>,
     /// The step function of the figure (empty unless asked for).
     pub utilization: Vec<CapacityStep>,
+}
+
+/// The window of an ETSI capacity query: dates are RFC 3339, `YYYY-MM-DD HH:MM` (UTC) or
+/// `now`. Absent, the start is now and the end one second later.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimePeriodRequest {
+    /// Its start (absent: now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    /// Its end (absent: one second after the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_time: Option<String>,
+    /// Its end, when `stopTime` is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+}
+
+/// Virtual CPUs of a shape.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuCriteria {
+    /// How many (other members, such as `cpuArchitecture`, are ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_virtual_cpu: Option<Count>,
+}
+
+/// Memory of a shape.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryCriteria {
+    /// MB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_mem_size: Option<Count>,
+}
+
+/// Disk of a shape.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageCriteria {
+    /// GB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_of_storage: Option<Count>,
+}
+
+/// `resourceCriteria`: the shape whose instances a compute query counts (each size nested or
+/// flat, the nested form first), or the volume size a storage query counts. Sizes are whole
+/// numbers up to 1,024,000,000; other members (`typeOfStorage`,
+/// `rdmaSupported`, ...) are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ResourceCriteria {
+    /// Virtual CPUs (compute).
+    #[serde(
+        rename = "virtualCPU",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_cpu_upper: Option<CpuCriteria>,
+    /// Virtual CPUs, when `virtualCPU` is absent (compute).
+    #[serde(
+        rename = "virtualCpu",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_cpu: Option<CpuCriteria>,
+    /// Virtual CPUs, when neither object is given (compute).
+    #[serde(
+        rename = "numVirtualCpu",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub num_virtual_cpu: Option<Count>,
+    /// Memory (compute).
+    #[serde(
+        rename = "virtualMemory",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_memory: Option<MemoryCriteria>,
+    /// Memory, MB, when `virtualMemory` is absent (compute).
+    #[serde(
+        rename = "virtualMemSize",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_mem_size: Option<Count>,
+    /// Disk (compute).
+    #[serde(
+        rename = "storageAttributes",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub storage_attributes: Option<StorageCriteria>,
+    /// Disk, when `storageAttributes` is absent (compute).
+    #[serde(
+        rename = "virtualDisk",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_disk: Option<StorageCriteria>,
+    /// Disk (compute, when neither object is given) or the volume size (storage), GB.
+    #[serde(
+        rename = "sizeOfStorage",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub size_of_storage: Option<Count>,
+}
+
+/// The input of `/promise/capacity/{kind}/query` (`kind`: `compute`, `network` or `storage`),
+/// as a JSON body or as query parameters (`timePeriod.startTime=...`). What is measured: a
+/// flavor's or a shape's instances (`flavorId`, else `resourceCriteria` with the resource type
+/// id absent or `vcInstances` for compute, `volumes` for storage), or else the figures of the
+/// resource type id. Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EtsiCapacityQuery {
+    /// The zone (absent: every zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_id: Option<Text>,
+    /// The window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_period: Option<TimePeriodRequest>,
+    /// The figures to answer with: `available`, `reserved`, `total`, `allocated` (absent:
+    /// all four).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute_selector: Option<Names>,
+    /// Whether to answer with the step function of the figures too (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub show_utilization: Option<Flag>,
+    /// The same, as Promise spells it (read first).
+    #[serde(
+        rename = "show-utilization",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub show_utilization_rpc: Option<Flag>,
+    /// Reservations to leave out, as if they did not exist (uuids, possibly
+    /// `ResourceReservation:`-prefixed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without: Option<Names>,
+    /// A flavor (id or name): count its instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor_id: Option<Text>,
+    /// On `compute`: `numCpuCores`, `virtualMemSize`, `virtualDisk` or `vcInstances`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_resource_type_id: Option<Text>,
+    /// On `network`: `publicIps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_resource_type_id: Option<Text>,
+    /// On `storage`: `storageSize` or `volumes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_resource_type_id: Option<Text>,
+    /// The shape or volume size whose instances to count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_criteria: Option<ResourceCriteria>,
+}
+
+/// The window of a Promise RPC: dates are RFC 3339, `YYYY-MM-DD HH:MM` (UTC) or `now`.
+/// Absent, the start is now and the end one second later.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct RequestWindow {
+    /// Its start (absent: now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// Its end (absent: one second after the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+}
+
+/// The input of `POST /promise/query-capacity`, as a JSON body or as query parameters.
+/// Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct QueryCapacity {
+    /// The window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<RequestWindow>,
+    /// The figure to answer with: `available` (the default), `total`, `reserved`, `usage` or
+    /// `allocated` (answered as `usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Text>,
+    /// The zone (absent: every zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<Text>,
+    /// Whether to answer with the step function of the figure too (default `true`).
+    #[serde(
+        rename = "show-utilization",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub show_utilization: Option<Flag>,
+    /// The same, in the ETSI spelling (read when `show-utilization` is absent).
+    #[serde(
+        rename = "showUtilization",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub show_utilization_etsi: Option<Flag>,
+    /// Reservations to leave out, as if they did not exist (uuids, possibly
+    /// `ResourceReservation:`-prefixed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without: Option<Names>,
 }

@@ -5,12 +5,16 @@
 //! Member names follow Promise: camelCase on the ETSI endpoints, kebab-case on the RPC ones.
 
 mod admin;
+mod asks;
 mod capacity;
+mod input;
 mod reservations;
 mod subscriptions;
 
 pub use admin::*;
+pub use asks::*;
 pub use capacity::*;
+pub use input::*;
 pub use reservations::*;
 pub use subscriptions::*;
 

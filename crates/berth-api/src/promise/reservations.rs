@@ -4,7 +4,7 @@
 use crate::promise::TimeWindow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use uuid::Uuid;
 
 /// `computePoolReserved`: a pool of cores, memory and instances.
@@ -144,6 +144,39 @@ pub struct PriorityLowered {
     pub reason: String,
 }
 
+/// What a reservation is missing on one host it lost capacity with.
+///
+/// Members are declared in alphabetical order, the order the lease records' JSON shows them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub struct MissingOnHost {
+    /// How many hosts or instances.
+    pub amount: u32,
+    /// The host's Blazar id, while the host exists.
+    pub host_id: Option<String>,
+    /// The host's name, while it exists.
+    pub hypervisor_hostname: Option<String>,
+    /// The host's provider uuid.
+    pub provider: Uuid,
+    /// The host's status now (`up`, `down` or `maintenance`), while it exists.
+    pub status: Option<String>,
+}
+
+/// What failures took from one reservation and could not be moved elsewhere.
+///
+/// Members are declared in alphabetical order, the order the lease records' JSON shows them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub struct MissingResources {
+    /// How many hosts or instances in all.
+    pub amount: u32,
+    /// Per host it was lost with.
+    pub hosts: Vec<MissingOnHost>,
+    /// For instance reservations: what the missing instances are, per resource class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<BTreeMap<String, u64>>,
+    /// What `amount` counts: `hosts` or `instances`.
+    pub unit: String,
+}
+
 /// `reservationData`: a reservation as both styles show it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -186,9 +219,10 @@ pub struct ReservationData {
     pub status_reason: Option<String>,
     /// Whether a failure took part of it away.
     pub degraded: bool,
-    /// Per reservation part, what failures took away.
+    /// Per part (ledger reservation id), what failures took away; absent when nothing is
+    /// missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub missing_resources: Option<Map<String, Value>>,
+    pub missing_resources: Option<BTreeMap<Uuid, MissingResources>>,
     /// On create: the priority asked for was lowered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_lowered: Option<PriorityLowered>,

@@ -1,5 +1,7 @@
-//! Subscriptions, undelivered notifications and the notification feed.
+//! Subscriptions and the requests that make them, undelivered notifications and the
+//! notification feed.
 
+use crate::promise::{Count, ReservationFilterItem, Text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -146,13 +148,99 @@ pub struct DeliveryList {
     pub deliveries: Vec<Delivery>,
 }
 
+/// The notification of a change of a reservation (an entry of the lifecycle record), as a
+/// reservation subscription's callback receives it and the feed shows it.
+///
+/// Members are declared in alphabetical order, the order of the body berth signs and sends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationNotification {
+    /// The entry's position in the lifecycle record.
+    pub change_id: u64,
+    /// What happened: `lease.create`, `lease.event.start_lease`, `lease.degraded`, ...
+    pub change_type: String,
+    /// The entry's details. Open: its members depend on `changeType` (a status, a due time, a
+    /// reason, what a failure took away, a planned capacity change, ...), as the lifecycle
+    /// record keeps them; the lease itself is read with the reservation endpoints.
+    pub changed_reservation_data: Value,
+    /// Its id, stable across retries (in the feed, the entry's position).
+    pub notification_id: String,
+    /// `ReservationChange`, `BeforeEndWarning`, `Termination`, `PreemptionNotice`,
+    /// `AllocationChange` or `Failure`.
+    pub notification_type: String,
+    /// Before the end: the seconds left (callbacks of `before_end_lease` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining_seconds: Option<i64>,
+    /// The reservation (lease) that changed.
+    pub reservation_id: Uuid,
+    /// When it happened, in microseconds since the epoch.
+    pub time_stamp: i64,
+    /// `berth`.
+    pub vim_id: String,
+}
+
+/// The resource type id a capacity notification is about: the one member of its resource type.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDescriptor {
+    /// For a `compute` subscription.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_resource_type_id: Option<String>,
+    /// For a `network` subscription.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_resource_type_id: Option<String>,
+    /// For a `storage` subscription.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_resource_type_id: Option<String>,
+}
+
+/// The four figures of a capacity notification, now (members in alphabetical order).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub struct CapacityFigures {
+    /// Used by consumers.
+    pub allocated: i64,
+    /// Neither reserved nor allocated.
+    pub available: i64,
+    /// Held by reservations and not used by their consumers.
+    pub reserved: i64,
+    /// Usable capacity.
+    pub total: i64,
+}
+
+/// The notification of a capacity threshold crossed, as a capacity subscription's callback
+/// receives it.
+///
+/// Members are declared in alphabetical order, the order of the body berth signs and sends.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityNotification {
+    /// When the crossing was seen, in microseconds since the epoch.
+    pub capacity_change_time: i64,
+    /// The figures then (for a flavor: instances that fit, as `total` and `available`).
+    pub capacity_information: CapacityFigures,
+    /// `entered` (the condition now holds) or `left` (it no longer does, by a margin).
+    pub crossing: String,
+    /// The flavor watched, if any.
+    pub flavor_id: Option<String>,
+    /// Its id, stable across retries.
+    pub notification_id: String,
+    /// `CapacityChange`.
+    pub notification_type: String,
+    /// The resource type id watched.
+    pub resource_descriptor: ResourceDescriptor,
+    /// The threshold.
+    pub threshold: ThresholdCondition,
+    /// The zone watched, or every zone.
+    pub zone_id: Option<String>,
+}
+
 /// An entry of the notification feed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct FeedEntry {
     /// Its position in the feed.
     pub cursor: u64,
-    /// The notification, as a callback receives it.
-    pub notification: Value,
+    /// The notification, as a reservation subscription's callback receives it.
+    pub notification: ReservationNotification,
 }
 
 /// `GET /promise/notifications`.
@@ -162,4 +250,103 @@ pub struct Feed {
     pub notifications: Vec<FeedEntry>,
     /// The cursor to ask after next.
     pub next: u64,
+}
+
+/// How notifications are signed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Authentication {
+    /// The secret notifications are signed with (HMAC-SHA256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
+}
+
+/// The condition of a capacity threshold.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ThresholdRequest {
+    /// The condition, nested as answers show it; when given, the members beside it are
+    /// ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<Box<ThresholdRequest>>,
+    /// `available`, `reserved`, `allocated` or `total` (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_info: Option<Text>,
+    /// `lt`, `le`, `gt`, `ge` or `eq` (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Text>,
+    /// The value compared with, not negative (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Count>,
+}
+
+/// The input of `POST /promise/capacity/{kind}/subscribe` (`kind`: `compute`, `network` or
+/// `storage`). Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeCapacity {
+    /// On `compute` (required there): `numCpuCores`, `virtualMemSize` or `virtualDisk`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_resource_type_id: Option<Text>,
+    /// On `network` (required there): `publicIps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_resource_type_id: Option<Text>,
+    /// On `storage` (required there): `storageSize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_resource_type_id: Option<Text>,
+    /// A flavor (id or name): the threshold then watches how many of its instances fit
+    /// (`capacity_info` `available` only), and the resource type id is not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor_id: Option<Text>,
+    /// The zone (absent: every zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_id: Option<Text>,
+    /// The threshold (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<ThresholdRequest>,
+    /// Where notifications are POSTed (required): an absolute `http` or `https` URL without
+    /// user info, to a destination the server lets callbacks reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_uri: Option<Text>,
+    /// How notifications are signed; when given, `secret` beside it is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// The secret notifications are signed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
+}
+
+/// Every reservation the project may see.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+pub enum EveryReservation {
+    /// `all`.
+    #[serde(rename = "all")]
+    All,
+}
+
+/// `inputFilter`: the reservations a subscription watches.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum InputFilter {
+    /// `"all"`: every one the project may see.
+    All(EveryReservation),
+    /// These (each `reservationId` a uuid).
+    Some(Vec<ReservationFilterItem>),
+}
+
+/// The input of `POST /promise/reservation/subscribe`. Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeReservations {
+    /// The reservations watched (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_filter: Option<InputFilter>,
+    /// Where notifications are POSTed (required): an absolute `http` or `https` URL without
+    /// user info, to a destination the server lets callbacks reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_uri: Option<Text>,
+    /// How notifications are signed; when given, `secret` beside it is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// The secret notifications are signed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
 }

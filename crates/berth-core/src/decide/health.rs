@@ -27,6 +27,7 @@ use crate::model::ledger::{Hold, Window};
 use crate::model::provider::{Provider, ProviderCondition, ProviderStatus};
 use crate::model::time::Instant;
 use crate::query::health::affected_leases;
+use crate::query::missing::{self, Missing};
 use crate::rejection::Rejection;
 use crate::rejection::{Refusal, Shortfall};
 use uuid::Uuid;
@@ -534,8 +535,9 @@ pub fn reallocate(
     Ok((changes, lease))
 }
 
-/// What `reservation` is missing, as the wire shows it: how many hosts or instances, what that
-/// is in resources, and on which hosts; `None` when nothing is.
+/// What `reservation` is missing, as lease records and Blazar show it (see
+/// [`crate::query::missing`]): how many hosts or instances, what that is in resources, and on
+/// which hosts; `None` when nothing is.
 pub fn missing_resources(
     catalog: &Catalog,
     reservation: &Reservation,
@@ -550,43 +552,36 @@ fn missing_with(
     reservation: &Reservation,
     going: Option<(Uuid, ProviderStatus)>,
 ) -> Option<serde_json::Value> {
-    if reservation.missing.is_empty() {
-        return None;
-    }
-    let amount = reservation.missing_amount();
-    let hosts: Vec<serde_json::Value> = reservation
-        .missing
+    missing::of_reservation(catalog, reservation, going).map(|m| missing_json(&m))
+}
+
+fn missing_json(missing: &Missing) -> serde_json::Value {
+    let hosts: Vec<serde_json::Value> = missing
+        .hosts
         .iter()
-        .map(|(host, n)| {
-            let provider = catalog.provider(*host);
+        .map(|on| {
             serde_json::json!({
-                "provider": host,
-                "host_id": provider.map(|p| p.id().to_string()),
-                "hypervisor_hostname": provider.map(Provider::name),
-                "status": match going {
-                    Some((uuid, status)) if uuid == *host => Some(status.as_str()),
-                    _ => provider.map(|p| p.status().as_str()),
-                },
-                "amount": n,
+                "provider": on.provider,
+                "host_id": on.host_id.map(|id| id.to_string()),
+                "hypervisor_hostname": on.name,
+                "status": on.status.map(ProviderStatus::as_str),
+                "amount": on.amount,
             })
         })
         .collect();
     let mut value = serde_json::json!({
-        "amount": amount,
-        "unit": match reservation.spec {
-            ReservationSpec::Host { .. } => "hosts",
-            _ => "instances",
-        },
+        "amount": missing.amount,
+        "unit": missing.unit.as_str(),
         "hosts": hosts,
     });
-    if let Some(amounts) = reservation.spec.instance_amounts(u64::from(amount)) {
+    if let Some(amounts) = &missing.resources {
         value["resources"] = amounts
-            .into_iter()
+            .iter()
             .map(|(class, n)| (class.as_str().to_owned(), serde_json::json!(n)))
             .collect::<serde_json::Map<_, _>>()
             .into();
     }
-    Some(value)
+    value
 }
 
 /// What each reservation of `lease` is missing, by reservation id (an empty object when
@@ -600,10 +595,9 @@ fn missing_by_reservation(
     lease: &Lease,
     going: Option<(Uuid, ProviderStatus)>,
 ) -> serde_json::Value {
-    lease
-        .reservations
+    missing::of_lease(catalog, lease, going)
         .iter()
-        .filter_map(|r| missing_with(catalog, r, going).map(|m| (r.id.to_string(), m)))
+        .map(|(id, m)| (id.to_string(), missing_json(m)))
         .collect::<serde_json::Map<_, _>>()
         .into()
 }

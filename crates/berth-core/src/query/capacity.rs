@@ -308,3 +308,118 @@ pub fn series(
     }
     Ok(deltas.series())
 }
+
+/// Where and when a capacity query looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extent {
+    /// The zone (`None`: every zone).
+    pub zone: Option<String>,
+    /// The window.
+    pub window: Window,
+    /// Leases (or reservations) left out, as if they did not exist.
+    pub without: Vec<Uuid>,
+}
+
+/// One figure of each member of Promise's capacity vector.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Levels {
+    /// Virtual CPUs (`VCPU`).
+    pub cores: i64,
+    /// Memory, MB (`MEMORY_MB`).
+    pub ram: i64,
+    /// Disk, GB (`DISK_GB`).
+    pub gigabytes: i64,
+    /// Public addresses.
+    pub addresses: i64,
+}
+
+/// The capacity of Promise's vector (`query-capacity`) over a window: a series per member, and
+/// the reservations holding capacity in the window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorCapacity {
+    /// Virtual CPUs.
+    pub cores: Series,
+    /// Memory, MB.
+    pub ram: Series,
+    /// Disk, GB.
+    pub gigabytes: Series,
+    /// Public addresses.
+    pub addresses: Series,
+    /// The leases holding capacity in the window (those left out aside), in no particular
+    /// order.
+    pub collections: Vec<LeaseId>,
+}
+
+impl VectorCapacity {
+    fn levels(&self, level: impl Fn(&Series) -> i64) -> Levels {
+        Levels {
+            cores: level(&self.cores),
+            ram: level(&self.ram),
+            gigabytes: level(&self.gigabytes),
+            addresses: level(&self.addresses),
+        }
+    }
+
+    /// The figure `pick` chooses, over the whole window (see [`Series::summary`]).
+    pub fn summary(&self, pick: fn(&Figures) -> i64) -> Levels {
+        self.levels(|s| pick(&s.summary()))
+    }
+
+    /// The figure `pick` chooses as one step function of vectors: a step at every instant
+    /// where some member changes.
+    pub fn steps(&self, pick: fn(&Figures) -> i64) -> Vec<(Instant, Levels)> {
+        let all = [&self.cores, &self.ram, &self.gigabytes, &self.addresses];
+        let mut instants: Vec<Instant> = all
+            .iter()
+            .flat_map(|s| s.steps.iter().map(|(at, _)| *at))
+            .collect();
+        instants.sort_unstable();
+        instants.dedup();
+        instants
+            .into_iter()
+            .map(|at| {
+                let level = |s: &Series| {
+                    s.steps
+                        .iter()
+                        .take_while(|(t, _)| *t <= at)
+                        .last()
+                        .map_or(0, |(_, f)| pick(f))
+                };
+                (at, self.levels(level))
+            })
+            .collect()
+    }
+}
+
+/// The capacity of Promise's vector within `extent`.
+pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Rejection> {
+    let zone = extent.zone.as_deref();
+    let of = |name: &str| {
+        let class = ResourceClass::parse(name).expect("invariant: standard class names parse");
+        series(
+            catalog,
+            zone,
+            extent.window,
+            &Measure::Class(class),
+            &extent.without,
+        )
+    };
+    Ok(VectorCapacity {
+        cores: of("VCPU")?,
+        ram: of("MEMORY_MB")?,
+        gigabytes: of("DISK_GB")?,
+        addresses: series(
+            catalog,
+            zone,
+            extent.window,
+            &Measure::Addresses,
+            &extent.without,
+        )?,
+        collections: catalog
+            .leases()
+            .filter(|l| l.holds_capacity() && l.window().overlaps(&extent.window))
+            .filter(|l| !extent.without.contains(&l.id.uuid()))
+            .map(|l| l.id)
+            .collect(),
+    })
+}

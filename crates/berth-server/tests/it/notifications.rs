@@ -102,6 +102,21 @@ impl Received {
 
 /// Asserts that every request received was signed with [`SECRET`]: its header is
 /// `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body as received>">`, computed here.
+/// Every body received is its documented wire type, written back byte for byte: a capacity
+/// notification or a reservation notification.
+fn bodies_are_wire_types(received: &Received) {
+    use berth_api::promise::{CapacityNotification, ReservationNotification};
+    for (body, _) in received.raw.lock().expect("lock").iter() {
+        let written = match body.contains(r#""notificationType":"CapacityChange""#) {
+            true => serde_json::from_str::<CapacityNotification>(body)
+                .and_then(|typed| serde_json::to_string(&typed)),
+            false => serde_json::from_str::<ReservationNotification>(body)
+                .and_then(|typed| serde_json::to_string(&typed)),
+        };
+        assert_eq!(written.expect("reads as its type"), *body);
+    }
+}
+
 pub(crate) fn checks_signatures(received: &Received) {
     use hmac::{KeyInit, Mac};
     for (body, header) in received.raw.lock().expect("lock").iter() {
@@ -200,6 +215,7 @@ async fn a_scripted_scenario_delivers_exactly_the_expected_signed_notifications(
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     checks_signatures(&received);
+    bodies_are_wire_types(&received);
     let got = received.got.lock().expect("lock").clone();
     // Capacity fired on crossing only: entered, then left.
     let crossings: Vec<&Value> = of_type(&got, "CapacityChange");

@@ -251,3 +251,21 @@ async fn put_policy(
     let policy = state.berth.update_policy(patch).await?;
     Ok(Json(policy_json(&policy)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+
+    /// The members a flavor and a policy change accept by hand are exactly those their wire
+    /// types document (beside the member each may be nested under).
+    #[test]
+    fn flavor_and_policy_fields_are_the_documented_ones() {
+        let mut flavor = FLAVOR_FIELDS.to_vec();
+        flavor.push("flavor");
+        assert_eq!(documented_fields::<FlavorRequest>(), sorted(&flavor));
+        let mut policy = POLICY_FIELDS.to_vec();
+        policy.push("reservation");
+        assert_eq!(documented_fields::<SetPolicy>(), sorted(&policy));
+    }
+}

@@ -1,9 +1,12 @@
 //! Capacity queries: `/promise/capacity/{compute,network,storage}/query` (ETSI style) and
-//! `POST /promise/query-capacity` (Promise RPC). Both read [`berth_core::query::capacity`]: the
+//! `POST /promise/query-capacity` (Promise RPC). Each parses its input into a query, asks
+//! `Berth::capacity` or `Berth::capacity_vector` (over [`berth_core::query::capacity`]: the
 //! four figures over a window, `available` being its minimum over the window, and on request the
-//! step function of each (`utilization`).
+//! step function of each, `utilization`) and renders the answer.
 
-use super::wire::{Input, flag, object, rpc_error, size, text, time, uuids};
+use super::wire::{
+    Input, documented, flag, names, object, rpc_error, rpc_read_error, size, text, time, uuids,
+};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -14,27 +17,35 @@ use axum::extract::{Path, State};
 use axum::http::Method;
 use berth_api::promise::{
     CapacityAnswer, CapacityInformation, CapacityLevels, CapacityQueryResult, CapacityStep,
-    Figures as FigureSet, FiguresStep, InstancesAvailable, RpcAnswer, SelectedCapacity, TimePeriod,
+    EtsiCapacityQuery, Figures as FigureSet, FiguresStep, InstancesAvailable, Names, QueryCapacity,
+    RpcAnswer, SelectedCapacity, TimePeriod,
 };
-use berth_core::model::capacity::{Figures, Measure, Series};
+use berth_app::{Asked, Capacity, CapacityQuery};
+use berth_core::Instant;
+use berth_core::model::capacity::{Figures, Series};
 use berth_core::model::ledger::Window;
-use berth_core::query::capacity;
-use berth_core::{Catalog, Instant, Rejection, ResourceClass};
+use berth_core::query::capacity::{Extent, Levels};
 use serde_json::{Map, Value};
 
 pub(super) fn register(routes: &mut Routes) {
-    for method in [Method::GET, Method::POST] {
-        routes
-            .add(
-                method.clone(),
-                "/promise/capacity/{kind}/query",
-                Rule::SYSTEM_READER,
-                "Query capacity (ETSI style)",
-                etsi_query,
-            )
-            .answers::<CapacityQueryResult>(200);
-    }
     routes
+        .add(
+            Method::GET,
+            "/promise/capacity/{kind}/query",
+            Rule::SYSTEM_READER,
+            "Query capacity (ETSI style)",
+            etsi_query,
+        )
+        .answers::<CapacityQueryResult>(200)
+        .add(
+            Method::POST,
+            "/promise/capacity/{kind}/query",
+            Rule::SYSTEM_READER,
+            "Query capacity (ETSI style)",
+            etsi_query,
+        )
+        .accepts::<EtsiCapacityQuery>()
+        .answers::<CapacityQueryResult>(200)
         .add(
             Method::POST,
             "/promise/query-capacity",
@@ -42,6 +53,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Query capacity (Promise RPC)",
             rpc_query,
         )
+        .accepts::<QueryCapacity>()
         .answers::<RpcAnswer<CapacityAnswer>>(200);
 }
 
@@ -57,23 +69,14 @@ pub(super) fn window(
         .ok_or_else(|| ApiError::bad_request("the end of the time period must be after its start"))
 }
 
-fn class(name: &str) -> Measure {
-    Measure::Class(ResourceClass::parse(name).expect("invariant: standard class names parse"))
-}
-
-/// What an ETSI query measures: one class, addresses, or instances of a shape.
-enum Wanted {
-    Plain(Measure),
-    Shape(Vec<(ResourceClass, u64)>),
-}
-
-fn shape(vcpus: u64, ram_mb: u64, disk_gb: u64) -> Result<Wanted, ApiError> {
+/// The instances of a shape an ETSI query counts (a shape of no size is refused).
+fn shape(vcpus: u64, ram_mb: u64, disk_gb: u64) -> Result<Asked, ApiError> {
     let amounts = berth_core::model::lease::instance_amounts(vcpus, ram_mb, disk_gb, 1);
     match amounts.is_empty() {
         true => Err(ApiError::bad_request(
             "resourceCriteria must give a size (virtualCPU.numVirtualCpu, virtualMemory.virtualMemSize or sizeOfStorage)",
         )),
-        false => Ok(Wanted::Shape(amounts)),
+        false => Ok(Asked::Shape(amounts)),
     }
 }
 
@@ -86,7 +89,7 @@ fn nested_size(body: &Map<String, Value>, outer: &[&str], field: &str) -> Result
     Ok(size(body, field)?.unwrap_or(0))
 }
 
-fn criteria_shape(criteria: &Map<String, Value>) -> Result<Wanted, ApiError> {
+fn criteria_shape(criteria: &Map<String, Value>) -> Result<Asked, ApiError> {
     let vcpus = nested_size(criteria, &["virtualCPU", "virtualCpu"], "numVirtualCpu")?;
     let ram = nested_size(criteria, &["virtualMemory"], "virtualMemSize")?;
     let disk = nested_size(
@@ -97,17 +100,15 @@ fn criteria_shape(criteria: &Map<String, Value>) -> Result<Wanted, ApiError> {
     shape(vcpus, ram, disk)
 }
 
-fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wanted, ApiError> {
+/// What an ETSI query on the path's `kind` measures: a flavor's instances, a shape's, or the
+/// figures of the resource type id.
+fn asked(kind: &str, body: &Map<String, Value>) -> Result<Asked, ApiError> {
     let resource = super::reservations::kind_of(kind)?;
     let type_field = format!("{kind}ResourceTypeId");
     let type_id = text(body, &type_field)?;
     let criteria = object(body, "resourceCriteria")?;
     if let Some(flavor) = text(body, "flavorId")? {
-        let found = catalog
-            .flavor(&flavor)
-            .ok_or(Rejection::FlavorNotFound(flavor))
-            .map_err(ApiError::from)?;
-        return shape(found.vcpus, found.ram_mb, found.disk_gb);
+        return Ok(Asked::Flavor(flavor));
     }
     let id = match (kind, type_id.as_deref(), criteria) {
         ("compute", None | Some("vcInstances" | "instances"), Some(criteria)) => {
@@ -120,7 +121,7 @@ fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wa
         (_, Some(id), _) => id,
     };
     if let Some(measure) = berth_core::model::capacity::measure_of(resource, id) {
-        return Ok(Wanted::Plain(measure));
+        return Ok(Asked::Measure(measure));
     }
     Err(ApiError::bad_request(match (kind, id) {
         ("compute", "vcInstances" | "instances") => {
@@ -140,18 +141,39 @@ fn wanted(catalog: &Catalog, kind: &str, body: &Map<String, Value>) -> Result<Wa
     }))
 }
 
+/// The members of an ETSI capacity query ([`EtsiCapacityQuery`]).
+const ETSI_QUERY_FIELDS: [&str; 11] = [
+    "zoneId",
+    "timePeriod",
+    "attributeSelector",
+    "showUtilization",
+    "show-utilization",
+    "without",
+    "flavorId",
+    "computeResourceTypeId",
+    "networkResourceTypeId",
+    "storageResourceTypeId",
+    "resourceCriteria",
+];
+
+/// The members of `query-capacity` ([`QueryCapacity`]).
+const QUERY_FIELDS: [&str; 6] = [
+    "window",
+    "capacity",
+    "zone",
+    "show-utilization",
+    "showUtilization",
+    "without",
+];
+
 const SELECTORS: [&str; 4] = ["available", "reserved", "total", "allocated"];
 
 fn selectors(body: &Map<String, Value>) -> Result<Vec<&'static str>, ApiError> {
-    let names: Vec<String> = match body.get("attributeSelector") {
-        None | Some(Value::Null) => return Ok(SELECTORS.to_vec()),
-        Some(Value::String(t)) => t.split(',').map(|s| s.trim().to_owned()).collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<_>>()
-            .ok_or_else(|| ApiError::bad_request("attributeSelector must list names"))?,
-        Some(_) => return Err(ApiError::bad_request("attributeSelector must list names")),
+    let names: Vec<String> = match names(body, "attributeSelector") {
+        Ok(None) => return Ok(SELECTORS.to_vec()),
+        Ok(Some(Names::Joined(t))) => t.split(',').map(|s| s.trim().to_owned()).collect(),
+        Ok(Some(Names::List(items))) => items,
+        Err(()) => return Err(ApiError::bad_request("attributeSelector must list names")),
     };
     names
         .iter()
@@ -198,6 +220,7 @@ async fn etsi_query(
     Path(kind): Path<String>,
     Input(body): Input,
 ) -> Result<Json<CapacityQueryResult>, ApiError> {
+    let body = documented(body, &ETSI_QUERY_FIELDS);
     let now = state.berth.now();
     let period = object(&body, "timePeriod")?;
     let (start, end) = match period {
@@ -212,97 +235,46 @@ async fn etsi_query(
     let keep = selectors(&body)?;
     let utilization = show_utilization(&body, false)?;
     let without = uuids(&body, "without")?;
-    let answer = state
-        .berth
-        .read(move |c| -> Result<CapacityQueryResult, ApiError> {
-            let mut out = CapacityQueryResult {
-                zone_id: zone.clone(),
-                last_update: time(now),
-                time_period: TimePeriod {
-                    start_time: time(window.start()),
-                    stop_time: time(window.end()),
-                },
-                capacity_information: CapacityInformation::Figures(FigureSet::default()),
-                utilization: None,
-            };
-            match wanted(c, &kind, &body)? {
-                Wanted::Shape(amounts) => {
-                    let fit = berth_core::decide::admission::instances_that_fit(
-                        c,
-                        zone.as_deref(),
-                        window,
-                        &amounts,
-                        &without,
-                    )
-                    .map_err(ApiError::from)?;
-                    out.capacity_information =
-                        CapacityInformation::Instances(InstancesAvailable { available: fit });
-                }
-                Wanted::Plain(measure) => {
-                    let series = capacity::series(c, zone.as_deref(), window, &measure, &without)
-                        .map_err(ApiError::from)?;
-                    out.capacity_information =
-                        CapacityInformation::Figures(figures_json(&series.summary(), &keep));
-                    if utilization {
-                        out.utilization = Some(utilization_json(&series, &keep));
-                    }
-                }
-            }
-            Ok(out)
-        })
-        .await??;
-    Ok(Json(answer))
+    let asked = asked(&kind, &body)?;
+    let query = CapacityQuery {
+        extent: Extent {
+            zone: zone.clone(),
+            window,
+            without,
+        },
+        asked,
+    };
+    let capacity = state.berth.capacity(query).await?;
+    let (information, steps) = match capacity {
+        Capacity::Instances(fit) => (
+            CapacityInformation::Instances(InstancesAvailable { available: fit }),
+            None,
+        ),
+        Capacity::Figures(series) => (
+            CapacityInformation::Figures(figures_json(&series.summary(), &keep)),
+            utilization.then(|| utilization_json(&series, &keep)),
+        ),
+    };
+    Ok(Json(CapacityQueryResult {
+        zone_id: zone,
+        last_update: time(now),
+        time_period: TimePeriod {
+            start_time: time(window.start()),
+            stop_time: time(window.end()),
+        },
+        capacity_information: information,
+        utilization: steps,
+    }))
 }
 
-/// The Promise capacity vector's members and what each measures.
-pub(super) fn vector_measures() -> Vec<(&'static str, Measure)> {
-    super::reservations::vector_classes()
-        .into_iter()
-        .map(|(member, name)| (member, class(name)))
-        .chain([("addresses", Measure::Addresses)])
-        .collect()
-}
-
-/// A capacity vector of the members' levels.
-fn levels(members: impl Iterator<Item = (&'static str, i64)>) -> CapacityLevels {
-    let mut out = CapacityLevels::default();
-    for (member, level) in members {
-        match member {
-            "cores" => out.cores = level,
-            "ram" => out.ram = level,
-            "gigabytes" => out.gigabytes = level,
-            _ => out.addresses = level,
-        }
+/// A capacity vector on the wire.
+fn levels_json(levels: Levels) -> CapacityLevels {
+    CapacityLevels {
+        cores: levels.cores,
+        ram: levels.ram,
+        gigabytes: levels.gigabytes,
+        addresses: levels.addresses,
     }
-    out
-}
-
-/// The selected figure of several series as one step function of capacity vectors.
-pub(super) fn vector_steps(
-    series: &[(&'static str, Series)],
-    pick: fn(&Figures) -> i64,
-) -> Vec<(Instant, CapacityLevels)> {
-    let mut instants: Vec<Instant> = series
-        .iter()
-        .flat_map(|(_, s)| s.steps.iter().map(|(at, _)| *at))
-        .collect();
-    instants.sort_unstable();
-    instants.dedup();
-    instants
-        .into_iter()
-        .map(|at| {
-            let vector = levels(series.iter().map(|(name, s)| {
-                let level = s
-                    .steps
-                    .iter()
-                    .take_while(|(t, _)| *t <= at)
-                    .last()
-                    .map_or(0, |(_, f)| pick(f));
-                (*name, level)
-            }));
-            (at, vector)
-        })
-        .collect()
 }
 
 /// Picks one figure.
@@ -337,6 +309,7 @@ async fn rpc_query(
     _caller: Caller,
     Input(body): Input,
 ) -> Result<Json<RpcAnswer<CapacityAnswer>>, ApiError> {
+    let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();
     let parsed = (|| {
         Ok::<_, ApiError>((
@@ -349,65 +322,73 @@ async fn rpc_query(
     })()
     .map_err(rpc_error)?;
     let (window, (name, pick), zone, utilization, without) = parsed;
-    let answer = state
+    let extent = Extent {
+        zone: zone.clone(),
+        window,
+        without,
+    };
+    let vector = state
         .berth
-        .read(move |c| -> Result<RpcAnswer<CapacityAnswer>, ApiError> {
-            let mut series = Vec::new();
-            for (member, measure) in vector_measures() {
-                let s = capacity::series(c, zone.as_deref(), window, &measure, &without)
-                    .map_err(ApiError::from)?;
-                series.push((member, s));
-            }
-            let summary = levels(
-                series
-                    .iter()
-                    .map(|(member, s)| (*member, pick(&s.summary()))),
-            );
-            let capacity = match name {
-                "total" => SelectedCapacity {
-                    total: Some(summary),
-                    ..SelectedCapacity::default()
-                },
-                "reserved" => SelectedCapacity {
-                    reserved: Some(summary),
-                    ..SelectedCapacity::default()
-                },
-                "usage" => SelectedCapacity {
-                    usage: Some(summary),
-                    ..SelectedCapacity::default()
-                },
-                _ => SelectedCapacity {
-                    available: Some(summary),
-                    ..SelectedCapacity::default()
-                },
-            };
-            let collections: Vec<String> = c
-                .leases()
-                .filter(|l| l.holds_capacity() && l.window().overlaps(&window))
-                .filter(|l| !without.contains(&l.id.uuid()))
-                .map(|l| format!("ResourceReservation:{}", l.id))
-                .collect();
-            let steps = match utilization {
-                true => vector_steps(&series, pick)
-                    .into_iter()
-                    .map(|(at, capacity)| CapacityStep {
-                        timestamp: time(at),
-                        capacity,
-                    })
-                    .collect(),
-                false => Vec::new(),
-            };
-            Ok(RpcAnswer::ok(
-                "capacity query answered",
-                CapacityAnswer {
-                    capacity,
-                    zone,
-                    collections,
-                    utilization: steps,
-                },
-            ))
-        })
-        .await?
-        .map_err(rpc_error)?;
-    Ok(Json(answer))
+        .capacity_vector(extent)
+        .await
+        .map_err(rpc_read_error)?;
+    let summary = Some(levels_json(vector.summary(pick)));
+    let capacity = match name {
+        "total" => SelectedCapacity {
+            total: summary,
+            ..SelectedCapacity::default()
+        },
+        "reserved" => SelectedCapacity {
+            reserved: summary,
+            ..SelectedCapacity::default()
+        },
+        "usage" => SelectedCapacity {
+            usage: summary,
+            ..SelectedCapacity::default()
+        },
+        _ => SelectedCapacity {
+            available: summary,
+            ..SelectedCapacity::default()
+        },
+    };
+    let steps = match utilization {
+        true => vector
+            .steps(pick)
+            .into_iter()
+            .map(|(at, levels)| CapacityStep {
+                timestamp: time(at),
+                capacity: levels_json(levels),
+            })
+            .collect(),
+        false => Vec::new(),
+    };
+    Ok(Json(RpcAnswer::ok(
+        "capacity query answered",
+        CapacityAnswer {
+            capacity,
+            zone,
+            collections: vector
+                .collections
+                .iter()
+                .map(|id| format!("ResourceReservation:{id}"))
+                .collect(),
+            utilization: steps,
+        },
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+
+    /// The members the capacity queries read are exactly those their wire types document.
+    #[test]
+    fn query_fields_are_the_documented_ones() {
+        assert_eq!(
+            documented_fields::<EtsiCapacityQuery>(),
+            sorted(&ETSI_QUERY_FIELDS)
+        );
+        assert_eq!(documented_fields::<QueryCapacity>(), sorted(&QUERY_FIELDS));
+    }
 }

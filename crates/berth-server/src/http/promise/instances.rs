@@ -141,13 +141,11 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<InstanceList>, ApiError> {
-    let project = caller.project_scope();
     let instances = state
         .berth
-        .read(move |c| {
-            c.instances()
-                .filter(|i| project.as_deref().is_none_or(|p| p == i.project_id))
-                .map(|i| instance_json(i, c.consumer(i.id).is_some()))
+        .instances(caller.project_scope(), |seen| {
+            seen.iter()
+                .map(|s| instance_json(s.instance, s.live))
                 .collect::<Vec<_>>()
         })
         .await?;

@@ -2,7 +2,7 @@
 //! `/query`, `/update` and `DELETE /promise/reservation/{kind}/{id}`; and the representation
 //! both styles share (`reservationData`, status, remaining capacity, counter-offers).
 
-use super::wire::{Input, count, date, object, size, text, time};
+use super::wire::{Input, count, date, documented, object, size, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::idempotency::IdempotencyHeader;
@@ -13,17 +13,21 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::promise::{
-    CapacityVector, ComputePoolReserved, ContainerReserved, NetworkReserved, Offer,
+    CapacityVector, ComputePoolReserved, ContainerReserved, EtsiReservationQuery,
+    EtsiReservationRequest, MissingOnHost, MissingResources, NetworkReserved, Offer,
     PriorityLowered, QueryResult, Refused, Remaining, ReservationData, ReservationDataEnvelope,
     ReservationQueryResult, ReservationTerminated, Reserved, StoragePoolReserved, TimeWindow,
     VirtualCpu, VirtualDisks, VirtualMemory,
 };
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT};
 use berth_core::decide::promise::ReservationChange;
-use berth_core::model::lease::{Lease, LeaseStatus, ReservationSpec};
+use berth_core::model::lease::{Lease, LeaseStatus};
 use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
 };
+use berth_core::query;
+use berth_core::query::missing::{self, Missing};
+use berth_core::query::promise::{KindQuery, Named};
 use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant, LeaseId, Rejection};
 use serde_json::{Map, Value};
@@ -38,19 +42,25 @@ pub(super) fn register(routes: &mut Routes) {
             "Create a reservation (ETSI style)",
             create,
         )
-        .answers::<ReservationDataEnvelope>(201);
-    for method in [Method::GET, Method::POST] {
-        routes
-            .add(
-                method,
-                "/promise/reservation/{kind}/query",
-                Rule::PROJECT_READER,
-                "Query reservations (ETSI style)",
-                query,
-            )
-            .answers::<ReservationQueryResult>(200);
-    }
-    routes
+        .accepts::<EtsiReservationRequest>()
+        .answers::<ReservationDataEnvelope>(201)
+        .add(
+            Method::GET,
+            "/promise/reservation/{kind}/query",
+            Rule::PROJECT_READER,
+            "Query reservations (ETSI style)",
+            query,
+        )
+        .answers::<ReservationQueryResult>(200)
+        .add(
+            Method::POST,
+            "/promise/reservation/{kind}/query",
+            Rule::PROJECT_READER,
+            "Query reservations (ETSI style)",
+            query,
+        )
+        .accepts::<EtsiReservationQuery>()
+        .answers::<ReservationQueryResult>(200)
         .add(
             Method::POST,
             "/promise/reservation/{kind}/update",
@@ -58,6 +68,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Update a reservation (ETSI style)",
             update,
         )
+        .accepts::<EtsiReservationRequest>()
         .answers::<ReservationDataEnvelope>(201)
         .add(
             Method::DELETE,
@@ -78,19 +89,6 @@ pub(super) fn kind_of(path: &str) -> Result<PromiseKind, ApiError> {
             "Unknown resource type {other}: use compute, network or storage"
         ))),
     }
-}
-
-/// The kinds of resource a lease holds (a Blazar lease shows under each).
-fn kinds_held(lease: &Lease) -> Vec<PromiseKind> {
-    lease
-        .reservations
-        .iter()
-        .map(|r| match &r.spec {
-            ReservationSpec::FloatingIp { .. } => PromiseKind::Network,
-            ReservationSpec::Instance { vcpus: 0, .. } => PromiseKind::Storage,
-            _ => PromiseKind::Compute,
-        })
-        .collect()
 }
 
 /// Promise's `reservationStatus`.
@@ -126,42 +124,6 @@ pub(super) fn vector_classes() -> [(&'static str, &'static str); 3] {
         ("ram", "MEMORY_MB"),
         ("gigabytes", "DISK_GB"),
     ]
-}
-
-/// What the lease's instances use, against what its compute reservations hold.
-fn remaining(catalog: &Catalog, lease: &Lease) -> (Remaining, Vec<Uuid>) {
-    let mut held = [0u64; 3];
-    for r in &lease.reservations {
-        if let ReservationSpec::Instance {
-            vcpus, memory_mb, ..
-        } = &r.spec
-            && *vcpus > 0
-        {
-            let slots: u64 = r.hosts.iter().map(|(_, n)| u64::from(*n)).sum();
-            held[0] += vcpus * slots;
-            held[1] += memory_mb * slots;
-            held[2] += slots;
-        }
-    }
-    let mut used = [0u64; 3];
-    let mut ids = Vec::new();
-    for instance in catalog.instances_of(lease) {
-        ids.push(instance.id);
-        if let Some(f) = catalog.flavor(&instance.flavor_id) {
-            used[0] += f.vcpus;
-            used[1] += f.ram_mb;
-        }
-        used[2] += 1;
-    }
-    let left = |i: usize| held[i].saturating_sub(used[i]);
-    (
-        Remaining {
-            cores: left(0),
-            ram: left(1),
-            instances: left(2),
-        },
-        ids,
-    )
 }
 
 fn addresses(catalog: &Catalog, lease: &Lease) -> Vec<String> {
@@ -212,16 +174,38 @@ fn ask_json(ask: &Ask, zone: Option<&str>) -> Reserved {
     }
 }
 
+/// What a reservation is missing, on the wire.
+fn missing_json(missing: &Missing) -> MissingResources {
+    MissingResources {
+        amount: missing.amount,
+        hosts: missing
+            .hosts
+            .iter()
+            .map(|on| MissingOnHost {
+                amount: on.amount,
+                host_id: on.host_id.map(|id| id.to_string()),
+                hypervisor_hostname: on.name.clone(),
+                provider: on.provider,
+                status: on.status.map(|s| s.as_str().to_owned()),
+            })
+            .collect(),
+        resources: missing.resources.as_ref().map(|amounts| {
+            amounts
+                .iter()
+                .map(|(class, n)| (class.as_str().to_owned(), *n))
+                .collect()
+        }),
+        unit: missing.unit.as_str().to_owned(),
+    }
+}
+
 /// `reservationData`: the reservation as both styles show it.
 pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationData {
     let terms = lease.terms.as_deref();
     let zone = terms.and_then(|t| t.zone.clone());
-    let (remaining, allocations) = remaining(catalog, lease);
+    let drawn = query::promise::drawn(catalog, lease);
     let ips = addresses(catalog, lease);
-    let missing = match berth_core::decide::health::missing_of(catalog, lease) {
-        Value::Object(m) if !m.is_empty() => Some(m),
-        _ => None,
-    };
+    let missing = missing::of_lease(catalog, lease, None);
     ReservationData {
         reservation_id: lease.id.uuid(),
         reservation_status: status(lease).to_owned(),
@@ -231,8 +215,12 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         zone_id: zone.clone(),
         priority: lease.priority(),
         project_id: lease.project_id.clone(),
-        remaining,
-        allocations,
+        remaining: Remaining {
+            cores: drawn.cores_left,
+            ram: drawn.ram_mb_left,
+            instances: drawn.instances_left,
+        },
+        allocations: drawn.instances,
         created_on: time(lease.created_at),
         modified_on: time(lease.updated_at),
         reserved: terms.map_or_else(Reserved::default, |t| ask_json(&t.ask, zone.as_deref())),
@@ -241,7 +229,12 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         status_reason: lease.status_reason.clone(),
         // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
         degraded: lease.degraded,
-        missing_resources: missing,
+        missing_resources: (!missing.is_empty()).then(|| {
+            missing
+                .iter()
+                .map(|(id, m)| (id.uuid(), missing_json(m)))
+                .collect()
+        }),
         priority_lowered: None,
     }
 }
@@ -364,6 +357,7 @@ fn storage(body: &Map<String, Value>) -> Result<Option<StorageAsk>, ApiError> {
     }))
 }
 
+/// The members every kind's create and update takes (see [`ComputeReservationRequest`]).
 const COMMON_FIELDS: [&str; 7] = [
     "startTime",
     "endTime",
@@ -374,6 +368,7 @@ const COMMON_FIELDS: [&str; 7] = [
     "reservationId",
 ];
 
+/// The members only `kind`'s create and update take; any other member is refused.
 fn kind_fields(kind: PromiseKind) -> &'static [&'static str] {
     match kind {
         PromiseKind::Compute => &[
@@ -474,6 +469,9 @@ pub(super) fn note_priority(data: &mut ReservationData, asked: u32, granted: u32
     }
 }
 
+/// The members of an ETSI reservation query ([`EtsiReservationQuery`]).
+const QUERY_FIELDS: [&str; 1] = ["queryReservationFilter"];
+
 fn filter_ids(body: &Map<String, Value>) -> Result<Option<Vec<Uuid>>, ApiError> {
     let items = match body.get("queryReservationFilter") {
         None | Some(Value::Null) => return Ok(None),
@@ -502,46 +500,28 @@ async fn query(
     Input(body): Input,
 ) -> Result<Json<ReservationQueryResult>, ApiError> {
     let kind = kind_of(&kind)?;
+    let body = documented(body, &QUERY_FIELDS);
     let ids = filter_ids(&body)?;
-    let project = caller.project_scope();
+    let query = KindQuery {
+        kind,
+        ids: ids.map(|ids| ids.into_iter().map(LeaseId::new).collect()),
+        project: caller.project_scope(),
+    };
     let answer = state
         .berth
-        .read(move |c| -> Result<QueryResult, ApiError> {
-            let visible = |l: &&Lease| project.as_deref().is_none_or(|p| p == l.project_id);
-            match ids.as_deref() {
-                Some([id]) => {
-                    let lease = c.lease(LeaseId::new(*id)).filter(visible).ok_or_else(|| {
-                        ApiError::not_found(format!("Reservation {id} could not be found"))
-                    })?;
-                    Ok(QueryResult::One(Box::new(reservation_data(c, lease))))
-                }
-                Some(many) => {
-                    let mut found = Vec::new();
-                    for id in many {
-                        let lease =
-                            c.lease(LeaseId::new(*id)).filter(visible).ok_or_else(|| {
-                                ApiError::not_found(format!("Reservation {id} could not be found"))
-                            })?;
-                        found.push(reservation_data(c, lease));
-                    }
-                    Ok(QueryResult::Many(found))
-                }
-                None => {
-                    let mut leases: Vec<&Lease> = c
-                        .leases()
-                        .filter(visible)
-                        .filter(|l| {
-                            kinds_held(l).contains(&kind)
-                                || l.terms.as_ref().is_some_and(|t| t.kind == kind)
-                        })
-                        .collect();
-                    leases.sort_by_key(|l| (l.created_at, l.id));
-                    let all = leases.iter().map(|l| reservation_data(c, l)).collect();
-                    Ok(QueryResult::Many(all))
-                }
+        .reservations_of_kind(query, |c, named| match named {
+            Named::One(lease) => QueryResult::One(Box::new(reservation_data(c, lease))),
+            Named::Many(leases) => {
+                QueryResult::Many(leases.iter().map(|l| reservation_data(c, l)).collect())
             }
         })
-        .await??;
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(Rejection::LeaseNotFound(id)) => {
+                ApiError::not_found(format!("Reservation {id} could not be found"))
+            }
+            other => other.into(),
+        })?;
     Ok(Json(ReservationQueryResult {
         query_result: answer,
     }))
@@ -628,4 +608,41 @@ async fn terminate(
         .cancel_reservation(id, caller.project_scope())
         .await?;
     Ok(Json(ReservationTerminated { reservation_id: id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+    use berth_api::promise::{
+        ComputeReservationRequest, NetworkReservationRequest, StorageReservationRequest,
+    };
+
+    fn fields_of(kind: PromiseKind) -> Vec<String> {
+        let mut fields = COMMON_FIELDS.to_vec();
+        fields.extend(kind_fields(kind));
+        sorted(&fields)
+    }
+
+    /// The members each kind's create and update accept are exactly those its request type
+    /// documents, and the query's those of its type.
+    #[test]
+    fn reservation_fields_are_the_documented_ones() {
+        assert_eq!(
+            documented_fields::<ComputeReservationRequest>(),
+            fields_of(PromiseKind::Compute)
+        );
+        assert_eq!(
+            documented_fields::<NetworkReservationRequest>(),
+            fields_of(PromiseKind::Network)
+        );
+        assert_eq!(
+            documented_fields::<StorageReservationRequest>(),
+            fields_of(PromiseKind::Storage)
+        );
+        assert_eq!(
+            documented_fields::<EtsiReservationQuery>(),
+            sorted(&QUERY_FIELDS)
+        );
+    }
 }

@@ -7,7 +7,7 @@
 //! here (the policy comes as a request extension); host names are checked at delivery.
 
 use super::reservations::kind_of;
-use super::wire::{Input, number, object, text, time};
+use super::wire::{Input, documented, number, object, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -18,15 +18,18 @@ use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_api::promise::{
-    CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry, ReservationRef,
-    ReservationSubscribed, Subscription as SubscriptionBody, SubscriptionEnvelope,
+    CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry,
+    ReservationNotification, ReservationRef, ReservationSubscribed, SubscribeCapacity,
+    SubscribeReservations, Subscription as SubscriptionBody, SubscriptionEnvelope,
     SubscriptionList, SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
 };
 use berth_app::Subscribe;
 use berth_core::LeaseId;
+use berth_core::model::lease::LeaseRecord;
 use berth_core::model::notify::{
-    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic,
+    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic, reservation_body,
 };
+use berth_core::query::notify::sees;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -40,6 +43,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Subscribe to capacity changes",
             capacity,
         )
+        .accepts::<SubscribeCapacity>()
         .answers::<CapacitySubscribed>(201)
         .add(
             Method::POST,
@@ -48,6 +52,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Subscribe to reservation changes",
             reservation,
         )
+        .accepts::<SubscribeReservations>()
         .answers::<ReservationSubscribed>(201)
         .add(
             Method::GET,
@@ -196,6 +201,22 @@ fn threshold(body: &Map<String, Value>) -> Result<Threshold, ApiError> {
     })
 }
 
+/// The members of a capacity subscription ([`SubscribeCapacity`]).
+const CAPACITY_FIELDS: [&str; 9] = [
+    "computeResourceTypeId",
+    "networkResourceTypeId",
+    "storageResourceTypeId",
+    "flavorId",
+    "zoneId",
+    "threshold",
+    "callbackUri",
+    "authentication",
+    "secret",
+];
+
+/// The members of a reservation subscription ([`SubscribeReservations`]).
+const RESERVATION_FIELDS: [&str; 4] = ["inputFilter", "callbackUri", "authentication", "secret"];
+
 async fn capacity(
     State(state): State<AppState>,
     Extension(destinations): Extension<Arc<Destinations>>,
@@ -204,6 +225,7 @@ async fn capacity(
     Input(body): Input,
 ) -> Result<(StatusCode, Json<CapacitySubscribed>), ApiError> {
     let resource = kind_of(&kind)?;
+    let body = documented(body, &CAPACITY_FIELDS);
     let field = format!("{}ResourceTypeId", resource.as_str());
     let type_id =
         text(&body, &field)?.ok_or_else(|| ApiError::bad_request(format!("{field} is missing")))?;
@@ -270,6 +292,7 @@ async fn reservation(
     caller: Caller,
     Input(body): Input,
 ) -> Result<(StatusCode, Json<ReservationSubscribed>), ApiError> {
+    let body = documented(body, &RESERVATION_FIELDS);
     let cmd = Subscribe {
         project_id: caller.0.project_id.clone(),
         topic: Topic::Reservations {
@@ -294,14 +317,10 @@ async fn list(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<SubscriptionList>, ApiError> {
-    let project = caller.project_scope();
     let all = state
         .berth
-        .read(move |c| {
-            c.subscriptions()
-                .filter(|s| project.as_deref().is_none_or(|p| p == s.project_id))
-                .map(subscription_json)
-                .collect::<Vec<_>>()
+        .subscriptions(caller.project_scope(), |found| {
+            found.into_iter().map(subscription_json).collect::<Vec<_>>()
         })
         .await?;
     Ok(Json(SubscriptionList { subscriptions: all }))
@@ -323,7 +342,7 @@ async fn show(
         .berth
         .read(move |c| {
             c.subscription(id)
-                .filter(|s| project.as_deref().is_none_or(|p| p == s.project_id))
+                .filter(|s| sees(project.as_deref(), s))
                 .map(subscription_json)
         })
         .await?
@@ -367,16 +386,12 @@ async fn deliveries(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<DeliveryList>, ApiError> {
-    let project = caller.project_scope();
     let admin = caller.0.is_admin();
     let all = state
         .berth
-        .read(move |c| {
-            c.deliveries()
-                .filter(|d| {
-                    c.subscription(d.subscription)
-                        .is_some_and(|s| project.as_deref().is_none_or(|p| p == s.project_id))
-                })
+        .deliveries(caller.project_scope(), |found| {
+            found
+                .into_iter()
                 .map(|d| delivery_json(d, admin))
                 .collect::<Vec<_>>()
         })
@@ -390,6 +405,20 @@ async fn retry(
 ) -> Result<StatusCode, ApiError> {
     state.berth.redeliver(id).await?;
     Ok(StatusCode::ACCEPTED)
+}
+
+/// The notification of an outbox entry, as a callback receives it: the body the core builds for
+/// deliveries (`reservation_body`), read as its wire type, so the feed and the callbacks show
+/// one body.
+fn notification_json(
+    id: &str,
+    seq: u64,
+    record: &LeaseRecord,
+    remaining_micros: Option<i64>,
+) -> ReservationNotification {
+    let body = reservation_body(id, seq, record, remaining_micros);
+    serde_json::from_value(body)
+        .expect("invariant: the core's notification body is a ReservationNotification (tested)")
 }
 
 /// Query of the feed.
@@ -424,24 +453,22 @@ async fn feed(
     let project = caller.project_scope();
     let mut after = query.after.unwrap_or(0);
     loop {
-        let page = state.berth.records_after(after, limit).await?;
-        let scanned_to = page.last().map(|(seq, _)| *seq);
+        let page = state
+            .berth
+            .feed_page(after, limit, project.as_deref())
+            .await?;
         let mine: Vec<FeedEntry> = page
+            .entries
             .iter()
-            .filter(|(_, r)| project.is_none() || r.project_id().as_deref() == project.as_deref())
-            .map(|(seq, r)| {
-                let body =
-                    berth_core::model::notify::reservation_body(&seq.to_string(), *seq, r, None);
-                FeedEntry {
-                    cursor: *seq,
-                    notification: body,
-                }
+            .map(|(seq, r)| FeedEntry {
+                cursor: *seq,
+                notification: notification_json(&seq.to_string(), *seq, r, None),
             })
             .collect();
-        if let Some(last) = scanned_to {
+        if let Some(last) = page.last_read {
             after = last;
         }
-        let exhausted = page.len() < limit;
+        let exhausted = page.exhausted;
         let elapsed = started.elapsed();
         if !mine.is_empty() || (elapsed >= wait && exhausted) || elapsed >= cutoff {
             return Ok(Json(Feed {
@@ -452,5 +479,53 @@ async fn feed(
         if exhausted {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::fields::{documented_fields, sorted};
+
+    /// The core's notification bodies read as their wire type and write back byte for byte,
+    /// with and without the seconds left, whatever the entry's details.
+    #[test]
+    fn notifications_are_their_wire_type_byte_for_byte() {
+        let lease_id = Uuid::from_u128(7);
+        let records = [
+            ("lease.create", r#"{"status":"PENDING"}"#, None),
+            (
+                "lease.event.before_end_lease",
+                r#"{"due":5,"status":"ACTIVE"}"#,
+                Some(90_000_000),
+            ),
+            ("lease.degraded", r#"{"missing_resources":{}}"#, None),
+            ("lease.delete", "not json", None),
+        ];
+        for (seq, (kind, details, remaining)) in (1u64..).zip(records) {
+            let record = LeaseRecord {
+                lease_id: LeaseId::new(lease_id),
+                kind: kind.to_owned(),
+                at: berth_core::Instant::from_micros(1_700_000_000_000_000),
+                details: details.to_owned(),
+            };
+            let body = reservation_body(&format!("{seq}.x"), seq, &record, remaining);
+            let typed = notification_json(&format!("{seq}.x"), seq, &record, remaining);
+            let written = serde_json::to_string(&typed).expect("serializes");
+            assert_eq!(written, body.to_string(), "{kind}");
+        }
+    }
+
+    /// The members the subscriptions read are exactly those their wire types document.
+    #[test]
+    fn subscription_fields_are_the_documented_ones() {
+        assert_eq!(
+            documented_fields::<SubscribeCapacity>(),
+            sorted(&CAPACITY_FIELDS)
+        );
+        assert_eq!(
+            documented_fields::<SubscribeReservations>(),
+            sorted(&RESERVATION_FIELDS)
+        );
     }
 }

@@ -1,17 +1,19 @@
 //! The Promise wire format: the input of a request (JSON body on any method, merged with query
-//! parameters), lenient numbers, dates, and what a failed RPC adds to the problem document.
+//! parameters), its members read through their documented lenient types (numbers, flags, names,
+//! lists, dates), and what a failed RPC adds to the problem document.
 
 use crate::http::error::ApiError;
-use crate::http::fields::{integer, parse_date};
+use crate::http::fields::parse_date;
 use crate::http::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
-use berth_api::promise::RpcFailure;
+use berth_api::promise::{Count, Flag, Names, RpcFailure, Text};
+use berth_app::AppError;
 use berth_core::Instant;
 use berth_core::limits::REQUEST_QUANTITY_MAX;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The input of a Promise request: the JSON object of the body (any method; an empty body is
@@ -112,13 +114,47 @@ pub(super) fn object<'a>(
     }
 }
 
-/// A non-negative integer given as a JSON number or a numeric string, at most `max`.
+/// Member `field` of `body` read as its documented wire type (`berth_api::promise::Count`,
+/// `Flag`, `Text`, `Names`, a date's `String`): `None` when absent or `null`; an error when the
+/// type cannot read it, which the caller turns into its own message.
+pub(super) fn member<'a, T: Deserialize<'a>>(
+    body: &'a Map<String, Value>,
+    field: &str,
+) -> Result<Option<T>, serde_json::Error> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => T::deserialize(value).map(Some),
+    }
+}
+
+/// The members of `body` named in `fields`, the member names of the request's documented type:
+/// a handler reads nothing its type does not document (Promise ignores other members).
+pub(super) fn documented(mut body: Map<String, Value>, fields: &[&str]) -> Map<String, Value> {
+    body.retain(|name, _| fields.contains(&name.as_str()));
+    body
+}
+
+/// A non-negative integer ([`Count`]: a JSON number or a numeric string), at most `max`.
 pub(super) fn number(
     body: &Map<String, Value>,
     field: &str,
     max: u64,
 ) -> Result<Option<u64>, ApiError> {
-    integer(body, field, 0, max)
+    let bad = || ApiError::bad_request(format!("{field} must be an integer from 0 to {max}"));
+    let value = match member::<Count>(body, field).map_err(|_| bad())? {
+        None => return Ok(None),
+        Some(Count::Number(n)) => n,
+        Some(Count::Text(text)) => text
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(bad)?,
+    };
+    match value <= max {
+        true => Ok(Some(value)),
+        false => Err(bad()),
+    }
 }
 
 /// A count (instances, addresses, volumes, cores) within the reservation bounds.
@@ -131,48 +167,56 @@ pub(super) fn size(body: &Map<String, Value>, field: &str) -> Result<Option<u64>
     number(body, field, u64::from(REQUEST_QUANTITY_MAX) * 1024)
 }
 
-/// A string member, when given.
+/// A string member ([`Text`]: a string that is not blank, trimmed, or a number's text), when
+/// given.
 pub(super) fn text(body: &Map<String, Value>, field: &str) -> Result<Option<String>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(_) => Err(ApiError::bad_request(format!(
+    match member::<Text>(body, field) {
+        Ok(None) => Ok(None),
+        Ok(Some(Text::Text(text))) if !text.trim().is_empty() => Ok(Some(text.trim().to_owned())),
+        Ok(Some(Text::Number(n))) => Ok(Some(n.to_string())),
+        _ => Err(ApiError::bad_request(format!(
             "{field} must be a non-empty string"
         ))),
     }
 }
 
-/// A boolean given as JSON or as `true`/`false` text.
+/// A boolean ([`Flag`]: JSON, or `true`/`false` text).
 pub(super) fn flag(body: &Map<String, Value>, field: &str) -> Result<Option<bool>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(t)) if t.eq_ignore_ascii_case("true") => Ok(Some(true)),
-        Some(Value::String(t)) if t.eq_ignore_ascii_case("false") => Ok(Some(false)),
-        Some(_) => Err(ApiError::bad_request(format!(
+    match member::<Flag>(body, field) {
+        Ok(None) => Ok(None),
+        Ok(Some(Flag::Bool(b))) => Ok(Some(b)),
+        Ok(Some(Flag::Text(t))) if t.eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Ok(Some(Flag::Text(t))) if t.eq_ignore_ascii_case("false") => Ok(Some(false)),
+        _ => Err(ApiError::bad_request(format!(
             "{field} must be true or false"
         ))),
     }
 }
 
-/// A date member (RFC 3339, `YYYY-MM-DD HH:MM` or `now`).
+/// A date member: a string, RFC 3339, `YYYY-MM-DD HH:MM` or `now`.
 pub(super) fn date(
     body: &Map<String, Value>,
     field: &str,
     now: Instant,
 ) -> Result<Option<Instant>, ApiError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(t)) if t.trim() == "0" => Ok(Some(now)),
-        Some(Value::String(t)) => parse_date(field, t, now).map(Some),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "{field}: {other} is not a date (RFC 3339, YYYY-MM-DD HH:MM or now)"
+    match member::<String>(body, field) {
+        Ok(None) => Ok(None),
+        Ok(Some(t)) if t.trim() == "0" => Ok(Some(now)),
+        Ok(Some(t)) => parse_date(field, &t, now).map(Some),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "{field}: {} is not a date (RFC 3339, YYYY-MM-DD HH:MM or now)",
+            body.get(field).unwrap_or(&Value::Null)
         ))),
     }
 }
 
-/// A list of uuids (a JSON array, or one comma-separated string).
+/// A list of names ([`Names`]: a JSON array of strings, or one comma-separated string); `Err`
+/// when it is neither.
+pub(super) fn names(body: &Map<String, Value>, field: &str) -> Result<Option<Names>, ()> {
+    member::<Names>(body, field).map_err(|_| ())
+}
+
+/// A list of uuids ([`Names`]; `Kind:`-prefixed ids are taken without the prefix).
 pub(super) fn uuids(body: &Map<String, Value>, field: &str) -> Result<Vec<uuid::Uuid>, ApiError> {
     let parse = |t: &str| {
         let t = t.trim();
@@ -180,22 +224,15 @@ pub(super) fn uuids(body: &Map<String, Value>, field: &str) -> Result<Vec<uuid::
         uuid::Uuid::parse_str(t)
             .map_err(|_| ApiError::bad_request(format!("{field}: {t} is not a uuid")))
     };
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::String(t)) => t
+    match names(body, field) {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(Names::Joined(t))) => t
             .split(',')
             .filter(|s| !s.trim().is_empty())
             .map(parse)
             .collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .ok_or_else(|| ApiError::bad_request(format!("{field} must list uuids")))
-                    .and_then(parse)
-            })
-            .collect(),
-        Some(_) => Err(ApiError::bad_request(format!("{field} must list uuids"))),
+        Ok(Some(Names::List(items))) => items.iter().map(|t| parse(t)).collect(),
+        Err(()) => Err(ApiError::bad_request(format!("{field} must list uuids"))),
     }
 }
 
@@ -235,4 +272,13 @@ pub(super) fn rpc_error(error: ApiError) -> ApiError {
         message: error.detail().to_owned(),
     };
     error.merge_extra(failure)
+}
+
+/// The error of an RPC's read: a rejection of the query carries Promise's `result` and
+/// `message`; the store failing is not the request's fault and answers as any read's would.
+pub(super) fn rpc_read_error(error: AppError) -> ApiError {
+    match error {
+        AppError::Rejected(_) => rpc_error(error.into()),
+        other => other.into(),
+    }
 }
