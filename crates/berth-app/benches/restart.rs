@@ -17,6 +17,7 @@
 //! `BERTH_RESTART_PHASE=restart BERTH_RESTART_DB=FILE BERTH_RESTART_LEASES=N perf record ...`.
 
 use berth_app::{Berth, Clock, IdGen};
+use berth_core::ProviderId;
 use berth_core::decide::inventory::{self as decide, NewHost};
 use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
@@ -77,7 +78,7 @@ impl Rng {
 
 /// Synthetic lease number `idx`: one instance reservation of 1-2 slots on one random host,
 /// about seven reservations per host at any instant.
-fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], count: usize) -> Lease {
+fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize) -> Lease {
     let id = |part: u128| Uuid::from_u128(LEASE_NAMESPACE | ((idx as u128) << 3) | part);
     let mean = ((7.0 * hosts.len() as f64 / count as f64 * YEAR as f64) as i64).clamp(HOUR, YEAR);
     let vcpus = 1 + rng.below(4);
@@ -152,7 +153,7 @@ fn rss_mib() -> f64 {
 }
 
 /// Enrolls the hosts in one transaction; returns their uuids.
-async fn write_hosts(store: &SqliteStore) -> Vec<Uuid> {
+async fn write_hosts(store: &SqliteStore) -> Vec<ProviderId> {
     let mut catalog = Catalog::new();
     let now = Instant::from_micros(T0 - YEAR);
     let mut all = Vec::new();
@@ -160,7 +161,7 @@ async fn write_hosts(store: &SqliteStore) -> Vec<Uuid> {
     for idx in 0..HOSTS {
         let new = NewHost {
             name: format!("cn{idx:05}"),
-            uuid: Uuid::from_u128(HOST_NAMESPACE | idx as u128),
+            uuid: ProviderId::from_u128(HOST_NAMESPACE | idx as u128),
             vcpus: Some(64),
             memory_mb: Some(262_144),
             local_gb: Some(2_000),

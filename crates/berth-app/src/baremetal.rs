@@ -5,6 +5,7 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
+use berth_core::ProviderId;
 use berth_core::Span;
 use berth_core::decide::baremetal::{
     self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
@@ -23,7 +24,7 @@ use uuid::Uuid;
 #[derive(Debug, Clone)]
 pub struct EnrollNode {
     /// Its uuid; generated when absent.
-    pub uuid: Option<Uuid>,
+    pub uuid: Option<ProviderId>,
     /// Its name.
     pub name: Option<String>,
     /// Ironic's resource class.
@@ -63,9 +64,9 @@ impl Berth {
     }
 
     /// Enrols a node and returns its uuid.
-    pub async fn enroll_node(&self, cmd: EnrollNode) -> Result<Uuid, AppError> {
+    pub async fn enroll_node(&self, cmd: EnrollNode) -> Result<ProviderId, AppError> {
         let new = NewNode {
-            uuid: cmd.uuid.unwrap_or_else(|| self.new_uuid()),
+            uuid: cmd.uuid.unwrap_or_else(|| ProviderId::new(self.new_uuid())),
             name: cmd.name,
             resource_class: cmd.resource_class,
             properties: cmd.properties,
@@ -83,7 +84,7 @@ impl Berth {
         &self,
         ident: String,
         edits: Vec<NodeChange>,
-    ) -> Result<(Uuid, Effects), AppError> {
+    ) -> Result<(ProviderId, Effects), AppError> {
         self.write(move |catalog, now| decide::update_node(catalog, &ident, &edits, now))
             .await
     }

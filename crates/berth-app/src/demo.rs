@@ -9,6 +9,7 @@ mod draft;
 
 use crate::error::AppError;
 use crate::service::Berth;
+use berth_core::ProviderId;
 use berth_core::decide::baremetal::{NewNode, enroll_node};
 use berth_core::decide::inventory::{self as decide, NewHost, NewProvider};
 use berth_core::model::baremetal::ProvisionState;
@@ -121,7 +122,7 @@ fn build(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), Rejec
             let host = NewHost {
                 reservable: true,
                 name: name.clone(),
-                uuid: next(),
+                uuid: ProviderId::new(next()),
                 vcpus: Some(size.vcpus),
                 memory_mb: Some(size.memory_mb),
                 local_gb: Some(size.local_gb),
@@ -146,7 +147,7 @@ fn build(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), Rejec
             if size.label == "large" && host_idx < SIZES.len() {
                 for cell in 0..2 {
                     let numa = NewProvider {
-                        uuid: next(),
+                        uuid: ProviderId::new(next()),
                         name: format!("{name}-numa{cell}"),
                         parent: Some(uuid),
                         availability_zone: Some((*zone).to_owned()),
@@ -199,7 +200,7 @@ fn shared_pools(
     ];
     for (name, class_name, total, ratio, zone, aggregate) in pools {
         let pool = NewProvider {
-            uuid: next(),
+            uuid: ProviderId::new(next()),
             name: name.to_owned(),
             parent: None,
             availability_zone: zone.map(str::to_owned),
@@ -249,7 +250,7 @@ fn baremetal(draft: &mut Draft, next: &mut impl FnMut() -> Uuid) -> Result<(), R
     for idx in 0..BAREMETAL_NODES {
         let gpu = idx + 2 >= BAREMETAL_NODES;
         let node = NewNode {
-            uuid: next(),
+            uuid: ProviderId::new(next()),
             name: Some(format!("bm-node-{:02}", idx + 1)),
             resource_class: "baremetal-gold".to_owned(),
             properties: BTreeMap::from([

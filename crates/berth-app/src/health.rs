@@ -6,12 +6,12 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
+use berth_core::ProviderId;
 use berth_core::decide::health::{self, Effects};
 use berth_core::model::lease::Lease;
 use berth_core::query::health::{self as outages, Failure};
 use berth_core::{Catalog, ProviderStatus, Rejection};
 use berth_core::{LeaseId, ReservationId};
-use uuid::Uuid;
 
 /// Who asks for a reallocation: an admin, or the project owning the lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub enum Reallocation {
     Reservation(ReservationId),
 }
 
-fn host_uuid(catalog: &Catalog, id: i64) -> Result<Uuid, Rejection> {
+fn host_uuid(catalog: &Catalog, id: i64) -> Result<ProviderId, Rejection> {
     berth_core::decide::inventory::host(catalog, id).map(berth_core::Provider::uuid)
 }
 
@@ -40,7 +40,7 @@ impl Berth {
     /// returns what that did to the leases on it.
     pub async fn set_provider_status(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         status: ProviderStatus,
         reason: Option<String>,
     ) -> Result<Effects, AppError> {

@@ -2,6 +2,7 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
+use berth_core::ProviderId;
 use berth_core::decide::allocation::{self, ConsumerWrite, InventoryWrite};
 use berth_core::decide::inventory::{self as decide, NewHost, NewProvider, Reparenting};
 use berth_core::{AggregateRecord, AttrValue, Change, Inventory, ResourceClass, TraitName};
@@ -12,11 +13,11 @@ use uuid::Uuid;
 #[derive(Debug, Clone)]
 pub struct CreateProvider {
     /// Requested uuid.
-    pub uuid: Option<Uuid>,
+    pub uuid: Option<ProviderId>,
     /// Unique name.
     pub name: String,
     /// Parent provider.
-    pub parent: Option<Uuid>,
+    pub parent: Option<ProviderId>,
 }
 
 /// A host to enroll; see [`NewHost`] (the uuid is generated here).
@@ -48,8 +49,8 @@ fn with<T>(changes: Vec<Change>, value: T) -> (Vec<Change>, T) {
 
 impl Berth {
     /// Creates a provider and returns its uuid.
-    pub async fn create_provider(&self, cmd: CreateProvider) -> Result<Uuid, AppError> {
-        let uuid = cmd.uuid.unwrap_or_else(|| self.new_uuid());
+    pub async fn create_provider(&self, cmd: CreateProvider) -> Result<ProviderId, AppError> {
+        let uuid = cmd.uuid.unwrap_or_else(|| ProviderId::new(self.new_uuid()));
         let new = NewProvider {
             uuid,
             name: cmd.name,
@@ -65,9 +66,9 @@ impl Berth {
     /// Renames a provider and, when `parent` is given, re-parents it (`Some(None)` un-parents).
     pub async fn update_provider(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         name: String,
-        parent: Option<Option<Uuid>>,
+        parent: Option<Option<ProviderId>>,
         reparenting: Reparenting,
     ) -> Result<(), AppError> {
         self.write(move |catalog, now| {
@@ -84,7 +85,7 @@ impl Berth {
     }
 
     /// Deletes a provider.
-    pub async fn delete_provider(&self, uuid: Uuid) -> Result<(), AppError> {
+    pub async fn delete_provider(&self, uuid: ProviderId) -> Result<(), AppError> {
         self.write(move |catalog, _| decide::delete_provider(catalog, uuid).map(|c| with(c, ())))
             .await
     }
@@ -92,7 +93,7 @@ impl Berth {
     /// Replaces all inventories of a provider.
     pub async fn set_inventories(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         generation: u64,
         inventories: BTreeMap<ResourceClass, Inventory>,
     ) -> Result<(), AppError> {
@@ -106,7 +107,7 @@ impl Berth {
     /// Adds one inventory record.
     pub async fn add_inventory(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         class: ResourceClass,
         record: Inventory,
     ) -> Result<(), AppError> {
@@ -119,7 +120,7 @@ impl Berth {
     /// Replaces one existing inventory record.
     pub async fn update_inventory(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         generation: u64,
         class: ResourceClass,
         record: Inventory,
@@ -134,7 +135,7 @@ impl Berth {
     /// Removes one inventory record, or all of them when `class` is `None`.
     pub async fn remove_inventory(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         class: Option<ResourceClass>,
     ) -> Result<(), AppError> {
         self.write(move |catalog, now| {
@@ -146,7 +147,7 @@ impl Berth {
     /// Replaces the traits of a provider.
     pub async fn set_traits(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         generation: Option<u64>,
         traits: BTreeSet<TraitName>,
     ) -> Result<(), AppError> {
@@ -159,7 +160,7 @@ impl Berth {
     /// Replaces the aggregates of a provider.
     pub async fn set_aggregates(
         &self,
-        uuid: Uuid,
+        uuid: ProviderId,
         generation: Option<u64>,
         aggregates: BTreeSet<Uuid>,
     ) -> Result<(), AppError> {
@@ -267,7 +268,7 @@ impl Berth {
     /// Enrolls a host and returns its numeric id.
     pub async fn enroll_host(&self, cmd: EnrollHost) -> Result<i64, AppError> {
         let new = NewHost {
-            uuid: self.new_uuid(),
+            uuid: ProviderId::new(self.new_uuid()),
             name: cmd.name,
             vcpus: cmd.vcpus,
             memory_mb: cmd.memory_mb,

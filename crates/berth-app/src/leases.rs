@@ -11,6 +11,7 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
+use berth_core::ProviderId;
 use berth_core::decide::admission::{self, Search};
 use berth_core::decide::idempotency::replay;
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
@@ -91,7 +92,7 @@ pub struct Availability {
     /// `None` when the request fits now; otherwise why not and what would.
     pub refusal: Option<Refusal>,
     /// What the request would get if it fits: per reservation, hosts with slots.
-    pub hosts: Vec<Vec<(Uuid, u32)>>,
+    pub hosts: Vec<Vec<(ProviderId, u32)>>,
     /// Free capacity per availability zone over the window.
     pub zones: Vec<ZoneCapacity>,
 }

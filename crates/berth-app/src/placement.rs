@@ -11,13 +11,13 @@
 use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::Catalog;
+use berth_core::ProviderId;
 use berth_core::model::provider::Provider;
 use berth_core::query::candidate_request::{self, CandidateRequest, Unanswerable};
 use berth_core::query::candidates::{self, CandidateQuery, Candidates};
 use berth_core::query::consumers::{self, ProviderAllocations, Usage, UsageQuery};
 use berth_core::query::names::{self, Names, TraitQuery};
 use berth_core::query::providers::ProviderFilter;
-use uuid::Uuid;
 
 impl Berth {
     /// Answers an allocation-candidates request and hands the query it resolved to and the
@@ -69,7 +69,7 @@ impl Berth {
     /// such provider.
     pub async fn provider_allocations<T>(
         &self,
-        provider: Uuid,
+        provider: ProviderId,
         render: impl FnOnce(&ProviderAllocations<'_>) -> T,
     ) -> Result<Option<T>, AppError> {
         self.read(|catalog| consumers::on_provider(catalog, provider).map(|found| render(&found)))

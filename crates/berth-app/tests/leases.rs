@@ -289,7 +289,7 @@ async fn a_request_that_does_not_fit_gets_a_counter_offer() {
 /// A preemptible consumer of `vcpus` on `host`.
 fn borrower(
     consumer: u128,
-    host: Uuid,
+    host: berth_core::ProviderId,
     vcpus: u64,
 ) -> berth_core::decide::allocation::ConsumerWrite {
     let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");

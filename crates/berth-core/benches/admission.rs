@@ -30,7 +30,7 @@ use berth_core::model::lease::{
 };
 use berth_core::model::ledger::{Ledger, Window};
 use berth_core::query::capacity;
-use berth_core::{Change, Instant, LeaseId, ReservationId, ResourceClass};
+use berth_core::{Change, Instant, LeaseId, ProviderId, ReservationId, ResourceClass};
 use criterion::{BenchmarkId, Criterion};
 use std::hint::black_box;
 use std::time::Duration;
@@ -68,12 +68,12 @@ impl Rng {
 }
 
 /// A catalog of `hosts` enrolled hosts, and their uuids in enrolment order.
-fn enroll(hosts: usize) -> (Catalog, Vec<Uuid>) {
+fn enroll(hosts: usize) -> (Catalog, Vec<ProviderId>) {
     let mut catalog = Catalog::new();
     let at = Instant::from_micros(T0 - YEAR);
     let mut uuids = Vec::with_capacity(hosts);
     for idx in 0..hosts {
-        let uuid = Uuid::from_u128(HOST_NAMESPACE | idx as u128);
+        let uuid = ProviderId::from_u128(HOST_NAMESPACE | idx as u128);
         let new = NewHost {
             name: format!("cn{idx:05}"),
             uuid,
@@ -101,7 +101,7 @@ fn mean_duration(hosts: usize, reservations: usize) -> i64 {
 }
 
 /// Synthetic lease number `idx`: one instance reservation of 1-2 slots on one random host.
-fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Lease {
+fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], mean: i64) -> Lease {
     let id = |part: u128| Uuid::from_u128(LEASE_NAMESPACE | ((idx as u128) << 3) | part);
     let vcpus = 1 + rng.below(4);
     let slots = 1 + rng.below(2) as u32;
@@ -165,7 +165,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[Uuid], mean: i64) -> Leas
 }
 
 /// Applies `count` synthetic leases to `catalog`, [`CHUNK`] per `apply`.
-fn add_leases(catalog: &mut Catalog, hosts: &[Uuid], count: usize, seed: u64) {
+fn add_leases(catalog: &mut Catalog, hosts: &[ProviderId], count: usize, seed: u64) {
     let mut rng = Rng(seed);
     let mean = mean_duration(hosts.len(), count);
     let mut idx = 0;
@@ -237,10 +237,10 @@ fn refuse(catalog: &Catalog, new: &NewLease) -> berth_core::Rejection {
 }
 
 /// Mean peak VCPU reserved on the `az3` hosts over the request's window, in % of 64.
-fn az3_load(catalog: &Catalog, hosts: &[Uuid], new: &NewLease) -> f64 {
+fn az3_load(catalog: &Catalog, hosts: &[ProviderId], new: &NewLease) -> f64 {
     let window = Window::new(new.start, new.end).expect("window");
     let vcpu = ResourceClass::parse("VCPU").expect("class");
-    let az3: Vec<Uuid> = hosts.iter().skip(3).step_by(ZONES).copied().collect();
+    let az3: Vec<ProviderId> = hosts.iter().skip(3).step_by(ZONES).copied().collect();
     let sum: u64 = az3
         .iter()
         .map(|h| catalog.ledger().peak(*h, window, &[]).amount(&vcpu))
@@ -280,7 +280,7 @@ fn rss() -> u64 {
 
 /// A ledger of `count` holds of synthetic leases, as `Lease::holds` makes them (each hold with
 /// its own class names) or, with `shared`, with one shared instance of each class name.
-fn ledger_of(count: usize, hosts: &[Uuid], shared: bool) -> Ledger {
+fn ledger_of(count: usize, hosts: &[ProviderId], shared: bool) -> Ledger {
     let names = berth_core::model::lease::instance_amounts(1, 1, 1, 1);
     let mean = mean_duration(hosts.len(), count);
     let mut ledger = Ledger::new();
@@ -335,7 +335,7 @@ fn memory(count: usize) {
 }
 
 /// One cell of the grid: builds the catalog, checks the answers, times them.
-fn cell(c: &mut Criterion, base: &(Catalog, Vec<Uuid>), reservations: usize, runs: usize) {
+fn cell(c: &mut Criterion, base: &(Catalog, Vec<ProviderId>), reservations: usize, runs: usize) {
     let (catalog, hosts) = base;
     let mut catalog = catalog.clone();
     let built = std::time::Instant::now();

@@ -23,7 +23,7 @@ pub fn catalog(n: usize) -> Catalog {
     let mut catalog = Catalog::new();
     let at = Instant::from_micros(1);
     for idx in 0..n {
-        let uuid = Uuid::from_u128(0x1000_0000 + idx as u128);
+        let uuid = berth_core::ProviderId::from_u128(0x1000_0000 + idx as u128);
         let new = NewProvider {
             uuid,
             name: format!("cn{idx}"),
@@ -112,7 +112,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
     };
     let now = Instant::from_micros(1);
     for (k, idx) in (n - n / 5..n).enumerate() {
-        let host = Uuid::from_u128(0x1000_0000 + idx as u128);
+        let host = berth_core::ProviderId::from_u128(0x1000_0000 + idx as u128);
         let spec = match k % 2 {
             0 => ReservationSpec::Host {
                 min: 1,

@@ -3,7 +3,7 @@
 
 use crate::model::baremetal::{NodeClaim, NodeRecord};
 use crate::model::consumer::Consumer;
-use crate::model::id::LeaseId;
+use crate::model::id::{LeaseId, ProviderId};
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::inventory::Inventory;
 use crate::model::lease::{FloatingIp, Lease, LeaseRecord};
@@ -29,39 +29,39 @@ pub enum Change {
     /// New name, parent, root, generation or zone of an existing provider.
     ProviderUpdated(ProviderRow),
     /// A provider and everything attached to it removed.
-    ProviderDeleted(Uuid),
+    ProviderDeleted(ProviderId),
     /// The full inventory set of a provider replaced.
     InventoriesReplaced {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The new set.
         inventories: BTreeMap<ResourceClass, Inventory>,
     },
     /// The full trait set of a provider replaced.
     TraitsReplaced {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The new set.
         traits: BTreeSet<TraitName>,
     },
     /// The full aggregate set of a provider replaced.
     AggregatesReplaced {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The new set.
         aggregates: BTreeSet<Uuid>,
     },
     /// The full attribute set of a provider replaced.
     AttributesReplaced {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The new set.
         attributes: BTreeMap<String, AttrValue>,
     },
     /// A provider enrolled as a Blazar host, or un-enrolled (`None`).
     HostSet {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The host record.
         host: Option<HostRecord>,
     },
@@ -145,7 +145,7 @@ pub enum Change {
     /// A provider taken out of service (`Some`) or returned to it (`None`).
     ProviderConditionSet {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// Why it is out of service.
         condition: Option<ProviderCondition>,
     },
@@ -153,7 +153,7 @@ pub enum Change {
     /// (`None`).
     NodeSet {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// Its node record.
         node: Option<NodeRecord>,
     },

@@ -2,7 +2,7 @@
 //! status codes and error bodies.
 
 use crate::model::baremetal::Unclaimable;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::inventory::InventoryError;
 use crate::model::promise::PolicyBreach;
 use crate::model::time::Instant;
@@ -13,19 +13,19 @@ use uuid::Uuid;
 pub enum Rejection {
     /// No provider with that uuid.
     #[error("No resource provider with uuid {0} found")]
-    ProviderNotFound(Uuid),
+    ProviderNotFound(ProviderId),
     /// No Blazar host with that id.
     #[error("Host {0} not found")]
     HostNotFound(String),
     /// The named parent does not exist.
     #[error("parent provider UUID {0} does not exist")]
-    ParentNotFound(Uuid),
+    ParentNotFound(ProviderId),
     /// Another provider already has this name.
     #[error("Conflicting resource provider name: {0} already exists")]
     DuplicateName(String),
     /// Another provider already has this uuid.
     #[error("Conflicting resource provider uuid: {0} already exists")]
-    DuplicateUuid(Uuid),
+    DuplicateUuid(ProviderId),
     /// Another aggregate already has this name.
     #[error("An aggregate named {0} already exists")]
     DuplicateAggregateName(String),
@@ -50,7 +50,7 @@ pub enum Rejection {
     )]
     GenerationConflict {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// What the caller sent.
         expected: u64,
         /// What is stored.
@@ -58,10 +58,10 @@ pub enum Rejection {
     },
     /// The provider has child providers.
     #[error("Unable to delete parent resource provider {0}: It has child resource providers")]
-    ProviderHasChildren(Uuid),
+    ProviderHasChildren(ProviderId),
     /// The provider has allocations.
     #[error("Unable to delete resource provider {0}: Resource provider has allocations")]
-    ProviderInUse(Uuid),
+    ProviderInUse(ProviderId),
     /// The resource class does not exist.
     #[error("No such resource class {0}")]
     UnknownResourceClass(String),
@@ -72,7 +72,7 @@ pub enum Rejection {
     #[error("Unable to update inventory for resource provider {uuid}: {class}: {error}")]
     BadInventory {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The class.
         class: String,
         /// The rule broken.
@@ -82,7 +82,7 @@ pub enum Rejection {
     #[error("Inventory for '{class}' on resource provider '{uuid}' in use")]
     InventoryInUse {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The class.
         class: String,
     },
@@ -90,7 +90,7 @@ pub enum Rejection {
     #[error("No inventory of class {class} found for resource provider {uuid}")]
     InventoryNotFound {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The class.
         class: String,
     },
@@ -98,7 +98,7 @@ pub enum Rejection {
     #[error("Inventory for {class} on resource provider {uuid} already exists")]
     InventoryExists {
         /// The provider.
-        uuid: Uuid,
+        uuid: ProviderId,
         /// The class.
         class: String,
     },
@@ -148,14 +148,14 @@ pub enum Rejection {
     NothingToUpdate,
     /// An allocation names a provider that does not exist.
     #[error("Unable to allocate inventory: resource provider {0} does not exist")]
-    AllocationProviderNotFound(Uuid),
+    AllocationProviderNotFound(ProviderId),
     /// An allocation names a class the provider has no inventory of.
     #[error(
         "Unable to allocate inventory: Inventory for '{class}' on resource provider '{provider}' invalid."
     )]
     NoInventory {
         /// The provider.
-        provider: Uuid,
+        provider: ProviderId,
         /// The class.
         class: String,
     },
@@ -165,7 +165,7 @@ pub enum Rejection {
     )]
     AllocationUnitRules {
         /// The provider.
-        provider: Uuid,
+        provider: ProviderId,
         /// The class.
         class: String,
         /// The amount asked for.
@@ -177,7 +177,7 @@ pub enum Rejection {
     )]
     CapacityExceeded {
         /// The provider.
-        provider: Uuid,
+        provider: ProviderId,
         /// The class.
         class: String,
         /// Units asked for beyond what the consumers held.
@@ -253,7 +253,7 @@ pub enum Rejection {
         /// The reservation.
         reservation: ReservationId,
         /// The provider.
-        provider: Uuid,
+        provider: ProviderId,
         /// The class.
         class: String,
     },
@@ -263,7 +263,7 @@ pub enum Rejection {
     )]
     Fenced {
         /// The provider.
-        provider: Uuid,
+        provider: ProviderId,
         /// The class.
         class: String,
     },
@@ -323,7 +323,7 @@ pub enum Rejection {
     #[error("Node {node} cannot go from {from} to {to}")]
     NodeTransition {
         /// The node.
-        node: Uuid,
+        node: ProviderId,
         /// Its state.
         from: &'static str,
         /// The state asked for.

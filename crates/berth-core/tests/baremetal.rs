@@ -17,15 +17,15 @@ use berth_core::model::baremetal::{NodeClaim, ProvisionState};
 use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
 use berth_core::query::presentation::FencePolicy;
-use berth_core::{AttrValue, Instant, LeaseId, Rejection, ReservationId};
+use berth_core::{AttrValue, Instant, LeaseId, ProviderId, Rejection, ReservationId};
 use proptest::prelude::*;
 use support::{TICK, World};
 use uuid::Uuid;
 
 const TTL: i64 = 2 * TICK;
 
-fn node_uuid(idx: u128) -> Uuid {
-    Uuid::from_u128(0xB000 + idx)
+fn node_uuid(idx: u128) -> ProviderId {
+    ProviderId::from_u128(0xB000 + idx)
 }
 
 /// `count` available nodes of class `baremetal-gold` (the even ones with a GPU trait).
@@ -53,7 +53,7 @@ fn world(count: u128) -> World {
     w
 }
 
-fn request(w: &mut World, instance: Uuid, project: &str, nodes: Vec<Uuid>) -> ClaimRequest {
+fn request(w: &mut World, instance: Uuid, project: &str, nodes: Vec<ProviderId>) -> ClaimRequest {
     ClaimRequest {
         uuid: w.id(),
         instance_uuid: instance,
@@ -70,13 +70,13 @@ fn claim_in(w: &mut World, request: &ClaimRequest) -> Result<NodeClaim, Rejectio
     Ok(made)
 }
 
-fn edit(w: &mut World, node: Uuid, change: NodeChange) -> Result<(), Rejection> {
+fn edit(w: &mut World, node: ProviderId, change: NodeChange) -> Result<(), Rejection> {
     let (changes, _) = update_node(&w.catalog, &node.to_string(), &[change], w.at())?;
     w.apply(&changes);
     Ok(())
 }
 
-fn state(w: &World, node: Uuid) -> ProvisionState {
+fn state(w: &World, node: ProviderId) -> ProvisionState {
     w.catalog
         .provider(node)
         .and_then(|p| p.node())
@@ -152,13 +152,13 @@ fn the_first_eligible_node_is_claimed_and_the_others_say_why_not() {
     w.apply(&changes);
     reserve(&mut w, "q", "n4", (5, 9));
 
-    let unknown = Uuid::from_u128(0xDEAD);
-    let all: Vec<Uuid> = vec![unknown, n(0), n(1), n(2), n(3), n(4)];
+    let unknown = ProviderId::from_u128(0xDEAD);
+    let all: Vec<ProviderId> = vec![unknown, n(0), n(1), n(2), n(3), n(4)];
     let refused = request(&mut w, Uuid::from_u128(3), "p", all.clone());
     let Err(Rejection::NoNodeClaimable(reasons)) = claim_in(&mut w, &refused) else {
         panic!("nothing listed is claimable");
     };
-    let got: Vec<(Uuid, &str)> = reasons.iter().map(|r| (r.node_uuid, r.reason)).collect();
+    let got: Vec<(ProviderId, &str)> = reasons.iter().map(|r| (r.node_uuid, r.reason)).collect();
     assert_eq!(
         got,
         [

@@ -21,7 +21,7 @@ use berth_core::model::promise::{Ask, Flavor, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
 use berth_core::query::capacity;
 use berth_core::query::presentation::FencePolicy;
-use berth_core::{Catalog, Instant, LeaseId, ReservationId, ResourceClass, Span};
+use berth_core::{Catalog, Instant, LeaseId, ProviderId, ReservationId, ResourceClass, Span};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -266,7 +266,7 @@ fn run(w: &mut World, op: &Op) {
 
 /// The four figures of `class` at instant `t`, counted from the leases and consumers directly.
 fn brute_force(catalog: &Catalog, class: &ResourceClass, t: Instant, without: &[Uuid]) -> Figures {
-    let capacity = |host: Uuid| {
+    let capacity = |host: ProviderId| {
         catalog
             .provider(host)
             .and_then(|p| {

@@ -22,7 +22,9 @@ use berth_core::model::provider::Attributes;
 use berth_core::query::candidate_request::{CandidateRequest, Unanswerable, resolve};
 use berth_core::query::candidates::{CandidateQuery, Group, allocation_candidates};
 use berth_core::query::presentation::FencePolicy;
-use berth_core::{Catalog, Change, Instant, LeaseId, Rejection, ReservationId, ResourceClass};
+use berth_core::{
+    Catalog, Change, Instant, LeaseId, ProviderId, Rejection, ReservationId, ResourceClass,
+};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
@@ -291,7 +293,7 @@ fn unreserved(w: &mut World, consumer: usize, project: usize, parts: &[(usize, u
 }
 
 /// What a holder of `reservation` asks for on `host`.
-fn holder_allocations(reservation: &Reservation, host: Uuid, extra: u64) -> Allocations {
+fn holder_allocations(reservation: &Reservation, host: ProviderId, extra: u64) -> Allocations {
     let mut on = BTreeMap::new();
     match &reservation.spec {
         ReservationSpec::Instance {
@@ -406,7 +408,7 @@ fn step(w: &mut World, op: &Op) -> Result<(), TestCaseError> {
 // ---------------------------------------------------------------------------------------------
 
 /// Units of `class` on `host` held by consumers that present nothing and may not be evicted.
-fn unreserved_use(catalog: &Catalog, host: Uuid, class: &ResourceClass) -> u64 {
+fn unreserved_use(catalog: &Catalog, host: ProviderId, class: &ResourceClass) -> u64 {
     catalog
         .consumers()
         .filter(|(_, c)| c.reservation.is_none() && !is_preemptible(c))
@@ -587,7 +589,7 @@ fn probe(w: &World, vcpus: u64, memory_mb: u64, preemptible: bool) -> Result<(),
         unreserved: !preemptible,
         ..CandidateQuery::default()
     };
-    let offered: BTreeSet<Uuid> = allocation_candidates(&w.catalog, &query)
+    let offered: BTreeSet<ProviderId> = allocation_candidates(&w.catalog, &query)
         .candidates
         .iter()
         .map(|c| c.anchor)
@@ -662,7 +664,7 @@ fn holders_get_what_their_reservations_hold_and_lose_it_at_the_end() {
     let (mut w, lease) = started();
     let host = lease.reservations[0].hosts[0].0;
     let slot = lease.reservations[1].hosts[0].0;
-    let on = |h: Uuid, n: u64| BTreeMap::from([(h, BTreeMap::from([(vcpu(), n)]))]);
+    let on = |h: ProviderId, n: u64| BTreeMap::from([(h, BTreeMap::from([(vcpu(), n)]))]);
     assert!(
         !write(&mut w, consumer_write(0, STRANGER, on(host, 1))),
         "fenced"
@@ -700,7 +702,7 @@ fn holders_get_what_their_reservations_hold_and_lose_it_at_the_end() {
 }
 
 /// A preemptible consumer on the held host of a running lease.
-fn borrowing() -> (World, Uuid) {
+fn borrowing() -> (World, ProviderId) {
     let (mut w, lease) = started();
     let host = lease.reservations[0].hosts[0].0;
     let on = BTreeMap::from([(host, BTreeMap::from([(vcpu(), 2)]))]);
@@ -840,7 +842,7 @@ fn a_candidates_request_is_resolved_against_what_it_presents() {
         in_host.presented,
         BTreeSet::from([fence::reservation_aggregate(host.id)])
     );
-    let offered: Vec<Uuid> = allocation_candidates(&w.catalog, &in_host)
+    let offered: Vec<ProviderId> = allocation_candidates(&w.catalog, &in_host)
         .candidates
         .iter()
         .map(|c| c.anchor)

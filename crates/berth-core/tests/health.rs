@@ -23,12 +23,11 @@ use berth_core::model::lease::{Affinity, Lease, ReservationSpec};
 use berth_core::model::ledger::Hold;
 use berth_core::model::provider::Attributes;
 use berth_core::{
-    AttrValue, Catalog, Change, Instant, LeaseId, ProviderStatus, ReservationId, ResourceClass,
-    Span,
+    AttrValue, Catalog, Change, Instant, LeaseId, ProviderId, ProviderStatus, ReservationId,
+    ResourceClass, Span,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use uuid::Uuid;
 
 /// Hosts in the world, each 8 VCPU, 16 GiB and 100 GB.
 const HOSTS: u128 = 8;
@@ -146,14 +145,14 @@ fn advance(w: &mut World, ticks: i64) {
     w.fire_due();
 }
 
-fn units(spec: &ReservationSpec, hosts: &[(Uuid, u32)]) -> u32 {
+fn units(spec: &ReservationSpec, hosts: &[(ProviderId, u32)]) -> u32 {
     match spec {
         ReservationSpec::Host { .. } => hosts.len() as u32,
         _ => hosts.iter().map(|(_, n)| *n).sum(),
     }
 }
 
-fn matches(w: &World, filter: &str, host: Uuid) -> bool {
+fn matches(w: &World, filter: &str, host: ProviderId) -> bool {
     let provider = w.catalog.provider(host).expect("a host");
     match filter {
         f if f.contains("gpu") => provider.attributes().get("gpu") == Some(&AttrValue::Bool(true)),
@@ -261,7 +260,7 @@ fn snapshot(w: &World) -> BTreeMap<LeaseId, Lease> {
     w.catalog.leases().map(|l| (l.id, l.clone())).collect()
 }
 
-fn take_out(w: &mut World, host: Uuid, status: ProviderStatus) {
+fn take_out(w: &mut World, host: ProviderId, status: ProviderStatus) {
     let before = snapshot(w);
     let (changes, effects) =
         set_status(&w.catalog, host, status, Some("test".into()), w.at()).expect("accepted");

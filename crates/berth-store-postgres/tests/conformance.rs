@@ -74,7 +74,7 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
                 .push((name.clone(), store.clone()));
             let mut catalog = berth_core::Catalog::new();
             let new = berth_core::decide::inventory::NewProvider {
-                uuid: uuid::Uuid::from_u128(42),
+                uuid: berth_core::ProviderId::from_u128(42),
                 name: "cn1".to_owned(),
                 parent: None,
                 availability_zone: None,

@@ -23,7 +23,7 @@ async fn sqlite_store_keeps_everything_across_a_reopen() {
     let store = SqliteStore::open(&path).await.expect("open");
     let mut catalog = berth_core::Catalog::new();
     let new = berth_core::decide::inventory::NewProvider {
-        uuid: uuid::Uuid::from_u128(42),
+        uuid: berth_core::ProviderId::from_u128(42),
         name: "cn1".to_owned(),
         parent: None,
         availability_zone: None,

@@ -14,8 +14,8 @@ use berth_core::model::lease::{
     Reservation, ReservationSpec, ReservationStatus,
 };
 use berth_core::{
-    AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, LeaseId, ReservationId,
-    ResourceClass, TraitName,
+    AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, LeaseId, ProviderId,
+    ReservationId, ResourceClass, TraitName,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -66,7 +66,7 @@ async fn idempotency_keys_round_trip<S: Store>(store: &S) {
     let first = request("p1", leases, "key-1", "f1");
     // Recorded in the same commit as the object it names.
     let new = NewProvider {
-        uuid: uuid(0xD0),
+        uuid: pid(0xD0),
         name: "cn1".to_owned(),
         parent: None,
         availability_zone: None,
@@ -122,7 +122,7 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
     use berth_core::model::baremetal::ProvisionState;
     let mut catalog = Catalog::new();
     let new = NewNode {
-        uuid: uuid(0xB0),
+        uuid: pid(0xB0),
         name: Some("node-0".into()),
         resource_class: "baremetal gold".into(),
         properties: BTreeMap::from([("cpus".to_owned(), AttrValue::Number(16.0))]),
@@ -136,7 +136,7 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
     let request = ClaimRequest {
         uuid: uuid(0xC0),
         instance_uuid: uuid(0xC1),
-        candidates: Candidates::Nodes(vec![uuid(0xB0)]),
+        candidates: Candidates::Nodes(vec![pid(0xB0)]),
         project_id: "p".into(),
         user_id: "u".into(),
         ttl: berth_core::Span::from_secs(60),
@@ -170,7 +170,7 @@ async fn provider_conditions_round_trip<S: Store>(store: &S) {
     create(store, &mut catalog, 2, "cn2", None).await;
     let set =
         |n: u128, status: ProviderStatus, reason: Option<&str>| Change::ProviderConditionSet {
-            uuid: uuid(n),
+            uuid: pid(n),
             condition: Some(ProviderCondition {
                 status,
                 reason: reason.map(str::to_owned),
@@ -201,12 +201,12 @@ async fn provider_conditions_round_trip<S: Store>(store: &S) {
     .await;
     assert_same(store, &catalog).await;
     let back = Change::ProviderConditionSet {
-        uuid: uuid(2),
+        uuid: pid(2),
         condition: None,
     };
     write_changes(store, &mut catalog, vec![back]).await;
     assert_same(store, &catalog).await;
-    let gone = decide::delete_provider(&catalog, uuid(1)).expect("deletable");
+    let gone = decide::delete_provider(&catalog, pid(1)).expect("deletable");
     write_changes(store, &mut catalog, gone).await;
     assert_same(store, &catalog).await;
     let rows = store.load_catalog().await.expect("load");
@@ -293,7 +293,7 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
         flavor_id: "small".into(),
         image: Some("cirros".into()),
         reservation: Some(LeaseId::from_u128(0x1ea5e)),
-        host: Uuid::from_u128(1),
+        host: ProviderId::from_u128(1),
         project_id: "p".into(),
         user_id: "u".into(),
         created_at: T0,
@@ -442,6 +442,10 @@ fn uuid(n: u128) -> Uuid {
     Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0000 + n)
 }
 
+fn pid(n: u128) -> ProviderId {
+    ProviderId::new(uuid(n))
+}
+
 fn class(name: &str) -> ResourceClass {
     ResourceClass::parse(name).expect("class name")
 }
@@ -454,9 +458,9 @@ async fn create<S: Store>(
     parent: Option<u128>,
 ) {
     let new = NewProvider {
-        uuid: uuid(n),
+        uuid: pid(n),
         name: name.to_owned(),
-        parent: parent.map(uuid),
+        parent: parent.map(pid),
         availability_zone: Some("az1".to_owned()),
     };
     write(store, catalog, |c| decide::create_provider(c, &new, T0)).await;
@@ -500,7 +504,7 @@ async fn changes_round_trip<S: Store>(store: &S) {
         ),
     ]);
     write(store, &mut catalog, |c| {
-        decide::set_inventories(c, uuid(1), Some(0), inventories, T0)
+        decide::set_inventories(c, pid(1), Some(0), inventories, T0)
     })
     .await;
     let traits = BTreeSet::from([
@@ -508,18 +512,18 @@ async fn changes_round_trip<S: Store>(store: &S) {
         TraitName::parse("HW_CPU_X86_AVX2").expect("trait"),
     ]);
     write(store, &mut catalog, |c| {
-        decide::set_traits(c, uuid(1), Some(1), traits, T0)
+        decide::set_traits(c, pid(1), Some(1), traits, T0)
     })
     .await;
     let aggregates = BTreeSet::from([uuid(100), uuid(101)]);
     write(store, &mut catalog, |c| {
-        decide::set_aggregates(c, uuid(2), Some(0), aggregates, T0)
+        decide::set_aggregates(c, pid(2), Some(0), aggregates, T0)
     })
     .await;
     let host = NewHost {
         reservable: true,
         name: "compute-7".to_owned(),
-        uuid: uuid(7),
+        uuid: pid(7),
         vcpus: Some(32),
         memory_mb: Some(131_072),
         local_gb: Some(900),
@@ -558,15 +562,15 @@ async fn changes_round_trip<S: Store>(store: &S) {
 async fn hold_capacity<S: Store>(store: &S, catalog: &mut Catalog) {
     let mut allocations = Allocations::new();
     allocations
-        .entry(uuid(1))
+        .entry(pid(1))
         .or_default()
         .insert(class("VCPU"), 4);
     allocations
-        .entry(uuid(1))
+        .entry(pid(1))
         .or_default()
         .insert(class("CUSTOM_GOLD"), 1);
     allocations
-        .entry(uuid(7))
+        .entry(pid(7))
         .or_default()
         .insert(class("DISK_GB"), 100);
     let consumer = ConsumerWrite {
@@ -585,13 +589,13 @@ async fn hold_capacity<S: Store>(store: &S, catalog: &mut Catalog) {
     let mut second = consumer.clone();
     second.consumer = uuid(501);
     second.consumer_type = None;
-    second.allocations.remove(&uuid(7));
+    second.allocations.remove(&pid(7));
     write(store, catalog, |c| {
         allocation::set_allocations(c, &[second], T0)
     })
     .await;
     assert_eq!(
-        catalog.provider(uuid(1)).expect("cn1").used(&class("VCPU")),
+        catalog.provider(pid(1)).expect("cn1").used(&class("VCPU")),
         8
     );
 }
@@ -599,7 +603,7 @@ async fn hold_capacity<S: Store>(store: &S, catalog: &mut Catalog) {
 async fn dropped_transaction_rolls_back<S: Store>(store: &S) {
     let mut catalog = Catalog::new();
     create(store, &mut catalog, 1, "cn1", None).await;
-    let decision = decide::delete_provider(&catalog, uuid(1)).expect("accepted");
+    let decision = decide::delete_provider(&catalog, pid(1)).expect("accepted");
     {
         let mut tx = store.begin_write().await.expect("begin");
         tx.persist(&decision, T0).await.expect("persist");
@@ -614,7 +618,7 @@ async fn deletes_cascade<S: Store>(store: &S) {
     let host = NewHost {
         reservable: true,
         name: "compute-1".to_owned(),
-        uuid: uuid(1),
+        uuid: pid(1),
         vcpus: Some(8),
         memory_mb: None,
         local_gb: None,
@@ -626,18 +630,18 @@ async fn deletes_cascade<S: Store>(store: &S) {
     write(store, &mut catalog, |c| decide::enroll_host(c, &host, T0)).await;
     let aggregates = BTreeSet::from([uuid(100)]);
     write(store, &mut catalog, |c| {
-        decide::set_aggregates(c, uuid(1), None, aggregates, T0)
+        decide::set_aggregates(c, pid(1), None, aggregates, T0)
     })
     .await;
     let traits = BTreeSet::from([TraitName::parse("HW_CPU_X86_AVX2").expect("trait")]);
-    let generation = catalog.provider(uuid(1)).expect("host").generation();
+    let generation = catalog.provider(pid(1)).expect("host").generation();
     write(store, &mut catalog, |c| {
-        decide::set_traits(c, uuid(1), Some(generation), traits, T0)
+        decide::set_traits(c, pid(1), Some(generation), traits, T0)
     })
     .await;
     let mut allocations = Allocations::new();
     allocations
-        .entry(uuid(1))
+        .entry(pid(1))
         .or_default()
         .insert(class("VCPU"), 2);
     let consumer = ConsumerWrite {
@@ -658,7 +662,7 @@ async fn deletes_cascade<S: Store>(store: &S) {
         allocation::delete_allocations(c, uuid(600), T0)
     })
     .await;
-    let id = catalog.provider(uuid(1)).expect("host").id();
+    let id = catalog.provider(pid(1)).expect("host").id();
     write(store, &mut catalog, |c| decide::delete_host(c, id)).await;
     let record = AggregateRecord {
         name: Some("gone".to_owned()),
@@ -686,10 +690,10 @@ async fn reparenting_round_trips<S: Store>(store: &S) {
     create(store, &mut catalog, 3, "c", Some(2)).await;
     create(store, &mut catalog, 4, "d", None).await;
     let reparent = |c: &Catalog| {
-        decide::update_provider(c, uuid(2), "b2", Some(uuid(4)), Reparenting::Allowed, T0)
+        decide::update_provider(c, pid(2), "b2", Some(pid(4)), Reparenting::Allowed, T0)
     };
     write(store, &mut catalog, reparent).await;
-    assert_eq!(catalog.provider(uuid(3)).expect("c").root(), uuid(4));
+    assert_eq!(catalog.provider(pid(3)).expect("c").root(), pid(4));
     assert_same(store, &catalog).await;
 }
 
@@ -772,8 +776,8 @@ fn lease(n: u128, project: &str) -> Lease {
         reservation(2, instance),
         reservation(3, fip),
     ];
-    reservations[0].hosts = vec![(uuid(1), 1)];
-    reservations[1].hosts = vec![(uuid(1), 2)];
+    reservations[0].hosts = vec![(pid(1), 1)];
+    reservations[1].hosts = vec![(pid(1), 2)];
     reservations[2].floating_ips = vec![uuid(300)];
     Lease {
         id: LeaseId::new(uuid(n)),
@@ -873,7 +877,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     started.events[0].status = EventStatus::Done;
     started.events[2].at = at_hours(4);
     started.reservations[0].status = ReservationStatus::Active;
-    started.reservations[1].missing = vec![(uuid(1), 1)];
+    started.reservations[1].missing = vec![(pid(1), 1)];
     started.reservations[1].resources_changed = true;
     started.updated_at = at_hours(1);
     write_changes(store, &mut catalog, vec![lease_set(&started)]).await;

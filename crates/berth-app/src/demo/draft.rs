@@ -1,9 +1,8 @@
 //! The demo cloud's scratch catalog and the small helpers its parts share.
 
 use berth_core::change::Decision;
-use berth_core::{AttrValue, Catalog, Change, Rejection, ResourceClass, TraitName};
+use berth_core::{AttrValue, Catalog, Change, ProviderId, Rejection, ResourceClass, TraitName};
 use std::collections::BTreeSet;
-use uuid::Uuid;
 
 /// Availability zones of the demo cloud.
 pub(super) const DEMO_ZONES: [&str; 3] = ["az1", "az2", "az3"];
@@ -26,14 +25,14 @@ impl Draft {
         Ok(())
     }
 
-    pub(super) fn provider_uuid(&self, name: &str) -> Uuid {
+    pub(super) fn provider_uuid(&self, name: &str) -> ProviderId {
         self.catalog
             .provider_by_name(name)
             .expect("invariant: demo provider exists")
             .uuid()
     }
 
-    pub(super) fn generation(&self, uuid: Uuid) -> u64 {
+    pub(super) fn generation(&self, uuid: ProviderId) -> u64 {
         self.catalog
             .provider(uuid)
             .expect("invariant: demo provider exists")

@@ -1,6 +1,7 @@
 //! The write path's own guarantees, tested with decisions no use case would make.
 
 use super::*;
+use berth_core::ProviderId;
 use berth_core::model::provider::ProviderRow;
 use berth_store::MemStore;
 
@@ -29,8 +30,8 @@ async fn open(store: &MemStore) -> Berth {
     .expect("open")
 }
 
-fn row(id: i64, name: &str, parent: Option<Uuid>, now: Instant) -> ProviderRow {
-    let uuid = Uuid::from_u128(u128::try_from(id).expect("positive") + 1_000);
+fn row(id: i64, name: &str, parent: Option<ProviderId>, now: Instant) -> ProviderRow {
+    let uuid = ProviderId::from_u128(u128::try_from(id).expect("positive") + 1_000);
     ProviderRow {
         id,
         uuid,
@@ -53,7 +54,7 @@ async fn a_decision_that_breaks_an_invariant_is_never_committed() {
     let berth = open(&store).await;
     let orphan = berth
         .write(|_, now| {
-            let missing = Some(Uuid::from_u128(7));
+            let missing = Some(ProviderId::from_u128(7));
             Ok((
                 vec![Change::ProviderCreated(row(1, "orphan", missing, now))],
                 (),

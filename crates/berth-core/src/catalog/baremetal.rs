@@ -2,6 +2,7 @@
 
 use super::state::Catalog;
 use crate::model::baremetal::NodeClaim;
+use crate::model::id::ProviderId;
 use uuid::Uuid;
 
 impl Catalog {
@@ -16,7 +17,7 @@ impl Catalog {
     }
 
     /// The claim on a node, expired or not.
-    pub fn claim_on(&self, node: Uuid) -> Option<&NodeClaim> {
+    pub fn claim_on(&self, node: ProviderId) -> Option<&NodeClaim> {
         self.node_claims
             .get(&node)
             .and_then(|uuid| self.claims.get(uuid))

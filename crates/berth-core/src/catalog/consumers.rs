@@ -3,7 +3,7 @@
 
 use super::state::Catalog;
 use crate::model::consumer::{Consumer, PREEMPTIBLE};
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::name::ResourceClass;
 use uuid::Uuid;
 
@@ -38,7 +38,7 @@ impl Catalog {
     pub fn reserved_use(
         &self,
         reservation: ReservationId,
-        provider: Uuid,
+        provider: ProviderId,
         class: &ResourceClass,
         except: Uuid,
     ) -> u64 {

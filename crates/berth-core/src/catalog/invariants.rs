@@ -2,10 +2,10 @@
 
 use super::providers::is_sharing;
 use super::state::Catalog;
+use crate::model::id::ProviderId;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use std::collections::{BTreeSet, HashMap};
-use uuid::Uuid;
 
 impl Catalog {
     /// Checks every structural invariant; O(n). Used after every step in tests.
@@ -29,7 +29,7 @@ impl Catalog {
         {
             return Err("the children index is out of step with parents".into());
         }
-        let sharing: BTreeSet<Uuid> = self
+        let sharing: BTreeSet<ProviderId> = self
             .providers
             .values()
             .filter(|p| is_sharing(p))
@@ -101,7 +101,7 @@ impl Catalog {
     /// Usage of every provider and class equals the sum of what consumers hold there, and every
     /// held amount sits on an existing provider with inventory of its class.
     fn check_usage(&self) -> Result<(), String> {
-        let mut counted: HashMap<(Uuid, &ResourceClass), u64> = HashMap::new();
+        let mut counted: HashMap<(ProviderId, &ResourceClass), u64> = HashMap::new();
         for (uuid, consumer) in &self.consumers {
             for (provider, class, amount) in consumer.entries() {
                 let Some(holder) = self.providers.get(&provider) else {

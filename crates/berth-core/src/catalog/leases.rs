@@ -4,7 +4,7 @@
 
 use super::state::Catalog;
 use crate::model::fence::Fence;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{EventKind, FloatingIp, Lease};
 use crate::model::ledger::{Ledger, Window};
 use crate::model::time::Instant;
@@ -99,7 +99,7 @@ impl Catalog {
 
     /// Recomputes the fence of the providers among `hosts` (floating IPs are not providers);
     /// a provider nested under a host held whole is held whole with it.
-    fn refence(&mut self, hosts: BTreeSet<Uuid>) {
+    fn refence(&mut self, hosts: BTreeSet<ProviderId>) {
         for host in hosts {
             if !self.providers.contains_key(&host) {
                 continue;
@@ -133,7 +133,7 @@ impl Catalog {
     }
 
     /// The leases holding something on `provider`, now or later.
-    pub fn leases_holding(&self, provider: Uuid) -> impl Iterator<Item = &Lease> {
+    pub fn leases_holding(&self, provider: ProviderId) -> impl Iterator<Item = &Lease> {
         let ids: BTreeSet<LeaseId> = self
             .ledger
             .holds_on(provider, Window::ALWAYS)

@@ -1,6 +1,7 @@
 //! Planned capacity changes, by id and by the providers they touch.
 
 use super::state::Catalog;
+use crate::model::id::ProviderId;
 use crate::model::ledger::Window;
 use crate::model::name::ResourceClass;
 use crate::model::promise::CapacityPool;
@@ -31,7 +32,7 @@ impl Catalog {
     /// `(window, delta)`.
     pub fn capacity_changes(
         &self,
-        provider: Uuid,
+        provider: ProviderId,
         class: &ResourceClass,
         window: Window,
     ) -> Vec<(Window, i64)> {
@@ -55,7 +56,7 @@ impl Catalog {
     /// the whole window).
     pub fn capacity_change_min(
         &self,
-        provider: Uuid,
+        provider: ProviderId,
         class: &ResourceClass,
         window: Window,
     ) -> i64 {
@@ -88,7 +89,7 @@ impl Catalog {
     }
 
     /// Whether a planned decrease applies to `provider` at some instant of `window`.
-    pub fn capacity_decreased(&self, provider: Uuid, window: Window) -> bool {
+    pub fn capacity_decreased(&self, provider: ProviderId, window: Window) -> bool {
         !self.pooled.is_empty()
             && self.pooled.get(&provider).is_some_and(|ids| {
                 ids.iter().filter_map(|id| self.pools.get(id)).any(|pool| {

@@ -2,8 +2,8 @@
 //! the provider rows as changes create, update and delete them.
 
 use super::state::Catalog;
+use crate::model::id::ProviderId;
 use crate::model::provider::{Provider, ProviderRow, SHARING_TRAIT};
-use uuid::Uuid;
 
 impl Catalog {
     /// The id the next new provider gets.
@@ -27,7 +27,7 @@ impl Catalog {
     }
 
     /// One provider by uuid.
-    pub fn provider(&self, uuid: Uuid) -> Option<&Provider> {
+    pub fn provider(&self, uuid: ProviderId) -> Option<&Provider> {
         self.providers.get(&uuid)
     }
 
@@ -46,7 +46,7 @@ impl Catalog {
     }
 
     /// Direct children of a provider, in creation order.
-    pub fn children(&self, uuid: Uuid) -> impl Iterator<Item = &Provider> {
+    pub fn children(&self, uuid: ProviderId) -> impl Iterator<Item = &Provider> {
         self.children.get(&uuid).into_iter().flatten().map(|child| {
             self.providers
                 .get(child)
@@ -69,7 +69,7 @@ impl Catalog {
     }
 
     /// The providers of the tree rooted at `root`, parents before children.
-    pub fn tree(&self, root: Uuid) -> Vec<&Provider> {
+    pub fn tree(&self, root: ProviderId) -> Vec<&Provider> {
         let Some(top) = self.providers.get(&root) else {
             return Vec::new();
         };
@@ -94,7 +94,7 @@ impl Catalog {
     }
 
     /// The provider and all its descendants, parents before children.
-    pub fn subtree(&self, uuid: Uuid) -> Vec<Uuid> {
+    pub fn subtree(&self, uuid: ProviderId) -> Vec<ProviderId> {
         let mut out = vec![uuid];
         let mut idx = 0;
         // Bounded: each provider is pushed at most once because the tree has no cycles.
@@ -162,7 +162,7 @@ impl Catalog {
         provider.updated_at = row.updated_at;
     }
 
-    pub(super) fn delete_provider(&mut self, uuid: Uuid) {
+    pub(super) fn delete_provider(&mut self, uuid: ProviderId) {
         let provider = self
             .providers
             .shift_remove(&uuid)
@@ -179,7 +179,7 @@ impl Catalog {
         }
     }
 
-    fn unlink_child(&mut self, parent: Uuid, child: Uuid) {
+    fn unlink_child(&mut self, parent: ProviderId, child: ProviderId) {
         let siblings = self
             .children
             .get_mut(&parent)
@@ -190,7 +190,7 @@ impl Catalog {
         }
     }
 
-    pub(super) fn provider_mut(&mut self, uuid: Uuid) -> &mut Provider {
+    pub(super) fn provider_mut(&mut self, uuid: ProviderId) -> &mut Provider {
         self.providers
             .get_mut(&uuid)
             .expect("invariant: changes name existing providers")

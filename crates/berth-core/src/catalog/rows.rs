@@ -4,6 +4,7 @@ use super::providers::is_sharing;
 use super::state::{Catalog, IdempotencyIndex};
 use crate::model::baremetal::{NodeClaim, NodeRecord};
 use crate::model::consumer::Consumer;
+use crate::model::id::ProviderId;
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::inventory::Inventory;
 use crate::model::lease::{FloatingIp, Lease};
@@ -24,19 +25,19 @@ pub struct CatalogRows {
     /// Providers, in any order.
     pub providers: Vec<ProviderRow>,
     /// `(provider, class, record)`.
-    pub inventories: Vec<(Uuid, ResourceClass, Inventory)>,
+    pub inventories: Vec<(ProviderId, ResourceClass, Inventory)>,
     /// `(provider, trait)`.
-    pub traits: Vec<(Uuid, TraitName)>,
+    pub traits: Vec<(ProviderId, TraitName)>,
     /// `(provider, aggregate)`.
-    pub aggregates: Vec<(Uuid, Uuid)>,
+    pub aggregates: Vec<(ProviderId, Uuid)>,
     /// `(provider, key, value)`.
-    pub attributes: Vec<(Uuid, String, AttrValue)>,
+    pub attributes: Vec<(ProviderId, String, AttrValue)>,
     /// `(provider, host)`.
-    pub hosts: Vec<(Uuid, HostRecord)>,
+    pub hosts: Vec<(ProviderId, HostRecord)>,
     /// `(provider, condition)` of providers out of service.
-    pub conditions: Vec<(Uuid, ProviderCondition)>,
+    pub conditions: Vec<(ProviderId, ProviderCondition)>,
     /// `(provider, node)` of bare-metal nodes.
-    pub nodes: Vec<(Uuid, NodeRecord)>,
+    pub nodes: Vec<(ProviderId, NodeRecord)>,
     /// Node claims.
     pub claims: Vec<NodeClaim>,
     /// Custom resource classes.
@@ -118,7 +119,7 @@ impl Catalog {
         for (uuid, name) in rows.traits {
             catalog.provider_mut(uuid).traits.insert(name);
         }
-        let sharing: Vec<Uuid> = catalog
+        let sharing: Vec<ProviderId> = catalog
             .providers
             .values()
             .filter(|p| is_sharing(p))

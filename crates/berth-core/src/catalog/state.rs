@@ -2,7 +2,7 @@
 
 use crate::model::baremetal::NodeClaim;
 use crate::model::consumer::Consumer;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::lease::{EventKind, FloatingIp, Lease};
 use crate::model::ledger::Ledger;
@@ -21,17 +21,17 @@ use uuid::Uuid;
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     pub(super) seq: u64,
-    pub(super) providers: IndexMap<Uuid, Provider>,
-    pub(super) by_name: HashMap<String, Uuid>,
-    pub(super) by_id: HashMap<i64, Uuid>,
+    pub(super) providers: IndexMap<ProviderId, Provider>,
+    pub(super) by_name: HashMap<String, ProviderId>,
+    pub(super) by_id: HashMap<i64, ProviderId>,
     pub(super) custom_classes: BTreeSet<ResourceClass>,
     pub(super) custom_traits: BTreeSet<TraitName>,
     pub(super) aggregates: BTreeMap<Uuid, AggregateRecord>,
     pub(super) consumers: HashMap<Uuid, Consumer>,
     /// Parent to children, in creation order; only parents with children have an entry.
-    pub(super) children: HashMap<Uuid, Vec<Uuid>>,
+    pub(super) children: HashMap<ProviderId, Vec<ProviderId>>,
     /// Providers with the sharing trait.
-    pub(super) sharing: BTreeSet<Uuid>,
+    pub(super) sharing: BTreeSet<ProviderId>,
     /// One shared instance of every class name in inventories and usages.
     pub(super) classes: HashSet<ResourceClass>,
     pub(super) next_id: i64,
@@ -57,7 +57,7 @@ pub struct Catalog {
     /// Planned capacity changes, by id.
     pub(super) pools: BTreeMap<Uuid, CapacityPool>,
     /// Providers some planned capacity change touches, with the pools touching each.
-    pub(super) pooled: HashMap<Uuid, BTreeSet<Uuid>>,
+    pub(super) pooled: HashMap<ProviderId, BTreeSet<Uuid>>,
     /// Subscriptions, by id.
     pub(super) subscriptions: BTreeMap<Uuid, Subscription>,
     /// Deliveries pending or dead, by notification id.
@@ -67,7 +67,7 @@ pub struct Catalog {
     /// Node claims, by uuid.
     pub(super) claims: BTreeMap<Uuid, NodeClaim>,
     /// Node to the claim on it.
-    pub(super) node_claims: HashMap<Uuid, Uuid>,
+    pub(super) node_claims: HashMap<ProviderId, Uuid>,
     /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
     /// that claim churn never copies the shared lease index.
     pub(super) claim_due: BTreeSet<(Instant, Uuid)>,

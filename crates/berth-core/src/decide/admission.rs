@@ -18,9 +18,9 @@
 //! so a request is admitted all-or-nothing.
 
 use crate::catalog::Catalog;
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::lease::{Affinity, ReservationSpec};
-use crate::model::ledger::{Hold, Ledger, Peak, Window};
+use crate::model::ledger::{Hold, Ledger, Peak, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::query::capacity::{check_zone, excluded, in_zone};
@@ -87,7 +87,7 @@ impl std::fmt::Debug for Search<'_> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Granted {
     /// Per reservation, in request order: hosts with their slot counts.
-    pub hosts: Vec<Vec<(Uuid, u32)>>,
+    pub hosts: Vec<Vec<(ProviderId, u32)>>,
     /// Per reservation, in request order: floating IPs.
     pub floating_ips: Vec<Vec<Uuid>>,
 }
@@ -100,11 +100,11 @@ pub struct Wanted<'a> {
     /// Its filter (hypervisor and resource properties together).
     pub filter: Filter,
     /// What it holds now, when it is being re-admitted (preferred, and not counted as used).
-    pub current: Vec<(Uuid, u32)>,
+    pub current: Vec<(ProviderId, u32)>,
     /// Floating IPs it holds now, when it is being re-admitted.
     pub current_fips: Vec<Uuid>,
     /// Hosts it must not be given, even those it holds (it is being healed away from them).
-    pub avoid: Vec<Uuid>,
+    pub avoid: Vec<ProviderId>,
 }
 
 /// The scratch state of one admission: the catalog, the window, the reservations whose holds
@@ -116,12 +116,12 @@ struct Pool<'c> {
     /// Holds decided earlier in the same decision but not yet in the ledger (their
     /// reservations are among `excluding`, so the ledger's holds they replace do not count).
     extra: &'c [Hold],
-    whole: HashSet<Uuid>,
-    added: HashMap<Uuid, Vec<(ResourceClass, u64)>>,
+    whole: HashSet<ProviderId>,
+    added: HashMap<ProviderId, Vec<(ResourceClass, u64)>>,
     /// The ledger's peak per host over the window, computed once per admission: every
     /// reservation of a request looks at the same hosts over the same window, and what earlier
     /// reservations took is kept apart in `added` and `whole`.
-    peaks: std::cell::RefCell<HashMap<Uuid, Peak>>,
+    peaks: std::cell::RefCell<HashMap<ProviderId, Peak>>,
 }
 
 impl<'c> Pool<'c> {
@@ -139,7 +139,7 @@ impl<'c> Pool<'c> {
 
     /// The ledger of `host` with the extra holds, when some overlap the window: a small ledger
     /// of that host's holds in the window (less those excluded) plus the extra ones.
-    fn overlay(&self, host: Uuid) -> Option<Ledger> {
+    fn overlay(&self, host: ProviderId) -> Option<Ledger> {
         let hits = |h: &&Hold| h.host == host && h.window.overlaps(&self.window);
         if !self.extra.iter().any(|h| hits(&h)) {
             return None;
@@ -157,7 +157,7 @@ impl<'c> Pool<'c> {
     }
 
     /// Peak use of `host` over the window.
-    fn peak(&self, host: Uuid) -> Peak {
+    fn peak(&self, host: ProviderId) -> Peak {
         if let Some(peak) = self.peaks.borrow().get(&host) {
             return peak.clone();
         }
@@ -166,7 +166,7 @@ impl<'c> Pool<'c> {
         peak
     }
 
-    fn peak_uncached(&self, host: Uuid) -> Peak {
+    fn peak_uncached(&self, host: ProviderId) -> Peak {
         match self.overlay(host) {
             Some(ledger) => ledger.peak(host, self.window, &[]),
             None => self
@@ -177,7 +177,7 @@ impl<'c> Pool<'c> {
     }
 
     /// Whether nothing holds `host` over the window.
-    fn is_free(&self, host: Uuid) -> bool {
+    fn is_free(&self, host: ProviderId) -> bool {
         match self.overlay(host) {
             Some(ledger) => ledger.is_free(host, self.window, &[]),
             None => self
@@ -268,7 +268,7 @@ impl<'c> Pool<'c> {
         u32::try_from(slots).unwrap_or(u32::MAX)
     }
 
-    fn take_slots(&mut self, host: Uuid, size: &[(ResourceClass, u64)], slots: u32) {
+    fn take_slots(&mut self, host: ProviderId, size: &[(ResourceClass, u64)], slots: u32) {
         let added = self.added.entry(host).or_default();
         for (class, each) in size {
             let amount = each.saturating_mul(u64::from(slots));
@@ -279,7 +279,7 @@ impl<'c> Pool<'c> {
         }
     }
 
-    fn give_back_slots(&mut self, host: Uuid, size: &[(ResourceClass, u64)], slots: u32) {
+    fn give_back_slots(&mut self, host: ProviderId, size: &[(ResourceClass, u64)], slots: u32) {
         let Some(added) = self.added.get_mut(&host) else {
             return;
         };
@@ -310,7 +310,7 @@ impl<'c> Pool<'c> {
                     .current
                     .iter()
                     .map(|(h, _)| *h)
-                    .chain(want.current_fips.iter().copied());
+                    .chain(want.current_fips.iter().copied().map(address_slot));
                 for id in held {
                     match claim {
                         true => self.whole.insert(id),
@@ -433,7 +433,7 @@ fn ordered<'a, 'c>(
     pool: &'a Pool<'c>,
     want: &'a Wanted<'_>,
 ) -> impl Iterator<Item = &'c Provider> + 'a {
-    let current: HashSet<Uuid> = want.current.iter().map(|(h, _)| *h).collect();
+    let current: HashSet<ProviderId> = want.current.iter().map(|(h, _)| *h).collect();
     let held = want
         .current
         .iter()
@@ -452,7 +452,7 @@ fn pick_hosts(
     want: &Wanted<'_>,
     min: u32,
     max: u32,
-) -> Result<Vec<(Uuid, u32)>, u32> {
+) -> Result<Vec<(ProviderId, u32)>, u32> {
     let mut taken = Vec::new();
     for provider in ordered(pool, want) {
         if taken.len() as u32 >= max {
@@ -472,7 +472,7 @@ fn pick_hosts(
 }
 
 /// Instance slots by the reservation's affinity; on refusal the most instances that fit.
-fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(Uuid, u32)>, u32> {
+fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(ProviderId, u32)>, u32> {
     let (
         ReservationSpec::Instance {
             amount, affinity, ..
@@ -482,7 +482,7 @@ fn pick_slots(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<(Uuid, u32)>
     else {
         unreachable!("pick_slots is called for instance reservations only");
     };
-    let mut taken: Vec<(Uuid, u32)> = Vec::new();
+    let mut taken: Vec<(ProviderId, u32)> = Vec::new();
     let mut best = 0u32;
     let mut got = 0u32;
     if *affinity == Affinity::Any {
@@ -536,8 +536,8 @@ fn pack<'c>(
     want: &Wanted<'_>,
     size: &[(ResourceClass, u64)],
     amount: u32,
-) -> Vec<(Uuid, u32)> {
-    let held = |host: Uuid| -> u32 {
+) -> Vec<(ProviderId, u32)> {
+    let held = |host: ProviderId| -> u32 {
         want.current
             .iter()
             .filter(|(h, _)| *h == host)
@@ -545,7 +545,7 @@ fn pack<'c>(
             .sum()
     };
     // (host, taken, offered), in the order of `hosts`.
-    let mut taken: Vec<(Uuid, u32, u32)> = Vec::new();
+    let mut taken: Vec<(ProviderId, u32, u32)> = Vec::new();
     let mut got = 0u32;
     let mut hosts = hosts.peekable();
     while let Some(provider) = hosts.next_if(|p| held(p.uuid()) > 0) {
@@ -590,8 +590,8 @@ fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, 
         .catalog
         .floating_ips()
         .filter(|f| f.network_id == *network_id && f.reservable)
-        .filter(|f| !pool.whole.contains(&f.id))
-        .filter(|f| ledger.is_free(f.id, pool.window, pool.excluding))
+        .filter(|f| !pool.whole.contains(&address_slot(f.id)))
+        .filter(|f| ledger.is_free(address_slot(f.id), pool.window, pool.excluding))
         .collect();
     let mut taken = Vec::new();
     for address in required_floatingips {
@@ -613,7 +613,7 @@ fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, 
     if (taken.len() as u32) < *amount {
         return Err((free.len() as u32, "not_enough_floating_ips"));
     }
-    pool.whole.extend(taken.iter().copied());
+    pool.whole.extend(taken.iter().copied().map(address_slot));
     Ok(taken)
 }
 
@@ -635,11 +635,11 @@ pub fn earliest_start(
     let ledger = catalog.ledger();
     let pool = Pool::new(catalog, window, excluding);
     for want in wanted {
-        let held: Vec<Uuid> = match want.spec {
+        let held: Vec<ProviderId> = match want.spec {
             ReservationSpec::FloatingIp { network_id, .. } => catalog
                 .floating_ips()
                 .filter(|f| f.network_id == *network_id)
-                .map(|f| f.id)
+                .map(|f| address_slot(f.id))
                 .collect(),
             _ => pool.hosts(&want.filter).map(Provider::uuid).collect(),
         };

@@ -11,7 +11,7 @@ use crate::change::Decision;
 use crate::decide::fence;
 use crate::model::consumer::{Allocations, Consumer, PREEMPTIBLE};
 use crate::model::fence::reservation_in;
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
@@ -71,7 +71,7 @@ fn check_generation(catalog: &Catalog, write: &ConsumerWrite) -> Result<(), Reje
 
 fn holder<'c>(
     catalog: &'c Catalog,
-    provider: Uuid,
+    provider: ProviderId,
     class: &ResourceClass,
     amount: u64,
 ) -> Result<&'c Provider, Rejection> {
@@ -133,8 +133,8 @@ fn unreserved_totals(
     catalog: &Catalog,
     writes: &[ConsumerWrite],
     reservations: &[Option<ReservationId>],
-) -> BTreeMap<(Uuid, ResourceClass), (u64, u64)> {
-    let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
+) -> BTreeMap<(ProviderId, ResourceClass), (u64, u64)> {
+    let mut totals: BTreeMap<(ProviderId, ResourceClass), (u64, u64)> = BTreeMap::new();
     for (write, reservation) in writes.iter().zip(reservations) {
         // What a borrower held is not unreserved use it may keep: it was lent, not given.
         if let Some(existing) = catalog.consumer(write.consumer)
@@ -243,7 +243,7 @@ fn with_evictions(
 }
 
 /// The newest preemptible consumer on `provider` not already written in `writes`.
-fn borrower_on(catalog: &Catalog, provider: Uuid, writes: &[ConsumerWrite]) -> Option<Uuid> {
+fn borrower_on(catalog: &Catalog, provider: ProviderId, writes: &[ConsumerWrite]) -> Option<Uuid> {
     catalog
         .consumers()
         .filter(|(uuid, c)| {
@@ -259,7 +259,7 @@ fn borrower_on(catalog: &Catalog, provider: Uuid, writes: &[ConsumerWrite]) -> O
 fn capacity_checked(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -> Decision {
     let mut seen = BTreeSet::new();
     // (provider, class) -> (held before by these consumers, held after).
-    let mut totals: BTreeMap<(Uuid, ResourceClass), (u64, u64)> = BTreeMap::new();
+    let mut totals: BTreeMap<(ProviderId, ResourceClass), (u64, u64)> = BTreeMap::new();
     for write in writes {
         if !seen.insert(write.consumer) {
             return Err(Rejection::DuplicateConsumer(write.consumer));
@@ -295,7 +295,7 @@ fn capacity_checked(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -
             });
         }
     }
-    let touched: BTreeSet<Uuid> = totals.keys().map(|(provider, _)| *provider).collect();
+    let touched: BTreeSet<ProviderId> = totals.keys().map(|(provider, _)| *provider).collect();
     let mut changes = Vec::with_capacity(writes.len() + touched.len());
     for write in writes {
         let existing = catalog.consumer(write.consumer);
@@ -353,7 +353,7 @@ pub fn delete_allocations(catalog: &Catalog, consumer: Uuid, now: Instant) -> De
 #[derive(Debug, Clone, PartialEq)]
 pub struct InventoryWrite {
     /// The provider.
-    pub provider: Uuid,
+    pub provider: ProviderId,
     /// The generation the caller last saw.
     pub generation: u64,
     /// The full new set.
@@ -449,6 +449,10 @@ mod tests {
         Uuid::from_u128(n)
     }
 
+    fn pid(n: u128) -> ProviderId {
+        ProviderId::from_u128(n)
+    }
+
     fn vcpu() -> ResourceClass {
         ResourceClass::parse("VCPU").expect("class")
     }
@@ -458,7 +462,7 @@ mod tests {
         let mut catalog = Catalog::new();
         for idx in 1..=n {
             let new = NewProvider {
-                uuid: uuid(idx),
+                uuid: pid(idx),
                 name: format!("cn{idx}"),
                 parent: None,
                 availability_zone: None,
@@ -469,7 +473,7 @@ mod tests {
                 Inventory::new(total, 0, [1, 4, 1], 1.0, FullReservation::Allowed).expect("valid");
             let changes = inventory::set_inventories(
                 &catalog,
-                uuid(idx),
+                pid(idx),
                 None,
                 BTreeMap::from([(vcpu(), record)]),
                 T0,
@@ -488,7 +492,7 @@ mod tests {
         let mut allocations = Allocations::new();
         for (provider, amount) in held {
             allocations
-                .entry(uuid(*provider))
+                .entry(pid(*provider))
                 .or_default()
                 .insert(vcpu(), *amount);
         }
@@ -520,8 +524,8 @@ mod tests {
             set_allocations(c, &[write(1, ConsumerGeneration::New, &[(1, 4)])], T0)
         })
         .expect("fits");
-        assert_eq!(catalog.provider(uuid(1)).expect("p").used(&vcpu()), 4);
-        assert_eq!(catalog.provider(uuid(1)).expect("p").generation(), 2);
+        assert_eq!(catalog.provider(pid(1)).expect("p").used(&vcpu()), 4);
+        assert_eq!(catalog.provider(pid(1)).expect("p").generation(), 2);
         assert_eq!(catalog.consumer(uuid(1001)).expect("c").generation, 1);
         let over = set_allocations(
             &catalog,
@@ -595,16 +599,16 @@ mod tests {
             &[write(4, ConsumerGeneration::New, &[(9, 1)])],
             T0,
         );
-        assert_eq!(unknown, Err(Rejection::AllocationProviderNotFound(uuid(9))));
+        assert_eq!(unknown, Err(Rejection::AllocationProviderNotFound(pid(9))));
         apply(&mut catalog, |c| delete_allocations(c, uuid(1001), T0)).expect("delete");
-        assert_eq!(catalog.provider(uuid(1)).expect("p").used(&vcpu()), 4);
+        assert_eq!(catalog.provider(pid(1)).expect("p").used(&vcpu()), 4);
         assert_eq!(
             delete_allocations(&catalog, uuid(1001), T0),
             Err(Rejection::ConsumerNotFound(uuid(1001)))
         );
         assert_eq!(
-            inventory::delete_provider(&catalog, uuid(1)),
-            Err(Rejection::ProviderInUse(uuid(1)))
+            inventory::delete_provider(&catalog, pid(1)),
+            Err(Rejection::ProviderInUse(pid(1)))
         );
     }
 
@@ -617,21 +621,21 @@ mod tests {
         .expect("held");
         // Move VCPU from provider 1 to provider 2: removing it alone is refused while in use.
         assert!(matches!(
-            inventory::set_inventories(&catalog, uuid(1), None, BTreeMap::new(), T0),
+            inventory::set_inventories(&catalog, pid(1), None, BTreeMap::new(), T0),
             Err(Rejection::InventoryInUse { .. })
         ));
-        let generation = catalog.provider(uuid(1)).expect("p1").generation();
+        let generation = catalog.provider(pid(1)).expect("p1").generation();
         let inventories = [InventoryWrite {
-            provider: uuid(1),
+            provider: pid(1),
             generation,
             inventories: BTreeMap::new(),
         }];
         let moved = [write(1, ConsumerGeneration::Is(1), &[(2, 4)])];
         apply(&mut catalog, |c| reshape(c, &inventories, &moved, T0)).expect("reshaped");
-        assert_eq!(catalog.provider(uuid(2)).expect("p2").used(&vcpu()), 4);
+        assert_eq!(catalog.provider(pid(2)).expect("p2").used(&vcpu()), 4);
         assert!(
             catalog
-                .provider(uuid(1))
+                .provider(pid(1))
                 .expect("p1")
                 .inventories()
                 .is_empty()

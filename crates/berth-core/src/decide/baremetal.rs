@@ -17,6 +17,7 @@ use crate::model::baremetal::{
     NodeClaim, NodeRecord, ProvisionState, Unclaimable, placement_class,
 };
 use crate::model::consumer::Allocations;
+use crate::model::id::ProviderId;
 use crate::model::inventory::Inventory;
 use crate::model::ledger::Window;
 use crate::model::name::{ResourceClass, TraitName, is_custom_name};
@@ -37,7 +38,7 @@ fn bad(text: impl Into<String>) -> Rejection {
 #[derive(Debug, Clone)]
 pub struct NewNode {
     /// Its uuid.
-    pub uuid: Uuid,
+    pub uuid: ProviderId,
     /// Its name (unique among providers); the uuid when absent.
     pub name: Option<String>,
     /// Ironic's resource class, for example `baremetal-gold`.
@@ -159,7 +160,7 @@ pub fn enroll_node(catalog: &Catalog, new: &NewNode, now: Instant) -> Decision {
 pub fn find_node<'c>(catalog: &'c Catalog, ident: &str) -> Result<&'c Provider, Rejection> {
     Uuid::parse_str(ident)
         .ok()
-        .and_then(|uuid| catalog.provider(uuid))
+        .and_then(|uuid| catalog.provider(ProviderId::new(uuid)))
         .or_else(|| catalog.provider_by_name(ident))
         .filter(|p| p.node().is_some())
         .ok_or_else(|| Rejection::NodeNotFound(ident.to_owned()))
@@ -195,7 +196,7 @@ pub fn update_node(
     ident: &str,
     edits: &[NodeChange],
     now: Instant,
-) -> Result<(Vec<Change>, (Uuid, Effects)), Rejection> {
+) -> Result<(Vec<Change>, (ProviderId, Effects)), Rejection> {
     let provider = find_node(catalog, ident)?;
     let uuid = provider.uuid();
     let mut node = node_of(provider).clone();
@@ -265,7 +266,7 @@ pub fn update_node(
 /// instance down (its allocation goes); a claimed node cannot be taken out of `available`.
 fn transition(
     catalog: &Catalog,
-    uuid: Uuid,
+    uuid: ProviderId,
     node: &mut NodeRecord,
     to: ProvisionState,
     now: Instant,
@@ -327,7 +328,7 @@ pub fn delete_node(catalog: &Catalog, ident: &str) -> Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidates {
     /// These nodes, the first eligible one in list order.
-    Nodes(Vec<Uuid>),
+    Nodes(Vec<ProviderId>),
     /// Any node of this Ironic resource class having all these traits, in enrolment order.
     Class {
         /// The resource class.
@@ -354,7 +355,11 @@ pub struct ClaimRequest {
     pub ttl: Span,
 }
 
-fn unclaimable(node_uuid: Uuid, reason: &'static str, detail: impl Into<String>) -> Unclaimable {
+fn unclaimable(
+    node_uuid: ProviderId,
+    reason: &'static str,
+    detail: impl Into<String>,
+) -> Unclaimable {
     Unclaimable {
         node_uuid,
         reason,
@@ -381,7 +386,7 @@ fn claim_write(request: &ClaimRequest, node: &Provider, record: &NodeRecord) -> 
 fn try_node(
     catalog: &Catalog,
     request: &ClaimRequest,
-    uuid: Uuid,
+    uuid: ProviderId,
     now: Instant,
     policy: FencePolicy,
 ) -> Result<Vec<Change>, Unclaimable> {
@@ -449,7 +454,7 @@ fn try_node(
 /// The nodes a request lists, checked: not empty, no duplicates, at most
 /// [`CLAIM_CANDIDATES_MAX`]; for a class, the class's nodes having the traits, in enrolment
 /// order.
-fn candidates(catalog: &Catalog, request: &ClaimRequest) -> Result<Vec<Uuid>, Rejection> {
+fn candidates(catalog: &Catalog, request: &ClaimRequest) -> Result<Vec<ProviderId>, Rejection> {
     match &request.candidates {
         Candidates::Nodes(nodes) => {
             if nodes.is_empty() {

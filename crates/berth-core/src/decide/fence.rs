@@ -26,6 +26,7 @@ use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::model::consumer::PREEMPTIBLE;
 use crate::model::fence::{reservation_aggregate, reservation_class};
+use crate::model::id::ProviderId;
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
@@ -39,7 +40,7 @@ use uuid::Uuid;
 /// the amounts unreserved, non-preemptible writers held before and will hold after.
 pub fn check_unreserved(
     catalog: &Catalog,
-    totals: &BTreeMap<(Uuid, ResourceClass), (u64, u64)>,
+    totals: &BTreeMap<(ProviderId, ResourceClass), (u64, u64)>,
 ) -> Result<(), Rejection> {
     for ((provider, class), (before, after)) in totals {
         if after <= before {
@@ -87,7 +88,7 @@ enum Release {
 
 /// One `AggregatesReplaced` and one `InventoriesReplaced` per host that changes, each computed
 /// once from all of the lease's edits (so two reservations on one host do not undo each other).
-fn emit(catalog: &Catalog, edits: BTreeMap<Uuid, HostEdit>, release: Release) -> Vec<Change> {
+fn emit(catalog: &Catalog, edits: BTreeMap<ProviderId, HostEdit>, release: Release) -> Vec<Change> {
     let mut changes = Vec::new();
     for (host, edit) in edits {
         let Some(provider) = catalog.provider(host) else {
@@ -134,7 +135,7 @@ fn instances(reservation: &Reservation) -> bool {
 /// with a unit per slot.
 pub fn raise(catalog: &Catalog, lease: &Lease) -> Vec<Change> {
     let mut changes = Vec::new();
-    let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
+    let mut edits: BTreeMap<ProviderId, HostEdit> = BTreeMap::new();
     for reservation in lease.reservations.iter().filter(|r| fenced(r)) {
         changes.push(Change::AggregateDescribed {
             uuid: reservation_aggregate(reservation.id),
@@ -172,7 +173,7 @@ fn terminated(lease: &Lease, reservation: &Reservation, consumer: Uuid, now: Ins
 /// reservations are removed (each recorded as terminated), then its classes and aggregates.
 pub fn lower(catalog: &Catalog, lease: &Lease, now: Instant) -> Vec<Change> {
     let mut changes = Vec::new();
-    let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
+    let mut edits: BTreeMap<ProviderId, HostEdit> = BTreeMap::new();
     let mut classes = Vec::new();
     for reservation in lease.reservations.iter().filter(|r| fenced(r)) {
         for consumer in catalog.consumers_of_reservation(reservation.id) {
@@ -220,7 +221,7 @@ pub fn lower(catalog: &Catalog, lease: &Lease, now: Instant) -> Vec<Change> {
 /// hosts a reservation left lose its aggregate and class (unless consumers still use the class
 /// there), hosts it holds get them with the new slot counts.
 pub fn resync(catalog: &Catalog, old: &Lease, new: &Lease) -> Vec<Change> {
-    let mut edits: BTreeMap<Uuid, HostEdit> = BTreeMap::new();
+    let mut edits: BTreeMap<ProviderId, HostEdit> = BTreeMap::new();
     for (before, after) in old.reservations.iter().zip(&new.reservations) {
         if !fenced(after) {
             continue;

@@ -21,7 +21,7 @@ use crate::change::record;
 use crate::decide::admission::{self, Wanted};
 use crate::decide::lease::filter_of;
 use crate::limits::STATUS_REASON_LEN_MAX;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{Affinity, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::{Hold, Window};
 use crate::model::provider::{Provider, ProviderCondition, ProviderStatus};
@@ -30,7 +30,6 @@ use crate::query::health::affected_leases;
 use crate::query::missing::{self, Missing};
 use crate::rejection::Rejection;
 use crate::rejection::{Refusal, Shortfall};
-use uuid::Uuid;
 
 /// What changing a provider's status did to the leases on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,7 +49,7 @@ pub struct Effects {
 /// reason.
 pub fn set_status(
     catalog: &Catalog,
-    uuid: Uuid,
+    uuid: ProviderId,
     status: ProviderStatus,
     reason: Option<String>,
     now: Instant,
@@ -98,8 +97,8 @@ pub fn set_status(
 }
 
 /// The providers out of service, with `also`.
-fn out_of_service(catalog: &Catalog, also: Uuid) -> Vec<Uuid> {
-    let mut out: Vec<Uuid> = catalog
+fn out_of_service(catalog: &Catalog, also: ProviderId) -> Vec<ProviderId> {
+    let mut out: Vec<ProviderId> = catalog
         .providers()
         .filter(|p| !p.is_up())
         .map(Provider::uuid)
@@ -245,7 +244,7 @@ fn restore(catalog: &Catalog, provider: &Provider, now: Instant) -> (Vec<Change>
 }
 
 /// The reservations of `lease` that hold a host in `avoid` (floating IPs are not providers).
-fn affected(lease: &Lease, avoid: &[Uuid]) -> Vec<usize> {
+fn affected(lease: &Lease, avoid: &[ProviderId]) -> Vec<usize> {
     lease
         .reservations
         .iter()
@@ -256,7 +255,7 @@ fn affected(lease: &Lease, avoid: &[Uuid]) -> Vec<usize> {
 }
 
 /// How many units (hosts, or instance slots) a list of `(host, slots)` counts for `spec`.
-fn units(spec: &ReservationSpec, hosts: &[(Uuid, u32)]) -> u32 {
+fn units(spec: &ReservationSpec, hosts: &[(ProviderId, u32)]) -> u32 {
     match spec {
         ReservationSpec::Host { .. } => hosts.len() as u32,
         _ => hosts.iter().map(|(_, n)| *n).sum(),
@@ -292,9 +291,9 @@ struct Earlier {
 struct Target<'l> {
     reservation: &'l Reservation,
     /// What it holds on hosts in service.
-    kept: Vec<(Uuid, u32)>,
+    kept: Vec<(ProviderId, u32)>,
     /// What it holds on hosts out of service.
-    lost: Vec<(Uuid, u32)>,
+    lost: Vec<(ProviderId, u32)>,
     /// How many units it holds in all.
     whole: u32,
     /// How many units this round asks for.
@@ -311,7 +310,7 @@ fn heal(
     catalog: &Catalog,
     lease: &Lease,
     targets: &[usize],
-    avoid: &[Uuid],
+    avoid: &[ProviderId],
     window: Window,
     earlier: &Earlier,
 ) -> Vec<Reservation> {
@@ -353,10 +352,10 @@ fn heal(
 fn admit_most(
     catalog: &Catalog,
     plan: &mut [Target<'_>],
-    avoid: &[Uuid],
+    avoid: &[ProviderId],
     window: Window,
     earlier: &Earlier,
-) -> Option<Vec<Vec<(Uuid, u32)>>> {
+) -> Option<Vec<Vec<(ProviderId, u32)>>> {
     let mut own: Vec<ReservationId> = plan.iter().map(|t| t.reservation.id).collect();
     own.extend(earlier.ids.iter().copied());
     for _round in 0..=plan.len() {
@@ -406,7 +405,7 @@ fn admit_most(
 
 /// The healed reservation: what was placed on hosts in service, plus what is still missing,
 /// left on the hosts out of service it was on.
-fn settle(catalog: &Catalog, target: &Target<'_>, placed: Vec<(Uuid, u32)>) -> Reservation {
+fn settle(catalog: &Catalog, target: &Target<'_>, placed: Vec<(ProviderId, u32)>) -> Reservation {
     let spec = &target.reservation.spec;
     let mut short = target.whole.saturating_sub(units(spec, &placed));
     let mut missing = Vec::new();
@@ -438,7 +437,7 @@ fn settle(catalog: &Catalog, target: &Target<'_>, placed: Vec<(Uuid, u32)>) -> R
 /// carries what would fit.
 pub fn reallocate(
     catalog: &Catalog,
-    host: Uuid,
+    host: ProviderId,
     lease_id: LeaseId,
     reservation: Option<ReservationId>,
     now: Instant,
@@ -550,7 +549,7 @@ pub fn missing_resources(
 fn missing_with(
     catalog: &Catalog,
     reservation: &Reservation,
-    going: Option<(Uuid, ProviderStatus)>,
+    going: Option<(ProviderId, ProviderStatus)>,
 ) -> Option<serde_json::Value> {
     missing::of_reservation(catalog, reservation, going).map(|m| missing_json(&m))
 }
@@ -593,7 +592,7 @@ pub fn missing_of(catalog: &Catalog, lease: &Lease) -> serde_json::Value {
 fn missing_by_reservation(
     catalog: &Catalog,
     lease: &Lease,
-    going: Option<(Uuid, ProviderStatus)>,
+    going: Option<(ProviderId, ProviderStatus)>,
 ) -> serde_json::Value {
     missing::of_lease(catalog, lease, going)
         .iter()

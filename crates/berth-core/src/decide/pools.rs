@@ -6,7 +6,7 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::change::record;
-use crate::model::id::LeaseId;
+use crate::model::id::{LeaseId, ProviderId};
 use crate::model::ledger::Window;
 use crate::model::name::ResourceClass;
 use crate::model::promise::CapacityPool;
@@ -49,7 +49,7 @@ fn source_providers<'c>(
     let by_uuid = |text: &str| {
         Uuid::parse_str(text)
             .ok()
-            .and_then(|uuid| catalog.provider(uuid))
+            .and_then(|uuid| catalog.provider(ProviderId::new(uuid)))
     };
     let zone = |z: &str| -> Vec<&Provider> {
         catalog
@@ -65,7 +65,7 @@ fn source_providers<'c>(
         "ResourcePool" => {
             let id = Uuid::parse_str(name).map_err(|_| not_found())?;
             let pool = catalog.pool(id).ok_or(Rejection::PoolNotFound(id))?;
-            let ids: BTreeSet<Uuid> = pool.deltas.iter().map(|(p, _, _)| *p).collect();
+            let ids: BTreeSet<ProviderId> = pool.deltas.iter().map(|(p, _, _)| *p).collect();
             Some(
                 ids.into_iter()
                     .filter_map(|id| catalog.provider(id))
@@ -111,7 +111,7 @@ fn spread(
     amount: u64,
     increase: bool,
     window: Window,
-) -> Result<Vec<(Uuid, String, i64)>, Rejection> {
+) -> Result<Vec<(ProviderId, String, i64)>, Rejection> {
     let having: Vec<&Provider> = providers
         .iter()
         .copied()
@@ -143,7 +143,7 @@ fn spread(
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.id().cmp(&b.2.id())));
     let mut left = amount;
-    let mut deltas: Vec<(Uuid, String, i64)> = Vec::new();
+    let mut deltas: Vec<(ProviderId, String, i64)> = Vec::new();
     // First what is free, then what is held (those reservations will be short).
     for pass in [true, false] {
         for (free, capacity, provider) in &ranked {
@@ -173,8 +173,8 @@ fn spread(
     Ok(merge(deltas))
 }
 
-fn merge(deltas: Vec<(Uuid, String, i64)>) -> Vec<(Uuid, String, i64)> {
-    let mut out: Vec<(Uuid, String, i64)> = Vec::new();
+fn merge(deltas: Vec<(ProviderId, String, i64)>) -> Vec<(ProviderId, String, i64)> {
+    let mut out: Vec<(ProviderId, String, i64)> = Vec::new();
     for (uuid, class, delta) in deltas {
         match out.iter_mut().find(|(u, c, _)| *u == uuid && *c == class) {
             Some(found) => found.2 += delta,
@@ -185,7 +185,7 @@ fn merge(deltas: Vec<(Uuid, String, i64)>) -> Vec<(Uuid, String, i64)> {
 }
 
 /// The leases a set of decreases leaves short over `window`.
-fn short(catalog: &Catalog, deltas: &[(Uuid, String, i64)], window: Window) -> Vec<LeaseId> {
+fn short(catalog: &Catalog, deltas: &[(ProviderId, String, i64)], window: Window) -> Vec<LeaseId> {
     let mut leases = BTreeSet::new();
     for (uuid, class, delta) in deltas.iter().filter(|(_, _, d)| *d < 0) {
         let (Some(provider), Some(class)) = (catalog.provider(*uuid), ResourceClass::parse(class))

@@ -12,7 +12,7 @@ use crate::decide::fence;
 use crate::decide::lease::{self as lease_decide, LeaseUpdate, NewLease, ReservationUpdate};
 use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::consumer::Allocations;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{
     Affinity, EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
     Transition,
@@ -774,7 +774,11 @@ fn flavor_amounts(flavor: &Flavor, disk: bool) -> Vec<(ResourceClass, u64)> {
     )
 }
 
-fn write_on(new: &NewInstance, host: Uuid, amounts: &[(ResourceClass, u64)]) -> ConsumerWrite {
+fn write_on(
+    new: &NewInstance,
+    host: ProviderId,
+    amounts: &[(ResourceClass, u64)],
+) -> ConsumerWrite {
     let mut allocations = Allocations::new();
     allocations.insert(host, amounts.iter().cloned().collect());
     ConsumerWrite {
@@ -852,7 +856,7 @@ fn against_reservation(
     flavor: &Flavor,
     now: Instant,
     policy: FencePolicy,
-) -> Result<(Vec<Change>, Uuid), Rejection> {
+) -> Result<(Vec<Change>, ProviderId), Rejection> {
     let lease = owned(catalog, id, Some(&new.project_id))?;
     if lease.outcome.is_some() || lease.status == LeaseStatus::Terminated || now >= lease.end {
         return Err(refused(format!("reservation {id} has ended")));
@@ -895,10 +899,10 @@ fn unreserved(
     flavor: &Flavor,
     now: Instant,
     policy: FencePolicy,
-) -> Result<(Vec<Change>, Uuid), Rejection> {
+) -> Result<(Vec<Change>, ProviderId), Rejection> {
     crate::query::capacity::check_zone(catalog, new.zone.as_deref())?;
     let amounts = flavor_amounts(flavor, true);
-    let best_effort = |host: Uuid| {
+    let best_effort = |host: ProviderId| {
         let mut write = write_on(new, host, &amounts);
         write.consumer_type = Some(crate::model::consumer::PREEMPTIBLE.to_owned());
         write

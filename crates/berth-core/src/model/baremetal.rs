@@ -13,6 +13,7 @@
 //! consumer), so no other claim, allocation or lease admission can take the node meanwhile,
 //! and the fence keeps nodes reserved by another project's lease out of reach.
 
+use crate::model::id::ProviderId;
 use crate::model::time::Instant;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -104,7 +105,7 @@ pub struct NodeClaim {
     /// Its uuid.
     pub uuid: Uuid,
     /// The node claimed.
-    pub node_uuid: Uuid,
+    pub node_uuid: ProviderId,
     /// The instance it is claimed for (the Placement consumer holding the node).
     pub instance_uuid: Uuid,
     /// The claiming project.
@@ -143,7 +144,7 @@ pub fn placement_class(resource_class: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unclaimable {
     /// The node as listed.
-    pub node_uuid: Uuid,
+    pub node_uuid: ProviderId,
     /// Machine-readable reason: `not_found`, `not_a_node`, `provision_state`, `maintenance`,
     /// `associated`, `claimed`, `reserved`, `traits`, `resource_class`, `in_use`.
     pub reason: &'static str,

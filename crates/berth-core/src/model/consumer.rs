@@ -1,16 +1,15 @@
 //! Consumers and their allocations: who uses how much of which class on which provider, now.
 
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use std::collections::BTreeMap;
-use uuid::Uuid;
 
 /// The consumer type of consumers that may borrow fenced capacity and be evicted for it.
 pub const PREEMPTIBLE: &str = "PREEMPTIBLE";
 
 /// The amounts one consumer holds, by provider and class.
-pub type Allocations = BTreeMap<Uuid, BTreeMap<ResourceClass, u64>>;
+pub type Allocations = BTreeMap<ProviderId, BTreeMap<ResourceClass, u64>>;
 
 /// A consumer of capacity (an instance, a migration, a reservation's holder).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +34,7 @@ pub struct Consumer {
 
 impl Consumer {
     /// Units of `class` the consumer holds on `provider`.
-    pub fn amount(&self, provider: Uuid, class: &ResourceClass) -> u64 {
+    pub fn amount(&self, provider: ProviderId, class: &ResourceClass) -> u64 {
         self.allocations
             .get(&provider)
             .and_then(|by_class| by_class.get(class))
@@ -44,7 +43,7 @@ impl Consumer {
     }
 
     /// Every `(provider, class, amount)` the consumer holds.
-    pub fn entries(&self) -> impl Iterator<Item = (Uuid, &ResourceClass, u64)> {
+    pub fn entries(&self) -> impl Iterator<Item = (ProviderId, &ResourceClass, u64)> {
         self.allocations.iter().flat_map(|(provider, by_class)| {
             by_class
                 .iter()

@@ -4,7 +4,7 @@
 //! raise, lower and enforce the fence are decisions ([`crate::decide::fence`]).
 
 use crate::model::consumer::Allocations;
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::ledger::{Ledger, Window};
 use crate::model::name::ResourceClass;
 use uuid::Uuid;
@@ -25,7 +25,7 @@ pub struct Fence {
 
 impl Fence {
     /// A provider's fence, from the ledger: everything its remaining holds keep.
-    pub fn of(ledger: &Ledger, provider: Uuid) -> Fence {
+    pub fn of(ledger: &Ledger, provider: ProviderId) -> Fence {
         let peak = ledger.peak(provider, Window::ALWAYS, &[]);
         Fence {
             whole: peak.exclusive > 0,

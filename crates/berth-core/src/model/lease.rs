@@ -5,8 +5,8 @@
 //! new state ([`crate::change::Change::LeaseSet`]). What a lease holds in the capacity ledger is
 //! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
-use crate::model::id::{LeaseId, ReservationId};
-use crate::model::ledger::{Hold, Window};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
+use crate::model::ledger::{Hold, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
 use crate::model::time::{Instant, Span};
@@ -296,13 +296,13 @@ pub struct Reservation {
     pub status: ReservationStatus,
     /// Hosts it holds, with the number of instance slots on each (1 for a whole host), in
     /// provider order.
-    pub hosts: Vec<(Uuid, u32)>,
+    pub hosts: Vec<(ProviderId, u32)>,
     /// Floating IPs it holds.
     pub floating_ips: Vec<Uuid>,
     /// What it holds on providers out of service that could not be replaced: hosts (with their
     /// slots, 1 for a whole host) among `hosts`. Cleared when they return.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<(Uuid, u32)>,
+    pub missing: Vec<(ProviderId, u32)>,
     /// Set when healing moved it to other hosts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resources_changed: bool,
@@ -332,20 +332,20 @@ impl Reservation {
     }
 
     /// The slots (1 for a whole host) the reservation holds on `host`, if it holds it.
-    pub fn slots_on(&self, host: Uuid) -> Option<u32> {
+    pub fn slots_on(&self, host: ProviderId) -> Option<u32> {
         self.hosts.iter().find(|(h, _)| *h == host).map(|(_, n)| *n)
     }
 
     /// What an instance reservation holds on `host`, by class: its slots there times the
     /// instance size. `None` for other kinds, or when it does not hold `host`.
-    pub fn share_on(&self, host: Uuid) -> Option<Vec<(ResourceClass, u64)>> {
+    pub fn share_on(&self, host: ProviderId) -> Option<Vec<(ResourceClass, u64)>> {
         let slots = self.slots_on(host)?;
         self.spec.instance_amounts(u64::from(slots))
     }
 
     /// The holds this reservation places in the ledger over `window`.
     pub fn holds(&self, window: Window) -> Vec<Hold> {
-        let host = |host: Uuid, exclusive: bool, amounts: Vec<(ResourceClass, u64)>| Hold {
+        let host = |host: ProviderId, exclusive: bool, amounts: Vec<(ResourceClass, u64)>| Hold {
             reservation: self.id,
             host,
             window,
@@ -369,7 +369,7 @@ impl Reservation {
             ReservationSpec::FloatingIp { .. } => self
                 .floating_ips
                 .iter()
-                .map(|fip| host(*fip, true, Vec::new()))
+                .map(|fip| host(address_slot(*fip), true, Vec::new()))
                 .collect(),
         }
     }

@@ -39,7 +39,7 @@
 //! sorted and bulk-loaded, and each host's timeline is built in one sweep over its holds'
 //! boundaries, with the same result as adding the holds one by one.
 
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::name::ResourceClass;
 use crate::model::time::{Instant, Span};
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,14 +125,22 @@ impl Window {
 pub struct Hold {
     /// The reservation holding.
     pub reservation: ReservationId,
-    /// The host (provider) held.
-    pub host: Uuid,
+    /// The host (provider) held. A floating-IP reservation's hold names its address here, by
+    /// [`address_slot`]: the ledger keeps an address's timeline as it keeps a host's.
+    pub host: ProviderId,
     /// When.
     pub window: Window,
     /// The whole host, exclusively (a host reservation).
     pub exclusive: bool,
     /// Amounts by class (an instance reservation's slots on this host, summed); may be empty.
     pub amounts: Vec<(ResourceClass, u64)>,
+}
+
+/// The ledger slot of a floating IP: its address id taken as a host's, so that an address's
+/// holds have a timeline like a host's (and admission tracks a taken address as a host taken
+/// whole). An address's id is a uuid of its own, never a provider's, so the two do not meet.
+pub const fn address_slot(address: Uuid) -> ProviderId {
+    ProviderId::new(address)
 }
 
 /// Peak use of a host over a window: the maximum over the instants of the window of each
@@ -530,7 +538,7 @@ pub struct Ledger {
     reservations: std::sync::Arc<BTreeMap<ReservationId, std::sync::Arc<Vec<Hold>>>>,
     /// The timeline of every host with at least one hold; shared between copies of the ledger
     /// until one of them changes it (copying a ledger copies pointers, not timelines).
-    hosts: BTreeMap<Uuid, std::sync::Arc<Timeline>>,
+    hosts: BTreeMap<ProviderId, std::sync::Arc<Timeline>>,
     /// `(end, reservation)` of every hold, for [`Ledger::forget_before`] (shared between copies
     /// until one of them changes it).
     ends: std::sync::Arc<BTreeSet<(Instant, ReservationId)>>,
@@ -614,7 +622,7 @@ impl Ledger {
     fn excluded(
         &self,
         line: &Timeline,
-        host: Uuid,
+        host: ProviderId,
         window: Window,
         excluding: &[ReservationId],
     ) -> Vec<(Window, Level)> {
@@ -632,7 +640,7 @@ impl Ledger {
     /// Peak use of `host` over `window`, ignoring the holds of the reservations in `excluding`
     /// (used when a reservation is re-admitted on update: its own holds must not count). Equals
     /// the peak in a ledger from which those reservations were removed.
-    pub fn peak(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> Peak {
+    pub fn peak(&self, host: ProviderId, window: Window, excluding: &[ReservationId]) -> Peak {
         let Some(line) = self.hosts.get(&host) else {
             return Peak::default();
         };
@@ -646,7 +654,7 @@ impl Ledger {
     }
 
     /// Whether `host` has no hold at all over `window` (ignoring the holds of `excluding`).
-    pub fn is_free(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> bool {
+    pub fn is_free(&self, host: ProviderId, window: Window, excluding: &[ReservationId]) -> bool {
         let Some(line) = self.hosts.get(&host) else {
             return true;
         };
@@ -665,7 +673,7 @@ impl Ledger {
     /// exclusive holds or the amount of some class), ascending: the only instants at which a
     /// request that does not fit can start to fit. An instant where one hold ends and an equal
     /// one starts is not among them.
-    pub fn release_times(&self, host: Uuid, from: Instant, until: Instant) -> Vec<Instant> {
+    pub fn release_times(&self, host: ProviderId, from: Instant, until: Instant) -> Vec<Instant> {
         let Some(line) = self.hosts.get(&host) else {
             return Vec::new();
         };
@@ -693,7 +701,7 @@ impl Ledger {
     /// inside the window. Empty when nothing was ever held on `host`.
     pub fn steps_of(
         &self,
-        host: Uuid,
+        host: ProviderId,
         class: &ResourceClass,
         window: Window,
     ) -> Vec<(Instant, u64, u32)> {
@@ -714,7 +722,7 @@ impl Ledger {
 
     /// Holds on `host` overlapping `window` (for allocation views), in start order, then by
     /// reservation, then in the order added.
-    pub fn holds_on(&self, host: Uuid, window: Window) -> Vec<&Hold> {
+    pub fn holds_on(&self, host: ProviderId, window: Window) -> Vec<&Hold> {
         let Some(line) = self.hosts.get(&host) else {
             return Vec::new();
         };
@@ -733,12 +741,12 @@ impl Ledger {
     }
 
     /// Every host with at least one hold, ascending.
-    pub fn hosts(&self) -> impl Iterator<Item = Uuid> + '_ {
+    pub fn hosts(&self) -> impl Iterator<Item = ProviderId> + '_ {
         self.hosts.keys().copied()
     }
 
     /// Whether `host` has at least one hold, at any time.
-    pub fn holds_any(&self, host: Uuid) -> bool {
+    pub fn holds_any(&self, host: ProviderId) -> bool {
         self.hosts.contains_key(&host)
     }
 
@@ -847,9 +855,11 @@ fn runs(batches: impl IntoIterator<Item = Vec<Hold>>) -> Vec<(ReservationId, Vec
 }
 
 /// The timeline of every host the runs hold, each from its holds in the order given.
-fn timelines(runs: &[(ReservationId, Vec<Hold>)]) -> BTreeMap<Uuid, std::sync::Arc<Timeline>> {
+fn timelines(
+    runs: &[(ReservationId, Vec<Hold>)],
+) -> BTreeMap<ProviderId, std::sync::Arc<Timeline>> {
     // `(host, run, position)`: sorted, each host's holds come in the order given.
-    let mut by_host: Vec<(Uuid, usize, usize)> = runs
+    let mut by_host: Vec<(ProviderId, usize, usize)> = runs
         .iter()
         .enumerate()
         .flat_map(|(run, (_, holds))| {
@@ -893,7 +903,7 @@ fn by_reservation(
 
 #[cfg(test)]
 impl Timeline {
-    fn check(&self, host: &Uuid, all: &[&Hold]) -> Result<(), String> {
+    fn check(&self, host: &ProviderId, all: &[&Hold]) -> Result<(), String> {
         let mine: Vec<&&Hold> = all.iter().filter(|h| h.host == *host).collect();
         let starts: BTreeSet<(Instant, ReservationId)> = mine
             .iter()

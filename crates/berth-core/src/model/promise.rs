@@ -13,7 +13,7 @@
 //! - a storage pool (`storageSize` GB over `numVolumes` volumes): `numVolumes` slots of
 //!   `ceil(size / volumes)` DISK_GB (snapshots live inside volumes and are only recorded).
 
-use crate::model::id::LeaseId;
+use crate::model::id::{LeaseId, ProviderId};
 use crate::model::ledger::Window;
 use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
@@ -308,7 +308,7 @@ pub struct PromiseInstance {
     /// The Promise reservation (the lease) it draws on, if any.
     pub reservation: Option<LeaseId>,
     /// The host it was placed on.
-    pub host: Uuid,
+    pub host: ProviderId,
     /// Owning project.
     pub project_id: String,
     /// Owning user.
@@ -331,7 +331,7 @@ pub struct CapacityPool {
     /// Until when (exclusive).
     pub end: Instant,
     /// `(provider, class name, delta)`.
-    pub deltas: Vec<(Uuid, String, i64)>,
+    pub deltas: Vec<(ProviderId, String, i64)>,
     /// Leases the change leaves short (a forced decrease marks them degraded).
     pub affected: Vec<LeaseId>,
     /// Owning project (the admin who made it).

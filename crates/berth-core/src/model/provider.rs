@@ -2,6 +2,7 @@
 
 use crate::model::baremetal::NodeRecord;
 use crate::model::fence::Fence;
+use crate::model::id::ProviderId;
 use crate::model::inventory::Inventory;
 use crate::model::name::{ResourceClass, TraitName};
 use crate::model::time::Instant;
@@ -97,10 +98,10 @@ pub struct ProviderCondition {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provider {
     pub(crate) id: i64,
-    pub(crate) uuid: Uuid,
+    pub(crate) uuid: ProviderId,
     pub(crate) name: String,
-    pub(crate) parent: Option<Uuid>,
-    pub(crate) root: Uuid,
+    pub(crate) parent: Option<ProviderId>,
+    pub(crate) root: ProviderId,
     pub(crate) generation: u64,
     pub(crate) inventories: BTreeMap<ResourceClass, Inventory>,
     pub(crate) usages: BTreeMap<ResourceClass, u64>,
@@ -130,13 +131,13 @@ pub struct ProviderRow {
     /// Internal integer id, stable for the life of the provider (also the Blazar host id).
     pub id: i64,
     /// The provider's uuid.
-    pub uuid: Uuid,
+    pub uuid: ProviderId,
     /// Unique name.
     pub name: String,
     /// Parent provider, if nested.
-    pub parent: Option<Uuid>,
+    pub parent: Option<ProviderId>,
     /// Root of the tree (itself for a root).
-    pub root: Uuid,
+    pub root: ProviderId,
     /// Optimistic-concurrency generation.
     pub generation: u64,
     /// Availability zone.
@@ -193,7 +194,7 @@ impl Provider {
         self.id
     }
     /// The uuid.
-    pub fn uuid(&self) -> Uuid {
+    pub fn uuid(&self) -> ProviderId {
         self.uuid
     }
     /// The unique name.
@@ -201,11 +202,11 @@ impl Provider {
         &self.name
     }
     /// The parent, if nested.
-    pub fn parent(&self) -> Option<Uuid> {
+    pub fn parent(&self) -> Option<ProviderId> {
         self.parent
     }
     /// The root of the tree.
-    pub fn root(&self) -> Uuid {
+    pub fn root(&self) -> ProviderId {
         self.root
     }
     /// The generation.

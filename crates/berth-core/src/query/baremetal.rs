@@ -3,6 +3,7 @@
 
 use crate::catalog::Catalog;
 use crate::model::baremetal::{NodeClaim, ProvisionState};
+use crate::model::id::ProviderId;
 use crate::model::provider::Provider;
 use uuid::Uuid;
 
@@ -49,7 +50,7 @@ pub struct ClaimFilter {
     /// The project the caller acts for (`None`: every project, an admin).
     pub viewer: Option<String>,
     /// Claims on this node.
-    pub node: Option<Uuid>,
+    pub node: Option<ProviderId>,
     /// Claims for this instance.
     pub instance: Option<Uuid>,
 }

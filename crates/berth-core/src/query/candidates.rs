@@ -16,7 +16,7 @@
 
 use crate::catalog::Catalog;
 use crate::limits;
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::name::{ResourceClass, TraitName};
 use crate::model::provider::Provider;
 use crate::query::providers::{MemberOf, TraitFilter};
@@ -39,7 +39,7 @@ pub struct Group {
     /// Aggregate requirements.
     pub member_of: MemberOf,
     /// Restrict to the tree containing this provider.
-    pub in_tree: Option<Uuid>,
+    pub in_tree: Option<ProviderId>,
 }
 
 impl Group {
@@ -99,14 +99,14 @@ impl CandidateQuery {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Part {
     /// The provider.
-    pub provider: Uuid,
+    pub provider: ProviderId,
     /// Amounts by class (summed over groups), sorted by class; shared between candidates that
     /// ask the same of different providers.
     pub resources: Arc<[(ResourceClass, u64)]>,
 }
 
 /// Suffix to the providers serving that group, sorted by suffix; providers sorted.
-pub type Mapping = Vec<(String, Vec<Uuid>)>;
+pub type Mapping = Vec<(String, Vec<ProviderId>)>;
 
 /// What makes two candidates the same: their parts and their mappings (not their anchor).
 #[derive(PartialEq, Eq, Hash)]
@@ -116,7 +116,7 @@ struct Identity(Vec<Part>, Mapping);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     /// The root the candidate is anchored to.
-    pub anchor: Uuid,
+    pub anchor: ProviderId,
     /// Providers and what each gives, in provider order.
     pub parts: Vec<Part>,
     /// Suffix to the providers serving that group.
@@ -138,7 +138,7 @@ pub struct Candidates {
 struct Index<'c> {
     catalog: &'c Catalog,
     /// Root to the sharing providers anchored to it (outside its own tree).
-    shared_with: HashMap<Uuid, Vec<&'c Provider>>,
+    shared_with: HashMap<ProviderId, Vec<&'c Provider>>,
     /// Whether the unsuffixed group must consider spreading over providers.
     spans: bool,
     /// What the request may use.
@@ -147,9 +147,9 @@ struct Index<'c> {
 
 impl<'c> Index<'c> {
     fn build(catalog: &'c Catalog, query: &'c CandidateQuery) -> Index<'c> {
-        let mut shared_with: HashMap<Uuid, Vec<&Provider>> = HashMap::new();
+        let mut shared_with: HashMap<ProviderId, Vec<&Provider>> = HashMap::new();
         if catalog.sharing_providers().next().is_some() {
-            let mut roots_by_aggregate: HashMap<Uuid, BTreeSet<Uuid>> = HashMap::new();
+            let mut roots_by_aggregate: HashMap<Uuid, BTreeSet<ProviderId>> = HashMap::new();
             for provider in catalog.providers() {
                 for aggregate in provider.aggregates() {
                     roots_by_aggregate
@@ -159,7 +159,7 @@ impl<'c> Index<'c> {
                 }
             }
             for provider in catalog.sharing_providers() {
-                let anchors: BTreeSet<Uuid> = provider
+                let anchors: BTreeSet<ProviderId> = provider
                     .aggregates()
                     .iter()
                     .filter_map(|aggregate| roots_by_aggregate.get(aggregate))
@@ -202,7 +202,7 @@ struct GroupOption<'c> {
     /// `(provider, class, amount)` entries.
     entries: Vec<(&'c Provider, &'c ResourceClass, u64)>,
     /// Providers serving the group (for mappings, group policy and same_subtree).
-    providers: BTreeSet<Uuid>,
+    providers: BTreeSet<ProviderId>,
 }
 
 /// Whether `provider`, anchored at `anchor`, passes a group's aggregate filter.
@@ -397,7 +397,7 @@ fn advance<T>(cursor: &mut [usize], choices: &[Vec<T>]) -> bool {
 }
 
 /// Whether every provider in `providers` lies under one of them.
-fn same_subtree(catalog: &Catalog, providers: &BTreeSet<Uuid>) -> bool {
+fn same_subtree(catalog: &Catalog, providers: &BTreeSet<ProviderId>) -> bool {
     if providers.len() <= 1 {
         return true;
     }
@@ -426,23 +426,23 @@ fn same_subtree(catalog: &Catalog, providers: &BTreeSet<Uuid>) -> bool {
 fn combine(
     query: &CandidateQuery,
     catalog: &Catalog,
-    anchor: Uuid,
+    anchor: ProviderId,
     chosen: &[&GroupOption<'_>],
 ) -> Option<Candidate> {
     if query.group_policy == GroupPolicy::Isolate {
-        let suffixed: Vec<&BTreeSet<Uuid>> = query
+        let suffixed: Vec<&BTreeSet<ProviderId>> = query
             .groups
             .iter()
             .zip(chosen)
             .filter(|(g, _)| !g.is_unsuffixed())
             .map(|(_, o)| &o.providers)
             .collect();
-        let distinct: BTreeSet<&Uuid> = suffixed.iter().flat_map(|set| set.iter()).collect();
+        let distinct: BTreeSet<&ProviderId> = suffixed.iter().flat_map(|set| set.iter()).collect();
         if distinct.len() != suffixed.len() {
             return None;
         }
     }
-    let mut by_suffix: BTreeMap<&str, BTreeSet<Uuid>> = BTreeMap::new();
+    let mut by_suffix: BTreeMap<&str, BTreeSet<ProviderId>> = BTreeMap::new();
     for (group, option) in query.groups.iter().zip(chosen) {
         by_suffix
             .entry(group.suffix.as_str())
@@ -450,7 +450,7 @@ fn combine(
             .extend(option.providers.iter().copied());
     }
     for suffixes in &query.same_subtree {
-        let providers: BTreeSet<Uuid> = suffixes
+        let providers: BTreeSet<ProviderId> = suffixes
             .iter()
             .filter_map(|s| by_suffix.get(s.as_str()))
             .flatten()
@@ -460,7 +460,7 @@ fn combine(
             return None;
         }
     }
-    let mut sums: BTreeMap<(Uuid, &ResourceClass), (&Provider, u64)> = BTreeMap::new();
+    let mut sums: BTreeMap<(ProviderId, &ResourceClass), (&Provider, u64)> = BTreeMap::new();
     for option in chosen {
         for (provider, class, amount) in &option.entries {
             sums.entry((provider.uuid(), *class))
@@ -468,7 +468,7 @@ fn combine(
                 .1 += amount;
         }
     }
-    let mut parts: Vec<(Uuid, Vec<(ResourceClass, u64)>)> = Vec::new();
+    let mut parts: Vec<(ProviderId, Vec<(ResourceClass, u64)>)> = Vec::new();
     // `sums` iterates in (provider, class) order: parts come out by provider, classes sorted.
     for ((uuid, class), (provider, amount)) in &sums {
         let record = provider
@@ -489,7 +489,7 @@ fn combine(
     }
     if !query.nested_aware {
         // Before 1.29 a candidate may not use two providers of one tree.
-        let roots: BTreeSet<Uuid> = parts
+        let roots: BTreeSet<ProviderId> = parts
             .iter()
             .filter_map(|(provider, _)| catalog.provider(*provider))
             .map(Provider::root)
@@ -623,7 +623,7 @@ pub fn allocation_candidates_within(
     // A sharing provider alone can satisfy a request from several anchors; one candidate each.
     let dedupe = !index.shared_with.is_empty();
     let mut seen: HashSet<Identity> = HashSet::new();
-    let in_tree_roots: Vec<Option<Option<Uuid>>> = query
+    let in_tree_roots: Vec<Option<Option<ProviderId>>> = query
         .groups
         .iter()
         .map(|g| {
@@ -679,7 +679,7 @@ pub fn allocation_candidates_within(
 struct Walk<'w, 'c> {
     query: &'w CandidateQuery,
     catalog: &'c Catalog,
-    anchor: Uuid,
+    anchor: ProviderId,
     budget: &'w mut usize,
     stop: &'w dyn Fn() -> bool,
     steps: usize,
@@ -697,8 +697,8 @@ impl<'c> Walk<'_, 'c> {
     fn run(&mut self, per_group: &[Vec<GroupOption<'c>>]) -> bool {
         let depth_max = per_group.len();
         let mut cursor = vec![0usize; depth_max];
-        let mut sums: HashMap<(Uuid, &'c ResourceClass), u64> = HashMap::new();
-        let mut isolated: HashSet<Uuid> = HashSet::new();
+        let mut sums: HashMap<(ProviderId, &'c ResourceClass), u64> = HashMap::new();
+        let mut isolated: HashSet<ProviderId> = HashSet::new();
         let isolate = self.query.group_policy == GroupPolicy::Isolate;
         let mut depth = 0;
         loop {
@@ -753,8 +753,8 @@ impl<'c> Walk<'_, 'c> {
     fn admits(
         &self,
         option: &GroupOption<'c>,
-        sums: &HashMap<(Uuid, &'c ResourceClass), u64>,
-        isolated: Option<&HashSet<Uuid>>,
+        sums: &HashMap<(ProviderId, &'c ResourceClass), u64>,
+        isolated: Option<&HashSet<ProviderId>>,
     ) -> bool {
         if isolated.is_some_and(|used| option.providers.iter().any(|p| used.contains(p))) {
             return false;
@@ -795,7 +795,7 @@ impl<'c> Walk<'_, 'c> {
 
 /// Adds (or, `add` false, takes back) what `option` asks of each provider.
 fn add<'c>(
-    sums: &mut HashMap<(Uuid, &'c ResourceClass), u64>,
+    sums: &mut HashMap<(ProviderId, &'c ResourceClass), u64>,
     option: &GroupOption<'c>,
     add: bool,
 ) {
@@ -814,7 +814,7 @@ fn group_options<'c>(
     group: &'c Group,
     root: &'c Provider,
     members: &[&'c Provider],
-    in_tree: Option<Option<Uuid>>,
+    in_tree: Option<Option<ProviderId>>,
     budget: &mut usize,
 ) -> Vec<GroupOption<'c>> {
     match in_tree {

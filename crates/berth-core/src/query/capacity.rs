@@ -18,8 +18,8 @@
 
 use crate::catalog::Catalog;
 use crate::model::capacity::{Figures, Measure, Series};
-use crate::model::id::{LeaseId, ReservationId};
-use crate::model::ledger::Window;
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
+use crate::model::ledger::{Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
@@ -231,7 +231,7 @@ pub fn series(
         Measure::Addresses => {
             for fip in catalog.floating_ips().filter(|f| f.reservable) {
                 deltas.add(window.start(), window.end(), TOTAL, 1);
-                for hold in catalog.ledger().holds_on(fip.id, window) {
+                for hold in catalog.ledger().holds_on(address_slot(fip.id), window) {
                     if !skip.contains(&hold.reservation) {
                         deltas.add(hold.window.start(), hold.window.end(), RESERVED, 1);
                     }
@@ -270,7 +270,7 @@ pub fn series(
     }
     // Reservations left out, and what reservations' own consumers use (allocated, not reserved,
     // until the reservation ends): few reservations, found through their holds.
-    let zoned = |host: Uuid| {
+    let zoned = |host: ProviderId| {
         catalog
             .provider(host)
             .is_some_and(|p| p.is_up() && in_zone(p, zone) && p.inventories().contains_key(class))

@@ -2,6 +2,7 @@
 //! usages), and who holds what on one provider.
 
 use crate::catalog::Catalog;
+use crate::model::id::ProviderId;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use std::collections::BTreeMap;
@@ -95,7 +96,7 @@ pub struct ProviderAllocations<'c> {
 }
 
 /// What each consumer holds on `provider`; `None` when there is no such provider.
-pub fn on_provider(catalog: &Catalog, provider: Uuid) -> Option<ProviderAllocations<'_>> {
+pub fn on_provider(catalog: &Catalog, provider: ProviderId) -> Option<ProviderAllocations<'_>> {
     let found = catalog.provider(provider)?;
     let held = catalog
         .consumers()

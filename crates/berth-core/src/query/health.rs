@@ -2,14 +2,14 @@
 //! [`crate::decide::health`] heals and degrades, and what the dashboard's failures view shows).
 
 use crate::catalog::Catalog;
+use crate::model::id::ProviderId;
 use crate::model::lease::Lease;
 use crate::model::provider::Provider;
-use uuid::Uuid;
 
 /// The leases a provider's status affects: those that hold it now or later, in creation order.
 /// What a reservation is missing stays on the host it was lost with, so this includes the
 /// leases missing something there.
-pub fn affected_leases(catalog: &Catalog, uuid: Uuid) -> Vec<&Lease> {
+pub fn affected_leases(catalog: &Catalog, uuid: ProviderId) -> Vec<&Lease> {
     let mut leases: Vec<&Lease> = catalog
         .leases_holding(uuid)
         .filter(|l| l.holds_capacity())

@@ -4,11 +4,10 @@
 //! reservation and the providers it names, and decides nothing.
 
 use crate::catalog::Catalog;
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
 use crate::model::provider::ProviderStatus;
-use uuid::Uuid;
 
 /// What a reservation counts its missing part in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +32,7 @@ impl MissingUnit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissingOn {
     /// The provider it was lost with.
-    pub provider: Uuid,
+    pub provider: ProviderId,
     /// Its Blazar host id, while the provider exists.
     pub host_id: Option<i64>,
     /// Its name, while the provider exists.
@@ -62,7 +61,7 @@ pub struct Missing {
 pub fn of_reservation(
     catalog: &Catalog,
     reservation: &Reservation,
-    going: Option<(Uuid, ProviderStatus)>,
+    going: Option<(ProviderId, ProviderStatus)>,
 ) -> Option<Missing> {
     if reservation.missing.is_empty() {
         return None;
@@ -101,7 +100,7 @@ pub fn of_reservation(
 pub fn of_lease(
     catalog: &Catalog,
     lease: &Lease,
-    going: Option<(Uuid, ProviderStatus)>,
+    going: Option<(ProviderId, ProviderStatus)>,
 ) -> Vec<(ReservationId, Missing)> {
     lease
         .reservations

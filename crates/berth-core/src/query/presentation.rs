@@ -7,7 +7,7 @@
 use crate::catalog::Catalog;
 use crate::model::consumer::Allocations;
 use crate::model::fence::{reservation_aggregate, reservation_class, reservation_of_class};
-use crate::model::id::ReservationId;
+use crate::model::id::{ProviderId, ReservationId};
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
@@ -124,7 +124,7 @@ pub fn presented_aggregates<'a>(
 /// that project allocating there presents it without naming it.
 pub fn host_reservation_for(
     catalog: &Catalog,
-    provider: Uuid,
+    provider: ProviderId,
     project: &str,
     now: Instant,
 ) -> Option<ReservationId> {
@@ -148,7 +148,7 @@ pub fn check_within(
     consumer: Uuid,
     allocations: &Allocations,
 ) -> Result<(), Rejection> {
-    let exceeded = |provider: Uuid, class: &ResourceClass| Rejection::ReservationExceeded {
+    let exceeded = |provider: ProviderId, class: &ResourceClass| Rejection::ReservationExceeded {
         reservation: reservation.id,
         provider,
         class: class.as_str().to_owned(),
@@ -179,7 +179,7 @@ pub fn check_within(
 /// its share there (slots times the instance size), or its slot count for its own reservation
 /// class. `None` when it does not size `class` there (another kind of reservation, another
 /// class, or a host it does not hold).
-pub fn limit_on(reservation: &Reservation, host: Uuid, class: &ResourceClass) -> Option<u64> {
+pub fn limit_on(reservation: &Reservation, host: ProviderId, class: &ResourceClass) -> Option<u64> {
     let slots = reservation.slots_on(host)?;
     if reservation_of_class(class) == Some(reservation.id) {
         return Some(u64::from(slots));

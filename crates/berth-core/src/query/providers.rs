@@ -2,6 +2,7 @@
 //! tree, traits). Evaluated over the in-memory catalog; never touches storage.
 
 use crate::catalog::Catalog;
+use crate::model::id::ProviderId;
 use crate::model::name::{ResourceClass, TraitName};
 use crate::model::provider::Provider;
 use std::collections::BTreeSet;
@@ -68,13 +69,13 @@ pub struct ProviderFilter {
     /// Exact name.
     pub name: Option<String>,
     /// Exact uuid.
-    pub uuid: Option<Uuid>,
+    pub uuid: Option<ProviderId>,
     /// Aggregate membership of the provider itself.
     pub member_of: MemberOf,
     /// Amounts the provider itself must be able to take, each in one allocation.
     pub resources: Vec<(ResourceClass, u64)>,
     /// Restrict to the tree containing this provider.
-    pub in_tree: Option<Uuid>,
+    pub in_tree: Option<ProviderId>,
     /// Trait requirements on the provider itself.
     pub traits: TraitFilter,
 }

@@ -7,7 +7,7 @@
 use berth_core::decide::inventory::{NewHost, enroll_host};
 use berth_core::decide::lifecycle::fire_event;
 use berth_core::model::provider::Attributes;
-use berth_core::{Catalog, Change, Instant};
+use berth_core::{Catalog, Change, Instant, ProviderId};
 use uuid::Uuid;
 
 /// One tick of the tests' clock: an hour.
@@ -18,7 +18,7 @@ pub(crate) struct World {
     pub(crate) catalog: Catalog,
     pub(crate) now: i64,
     pub(crate) last_id: u128,
-    pub(crate) hosts: Vec<Uuid>,
+    pub(crate) hosts: Vec<ProviderId>,
 }
 
 impl World {
@@ -35,7 +35,7 @@ impl World {
             hosts: Vec::new(),
         };
         for idx in 0..count {
-            let uuid = Uuid::from_u128(idx + 1);
+            let uuid = ProviderId::from_u128(idx + 1);
             let (availability_zone, attributes) = place(idx);
             let new = NewHost {
                 name: format!("h{idx}"),

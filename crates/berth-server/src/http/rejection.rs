@@ -191,7 +191,7 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
             let nodes = reasons
                 .iter()
                 .map(|r| NodeRefusal {
-                    node_uuid: r.node_uuid,
+                    node_uuid: r.node_uuid.uuid(),
                     reason: r.reason.to_owned(),
                     detail: r.detail.clone(),
                 })

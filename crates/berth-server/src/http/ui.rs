@@ -217,7 +217,7 @@ fn failure(found: &health::Failure<'_>) -> Failure {
         .collect();
     Failure {
         condition: condition(provider),
-        provider_uuid: provider.uuid(),
+        provider_uuid: provider.uuid().uuid(),
         host_id: provider.host().map(|_| provider.id().to_string()),
         name: provider.name().to_owned(),
         availability_zone: provider.availability_zone().map(str::to_owned),

@@ -6,12 +6,12 @@ use super::driver::{Args as _, Columns as _, SqlQuery};
 use super::{document, idempotency, lease};
 use crate::codec::{self, corrupt, decode_u64, encode_instant, encode_u64};
 use crate::port::StoreError;
-use berth_core::ReservationId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::provider::ProviderRow;
 use berth_core::{
     AggregateRecord, AttrValue, Change, Consumer, HostRecord, Instant, Inventory, ResourceClass,
 };
+use berth_core::{ProviderId, ReservationId};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -58,10 +58,10 @@ async fn load_providers<B: SqlBackend>(
     for row in fetch_all::<B>(conn, sqlx::query(B::SQL.providers)).await? {
         rows.providers.push(ProviderRow {
             id: row.column("id")?,
-            uuid: uuid_column::<B>(&row, "uuid")?,
+            uuid: ProviderId::new(uuid_column::<B>(&row, "uuid")?),
             name: row.column("name")?,
-            parent: B::read_uuid(&row, "parent_uuid")?,
-            root: uuid_column::<B>(&row, "root_uuid")?,
+            parent: B::read_uuid(&row, "parent_uuid")?.map(ProviderId::new),
+            root: ProviderId::new(uuid_column::<B>(&row, "root_uuid")?),
             generation: decode_u64(row.column("generation")?)?,
             availability_zone: row.column("availability_zone")?,
             created_at: Instant::from_micros(row.column("created_at")?),
@@ -91,7 +91,7 @@ async fn load_inventories<B: SqlBackend>(
         )
         .map_err(|_| corrupt("inventory"))?;
         rows.inventories.push((
-            uuid_column::<B>(&row, "provider_uuid")?,
+            ProviderId::new(uuid_column::<B>(&row, "provider_uuid")?),
             codec::decode_class(row.text("resource_class")?)?,
             record,
         ));
@@ -107,20 +107,20 @@ async fn load_provider_sets<B: SqlBackend>(
 ) -> Result<(), StoreError> {
     for row in fetch_all::<B>(conn, sqlx::query(B::SQL.provider_traits)).await? {
         rows.traits.push((
-            uuid_column::<B>(&row, "provider_uuid")?,
+            ProviderId::new(uuid_column::<B>(&row, "provider_uuid")?),
             codec::decode_trait(row.text("trait")?)?,
         ));
     }
     for row in fetch_all::<B>(conn, sqlx::query(B::SQL.provider_aggregates)).await? {
         rows.aggregates.push((
-            uuid_column::<B>(&row, "provider_uuid")?,
+            ProviderId::new(uuid_column::<B>(&row, "provider_uuid")?),
             uuid_column::<B>(&row, "aggregate_uuid")?,
         ));
     }
     for row in fetch_all::<B>(conn, sqlx::query(B::SQL.provider_attributes)).await? {
         let value = codec::decode_attribute(row.text("kind")?, row.column("value")?)?;
         rows.attributes.push((
-            uuid_column::<B>(&row, "provider_uuid")?,
+            ProviderId::new(uuid_column::<B>(&row, "provider_uuid")?),
             row.column("key")?,
             value,
         ));
@@ -140,8 +140,10 @@ async fn load_hosts<B: SqlBackend>(
             reservable: row.column("reservable")?,
             enrolled_at: Instant::from_micros(row.column("created_at")?),
         };
-        rows.hosts
-            .push((uuid_column::<B>(&row, "provider_uuid")?, host));
+        rows.hosts.push((
+            ProviderId::new(uuid_column::<B>(&row, "provider_uuid")?),
+            host,
+        ));
     }
     Ok(())
 }
@@ -215,7 +217,7 @@ async fn load_consumers<B: SqlBackend>(
             .ok_or_else(|| corrupt("allocation consumer"))?;
         consumer
             .allocations
-            .entry(uuid_column::<B>(&row, "provider_uuid")?)
+            .entry(ProviderId::new(uuid_column::<B>(&row, "provider_uuid")?))
             .or_default()
             .insert(
                 codec::decode_class(row.text("resource_class")?)?,
@@ -238,15 +240,15 @@ pub(super) async fn persist<B: SqlBackend>(
         Change::ProviderCreated(row) => insert_provider::<B>(conn, row).await,
         Change::ProviderUpdated(row) => update_provider::<B>(conn, row).await,
         Change::ProviderDeleted(uuid) => {
-            let query = sqlx::query(B::SQL.delete_provider).arg(B::uuid(*uuid));
+            let query = sqlx::query(B::SQL.delete_provider).arg(B::uuid(uuid.uuid()));
             execute::<B>(conn, query).await
         }
         Change::InventoriesReplaced { uuid, inventories } => {
-            replace_inventories::<B>(conn, *uuid, inventories, now).await
+            replace_inventories::<B>(conn, uuid.uuid(), inventories, now).await
         }
         Change::TraitsReplaced { uuid, traits } => {
             let statements = (B::SQL.delete_provider_traits, B::SQL.insert_provider_trait);
-            replace_provider_rows::<B, _>(conn, *uuid, statements, traits, |query, name| {
+            replace_provider_rows::<B, _>(conn, uuid.uuid(), statements, traits, |query, name| {
                 query.arg(name.as_str()).arg(now).arg(now)
             })
             .await
@@ -256,15 +258,17 @@ pub(super) async fn persist<B: SqlBackend>(
                 B::SQL.delete_provider_aggregates,
                 B::SQL.insert_provider_aggregate,
             );
-            replace_provider_rows::<B, _>(conn, *uuid, statements, aggregates, |query, id| {
+            replace_provider_rows::<B, _>(conn, uuid.uuid(), statements, aggregates, |query, id| {
                 query.arg(B::uuid(*id)).arg(now).arg(now)
             })
             .await
         }
         Change::AttributesReplaced { uuid, attributes } => {
-            replace_attributes::<B>(conn, *uuid, attributes, now).await
+            replace_attributes::<B>(conn, uuid.uuid(), attributes, now).await
         }
-        Change::HostSet { uuid, host } => set_host::<B>(conn, *uuid, host.as_ref(), now).await,
+        Change::HostSet { uuid, host } => {
+            set_host::<B>(conn, uuid.uuid(), host.as_ref(), now).await
+        }
         Change::ConsumerSet { uuid, consumer } => {
             set_consumer::<B>(conn, *uuid, consumer.as_ref(), now).await
         }
@@ -324,10 +328,10 @@ async fn insert_provider<B: SqlBackend>(
 ) -> Result<(), StoreError> {
     let query = sqlx::query(B::SQL.insert_provider)
         .arg(row.id)
-        .arg(B::uuid(row.uuid))
+        .arg(B::uuid(row.uuid.uuid()))
         .arg(row.name.as_str())
-        .arg(row.parent.map(B::uuid))
-        .arg(B::uuid(row.root))
+        .arg(row.parent.map(|parent| B::uuid(parent.uuid())))
+        .arg(B::uuid(row.root.uuid()))
         .arg(encode_u64(row.generation))
         .arg(row.availability_zone.as_deref())
         .arg(encode_instant(row.created_at))
@@ -342,12 +346,12 @@ async fn update_provider<B: SqlBackend>(
 ) -> Result<(), StoreError> {
     let query = sqlx::query(B::SQL.update_provider)
         .arg(row.name.as_str())
-        .arg(row.parent.map(B::uuid))
-        .arg(B::uuid(row.root))
+        .arg(row.parent.map(|parent| B::uuid(parent.uuid())))
+        .arg(B::uuid(row.root.uuid()))
         .arg(encode_u64(row.generation))
         .arg(row.availability_zone.as_deref())
         .arg(encode_instant(row.updated_at))
-        .arg(B::uuid(row.uuid));
+        .arg(B::uuid(row.uuid.uuid()));
     execute::<B>(conn, query).await
 }
 
@@ -494,7 +498,7 @@ async fn set_consumer<B: SqlBackend>(
     for (provider, class, used) in consumer.entries() {
         let query = sqlx::query(B::SQL.insert_allocation)
             .arg(B::uuid(uuid))
-            .arg(B::uuid(provider))
+            .arg(B::uuid(provider.uuid()))
             .arg(class.as_str())
             .arg(encode_u64(used))
             .arg(now)

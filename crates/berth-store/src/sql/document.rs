@@ -12,7 +12,7 @@ use berth_core::catalog::CatalogRows;
 /// A provider's condition as stored: the provider's uuid beside the condition.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ConditionDocument {
-    provider: uuid::Uuid,
+    provider: berth_core::ProviderId,
     #[serde(flatten)]
     condition: berth_core::ProviderCondition,
 }
@@ -20,7 +20,7 @@ struct ConditionDocument {
 /// A node record as stored: the provider's uuid beside the record.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct NodeDocument {
-    provider: uuid::Uuid,
+    provider: berth_core::ProviderId,
     #[serde(flatten)]
     node: berth_core::model::baremetal::NodeRecord,
 }

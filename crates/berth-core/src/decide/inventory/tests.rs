@@ -11,6 +11,10 @@ fn uuid(n: u128) -> Uuid {
     Uuid::from_u128(n)
 }
 
+fn pid(n: u128) -> ProviderId {
+    ProviderId::from_u128(n)
+}
+
 fn step(catalog: &mut Catalog, decision: impl FnOnce(&Catalog) -> Decision) -> Vec<Change> {
     let changes = decision(catalog).expect("decision accepted");
     catalog.apply(&changes);
@@ -20,9 +24,9 @@ fn step(catalog: &mut Catalog, decision: impl FnOnce(&Catalog) -> Decision) -> V
 
 fn create(catalog: &mut Catalog, n: u128, name: &str, parent: Option<u128>) {
     let new = NewProvider {
-        uuid: uuid(n),
+        uuid: pid(n),
         name: name.into(),
-        parent: parent.map(uuid),
+        parent: parent.map(pid),
         availability_zone: None,
     };
     step(catalog, |c| create_provider(c, &new, T0));
@@ -39,7 +43,7 @@ fn duplicate_names_and_uuids_are_refused() {
     let mut catalog = Catalog::new();
     create(&mut catalog, 1, "cn1", None);
     let same_name = NewProvider {
-        uuid: uuid(2),
+        uuid: pid(2),
         name: "cn1".into(),
         parent: None,
         availability_zone: None,
@@ -49,24 +53,24 @@ fn duplicate_names_and_uuids_are_refused() {
         Err(Rejection::DuplicateName("cn1".into()))
     );
     let same_uuid = NewProvider {
-        uuid: uuid(1),
+        uuid: pid(1),
         name: "cn2".into(),
         parent: None,
         availability_zone: None,
     };
     assert_eq!(
         create_provider(&catalog, &same_uuid, T0),
-        Err(Rejection::DuplicateUuid(uuid(1)))
+        Err(Rejection::DuplicateUuid(pid(1)))
     );
     let orphan = NewProvider {
-        uuid: uuid(3),
+        uuid: pid(3),
         name: "c".into(),
-        parent: Some(uuid(9)),
+        parent: Some(pid(9)),
         availability_zone: None,
     };
     assert_eq!(
         create_provider(&catalog, &orphan, T0),
-        Err(Rejection::ParentNotFound(uuid(9)))
+        Err(Rejection::ParentNotFound(pid(9)))
     );
 }
 
@@ -76,30 +80,30 @@ fn nested_trees_track_their_root_and_refuse_cycles() {
     create(&mut catalog, 1, "cn1", None);
     create(&mut catalog, 2, "numa0", Some(1));
     create(&mut catalog, 3, "pf0", Some(2));
-    assert_eq!(catalog.provider(uuid(3)).map(Provider::root), Some(uuid(1)));
+    assert_eq!(catalog.provider(pid(3)).map(Provider::root), Some(pid(1)));
     assert_eq!(
         update_provider(
             &catalog,
-            uuid(1),
+            pid(1),
             "cn1",
-            Some(uuid(3)),
+            Some(pid(3)),
             Reparenting::Allowed,
             T0
         ),
         Err(Rejection::ParentCycle)
     );
     assert_eq!(
-        update_provider(&catalog, uuid(2), "numa0", None, Reparenting::Refused, T0),
+        update_provider(&catalog, pid(2), "numa0", None, Reparenting::Refused, T0),
         Err(Rejection::UnparentNotAllowed)
     );
     // Un-parenting at 1.37 moves the whole subtree to the new root.
     step(&mut catalog, |c| {
-        update_provider(c, uuid(2), "numa0", None, Reparenting::Allowed, T0)
+        update_provider(c, pid(2), "numa0", None, Reparenting::Allowed, T0)
     });
-    assert_eq!(catalog.provider(uuid(3)).map(Provider::root), Some(uuid(2)));
+    assert_eq!(catalog.provider(pid(3)).map(Provider::root), Some(pid(2)));
     assert_eq!(
-        delete_provider(&catalog, uuid(2)),
-        Err(Rejection::ProviderHasChildren(uuid(2)))
+        delete_provider(&catalog, pid(2)),
+        Err(Rejection::ProviderHasChildren(pid(2)))
     );
 }
 
@@ -108,21 +112,21 @@ fn generations_guard_every_provider_write() {
     let mut catalog = Catalog::new();
     create(&mut catalog, 1, "cn1", None);
     step(&mut catalog, |c| {
-        set_inventories(c, uuid(1), Some(0), vcpu(8), T0)
+        set_inventories(c, pid(1), Some(0), vcpu(8), T0)
     });
-    assert_eq!(catalog.provider(uuid(1)).map(Provider::generation), Some(1));
-    let stale = set_inventories(&catalog, uuid(1), Some(0), vcpu(16), T0);
+    assert_eq!(catalog.provider(pid(1)).map(Provider::generation), Some(1));
+    let stale = set_inventories(&catalog, pid(1), Some(0), vcpu(16), T0);
     assert_eq!(
         stale,
         Err(Rejection::GenerationConflict {
-            uuid: uuid(1),
+            uuid: pid(1),
             expected: 0,
             actual: 1
         })
     );
     let unknown = TraitName::parse("CUSTOM_NOPE").expect("shape");
     assert!(matches!(
-        set_traits(&catalog, uuid(1), Some(1), BTreeSet::from([unknown]), T0),
+        set_traits(&catalog, pid(1), Some(1), BTreeSet::from([unknown]), T0),
         Err(Rejection::UnknownTraits(_))
     ));
 }
@@ -133,14 +137,14 @@ fn forbidden_aggregates_exclude_members() {
     for n in 1..=4 {
         create(&mut catalog, n, &format!("cn{n}"), None);
         step(&mut catalog, |c| {
-            set_inventories(c, uuid(n), None, vcpu(8), T0)
+            set_inventories(c, pid(n), None, vcpu(8), T0)
         });
     }
     step(&mut catalog, |c| {
-        set_aggregates(c, uuid(1), None, BTreeSet::from([uuid(100)]), T0)
+        set_aggregates(c, pid(1), None, BTreeSet::from([uuid(100)]), T0)
     });
     step(&mut catalog, |c| {
-        set_aggregates(c, uuid(2), None, BTreeSet::from([uuid(101)]), T0)
+        set_aggregates(c, pid(2), None, BTreeSet::from([uuid(101)]), T0)
     });
     let filter = ProviderFilter {
         member_of: MemberOf {
@@ -161,7 +165,7 @@ fn hosts_adopt_existing_root_providers() {
     let host = NewHost {
         reservable: true,
         name: "compute-1".into(),
-        uuid: uuid(7),
+        uuid: pid(7),
         vcpus: Some(16),
         memory_mb: Some(65_536),
         local_gb: None,
@@ -172,7 +176,7 @@ fn hosts_adopt_existing_root_providers() {
     };
     step(&mut catalog, |c| enroll_host(c, &host, T0));
     assert_eq!(catalog.len(), 1);
-    let adopted = catalog.provider(uuid(1)).expect("adopted");
+    let adopted = catalog.provider(pid(1)).expect("adopted");
     assert_eq!(adopted.availability_zone(), Some("az1"));
     assert_eq!(adopted.inventories().len(), 2);
     assert_eq!(
@@ -190,7 +194,7 @@ fn hosts_adopt_existing_root_providers() {
     });
     assert!(
         catalog
-            .provider(uuid(1))
+            .provider(pid(1))
             .expect("host")
             .attributes()
             .is_empty()

@@ -4,6 +4,7 @@
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::model::lease::FloatingIp;
+use crate::model::ledger::address_slot;
 use crate::query::properties::is_known_property;
 use crate::rejection::Rejection;
 use uuid::Uuid;
@@ -27,7 +28,7 @@ pub fn delete_floating_ip(catalog: &Catalog, id: Uuid) -> Result<Vec<Change>, Re
     if catalog.floating_ip(id).is_none() {
         return Err(Rejection::FloatingIpNotFound(id));
     }
-    if catalog.ledger().holds_any(id) {
+    if catalog.ledger().holds_any(address_slot(id)) {
         return Err(Rejection::FloatingIpInUse(id));
     }
     Ok(vec![Change::FloatingIpSet { id, fip: None }])

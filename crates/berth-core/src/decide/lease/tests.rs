@@ -10,14 +10,14 @@ use crate::decide::admission::Search;
 use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
 use crate::decide::inventory::{NewHost, enroll_host, set_inventories};
 use crate::decide::lifecycle::fire_event;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::inventory::{FullReservation, Inventory};
 use crate::model::lease::PREEMPTION_NOTICE_DEFAULT;
 use crate::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseStatus, ReservationSpec,
     ReservationStatus,
 };
-use crate::model::ledger::Hold;
+use crate::model::ledger::{Hold, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Attributes;
 use crate::model::provider::{AttrValue, Provider};
@@ -121,8 +121,14 @@ impl World {
     }
 
     /// Enrolls a host with VCPU, MEMORY_MB and DISK_GB totals.
-    fn host_in(&mut self, name: &str, zone: &str, sizes: [u64; 3], attributes: Attributes) -> Uuid {
-        let uuid = self.id();
+    fn host_in(
+        &mut self,
+        name: &str,
+        zone: &str,
+        sizes: [u64; 3],
+        attributes: Attributes,
+    ) -> ProviderId {
+        let uuid = ProviderId::new(self.id());
         let [vcpus, memory_mb, local_gb] = sizes;
         let new = NewHost {
             reservable: true,
@@ -142,11 +148,11 @@ impl World {
     }
 
     /// A host in `az1` with 8 VCPUs, 16 GB and 100 GB.
-    fn host(&mut self, name: &str) -> Uuid {
+    fn host(&mut self, name: &str) -> ProviderId {
         self.host_in(name, "az1", [8, 16_384, 100], Attributes::new())
     }
 
-    fn inventory(&mut self, host: Uuid, name: &str, record: Inventory) {
+    fn inventory(&mut self, host: ProviderId, name: &str, record: Inventory) {
         let provider = self.catalog.provider(host).expect("a host");
         let mut inventories = provider.inventories().clone();
         inventories.insert(class(name), record);
@@ -156,7 +162,7 @@ impl World {
     }
 
     /// A consumer holding `vcpus` VCPUs on `host` now.
-    fn allocate(&mut self, host: Uuid, vcpus: u64) {
+    fn allocate(&mut self, host: ProviderId, vcpus: u64) {
         let write = ConsumerWrite {
             reservation: None,
             consumer: self.id(),
@@ -171,7 +177,7 @@ impl World {
     }
 
     /// Takes the host out of the freepool the way the hosts API does (`reservable: false`).
-    fn unreservable(&mut self, host: Uuid) {
+    fn unreservable(&mut self, host: ProviderId) {
         let id = self
             .catalog
             .provider(host)
@@ -643,12 +649,12 @@ fn floating_ip_reservations_take_registered_addresses_of_their_network() {
     w.floating_ip("net2", "10.0.0.1");
     let first = w.lease((0, 10), vec![fips("net1", 2, &[])]);
     assert_eq!(fip_ids(&first, 0), [a, b]);
-    let held: Vec<(Uuid, bool)> = w
+    let held: Vec<(ProviderId, bool)> = w
         .holds(first.id)
         .iter()
         .map(|h| (h.host, h.exclusive))
         .collect();
-    assert_eq!(held, [(a, true), (b, true)]);
+    assert_eq!(held, [(address_slot(a), true), (address_slot(b), true)]);
     let refusal = w.refused((5, 15), vec![fips("net1", 2, &[])]);
     let shortfall = &refusal.shortfalls[0];
     assert_eq!(shortfall.resource_type, "virtual:floatingip");
@@ -1607,7 +1613,7 @@ mod model {
     }
 
     /// The holds covering `t` on `host`.
-    fn covering(holds: &[Hold], host: Uuid, t: Instant) -> Vec<&Hold> {
+    fn covering(holds: &[Hold], host: ProviderId, t: Instant) -> Vec<&Hold> {
         holds
             .iter()
             .filter(|h| h.host == host && h.window.contains(t))
@@ -1680,7 +1686,7 @@ mod model {
     pub(super) fn whole_free(
         catalog: &Catalog,
         holds: &[Hold],
-        host: Uuid,
+        host: ProviderId,
         window: Window,
     ) -> bool {
         let provider = catalog.provider(host).expect("a host");
@@ -1694,7 +1700,7 @@ mod model {
     pub(super) fn slots(
         catalog: &Catalog,
         holds: &[Hold],
-        host: Uuid,
+        host: ProviderId,
         window: Window,
         size: &[(ResourceClass, u64)],
     ) -> u64 {
@@ -1803,7 +1809,7 @@ mod property {
     /// fits, else `None`, with the most that fits.
     fn expected(w: &World, window: Window, spec: &ReservationSpec) -> (bool, u32) {
         let holds = super::model::all_holds(&w.catalog);
-        let uuids: Vec<Uuid> = w.catalog.providers().map(Provider::uuid).collect();
+        let uuids: Vec<ProviderId> = w.catalog.providers().map(Provider::uuid).collect();
         match spec {
             ReservationSpec::Host { min, max, .. } => {
                 let free = uuids

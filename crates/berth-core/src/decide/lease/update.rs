@@ -12,13 +12,12 @@ use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
 use crate::decide::fence;
-use crate::model::id::{LeaseId, ReservationId};
+use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{Affinity, EventKind, EventStatus, Lease, Reservation, ReservationSpec};
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use crate::rejection::{Refusal, Shortfall};
-use uuid::Uuid;
 
 /// Changes to a lease (`None` keeps the current value).
 #[derive(Debug, Clone, Default)]
@@ -190,7 +189,7 @@ fn new_window(lease: &Lease, update: &LeaseUpdate) -> Result<Window, Rejection> 
 }
 
 /// A started reservation must keep every host it holds unless it asks for less.
-fn keeps_hosts(old: &Reservation, spec: &ReservationSpec, hosts: &[(Uuid, u32)]) -> bool {
+fn keeps_hosts(old: &Reservation, spec: &ReservationSpec, hosts: &[(ProviderId, u32)]) -> bool {
     if spec.amount() < old.spec.amount() {
         return true;
     }

@@ -5,11 +5,11 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 fn res(n: u128) -> ReservationId {
-    ReservationId::new(uuid(n))
+    ReservationId::from_u128(n)
 }
 
-fn uuid(n: u128) -> Uuid {
-    Uuid::from_u128(n)
+fn uuid(n: u128) -> ProviderId {
+    ProviderId::from_u128(n)
 }
 
 fn at(micros: i64) -> Instant {
@@ -253,7 +253,7 @@ fn holds_on_lists_the_overlapping_holds_in_start_order() {
     assert_eq!(ids(win(5, 6)), vec![res(1)]);
     assert_eq!(ids(win(90, 200)), vec![res(1)]);
     assert_eq!(ids(win(100, 200)), Vec::<ReservationId>::new());
-    let hosts: Vec<Uuid> = ledger.hosts().collect();
+    let hosts: Vec<ProviderId> = ledger.hosts().collect();
     assert_eq!(hosts, vec![uuid(10), uuid(11)]);
 }
 
@@ -314,7 +314,7 @@ struct Naive {
 }
 
 impl Naive {
-    fn level(&self, host: Uuid, t: i64, excluding: &[ReservationId]) -> NaiveLevel {
+    fn level(&self, host: ProviderId, t: i64, excluding: &[ReservationId]) -> NaiveLevel {
         let mut level = NaiveLevel::default();
         let covering = self.holds.iter().filter(|h| {
             h.host == host && !excluding.contains(&h.reservation) && h.window.contains(at(t))
@@ -329,7 +329,7 @@ impl Naive {
         level
     }
 
-    fn peak(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> Peak {
+    fn peak(&self, host: ProviderId, window: Window, excluding: &[ReservationId]) -> Peak {
         let mut top = NaiveLevel::default();
         for t in window.start.as_micros()..window.end.as_micros() {
             let level = self.level(host, t, excluding);
@@ -347,12 +347,12 @@ impl Naive {
         }
     }
 
-    fn is_free(&self, host: Uuid, window: Window, excluding: &[ReservationId]) -> bool {
+    fn is_free(&self, host: ProviderId, window: Window, excluding: &[ReservationId]) -> bool {
         (window.start.as_micros()..window.end.as_micros())
             .all(|t| self.level(host, t, excluding).holds == 0)
     }
 
-    fn release_times(&self, host: Uuid, from: i64, until: i64) -> Vec<Instant> {
+    fn release_times(&self, host: ProviderId, from: i64, until: i64) -> Vec<Instant> {
         (from..until)
             .filter(|&t| {
                 let (before, now) = (self.level(host, t - 1, &[]), self.level(host, t, &[]));
@@ -367,7 +367,7 @@ impl Naive {
             .collect()
     }
 
-    fn holds_on(&self, host: Uuid, window: Window) -> Vec<Hold> {
+    fn holds_on(&self, host: ProviderId, window: Window) -> Vec<Hold> {
         let mut on: Vec<Hold> = self
             .holds
             .iter()
@@ -392,8 +392,8 @@ impl Naive {
         before - self.holds.len()
     }
 
-    fn hosts(&self) -> Vec<Uuid> {
-        let hosts: BTreeSet<Uuid> = self.holds.iter().map(|h| h.host).collect();
+    fn hosts(&self) -> Vec<ProviderId> {
+        let hosts: BTreeSet<ProviderId> = self.holds.iter().map(|h| h.host).collect();
         hosts.into_iter().collect()
     }
 }
@@ -412,7 +412,7 @@ enum Op {
 
 #[derive(Debug, Clone)]
 struct Query {
-    host: Uuid,
+    host: ProviderId,
     window: Window,
     excluding: Vec<ReservationId>,
 }

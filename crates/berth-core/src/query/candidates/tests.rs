@@ -11,7 +11,7 @@ const T0: Instant = Instant::from_micros(1);
 
 struct World {
     catalog: Catalog,
-    names: BTreeMap<String, Uuid>,
+    names: BTreeMap<String, ProviderId>,
     next: u128,
 }
 
@@ -29,8 +29,13 @@ impl World {
         self.catalog.apply(&changes);
     }
 
-    fn provider(&mut self, name: &str, parent: Option<&str>, inventory: &[(&str, u64)]) -> Uuid {
-        let uuid = Uuid::from_u128(self.next);
+    fn provider(
+        &mut self,
+        name: &str,
+        parent: Option<&str>,
+        inventory: &[(&str, u64)],
+    ) -> ProviderId {
+        let uuid = ProviderId::from_u128(self.next);
         self.next += 1;
         let parent = parent.map(|p| self.names[p]);
         let new = NewProvider {
@@ -84,7 +89,7 @@ impl World {
         self.apply(inventory::set_traits(&self.catalog, uuid, None, set, T0));
     }
 
-    fn name(&self, uuid: Uuid) -> &str {
+    fn name(&self, uuid: ProviderId) -> &str {
         self.names
             .iter()
             .find(|(_, u)| **u == uuid)

@@ -18,6 +18,7 @@ use axum::http::{Method, StatusCode};
 use berth_api::baremetal::{Claim, ClaimEnvelope, ClaimList, CreateClaim};
 use berth_api::common::Link;
 use berth_app::ClaimNode;
+use berth_core::ProviderId;
 use berth_core::decide::baremetal::Candidates;
 use berth_core::model::baremetal::NodeClaim;
 use berth_core::query::baremetal::{self, ClaimFilter};
@@ -66,7 +67,7 @@ pub(super) fn register(routes: &mut Routes) {
 fn claim_json(claim: &NodeClaim) -> Claim {
     Claim {
         uuid: claim.uuid,
-        node_uuid: claim.node_uuid,
+        node_uuid: claim.node_uuid.uuid(),
         instance_uuid: claim.instance_uuid,
         project_id: claim.project_id.clone(),
         created_at: time(claim.created_at),
@@ -95,7 +96,7 @@ fn candidates(body: &Map<String, Value>) -> Result<Candidates, ApiError> {
         (Some(Value::Array(items)), None) => Ok(Candidates::Nodes(
             items
                 .iter()
-                .map(|v| uuid_field("node_uuid", v))
+                .map(|v| uuid_field("node_uuid", v).map(ProviderId::new))
                 .collect::<Result<_, _>>()?,
         )),
         (Some(other), None) => Err(ApiError::bad_request(format!(
@@ -185,7 +186,7 @@ async fn list(
     };
     let filter = ClaimFilter {
         viewer: caller.project_scope(),
-        node: uuid_query("node_uuid")?,
+        node: uuid_query("node_uuid")?.map(ProviderId::new),
         instance: uuid_query("instance_uuid")?,
     };
     let reservations = state.berth.claims(filter, claim_json).await?;

@@ -19,7 +19,7 @@ use berth_app::EnrollNode;
 use berth_core::decide::baremetal::{NodeChange, find_node};
 use berth_core::model::baremetal::ProvisionState;
 use berth_core::query::baremetal::NodeFilter;
-use berth_core::{AttrValue, Catalog, Provider};
+use berth_core::{AttrValue, Catalog, Provider, ProviderId};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -101,7 +101,7 @@ pub(super) fn node_json(
         .map(|c| c.uuid);
     let condition = provider.condition();
     Some(Node {
-        uuid: provider.uuid(),
+        uuid: provider.uuid().uuid(),
         name: provider.name().to_owned(),
         resource_class: node.resource_class.clone(),
         provision_state: node.provision_state.as_str().to_owned(),
@@ -252,7 +252,7 @@ fn enrolment(body: &Map<String, Value>) -> Result<EnrollNode, ApiError> {
     Ok(EnrollNode {
         uuid: body
             .get("uuid")
-            .map(|v| uuid_field("uuid", v))
+            .map(|v| uuid_field("uuid", v).map(ProviderId::new))
             .transpose()?,
         name: text(body, "name")?,
         resource_class: text(body, "resource_class")?

@@ -232,7 +232,7 @@ pub(crate) fn wire_reservation(
             .iter()
             .map(|(host, slots)| ReservationAllocation {
                 host_id: catalog.provider(*host).map(|p| p.id().to_string()),
-                provider_uuid: *host,
+                provider_uuid: host.uuid(),
                 slots: *slots,
             })
             .collect(),

@@ -25,7 +25,7 @@ use berth_api::time::lease_time;
 use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT};
 use berth_core::model::lease::LeaseStatus;
 use berth_core::query::leases::{self, LeaseQuery};
-use berth_core::{Catalog, Instant, LeaseId, Span};
+use berth_core::{Catalog, Instant, LeaseId, ProviderId, Span};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -326,12 +326,12 @@ async fn availability(
 }
 
 /// The hosts one reservation would take.
-fn offered(hosts: &[(Uuid, u32)]) -> OfferedHosts {
+fn offered(hosts: &[(ProviderId, u32)]) -> OfferedHosts {
     OfferedHosts {
         hosts: hosts
             .iter()
             .map(|(provider_uuid, slots)| OfferedHost {
-                provider_uuid: *provider_uuid,
+                provider_uuid: provider_uuid.uuid(),
                 slots: *slots,
             })
             .collect(),

@@ -18,7 +18,7 @@ use berth_api::placement::{
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, InventoryWrite};
 use berth_core::model::consumer::Allocations;
 use berth_core::query::consumers::{self, UNKNOWN_CONSUMER_TYPE};
-use berth_core::{Catalog, ResourceClass};
+use berth_core::{Catalog, ProviderId, ResourceClass};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ fn parse<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
 }
 
 fn resources(
-    provider: Uuid,
+    provider: ProviderId,
     raw: &BTreeMap<String, i64>,
     allocations: &mut Allocations,
 ) -> Result<(), ApiError> {
@@ -183,6 +183,7 @@ fn dict_write(
     let mut allocations = Allocations::new();
     for (provider, part) in &body.allocations {
         let provider = Uuid::parse_str(provider)
+            .map(ProviderId::new)
             .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
         resources(provider, &part.resources, &mut allocations)?;
     }
@@ -208,6 +209,7 @@ fn list_write(
     let mut allocations = Allocations::new();
     for item in &body.allocations {
         let provider = Uuid::parse_str(&item.resource_provider.uuid)
+            .map(ProviderId::new)
             .map_err(|_| invalid(format!("'{}' is not a 'uuid'", item.resource_provider.uuid)))?;
         resources(provider, &item.resources, &mut allocations)?;
     }
@@ -404,6 +406,7 @@ async fn reshaper(
     let mut inventory_writes = Vec::with_capacity(reshape.inventories.len());
     for (provider, put) in reshape.inventories {
         let provider = Uuid::parse_str(&provider)
+            .map(ProviderId::new)
             .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
         let mut records = BTreeMap::new();
         for (name, record) in &put.inventories {

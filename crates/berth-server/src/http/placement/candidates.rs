@@ -18,7 +18,7 @@ use berth_core::query::candidate_request::{CandidateRequest, Unanswerable, check
 use berth_core::query::candidates::{self, Candidates, Group, GroupPolicy};
 use berth_core::query::names::Names;
 use berth_core::query::providers::TraitFilter;
-use berth_core::{Catalog, Provider, ReservationId, ResourceClass};
+use berth_core::{Catalog, Provider, ProviderId, ReservationId, ResourceClass};
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
@@ -205,7 +205,7 @@ fn parse_group(
         member_of: query::member_of(raw.member_of.iter().copied(), mv)?,
         in_tree: raw
             .in_tree
-            .map(|v| query::uuid_param(&format!("in_tree{suffix}"), v))
+            .map(|v| query::uuid_param(&format!("in_tree{suffix}"), v).map(ProviderId::new))
             .transpose()?,
     })
 }
@@ -332,9 +332,9 @@ impl Json {
         self.out.push(b'"');
     }
 
-    fn uuid(&mut self, uuid: Uuid) {
+    fn provider(&mut self, provider: ProviderId) {
         let mut buffer = Uuid::encode_buffer();
-        let text = uuid.hyphenated().encode_lower(&mut buffer);
+        let text = provider.uuid().hyphenated().encode_lower(&mut buffer);
         self.plain(text);
     }
 
@@ -366,12 +366,12 @@ impl Json {
             }
             match dict {
                 true => {
-                    self.uuid(part.provider);
+                    self.provider(part.provider);
                     self.raw(":{");
                 }
                 false => {
                     self.raw("{\"resource_provider\":{\"uuid\":");
-                    self.uuid(part.provider);
+                    self.provider(part.provider);
                     self.raw("},");
                 }
             }
@@ -397,7 +397,7 @@ impl Json {
                     if n > 0 {
                         self.raw(",");
                     }
-                    self.uuid(*provider);
+                    self.provider(*provider);
                 }
                 self.raw("]");
             }
@@ -412,7 +412,7 @@ impl Json {
         mv: Microversion,
         requested: &BTreeSet<&ResourceClass>,
     ) {
-        self.uuid(provider.uuid());
+        self.provider(provider.uuid());
         self.raw(":{\"resources\":{");
         let classes = provider
             .inventories()
@@ -443,11 +443,11 @@ impl Json {
         if mv.at_least(29) {
             self.raw(",\"parent_provider_uuid\":");
             match provider.parent() {
-                Some(parent) => self.uuid(parent),
+                Some(parent) => self.provider(parent),
                 None => self.raw("null"),
             }
             self.raw(",\"root_provider_uuid\":");
-            self.uuid(provider.root());
+            self.provider(provider.root());
         }
         self.raw("}");
     }

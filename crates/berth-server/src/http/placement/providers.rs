@@ -19,10 +19,10 @@ use berth_api::placement::{
 };
 use berth_api::status::{ProviderCondition, StatusChange};
 use berth_app::CreateProvider;
-use berth_core::Provider;
 use berth_core::decide::inventory::Reparenting;
 use berth_core::query::names::Names;
 use berth_core::query::providers::ProviderFilter;
+use berth_core::{Provider, ProviderId};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -146,7 +146,7 @@ pub(crate) fn representation(provider: &Provider, mv: Microversion) -> ResourceP
     }
     let nested = mv.at_least(14);
     ResourceProvider {
-        uuid: provider.uuid(),
+        uuid: provider.uuid().uuid(),
         name: provider.name().to_owned(),
         generation: provider.generation(),
         links: rels
@@ -156,8 +156,8 @@ pub(crate) fn representation(provider: &Provider, mv: Microversion) -> ResourceP
                 href,
             })
             .collect(),
-        parent_provider_uuid: nested.then(|| provider.parent()),
-        root_provider_uuid: nested.then(|| provider.root()),
+        parent_provider_uuid: nested.then(|| provider.parent().map(ProviderId::uuid)),
+        root_provider_uuid: nested.then(|| provider.root().uuid()),
     }
 }
 
@@ -183,10 +183,10 @@ fn filter(
     let mut filter = ProviderFilter {
         name: last("name").map(str::to_owned),
         uuid: last("uuid")
-            .map(|v| query::uuid_param("uuid", v))
+            .map(|v| query::uuid_param("uuid", v).map(ProviderId::new))
             .transpose()?,
         in_tree: last("in_tree")
-            .map(|v| query::uuid_param("in_tree", v))
+            .map(|v| query::uuid_param("in_tree", v).map(ProviderId::new))
             .transpose()?,
         member_of: query::member_of(query::values(pairs, "member_of"), mv)?,
         ..ProviderFilter::default()
@@ -220,10 +220,10 @@ async fn list(
     Ok(respond(mv, state.berth.now(), &body))
 }
 
-fn optional_uuid(field: &str, value: Option<&str>) -> Result<Option<Uuid>, ApiError> {
+fn optional_uuid(field: &str, value: Option<&str>) -> Result<Option<ProviderId>, ApiError> {
     value
         .map(|text| {
-            Uuid::parse_str(text).map_err(|_| {
+            Uuid::parse_str(text).map(ProviderId::new).map_err(|_| {
                 ApiError::bad_request(format!(
                     "JSON does not validate: '{text}' is not a valid uuid for '{field}'"
                 ))

@@ -7,7 +7,7 @@ use crate::http::surface::Microversion;
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use berth_core::{Instant, Provider};
+use berth_core::{Instant, Provider, ProviderId};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -15,18 +15,19 @@ use uuid::Uuid;
 pub(super) const MOUNT: &str = "/placement";
 
 /// Parses a provider uuid from the path; a malformed one names no provider (404).
-pub(super) fn provider_uuid(text: &str) -> Result<Uuid, ApiError> {
+pub(super) fn provider_uuid(text: &str) -> Result<ProviderId, ApiError> {
     Uuid::parse_str(text)
+        .map(ProviderId::new)
         .map_err(|_| ApiError::not_found(format!("No resource provider with uuid {text} found")))
 }
 
 /// 404 for a provider that does not exist.
-pub(super) fn no_provider(uuid: Uuid) -> ApiError {
+pub(super) fn no_provider(uuid: ProviderId) -> ApiError {
     ApiError::not_found(format!("No resource provider with uuid {uuid} found"))
 }
 
 /// Looks a provider up in a catalog, 404 when absent.
-pub(super) fn find(catalog: &berth_core::Catalog, uuid: Uuid) -> Result<&Provider, ApiError> {
+pub(super) fn find(catalog: &berth_core::Catalog, uuid: ProviderId) -> Result<&Provider, ApiError> {
     catalog.provider(uuid).ok_or_else(|| no_provider(uuid))
 }
 

@@ -61,7 +61,7 @@ fn instance_json(instance: &PromiseInstance, live: bool) -> Instance {
         flavor: instance.flavor_id.clone(),
         image: instance.image.clone(),
         reservation_id: instance.reservation.map(LeaseId::uuid),
-        host: instance.host,
+        host: instance.host.uuid(),
         project_id: instance.project_id.clone(),
         priority: if instance.reservation.is_some() {
             "high"

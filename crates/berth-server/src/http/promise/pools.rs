@@ -76,7 +76,7 @@ fn pool_json(pool: &CapacityPool) -> Pool {
             .deltas
             .iter()
             .map(|(provider, class, delta)| PoolDelta {
-                provider: *provider,
+                provider: provider.uuid(),
                 resource_class: class.clone(),
                 delta: *delta,
             })

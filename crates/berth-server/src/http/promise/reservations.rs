@@ -185,7 +185,7 @@ fn missing_json(missing: &Missing) -> MissingResources {
                 amount: on.amount,
                 host_id: on.host_id.map(|id| id.to_string()),
                 hypervisor_hostname: on.name.clone(),
-                provider: on.provider,
+                provider: on.provider.uuid(),
                 status: on.status.map(|s| s.as_str().to_owned()),
             })
             .collect(),
