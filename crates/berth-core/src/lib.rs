@@ -22,10 +22,7 @@ pub mod rejection;
 pub use catalog::Catalog;
 pub use change::Change;
 pub use model::consumer::Consumer;
-pub use model::id::{
-    AggregateId, ClaimId, ConsumerId, FloatingIpId, LeaseId, PoolId, ProviderId, ReservationId,
-    SubscriptionId,
-};
+pub use model::id::{LeaseId, ProviderId, ReservationId};
 pub use model::inventory::Inventory;
 pub use model::name::{ResourceClass, TraitName};
 pub use model::provider::{

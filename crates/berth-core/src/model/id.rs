@@ -97,30 +97,6 @@ id!(
     /// A resource provider (a Blazar host and a bare-metal node are providers too).
     ProviderId
 );
-id!(
-    /// A consumer of allocations (an instance).
-    ConsumerId
-);
-id!(
-    /// A Placement aggregate.
-    AggregateId
-);
-id!(
-    /// A floating IP registered for reservation.
-    FloatingIpId
-);
-id!(
-    /// A bare-metal node claim.
-    ClaimId
-);
-id!(
-    /// A notification subscription.
-    SubscriptionId
-);
-id!(
-    /// A planned capacity change (a capacity pool).
-    PoolId
-);
 
 #[cfg(test)]
 mod tests {
