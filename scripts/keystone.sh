@@ -10,7 +10,8 @@
 #                                             # process (SIGINT stops it and its worker at once)
 #
 # Environment:
-#   BERTH_KEYSTONE_VENV            the virtualenv [default: target/keystone-venv]
+#   BERTH_KEYSTONE_VENV            the virtualenv [default: BERTH_TEST_KEYSTONE_VENV, else
+#                                  target/keystone-venv]
 #   BERTH_KEYSTONE_ADMIN_PASSWORD  the bootstrapped admin's password [default: admin-secret]
 #   BERTH_KEYSTONE_EXPIRATION      token lifetime in seconds [default: 3600]
 #
@@ -21,7 +22,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VENV=${BERTH_KEYSTONE_VENV:-$ROOT/target/keystone-venv}
+VENV=${BERTH_KEYSTONE_VENV:-${BERTH_TEST_KEYSTONE_VENV:-$ROOT/target/keystone-venv}}
 REQUIREMENTS=$ROOT/scripts/keystone.requirements.txt
 
 die() {
