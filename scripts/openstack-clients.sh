@@ -3,6 +3,11 @@
 #   - `openstack resource ...` (python-openstackclient + osc-placement) against /placement
 #   - `blazar host-...`, `blazar lease-...`, `blazar allocation-list` and the
 #     `openstack reservation ...` equivalents (python-blazarclient) against /reservation/v1
+# first without authentication (`--os-auth-type none --os-endpoint ...`), then in Keystone mode:
+# a real Keystone (scripts/keystone.sh) with berth's services in its catalog, berth with
+# `--auth keystone`, and `openstack resource ...`, `blazar ...` / `openstack reservation ...` and
+# `openstack baremetal ...` (python-ironicclient) authenticating with a password and finding
+# berth through the catalog, as in a cloud.
 #
 # Usage: bash scripts/openstack-clients.sh
 #
@@ -10,9 +15,10 @@
 #   BERTH_CLIENTS_VENV  virtualenv for the clients [default: target/openstack-clients-venv]
 #   BERTH_BIN           berth binary to test; when unset, `cargo build --bin berth` builds one
 #   BERTH_LOG           server log filter [default: info,sqlx=warn,tower_http=debug]
+#   BERTH_CLIENTS_KEYSTONE  `0` skips the Keystone mode (under CI=true it always runs)
 #
-# The clients are pinned in scripts/openstack-clients.requirements.txt. The server listens on
-# 127.0.0.1 only and is killed by PID on exit. Every client call is bounded by `timeout 60`.
+# The clients are pinned in scripts/openstack-clients.requirements.txt. The servers listen on
+# 127.0.0.1 only and are killed by PID on exit. Every client call is bounded by `timeout 60`.
 # The last line is `openstack-clients: N passed, M failed`; the exit status is non-zero when
 # anything failed.
 
@@ -89,12 +95,23 @@ fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-openstack-clients.XXXXXX")
 SERVER_LOG=$TMP/berth.log
 BERTH_PID=""
+KEYSTONE_PID=""
 
-cleanup() {
-    local status=$?
+stop_berth() {
     if [[ -n $BERTH_PID ]]; then
         kill "$BERTH_PID" 2>/dev/null || true
         wait "$BERTH_PID" 2>/dev/null || true
+        BERTH_PID=""
+    fi
+}
+
+cleanup() {
+    local status=$?
+    stop_berth
+    if [[ -n $KEYSTONE_PID ]]; then
+        # SIGINT: gunicorn stops its worker and exits at once.
+        kill -INT "$KEYSTONE_PID" 2>/dev/null || true
+        wait "$KEYSTONE_PID" 2>/dev/null || true
     fi
     rm -rf "$TMP"
     exit "$status"
@@ -113,18 +130,19 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
-# Starts berth on a free loopback port; retries when another process took the port first.
+# Starts berth on a free loopback port, with extra flags ARGS...; retries when another process
+# took the port first.
 start_server() {
     local attempt deadline
     for attempt in 1 2 3; do
         PORT=$(free_port)
         BASE=http://127.0.0.1:$PORT
-        log "==> server: $BIN serve --listen 127.0.0.1:$PORT --data-dir $TMP/data-$attempt"
+        log "==> server: $BIN serve --listen 127.0.0.1:$PORT --data-dir $TMP/data-$SERVER_RUN-$attempt $*"
         # Settings for berth come from the flags here, never from the caller's BERTH_* variables.
         env -u BERTH_CONFIG -u BERTH_DATABASE -u BERTH_AUTH -u BERTH_TOKENS -u BERTH_DEMO \
             -u BERTH_LISTEN -u BERTH_DATA_DIR \
             BERTH_LOG="${BERTH_LOG:-info,sqlx=warn,tower_http=debug}" NO_COLOR=1 \
-            "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$TMP/data-$attempt" \
+            "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$TMP/data-$SERVER_RUN-$attempt" "$@" \
             >>"$SERVER_LOG" 2>&1 &
         BERTH_PID=$!
         deadline=$((SECONDS + HEALTH_TIMEOUT_S))
@@ -147,6 +165,7 @@ start_server() {
     server_tail
     die "berth did not start"
 }
+SERVER_RUN=noauth
 start_server
 
 PLACEMENT=("$OPENSTACK" --os-auth-type none --os-endpoint "$BASE/placement")
@@ -655,7 +674,142 @@ ok "host-list (empty)" \
     "${RESERVATION[@]}" host-list -f json
 check "d == []"
 
-# --- 4. result ----------------------------------------------------------------------------------
+# --- 4. Keystone mode: password authentication, berth found through the catalog --------------
+
+keystone_mode() {
+    log ""
+    log "### Keystone mode"
+    bash scripts/keystone.sh install || die "cannot install Keystone (scripts/keystone.sh install)"
+    local ks_dir=$TMP/keystone ks_port deadline
+    ks_port=$(free_port)
+    KS_URL=http://127.0.0.1:$ks_port/v3
+    local admin_pw=admin-secret member_pw=member-secret berth_pw=berth-secret
+    log "==> keystone: setup and serve at $KS_URL"
+    BERTH_KEYSTONE_ADMIN_PASSWORD=$admin_pw bash scripts/keystone.sh setup "$ks_dir" "$ks_port" \
+        || die "Keystone setup failed"
+    bash scripts/keystone.sh serve "$ks_dir" "$ks_port" >>"$TMP/keystone.out" 2>&1 &
+    KEYSTONE_PID=$!
+    deadline=$((SECONDS + 90))
+    until curl -sf --noproxy "*" --max-time 2 "$KS_URL" >/dev/null; do
+        kill -0 "$KEYSTONE_PID" 2>/dev/null || die "Keystone exited: $(tail -n 20 "$ks_dir/gunicorn.log")"
+        ((SECONDS < deadline)) || die "Keystone did not answer $KS_URL within 90s"
+        sleep 0.5
+    done
+    log "    Keystone at $KS_URL (pid $KEYSTONE_PID)"
+
+    local -a cloud=(--os-auth-url "$KS_URL" --os-user-domain-id default --os-project-domain-id default
+        --os-region-name RegionOne --os-interface public)
+    KS_ADMIN=("$OPENSTACK" "${cloud[@]}" --os-username admin --os-password "$admin_pw" --os-project-name admin)
+    KS_MEMBER=("$OPENSTACK" "${cloud[@]}" --os-username demo-member --os-password "$member_pw" --os-project-name demo)
+    KS_BLAZAR_MEMBER=("$BLAZAR" --os-auth-type password "${cloud[@]}" --os-username demo-member
+        --os-password "$member_pw" --os-project-name demo)
+
+    # berth with --auth keystone, validating tokens as user `berth` (role service in `service`).
+    stop_berth
+    cat >"$TMP/berth-keystone.toml" <<TOML
+auth = "keystone"
+[keystone]
+auth_url = "$KS_URL"
+username = "berth"
+password = "$berth_pw"
+project_name = "service"
+TOML
+    SERVER_RUN=keystone
+    start_server --config "$TMP/berth-keystone.toml"
+
+    ok "keystone: project create service" "${KS_ADMIN[@]}" project create service -f json
+    ok "keystone: project create demo" "${KS_ADMIN[@]}" project create demo -f json
+    ok "keystone: user create berth" "${KS_ADMIN[@]}" user create --password "$berth_pw" berth -f json
+    ok "keystone: user create demo-member" "${KS_ADMIN[@]}" user create --password "$member_pw" demo-member -f json
+    ok "keystone: role add service to berth" "${KS_ADMIN[@]}" role add --project service --user berth service
+    ok "keystone: role add member to demo-member" "${KS_ADMIN[@]}" role add --project demo --user demo-member member
+    local entry name type path
+    for entry in "placement placement /placement" "blazar reservation /reservation/v1" "ironic baremetal /baremetal"; do
+        read -r name type path <<<"$entry"
+        ok "keystone: service create $type" "${KS_ADMIN[@]}" service create --name "$name" "$type" -f json
+        ok "keystone: endpoint create $type" \
+            "${KS_ADMIN[@]}" endpoint create --region RegionOne "$type" public "$BASE$path" -f json
+        check "d['url'] == '$BASE$path' and d['service_type'] == '$type'"
+    done
+    ok "keystone: catalog list" "${KS_ADMIN[@]}" catalog list -f json
+    check "{'placement', 'reservation', 'baremetal'} <= {row['Type'] for row in d}"
+
+    # Every surface answers version discovery where keystoneauth looks from its catalog entry.
+    ok "keystoneauth discovers each service from the catalog" "$VENV/bin/python" -c '
+import sys
+from keystoneauth1 import adapter, loading, session
+auth = loading.get_plugin_loader("password").load_from_options(
+    auth_url=sys.argv[1], username="admin", password=sys.argv[2], project_name="admin",
+    user_domain_id="default", project_domain_id="default")
+s = session.Session(auth=auth)
+for service_type in ("placement", "reservation", "baremetal"):
+    data = adapter.Adapter(s, service_type=service_type, region_name="RegionOne",
+                           min_version="1", max_version="1.latest").get_endpoint_data()
+    print(service_type, data.url, data.api_version, data.min_microversion, data.max_microversion)
+' "$KS_URL" "$admin_pw"
+    check "any(l.split()[0] == 'placement' and l.endswith('(1, 0) (1, 39)') for l in lines)"
+    check "any(l.split()[0] == 'reservation' and '(1, 0)' in l for l in lines)"
+    check "any(l.split()[0] == 'baremetal' and '(1, 0)' in l for l in lines)"
+
+    # Placement: admin only (or a service), found through the catalog, negotiating its version.
+    ok "keystone: resource provider create (admin)" \
+        "${KS_ADMIN[@]}" --os-placement-api-version 1.39 resource provider create --uuid "$RP1" ks-cn1 -f json
+    check "d['uuid'] == '$RP1' and d['name'] == 'ks-cn1'"
+    ok "keystone: resource provider list (admin, negotiated microversion)" \
+        "${KS_ADMIN[@]}" --debug resource provider list -f json
+    check "[r['name'] for r in d] == ['ks-cn1']"
+    check "'$BASE/placement/resource_providers' in err and 'X-Auth-Token: {SHA256}' in err"
+    fails "keystone: resource provider list (member: policy)" "HTTP 403" \
+        "${KS_MEMBER[@]}" resource provider list
+
+    # Reservation: admin enrols a host, a member leases it and sees only its project's leases.
+    ok "keystone: blazar host-create (admin)" \
+        "$BLAZAR" --os-auth-type password "${cloud[@]}" --os-username admin --os-password "$admin_pw" \
+        --os-project-name admin host-create --extra vcpus=8 --extra memory_mb=16384 --extra local_gb=100 ks-compute-1 -f json
+    check "d['hypervisor_hostname'] == 'ks-compute-1'"
+    fails "keystone: blazar host-list (member: policy)" "Policy does not allow" \
+        "${KS_BLAZAR_MEMBER[@]}" host-list
+    ok "keystone: blazar lease-create (member)" \
+        "${KS_BLAZAR_MEMBER[@]}" lease-create --physical-reservation 'min=1,max=1,hypervisor_properties=,resource_properties=' \
+        --start-date "$HOST_START" --end-date "$HOST_END" ks-lease -f json
+    check "d['name'] == 'ks-lease'"
+    ok "keystone: openstack reservation lease list (member)" \
+        "${KS_MEMBER[@]}" reservation lease list -f json
+    check "[r['name'] for r in d] == ['ks-lease']"
+    ok "keystone: openstack project show demo" "${KS_ADMIN[@]}" project show demo -f value -c id
+    local demo_id=$OUT
+    ok "keystone: openstack reservation lease show (member)" \
+        "${KS_MEMBER[@]}" reservation lease show ks-lease -f json
+    check "d['project_id'] == '$demo_id'"
+    ok "keystone: blazar lease-delete (member)" "${KS_BLAZAR_MEMBER[@]}" lease-delete ks-lease
+
+    # Bare metal: a node enrolled with an admin token, listed and shown by the Ironic client.
+    local token
+    token=$(value "${KS_ADMIN[@]}" token issue -f value -c id) || token=none
+    STEP=$((STEP + 1))
+    log "==> [$STEP] keystone: enrol a node with an admin token (curl)"
+    OUT=$(curl -s --noproxy "*" --max-time 10 -X POST -H "X-Auth-Token: $token" -H 'Content-Type: application/json' \
+        "$BASE/baremetal/v1/nodes" -d '{"name": "ks-node-1", "resource_class": "baremetal-gold",
+        "provision_state": "available", "properties": {"cpus": 8}}') || true
+    ERR=""
+    LAST_OK=1
+    check "d['name'] == 'ks-node-1'"
+    ok "keystone: openstack baremetal node list (admin)" "${KS_ADMIN[@]}" baremetal node list -f json
+    check "[r['name'] for r in d] == ['ks-node-1'] and d[0]['provision_state'] == 'available'"
+    ok "keystone: openstack baremetal node show (member)" "${KS_MEMBER[@]}" baremetal node show ks-node-1 -f json
+    check "d['name'] == 'ks-node-1' and d['resource_class'] == 'baremetal-gold'"
+    fails "keystone: wrong password (refused by Keystone)" "HTTP 401" \
+        "$OPENSTACK" "${cloud[@]}" --os-username demo-member --os-password wrong --os-project-name demo \
+        baremetal node list
+}
+
+if [[ ${BERTH_CLIENTS_KEYSTONE:-1} != 0 || ${CI:-} == true ]]; then
+    keystone_mode
+else
+    log "openstack-clients: SKIPPED the Keystone mode (BERTH_CLIENTS_KEYSTONE=0)"
+fi
+
+# --- 5. result ----------------------------------------------------------------------------------
 
 log ""
 if ((FAILED > 0)); then

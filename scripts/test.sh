@@ -10,6 +10,11 @@
 # Chromium (for the dashboard's browser tests): uses BERTH_TEST_CHROMIUM when set; otherwise
 # `chromium` on the PATH, installing Debian's package if needed (as root with apt-get). Under
 # CI=true a missing Chromium is an error; elsewhere the browser tests say they skipped.
+#
+# Keystone (for the `--auth keystone` test and the clients' Keystone mode): uses
+# BERTH_TEST_KEYSTONE_VENV when set; otherwise installs the pinned `keystone` from PyPI into
+# target/keystone-venv with scripts/keystone.sh. Under CI=true a failed install is an error;
+# elsewhere the Keystone test says it skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,6 +78,19 @@ if [ -z "${BERTH_TEST_CHROMIUM:-}" ]; then
   fi
 fi
 echo "test.sh: BERTH_TEST_CHROMIUM=${BERTH_TEST_CHROMIUM:-<unset>}"
+
+if [ -z "${BERTH_TEST_KEYSTONE_VENV:-}" ]; then
+  if bash scripts/keystone.sh install; then
+    BERTH_TEST_KEYSTONE_VENV="$(pwd)/target/keystone-venv"
+    export BERTH_TEST_KEYSTONE_VENV
+  elif [ "${CI:-}" = "true" ]; then
+    echo "test.sh: Keystone could not be installed and CI needs it for the Keystone tests" >&2
+    exit 1
+  else
+    echo "test.sh: WARNING: no Keystone; the Keystone test will report SKIPPED" >&2
+  fi
+fi
+echo "test.sh: BERTH_TEST_KEYSTONE_VENV=${BERTH_TEST_KEYSTONE_VENV:-<unset>}"
 
 cargo test --workspace --locked
 bash scripts/openstack-clients.sh

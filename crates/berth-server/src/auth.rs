@@ -1,11 +1,17 @@
 //! Authentication and roles: who is calling, resolved once per request from the configured mode.
+//!
+//! Every mode ends in the same [`Identity`], built by [`Identity::from_claims`] from what the
+//! mode learned (a token file's entry, a trusted proxy's headers, a Keystone token), so that one
+//! authorization model serves them all.
 
+use crate::keystone::{Keystone, KeystoneError};
 use anyhow::Context as _;
 use axum::http::HeaderMap;
 use clap::ValueEnum;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// How requests are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
@@ -17,6 +23,8 @@ pub enum AuthMode {
     Token,
     /// Identity comes from `X-Project-Id`, `X-User-Id`, `X-Roles` (keystonemiddleware).
     Headers,
+    /// `X-Auth-Token` is a Keystone token, validated by berth against Keystone's v3 API.
+    Keystone,
 }
 
 /// A role berth knows.
@@ -45,14 +53,33 @@ impl Role {
 }
 
 /// The caller of one request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Identity {
-    /// Project (tenant) id.
+    /// Project (tenant) id; empty for a caller scoped to a domain or the system.
     pub project_id: String,
     /// User id.
     pub user_id: String,
     /// Roles berth recognises (others are dropped).
     pub roles: Vec<Role>,
+    /// The project's domain, or the domain a domain-scoped caller acts in, when known.
+    pub domain_id: Option<String>,
+    /// Whether the caller is scoped to the whole system (Keystone's `system: all`).
+    pub system_scope: bool,
+}
+
+/// What an authentication mode learned about a caller, before berth reads it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Claims<'a> {
+    /// The project of a project-scoped caller.
+    pub project_id: Option<&'a str>,
+    /// The user.
+    pub user_id: &'a str,
+    /// Role names as given (unknown ones are dropped).
+    pub roles: &'a [&'a str],
+    /// The domain, when known.
+    pub domain_id: Option<&'a str>,
+    /// Scoped to the whole system.
+    pub system_scope: bool,
 }
 
 impl Identity {
@@ -62,7 +89,32 @@ impl Identity {
             project_id: "admin".into(),
             user_id: "admin".into(),
             roles: vec![Role::Admin],
+            ..Identity::default()
         }
+    }
+
+    /// The one way every mode turns what it learned into a caller: roles berth does not know
+    /// are dropped; a caller with no project acts in none (see [`Identity::has_project`]).
+    pub fn from_claims(claims: Claims<'_>) -> Identity {
+        let mut roles: Vec<Role> = Vec::with_capacity(claims.roles.len());
+        for role in claims.roles.iter().filter_map(|name| Role::parse(name)) {
+            if !roles.contains(&role) {
+                roles.push(role);
+            }
+        }
+        Identity {
+            project_id: claims.project_id.unwrap_or_default().to_owned(),
+            user_id: claims.user_id.to_owned(),
+            roles,
+            domain_id: claims.domain_id.map(str::to_owned),
+            system_scope: claims.system_scope,
+        }
+    }
+
+    /// Whether the caller acts in a project (a domain- or system-scoped caller does not, so
+    /// only an admin among them may touch projects' objects).
+    pub fn has_project(&self) -> bool {
+        !self.project_id.is_empty()
     }
 
     /// Whether the caller is an admin.
@@ -80,6 +132,9 @@ pub enum AuthFailure {
     Invalid,
     /// Identity headers from a peer that is not a trusted proxy.
     Untrusted,
+    /// The identity service could not say who the caller is (slow, down, or refusing berth's
+    /// own credentials): 503, never a pass.
+    Unavailable,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,6 +158,7 @@ pub struct Authenticator {
     mode: AuthMode,
     tokens: HashMap<String, Identity>,
     trusted: Vec<ipnet::IpNet>,
+    keystone: Option<Arc<Keystone>>,
 }
 
 impl Authenticator {
@@ -117,7 +173,19 @@ impl Authenticator {
             mode,
             tokens,
             trusted: Vec::new(),
+            keystone: None,
         })
+    }
+
+    /// Sets the validator `keystone` mode asks.
+    pub fn with_keystone(mut self, keystone: Arc<Keystone>) -> Authenticator {
+        self.keystone = Some(keystone);
+        self
+    }
+
+    /// The validator of `keystone` mode.
+    pub fn keystone(&self) -> Option<&Keystone> {
+        self.keystone.as_deref()
     }
 
     /// Sets the peers whose identity headers `headers` mode believes.
@@ -142,8 +210,9 @@ impl Authenticator {
         self.mode
     }
 
-    /// The identity of a request with these headers.
-    pub fn identify(&self, headers: &HeaderMap) -> Result<Identity, AuthFailure> {
+    /// The identity of a request with these headers (in `keystone` mode, validated by
+    /// Keystone unless the cache still believes the token).
+    pub async fn identify(&self, headers: &HeaderMap) -> Result<Identity, AuthFailure> {
         let header = |name: &str| {
             headers
                 .get(name)
@@ -158,23 +227,68 @@ impl Authenticator {
                 self.tokens.get(token).cloned().ok_or(AuthFailure::Invalid)
             }
             AuthMode::Headers => {
-                let project_id = header("x-project-id")
-                    .or_else(|| header("x-tenant-id"))
-                    .ok_or(AuthFailure::Missing)?;
+                let system_scope = header("x-system-scope").is_some_and(|s| s == "all");
+                let project_id = header("x-project-id").or_else(|| header("x-tenant-id"));
+                if project_id.is_none() && !system_scope {
+                    return Err(AuthFailure::Missing);
+                }
                 let user_id = header("x-user-id").ok_or(AuthFailure::Missing)?;
-                let roles = header("x-roles").map(parse_roles).unwrap_or_default();
-                Ok(Identity {
-                    project_id: project_id.to_owned(),
-                    user_id: user_id.to_owned(),
-                    roles,
-                })
+                let roles: Vec<&str> = header("x-roles")
+                    .map(|text| text.split(',').collect())
+                    .unwrap_or_default();
+                Ok(Identity::from_claims(Claims {
+                    project_id,
+                    user_id,
+                    roles: &roles,
+                    domain_id: header("x-project-domain-id").or_else(|| header("x-domain-id")),
+                    system_scope,
+                }))
+            }
+            AuthMode::Keystone => {
+                let keystone = self.keystone.as_deref().ok_or(AuthFailure::Unavailable)?;
+                let token = header("x-auth-token").ok_or(AuthFailure::Missing)?;
+                // As keystonemiddleware: a valid service token (an OpenStack service acting for
+                // the user) lets a user token past its expiry, within Keystone's window.
+                let allow_expired = match header("x-service-token") {
+                    None => false,
+                    Some(service) => {
+                        let subject = keystone
+                            .validate(service, false)
+                            .await
+                            .map_err(failure_of)?;
+                        let roles = &keystone.settings().service_token_roles;
+                        if !subject.roles.iter().any(|r| roles.contains(r)) {
+                            return Err(AuthFailure::Invalid);
+                        }
+                        true
+                    }
+                };
+                let subject = keystone
+                    .validate(token, allow_expired)
+                    .await
+                    .map_err(failure_of)?;
+                let roles: Vec<&str> = subject.roles.iter().map(String::as_str).collect();
+                Ok(Identity::from_claims(Claims {
+                    project_id: subject.project_id.as_deref(),
+                    user_id: &subject.user_id,
+                    roles: &roles,
+                    domain_id: subject.domain_id.as_deref(),
+                    system_scope: subject.system,
+                }))
             }
         }
     }
 }
 
-fn parse_roles(text: &str) -> Vec<Role> {
-    text.split(',').filter_map(Role::parse).collect()
+/// What a refusal of Keystone means for the caller.
+fn failure_of(error: KeystoneError) -> AuthFailure {
+    match error {
+        KeystoneError::Invalid => AuthFailure::Invalid,
+        KeystoneError::Unavailable(reason) => {
+            tracing::warn!(%reason, "Keystone could not validate a token");
+            AuthFailure::Unavailable
+        }
+    }
 }
 
 fn load_tokens(path: &Path) -> anyhow::Result<HashMap<String, Identity>> {
@@ -189,12 +303,13 @@ fn load_tokens(path: &Path) -> anyhow::Result<HashMap<String, Identity>> {
             "token file {}: empty token",
             path.display()
         );
-        let roles = entry.roles.iter().filter_map(|r| Role::parse(r)).collect();
-        let identity = Identity {
-            project_id: entry.project_id,
-            user_id: entry.user_id,
-            roles,
-        };
+        let roles: Vec<&str> = entry.roles.iter().map(String::as_str).collect();
+        let identity = Identity::from_claims(Claims {
+            project_id: Some(&entry.project_id),
+            user_id: &entry.user_id,
+            roles: &roles,
+            ..Claims::default()
+        });
         anyhow::ensure!(
             out.insert(entry.token, identity).is_none(),
             "token file {}: duplicate token",
@@ -216,12 +331,13 @@ mod tests {
         map
     }
 
-    #[test]
-    fn each_mode_resolves_or_refuses() {
+    #[tokio::test]
+    async fn each_mode_resolves_or_refuses() {
         let noauth = Authenticator::new(AuthMode::Noauth, None).expect("noauth");
         assert!(
             noauth
                 .identify(&headers(&[("x-auth-token", "notused")]))
+                .await
                 .expect("admin")
                 .is_admin()
         );
@@ -231,20 +347,24 @@ mod tests {
         std::fs::write(&file, "[[tokens]]\ntoken = \"t1\"\nproject_id = \"p1\"\nuser_id = \"u1\"\nroles = [\"member\"]\n")
             .expect("write");
         let token = Authenticator::new(AuthMode::Token, Some(&file)).expect("token");
-        assert_eq!(token.identify(&HeaderMap::new()), Err(AuthFailure::Missing));
         assert_eq!(
-            token.identify(&headers(&[("x-auth-token", "nope")])),
+            token.identify(&HeaderMap::new()).await,
+            Err(AuthFailure::Missing)
+        );
+        assert_eq!(
+            token.identify(&headers(&[("x-auth-token", "nope")])).await,
             Err(AuthFailure::Invalid)
         );
         let member = token
             .identify(&headers(&[("x-auth-token", "t1")]))
+            .await
             .expect("known");
         assert_eq!(member.project_id, "p1");
         assert!(!member.is_admin());
 
         let trusted = Authenticator::new(AuthMode::Headers, None).expect("headers");
         assert_eq!(
-            trusted.identify(&headers(&[("x-user-id", "u")])),
+            trusted.identify(&headers(&[("x-user-id", "u")])).await,
             Err(AuthFailure::Missing)
         );
         let admin = trusted
@@ -253,7 +373,31 @@ mod tests {
                 ("x-user-id", "u"),
                 ("x-roles", "reader,admin"),
             ]))
+            .await
             .expect("identified");
         assert!(admin.is_admin());
+        let system = trusted
+            .identify(&headers(&[
+                ("x-system-scope", "all"),
+                ("x-user-id", "u"),
+                ("x-roles", "reader"),
+            ]))
+            .await
+            .expect("system scope");
+        assert!(system.system_scope && !system.has_project());
+    }
+
+    #[test]
+    fn every_mode_reads_roles_the_same_way() {
+        let identity = Identity::from_claims(Claims {
+            project_id: Some("p"),
+            user_id: "u",
+            roles: &["Member", " reader", "observer", "_member_"],
+            domain_id: Some("default"),
+            system_scope: false,
+        });
+        assert_eq!(identity.roles, [Role::Member, Role::Reader]);
+        assert!(identity.has_project() && !identity.is_admin());
+        assert_eq!(identity.domain_id.as_deref(), Some("default"));
     }
 }

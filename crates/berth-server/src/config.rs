@@ -5,6 +5,7 @@
 //! variables, command-line flags.
 
 use crate::auth::AuthMode;
+use crate::keystone::{self, Credentials, DomainRef, KeystoneSettings, Secret};
 use crate::notifier::destination::{self, Destinations};
 use anyhow::Context as _;
 use berth_core::model::promise::Policy;
@@ -130,10 +131,16 @@ pub struct ServeArgs {
     /// Seconds a request's headers may take from their first byte [default: 10].
     #[arg(long, env = "BERTH_HEADER_TIMEOUT_SECONDS")]
     pub header_timeout_seconds: Option<u64>,
-    /// Print the effective configuration and exit.
     /// Authorization policy file (TOML): per-route role overrides and priority grants.
     #[arg(long = "policy", env = "BERTH_POLICY")]
     pub policy_file: Option<PathBuf>,
+    /// PEM certificate chain to serve HTTPS with (with `--tls-key`).
+    #[arg(long, env = "BERTH_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `--tls-cert`.
+    #[arg(long, env = "BERTH_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
 }
@@ -156,6 +163,114 @@ struct FileConfig {
     notifications: Option<NotificationsSection>,
     baremetal: Option<BaremetalSection>,
     http: Option<HttpSection>,
+    keystone: Option<KeystoneSection>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+}
+
+/// `[keystone]` in the TOML file: where Keystone is and berth's own credentials there.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeystoneSection {
+    auth_url: Option<String>,
+    www_authenticate_uri: Option<String>,
+    username: Option<String>,
+    password: Option<Secret>,
+    user_domain_id: Option<String>,
+    user_domain_name: Option<String>,
+    project_name: Option<String>,
+    project_domain_id: Option<String>,
+    project_domain_name: Option<String>,
+    application_credential_id: Option<String>,
+    application_credential_secret: Option<Secret>,
+    cache_seconds: Option<u64>,
+    cache_entries: Option<usize>,
+    timeout_seconds: Option<u64>,
+    service_token_roles: Option<Vec<String>>,
+}
+
+impl KeystoneSection {
+    /// The validated settings.
+    fn settings(self) -> anyhow::Result<KeystoneSettings> {
+        let auth_url = self
+            .auth_url
+            .context("[keystone] auth_url is required, such as \"http://keystone:5000/v3\"")?;
+        let parsed = url::Url::parse(&auth_url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        anyhow::ensure!(
+            parsed.is_some(),
+            "[keystone] auth_url {auth_url:?} is not an http(s) URL"
+        );
+        let domain = |id: Option<String>, name: Option<String>, what: &str| match (id, name) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("[keystone] set {what}_domain_id or {what}_domain_name, not both")
+            }
+            (Some(id), None) => Ok(DomainRef::Id(id)),
+            (None, Some(name)) => Ok(DomainRef::Name(name)),
+            (None, None) => Ok(DomainRef::Id("default".to_owned())),
+        };
+        let credentials = match (
+            self.username,
+            self.password,
+            self.application_credential_id,
+            self.application_credential_secret,
+        ) {
+            (Some(username), Some(password), None, None) => Credentials::Password {
+                username,
+                password,
+                user_domain: domain(self.user_domain_id, self.user_domain_name, "user")?,
+                project_name: self.project_name.context(
+                    "[keystone] project_name is required with a password (the project where berth's user has the service role)",
+                )?,
+                project_domain: domain(
+                    self.project_domain_id,
+                    self.project_domain_name,
+                    "project",
+                )?,
+            },
+            (None, None, Some(id), Some(secret)) => {
+                Credentials::ApplicationCredential { id, secret }
+            }
+            _ => anyhow::bail!(
+                "[keystone] needs berth's credentials: username and password, or application_credential_id and application_credential_secret"
+            ),
+        };
+        let cache_seconds = self
+            .cache_seconds
+            .unwrap_or(keystone::CACHE_SECONDS_DEFAULT);
+        anyhow::ensure!(
+            cache_seconds <= 86_400,
+            "[keystone] cache_seconds must be between 0 and 86400"
+        );
+        let cache_entries = self
+            .cache_entries
+            .unwrap_or(keystone::CACHE_ENTRIES_DEFAULT);
+        anyhow::ensure!(
+            cache_entries <= 10_000_000,
+            "[keystone] cache_entries must be between 0 and 10000000"
+        );
+        let timeout_seconds = self
+            .timeout_seconds
+            .unwrap_or(keystone::TIMEOUT_SECONDS_DEFAULT);
+        anyhow::ensure!(
+            (1..=60).contains(&timeout_seconds),
+            "[keystone] timeout_seconds must be between 1 and 60"
+        );
+        Ok(KeystoneSettings {
+            www_authenticate_uri: self
+                .www_authenticate_uri
+                .unwrap_or_else(|| auth_url.clone()),
+            auth_url,
+            credentials,
+            cache_bound: Duration::from_secs(cache_seconds),
+            cache_entries,
+            timeout: Duration::from_secs(timeout_seconds),
+            service_token_roles: self
+                .service_token_roles
+                .unwrap_or_else(|| vec!["service".to_owned()]),
+        })
+    }
 }
 
 /// `[http]` in the TOML file.
@@ -289,6 +404,19 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     /// Its route overrides and priority grants (empty without a file).
     pub access_policy: crate::policy::AccessPolicy,
+    /// Keystone and berth's credentials there, for `--auth keystone` (`Debug` shows no secret).
+    pub keystone: Option<KeystoneSettings>,
+    /// The certificate chain and key to serve HTTPS with, both PEM.
+    pub tls: Option<TlsFiles>,
+}
+
+/// The PEM files HTTPS is served with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, the server's first.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
 }
 
 /// Default listen address.
@@ -340,6 +468,11 @@ impl Config {
         if auth == AuthMode::Token && tokens.is_none() {
             anyhow::bail!("--auth token needs --tokens FILE");
         }
+        let keystone = keystone_settings(auth, file.keystone)?;
+        let tls = tls_files(
+            args.tls_cert.clone().or(file.tls_cert),
+            args.tls_key.clone().or(file.tls_key),
+        )?;
         let (callback_ca_file, callback_destinations) =
             notifications(args, file.notifications.unwrap_or_default())?;
         let claim_ttl = args
@@ -378,6 +511,8 @@ impl Config {
             trusted_proxies,
             policy_file,
             access_policy,
+            keystone,
+            tls,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             max_connections,
@@ -418,8 +553,21 @@ impl Config {
             .iter()
             .map(|net| format!("{:?}", net.to_string()))
             .collect();
+        let tls = match &self.tls {
+            Some(files) => format!(
+                "tls_cert = {:?}\ntls_key = {:?}\n",
+                files.cert.display().to_string(),
+                files.key.display().to_string()
+            ),
+            None => String::new(),
+        };
+        let keystone = self
+            .keystone
+            .as_ref()
+            .map(describe_keystone)
+            .unwrap_or_default();
         format!(
-            "{general}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n",
+            "{general}{tls}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n{keystone}",
             allow.join(", "),
             self.claim_ttl.as_secs(),
             self.max_connections,
@@ -427,6 +575,62 @@ impl Config {
             self.header_timeout.as_secs()
         )
     }
+}
+
+/// The Keystone settings `--auth keystone` needs, from the `[keystone]` section.
+fn keystone_settings(
+    auth: AuthMode,
+    section: Option<KeystoneSection>,
+) -> anyhow::Result<Option<KeystoneSettings>> {
+    match (auth, section) {
+        (AuthMode::Keystone, Some(section)) => section.settings().map(Some),
+        (AuthMode::Keystone, None) => anyhow::bail!(
+            "--auth keystone needs a [keystone] section in the --config file (auth_url and berth's credentials)"
+        ),
+        (_, _) => Ok(None),
+    }
+}
+
+/// The certificate and key of `--tls-cert` and `--tls-key`: both or neither.
+fn tls_files(cert: Option<PathBuf>, key: Option<PathBuf>) -> anyhow::Result<Option<TlsFiles>> {
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+        (None, None) => Ok(None),
+        _ => anyhow::bail!("--tls-cert and --tls-key go together"),
+    }
+}
+
+/// The `[keystone]` section as the configuration says it, secrets redacted.
+fn describe_keystone(settings: &KeystoneSettings) -> String {
+    let domain = |what: &str, domain: &DomainRef| match domain {
+        DomainRef::Id(id) => format!("{what}_domain_id = {id:?}\n"),
+        DomainRef::Name(name) => format!("{what}_domain_name = {name:?}\n"),
+    };
+    let credentials = match &settings.credentials {
+        Credentials::Password {
+            username,
+            user_domain,
+            project_name,
+            project_domain,
+            ..
+        } => format!(
+            "username = {username:?}\npassword = \"***\"\n{}project_name = {project_name:?}\n{}",
+            domain("user", user_domain),
+            domain("project", project_domain)
+        ),
+        Credentials::ApplicationCredential { id, .. } => {
+            format!("application_credential_id = {id:?}\napplication_credential_secret = \"***\"\n")
+        }
+    };
+    format!(
+        "\n[keystone]\nauth_url = {:?}\nwww_authenticate_uri = {:?}\n{credentials}cache_seconds = {}\ncache_entries = {}\ntimeout_seconds = {}\nservice_token_roles = {:?}\n",
+        settings.auth_url,
+        settings.www_authenticate_uri,
+        settings.cache_bound.as_secs(),
+        settings.cache_entries,
+        settings.timeout.as_secs(),
+        settings.service_token_roles
+    )
 }
 
 /// The TOML file, or nothing.
@@ -445,7 +649,7 @@ fn auth_mode(mode: Option<AuthMode>, listen: SocketAddr) -> anyhow::Result<AuthM
         Some(mode) => mode,
         None if listen.ip().is_loopback() => AuthMode::Noauth,
         None => anyhow::bail!(
-            "refusing to listen on {listen} without authentication: set --auth token or --auth headers (noauth is only the default on loopback)"
+            "refusing to listen on {listen} without authentication: set --auth token, --auth headers or --auth keystone (noauth is only the default on loopback)"
         ),
     };
     if auth == AuthMode::Noauth && !listen.ip().is_loopback() {
@@ -576,6 +780,93 @@ mod tests {
         assert_eq!(
             Config::from_args(&args).expect("accepted").auth,
             AuthMode::Headers
+        );
+    }
+
+    #[test]
+    fn keystone_mode_reads_its_section_and_never_shows_the_secrets() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        let args = ServeArgs {
+            config: Some(file.clone()),
+            listen: Some("0.0.0.0:8778".into()),
+            ..ServeArgs::default()
+        };
+        std::fs::write(&file, "auth = \"keystone\"\n").expect("write");
+        let error = Config::from_args(&args)
+            .expect_err("no section")
+            .to_string();
+        assert!(error.contains("[keystone]"), "{error}");
+        std::fs::write(
+            &file,
+            "auth = \"keystone\"\n[keystone]\nauth_url = \"http://keystone:5000/v3\"\nusername = \"berth\"\npassword = \"hunter2\"\nproject_name = \"service\"\nuser_domain_name = \"Default\"\ncache_seconds = 2\n",
+        )
+        .expect("write");
+        let config = Config::from_args(&args).expect("keystone");
+        assert_eq!(config.auth, AuthMode::Keystone);
+        let settings = config.keystone.as_ref().expect("settings");
+        assert_eq!(settings.cache_bound, Duration::from_secs(2));
+        assert_eq!(
+            settings.timeout,
+            Duration::from_secs(keystone::TIMEOUT_SECONDS_DEFAULT)
+        );
+        assert_eq!(settings.www_authenticate_uri, "http://keystone:5000/v3");
+        assert_eq!(settings.service_token_roles, ["service"]);
+        assert!(matches!(
+            &settings.credentials,
+            Credentials::Password { user_domain: DomainRef::Name(name), project_domain: DomainRef::Id(id), .. }
+                if name == "Default" && id == "default"
+        ));
+        for shown in [format!("{config:?}"), config.describe()] {
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        assert!(
+            config
+                .describe()
+                .contains("[keystone]\nauth_url = \"http://keystone:5000/v3\"")
+        );
+        std::fs::write(
+            &file,
+            "auth = \"keystone\"\n[keystone]\nauth_url = \"http://keystone:5000/v3\"\napplication_credential_id = \"ac\"\napplication_credential_secret = \"s3cret\"\n",
+        )
+        .expect("write");
+        let config = Config::from_args(&args).expect("application credential");
+        assert!(!format!("{config:?}{}", config.describe()).contains("s3cret"));
+        for bad in [
+            "[keystone]\nauth_url = \"http://k/v3\"\nusername = \"u\"\n",
+            "[keystone]\nauth_url = \"http://k/v3\"\nusername = \"u\"\npassword = \"p\"\n",
+            "[keystone]\nauth_url = \"keystone\"\napplication_credential_id = \"a\"\napplication_credential_secret = \"s\"\n",
+            "[keystone]\nauth_url = \"http://k/v3\"\napplication_credential_id = \"a\"\napplication_credential_secret = \"s\"\ntimeout_seconds = 0\n",
+            "[keystone]\nauth_url = \"http://k/v3\"\napplication_credential_id = \"a\"\napplication_credential_secret = \"s\"\nusername = \"u\"\npassword = \"p\"\nproject_name = \"s\"\n",
+        ] {
+            std::fs::write(&file, format!("auth = \"keystone\"\n{bad}")).expect("write");
+            assert!(Config::from_args(&args).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_tls_certificate_and_key_go_together() {
+        let args = ServeArgs {
+            tls_cert: Some("cert.pem".into()),
+            ..ServeArgs::default()
+        };
+        assert!(Config::from_args(&args).is_err());
+        let args = ServeArgs {
+            tls_key: Some("key.pem".into()),
+            ..args
+        };
+        let config = Config::from_args(&args).expect("both");
+        assert_eq!(
+            config.tls,
+            Some(TlsFiles {
+                cert: "cert.pem".into(),
+                key: "key.pem".into()
+            })
+        );
+        assert!(config.describe().contains("tls_cert = \"cert.pem\""));
+        assert_eq!(
+            Config::from_args(&ServeArgs::default()).expect("none").tls,
+            None
         );
     }
 

@@ -8,6 +8,9 @@
 //! request in flight is never cut by these two (the request timeout bounds it). Beyond the
 //! connection limit, new connections are not accepted: they wait in the kernel's listen backlog
 //! until a connection closes.
+//!
+//! With TLS (`--tls-cert`), each connection's handshake runs in its own task within the header
+//! timeout, over the same watched stream, so the timeouts count the bytes on the wire.
 
 use axum::Router;
 use axum::extract::ConnectInfo;
@@ -23,6 +26,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
@@ -38,12 +42,14 @@ pub struct ConnectionLimits {
     pub header_timeout: Duration,
 }
 
-/// Serves `app` on `listener` until `stop` is cancelled, then stops accepting, lets in-flight
-/// requests finish (idle connections close at once) and returns when every connection closed.
+/// Serves `app` on `listener` (over TLS with `tls`) until `stop` is cancelled, then stops
+/// accepting, lets in-flight requests finish (idle connections close at once) and returns when
+/// every connection closed.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -75,8 +81,9 @@ pub async fn serve(
         }
         let app = app.clone();
         let stop = stop.clone();
+        let tls = tls.clone();
         connections.spawn(async move {
-            connection(stream, peer, app, limits, stop).await;
+            connection(stream, peer, app, limits, tls, stop).await;
             drop(slot);
         });
     }
@@ -96,19 +103,50 @@ fn is_connection_error(error: &io::Error) -> bool {
     )
 }
 
-/// Serves one connection until the client closes it, a timeout closes it, or shutdown ends it.
+/// Serves one connection until the client closes it, a timeout closes it, or shutdown ends it;
+/// with `tls`, after a handshake that must end within the header timeout.
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     app: Router,
     limits: ConnectionLimits,
+    tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) {
     let activity = Arc::new(Activity::new(Instant::now()));
-    let io = TokioIo::new(Watched {
+    let watched = Watched {
         stream,
         activity: Arc::clone(&activity),
-    });
+    };
+    let Some(acceptor) = tls else {
+        return http(TokioIo::new(watched), peer, app, limits, stop, activity).await;
+    };
+    let handshake = tokio::select! {
+        () = stop.cancelled() => return,
+        done = tokio::time::timeout(limits.header_timeout, acceptor.accept(watched)) => done,
+    };
+    match handshake {
+        Ok(Ok(stream)) => {
+            // The handshake's bytes are not a request's.
+            activity.with(|s| s.head_started = None);
+            http(TokioIo::new(stream), peer, app, limits, stop, activity).await;
+        }
+        Ok(Err(error)) => tracing::debug!(%error, %peer, "TLS handshake failed"),
+        Err(_) => tracing::debug!(%peer, "TLS handshake too slow"),
+    }
+}
+
+/// Serves HTTP/1.1 on one connection's stream (plain or TLS) with the timeouts of `activity`.
+async fn http<I>(
+    io: TokioIo<I>,
+    peer: SocketAddr,
+    app: Router,
+    limits: ConnectionLimits,
+    stop: CancellationToken,
+    activity: Arc<Activity>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let on_request = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let busy = Busy::begin(&on_request);

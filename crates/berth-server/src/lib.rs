@@ -7,9 +7,11 @@ pub mod config;
 pub mod connections;
 pub mod http;
 pub mod ids;
+pub mod keystone;
 pub mod metrics;
 pub mod notifier;
 pub mod policy;
+pub mod tls;
 
 use crate::auth::Authenticator;
 use crate::config::{Config, SqliteSynchronous, StorageUrl};
@@ -86,10 +88,14 @@ impl Running {
 
 /// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let auth = Arc::new(
-        Authenticator::new(config.auth, config.tokens.as_deref())?
-            .with_trusted_proxies(config.trusted_proxies.clone()),
-    );
+    let mut authenticator = Authenticator::new(config.auth, config.tokens.as_deref())?
+        .with_trusted_proxies(config.trusted_proxies.clone());
+    if let Some(settings) = &config.keystone {
+        authenticator =
+            authenticator.with_keystone(Arc::new(keystone::Keystone::new(settings.clone())?));
+    }
+    let auth = Arc::new(authenticator);
+    let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
     if config.auth == auth::AuthMode::Headers && !config.listen.ip().is_loopback() {
         tracing::warn!(
             listen = %config.listen,
@@ -140,8 +146,15 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         idle_timeout: config.idle_timeout,
         header_timeout: config.header_timeout,
     };
-    let task = tokio::spawn(connections::serve(listener, app, connection_limits, signal));
-    tracing::info!(%addr, auth = ?config.auth, "berth is serving");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let task = tokio::spawn(connections::serve(
+        listener,
+        app,
+        connection_limits,
+        tls,
+        signal,
+    ));
+    tracing::info!(%addr, scheme, auth = ?config.auth, "berth is serving");
     Ok(Running {
         addr,
         stop,

@@ -315,6 +315,7 @@ mod tests {
             project_id: project.into(),
             user_id: "u".into(),
             roles: roles.to_vec(),
+            ..Identity::default()
         }
     }
 

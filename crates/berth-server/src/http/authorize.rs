@@ -1,5 +1,8 @@
 //! The authorization middleware: resolves the caller once, checks the rule the matched route
-//! declared (with the operator's overrides), and hands the identity to the handler. In `noauth`
+//! declared (with the operator's overrides), and hands the identity to the handler. A caller
+//! scoped to a domain or the system acts in no project, so only an admin among them passes a
+//! project-scoped route. In `keystone` mode a 401 names Keystone in `WWW-Authenticate`, as
+//! keystonemiddleware does, and Keystone unable to answer is 503. In `noauth`
 //! mode it also keeps browsers from being used against a local berth: requests must name a
 //! loopback host (no DNS rebinding), come from the same origin when a browser says where they
 //! come from, and carry their POST bodies as JSON (so a cross-site form or `fetch` without a CORS
@@ -8,14 +11,14 @@
 use crate::auth::{AuthFailure, AuthMode, Identity};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use crate::policy::Need;
+use crate::policy::{Need, Scope};
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 
-/// 401 in the surface's format.
+/// 401 in the surface's format (503 when the identity service could not answer).
 pub fn unauthorized(failure: AuthFailure) -> ApiError {
     let detail = match failure {
         AuthFailure::Missing => "The request you have made requires authentication.",
@@ -23,8 +26,33 @@ pub fn unauthorized(failure: AuthFailure) -> ApiError {
         AuthFailure::Untrusted => {
             "Identity headers are accepted only from a trusted proxy (--trusted-proxy)."
         }
+        AuthFailure::Unavailable => {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "identity_unavailable",
+                "The identity service could not validate the token; try again later.",
+            );
+        }
     };
     ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail)
+}
+
+/// The refusal of an unauthenticated request as a response: in `keystone` mode a 401 carries
+/// `WWW-Authenticate: Keystone uri="..."`.
+pub fn refusal(state: &AppState, failure: AuthFailure) -> Response {
+    let mut response = unauthorized(failure).into_response();
+    if response.status() == StatusCode::UNAUTHORIZED
+        && let Some(keystone) = state.auth.keystone()
+        && let Ok(value) = HeaderValue::from_str(&format!(
+            "Keystone uri=\"{}\"",
+            keystone.settings().www_authenticate_uri
+        ))
+    {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 /// Checks the caller against the matched route's rule before the handler runs.
@@ -53,13 +81,14 @@ pub async fn middleware(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
     if let Err(failure) = state.auth.trusts(peer) {
-        return unauthorized(failure).into_response();
+        return refusal(&state, failure);
     }
-    let identity: Identity = match state.auth.identify(request.headers()) {
+    let identity: Identity = match state.auth.identify(request.headers()).await {
         Ok(identity) => identity,
-        Err(failure) => return unauthorized(failure).into_response(),
+        Err(failure) => return refusal(&state, failure),
     };
-    if !rule.need.satisfied_by(&identity.roles) {
+    let in_scope = rule.scope != Scope::Project || identity.has_project() || identity.is_admin();
+    if !rule.need.satisfied_by(&identity.roles) || !in_scope {
         return ApiError::forbidden().into_response();
     }
     request.extensions_mut().insert(identity);

@@ -77,6 +77,7 @@ impl FromRequestParts<AppState> for Caller {
         state
             .auth
             .identify(&parts.headers)
+            .await
             .map(Caller)
             .map_err(crate::http::authorize::unauthorized)
     }

@@ -20,6 +20,28 @@ async fn discovery_health_metrics_and_openapi() {
         surfaces,
         ["/placement", "/reservation/v1", "/promise", "/baremetal/v1"]
     );
+    // Each surface's version discovery, where keystoneauth looks from a catalog entry.
+    for (path, id) in [
+        ("/placement", "v1.0"),
+        ("/placement/", "v1.0"),
+        ("/reservation", "v1.0"),
+        ("/reservation/", "v1.0"),
+        ("/baremetal", "v1"),
+        ("/baremetal/", "v1"),
+    ] {
+        let (status, document) = app.get(path, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(document["versions"][0]["id"], id, "{path}: {document}");
+    }
+    let (status, placement) = app.get("/placement", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(placement["versions"][0]["min_version"], "1.0");
+    assert_eq!(placement["versions"][0]["max_version"], "1.39");
+    for path in ["/baremetal/v1", "/baremetal/v1/"] {
+        let (status, document) = app.get(path, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(document["id"], "v1", "{path}: {document}");
+    }
     let (status, health) = app.get("/healthz", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(

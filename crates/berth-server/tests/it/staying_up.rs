@@ -260,6 +260,7 @@ async fn handlers_see_the_peer_address() {
         listener,
         app,
         limits,
+        None,
         stop.clone(),
     ));
     let mut stream = TcpStream::connect(addr).await.expect("connect");

@@ -41,6 +41,8 @@ pub(crate) struct Options {
     /// `--callback-allow`: address ranges callbacks may reach although the destination policy
     /// refuses them (tests whose receivers listen on 127.0.0.1 allow `127.0.0.0/8`).
     pub(crate) callback_allow: Vec<String>,
+    /// `--config`: a TOML configuration file (its `[keystone]` section, for instance).
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// The range test receivers listen in.
@@ -101,6 +103,7 @@ impl TestApp {
             idle_timeout_seconds: options.idle_timeout_seconds,
             header_timeout_seconds: options.header_timeout_seconds,
             callback_allow: options.callback_allow,
+            config: options.config,
             ..ServeArgs::default()
         };
         let mut config = Config::from_args(&args).expect("config");

@@ -32,17 +32,42 @@ pub fn register(routes: &mut Routes) {
             "Bare-metal API versions",
             versions,
         )
-        .answers::<VersionList>(200);
+        .answers::<VersionList>(200)
+        .add(
+            Method::GET,
+            "/baremetal/v1",
+            Rule::PUBLIC,
+            "Bare-metal API version 1 (Ironic's /v1 root)",
+            version_one,
+        )
+        .answers::<Version>(200)
+        .add(
+            Method::GET,
+            "/baremetal/v1/",
+            Rule::PUBLIC,
+            "Bare-metal API version 1 (Ironic's /v1 root)",
+            version_one,
+        )
+        .answers::<Version>(200);
     nodes::register(routes);
     claims::register(routes);
 }
 
+fn v1() -> Version {
+    Version {
+        id: "v1".to_owned(),
+        status: "CURRENT".to_owned(),
+        links: vec![Link::to_self("/baremetal/v1/")],
+    }
+}
+
 async fn versions() -> Json<VersionList> {
     Json(VersionList {
-        versions: vec![Version {
-            id: "v1".to_owned(),
-            status: "CURRENT".to_owned(),
-            links: vec![Link::to_self("/baremetal/v1/")],
-        }],
+        versions: vec![v1()],
     })
+}
+
+/// Ironic answers its `/v1` root as the version it is, so a catalog entry may name either.
+async fn version_one() -> Json<Version> {
+    Json(v1())
 }
