@@ -308,14 +308,7 @@ pub fn set_traits(
     if traits.len() > limits::TRAITS_PER_PROVIDER_MAX {
         return Err(Rejection::TooMany("traits"));
     }
-    let unknown: Vec<&str> = traits
-        .iter()
-        .filter(|t| !catalog.has_trait(t))
-        .map(TraitName::as_str)
-        .collect();
-    if !unknown.is_empty() {
-        return Err(Rejection::UnknownTraits(unknown.join(", ")));
-    }
+    crate::query::names::known_traits(catalog, &traits)?;
     Ok(vec![
         Change::TraitsReplaced { uuid, traits },
         Change::ProviderUpdated(bumped(current, now)),

@@ -113,19 +113,27 @@ impl Names {
                         return Err(Rejection::UnknownResourceClass(unknown.as_str().to_owned()));
                     }
                 }
-                Named::Traits(traits) => {
-                    let unknown: Vec<&str> = traits
-                        .iter()
-                        .filter(|t| !catalog.has_trait(t))
-                        .map(TraitName::as_str)
-                        .collect();
-                    if !unknown.is_empty() {
-                        return Err(Rejection::UnknownTraits(unknown.join(", ")));
-                    }
-                }
+                Named::Traits(traits) => known_traits(catalog, traits)?,
             }
         }
         Ok(())
+    }
+}
+
+/// Refuses `traits` unless the catalog knows each: [`Rejection::UnknownTraits`] lists every
+/// unknown one, in the order given.
+pub fn known_traits<'t>(
+    catalog: &Catalog,
+    traits: impl IntoIterator<Item = &'t TraitName>,
+) -> Result<(), Rejection> {
+    let unknown: Vec<&str> = traits
+        .into_iter()
+        .filter(|t| !catalog.has_trait(t))
+        .map(TraitName::as_str)
+        .collect();
+    match unknown.is_empty() {
+        true => Ok(()),
+        false => Err(Rejection::UnknownTraits(unknown.join(", "))),
     }
 }
 
