@@ -4,7 +4,7 @@
 use crate::deadline::Deadline;
 use crate::error::AppError;
 use berth_core::{Catalog, Change, Instant, Rejection};
-use berth_store::{Store, StoreError};
+use berth_store::{CHANGE_LOG_PAGE, Committed, Store, StoreError, Tail, WriteTx};
 use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
@@ -69,6 +69,11 @@ pub struct Berth {
     writer: Arc<Mutex<Working>>,
     /// Decisions waiting for the next batch.
     queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+    /// Held by whoever brings the readers' catalog forward from the store, so that concurrent
+    /// readers who find it behind read the log once, not once each.
+    following: Mutex<()>,
+    /// How the readers' catalog has been brought forward (for `/metrics`).
+    pub(crate) replication: Arc<Replication>,
     /// The id of the next queued decision.
     next_pending: std::sync::atomic::AtomicU64,
     /// Wakes the lifecycle engine when a lease changes in this process.
@@ -109,6 +114,8 @@ impl Berth {
             catalog: Arc::new(RwLock::new(catalog)),
             writer: Arc::new(Mutex::new(working)),
             queue: Arc::new(std::sync::Mutex::new(VecDeque::new())),
+            following: Mutex::new(()),
+            replication: Arc::new(Replication::default()),
             next_pending: std::sync::atomic::AtomicU64::new(0),
             lifecycle: Notify::new(),
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
@@ -192,17 +199,41 @@ impl Berth {
 
     async fn refresh(&self) -> Result<(), AppError> {
         let stored = self.store.catalog_seq().await?;
-        if stored == self.read_now(Catalog::seq) {
-            return Ok(());
+        self.follow(stored).await.map(|_| ())
+    }
+
+    /// Brings the readers' catalog up to the commit `target` at least (another replica's, or
+    /// this process's own not yet applied): by applying the replication log's entries after
+    /// the catalog's sequence, or, when the log cannot (pruned past it, or written before it),
+    /// by loading the catalog whole. Returns whether anything was applied or loaded.
+    pub(crate) async fn follow(&self, target: u64) -> Result<bool, AppError> {
+        if self.read_now(Catalog::seq) >= target {
+            return Ok(false);
         }
-        // A batch in this process may be between its commit and its apply; wait for it.
-        let _writer = self.writer.lock().await;
-        if stored <= self.read_now(Catalog::seq) {
-            return Ok(());
+        let _following = self.following.lock().await;
+        let mut moved = false;
+        // Each round applies at least one entry or ends, so it is bounded by the distance.
+        loop {
+            let have = self.read_now(Catalog::seq);
+            if have >= target {
+                return Ok(moved);
+            }
+            if let Tail::Entries(entries) = self.store.changes_after(have, CHANGE_LOG_PAGE).await? {
+                let applied = apply_entries(&self.catalog, &entries);
+                self.replication.applied(applied);
+                moved |= applied > 0;
+                // A batch of this process may have applied the same entries meanwhile.
+                if applied > 0 || self.read_now(Catalog::seq) > have {
+                    self.lifecycle.notify_one();
+                    continue;
+                }
+            }
+            let rows = self.store.load_catalog().await?;
+            replace_catalog(&self.catalog, Catalog::from_rows(rows));
+            self.replication.reloaded();
+            self.lifecycle.notify_one();
+            return Ok(true);
         }
-        let rows = self.store.load_catalog().await?;
-        replace_catalog(&self.catalog, Catalog::from_rows(rows));
-        Ok(())
     }
 
     /// The one write path. The decision is queued; whichever writer holds the writer lock takes
@@ -296,6 +327,7 @@ impl Berth {
             clock: Arc::clone(&self.clock),
             catalog: Arc::clone(&self.catalog),
             queue: Arc::clone(&self.queue),
+            replication: Arc::clone(&self.replication),
         }
     }
 
@@ -310,6 +342,7 @@ struct Batch {
     clock: Arc<dyn Clock>,
     catalog: Arc<RwLock<Catalog>>,
     queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+    replication: Arc<Replication>,
 }
 
 impl Batch {
@@ -342,6 +375,31 @@ impl Batch {
         self.commit_batch(&mut working, batch).await;
     }
 
+    /// Brings the writers' copy up to the latest commit, under the writers' lock: other
+    /// replicas' commits since its own come from the log (and go to the readers' catalog too:
+    /// they are committed); the catalog is loaded whole only when the log cannot.
+    async fn current(&self, tx: &mut dyn WriteTx, working: &mut Working) -> Result<(), StoreError> {
+        let stored = tx.catalog_seq().await?;
+        if working.dirty {
+            // Cut short before: the readers' catalog holds only what was committed.
+            working.catalog = read(&self.catalog, Catalog::clone);
+        }
+        match catch_up(tx, &mut working.catalog, stored).await? {
+            Some(entries) => {
+                if !entries.is_empty() {
+                    let applied = apply_entries(&self.catalog, &entries);
+                    self.replication.applied(applied);
+                }
+            }
+            None => {
+                working.catalog = Catalog::from_rows(tx.load_catalog().await?);
+                self.replication.reloaded();
+                replace_catalog(&self.catalog, working.catalog.clone());
+            }
+        }
+        Ok(())
+    }
+
     async fn commit_batch(&self, working: &mut Working, batch: Vec<Pending>) {
         if batch.is_empty() {
             return;
@@ -350,16 +408,8 @@ impl Batch {
             Ok(tx) => tx,
             Err(error) => return fail(batch, &error),
         };
-        let stored = match tx.catalog_seq().await {
-            Ok(seq) => seq,
-            Err(error) => return fail(batch, &error),
-        };
-        if working.dirty || stored != working.catalog.seq() {
-            match tx.load_catalog().await {
-                Ok(rows) => working.catalog = Catalog::from_rows(rows),
-                Err(error) => return fail(batch, &error),
-            }
-            replace_catalog(&self.catalog, working.catalog.clone());
+        if let Err(error) = self.current(tx.as_mut(), working).await {
+            return fail(batch, &error);
         }
         working.dirty = true;
         let now = self.clock.now();
@@ -415,19 +465,107 @@ impl Batch {
             }
         };
         working.catalog.set_seq(seq);
+        let own = Committed { seq, changes };
+        if apply_entries(&self.catalog, std::slice::from_ref(&own)) == 0
+            && read(&self.catalog, Catalog::seq) < seq
         {
-            let mut catalog = self
-                .catalog
-                .write()
-                .expect("invariant: catalog lock is never poisoned");
-            catalog.apply(&changes);
-            catalog.set_seq(seq);
+            // Behind by more than this commit (a reader's reload raced the batch): the working
+            // copy is exactly the committed state.
+            replace_catalog(&self.catalog, working.catalog.clone());
         }
         working.dirty = false;
         for (reply, value) in accepted {
             let _ = reply.send(Ok(value));
         }
         refuse(refused);
+    }
+}
+
+/// Runs `f` over the readers' catalog.
+fn read<R>(catalog: &RwLock<Catalog>, f: impl FnOnce(&Catalog) -> R) -> R {
+    f(&catalog
+        .read()
+        .expect("invariant: catalog lock is never poisoned"))
+}
+
+/// Applies committed log entries to the readers' catalog, in order: those it already has are
+/// skipped, and it stops at a gap. Returns how many it applied.
+fn apply_entries(catalog: &RwLock<Catalog>, entries: &[Committed]) -> usize {
+    let mut catalog = catalog
+        .write()
+        .expect("invariant: catalog lock is never poisoned");
+    apply_in_order(&mut catalog, entries)
+}
+
+/// Applies the entries that follow `catalog`'s sequence, in order, stopping at a gap; returns
+/// how many it applied.
+fn apply_in_order(catalog: &mut Catalog, entries: &[Committed]) -> usize {
+    let mut applied = 0;
+    for entry in entries {
+        let next = catalog.seq() + 1;
+        if entry.seq < next {
+            continue;
+        }
+        if entry.seq > next {
+            break;
+        }
+        catalog.apply(&entry.changes);
+        catalog.set_seq(entry.seq);
+        applied += 1;
+    }
+    applied
+}
+
+/// Brings the writers' copy up to `stored` (the sequence read under the writer lock) from the
+/// replication log; returns the entries it applied, or `None` when the log cannot (the copy
+/// must be loaded whole).
+async fn catch_up(
+    tx: &mut dyn WriteTx,
+    working: &mut Catalog,
+    stored: u64,
+) -> Result<Option<Vec<Committed>>, StoreError> {
+    let mut caught_up = Vec::new();
+    // Each round applies at least one entry or ends, so it is bounded by the distance.
+    while working.seq() < stored {
+        let Tail::Entries(entries) = tx.changes_after(working.seq(), CHANGE_LOG_PAGE).await? else {
+            return Ok(None);
+        };
+        if apply_in_order(working, &entries) == 0 {
+            return Ok(None);
+        }
+        caught_up.extend(entries);
+    }
+    Ok((working.seq() == stored).then_some(caught_up))
+}
+
+/// How a replica's catalog has been kept current: entries applied from the replication log and
+/// whole reloads (for `/metrics`).
+#[derive(Debug, Default)]
+pub(crate) struct Replication {
+    applied: std::sync::atomic::AtomicU64,
+    reloads: std::sync::atomic::AtomicU64,
+}
+
+impl Replication {
+    fn applied(&self, entries: usize) {
+        let entries = u64::try_from(entries).unwrap_or(u64::MAX);
+        self.applied
+            .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn reloaded(&self) {
+        self.reloads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Log entries applied to the readers' catalog (other replicas' commits) so far.
+    pub(crate) fn entries_applied(&self) -> u64 {
+        self.applied.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whole-catalog reloads so far.
+    pub(crate) fn reloads(&self) -> u64 {
+        self.reloads.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -451,11 +589,11 @@ fn abandoned() -> AppError {
     ))
 }
 
-/// Most decisions one batch commits together.
 /// How long a node claim holds its node unless the request or the configuration says
 /// otherwise: 10 minutes.
 pub const CLAIM_TTL_DEFAULT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Most decisions one batch commits together.
 pub const BATCH_LEN_MAX: usize = 256;
 
 /// Answers every decision of a batch that could not be committed.

@@ -78,6 +78,12 @@ impl Store for GatedStore {
     async fn load_catalog(&self) -> Result<CatalogRows, StoreError> {
         self.inner.load_catalog().await
     }
+    async fn changes_after(&self, seq: u64, limit: usize) -> Result<berth_store::Tail, StoreError> {
+        self.inner.changes_after(seq, limit).await
+    }
+    async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError> {
+        self.inner.change_log_bounds().await
+    }
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         Ok(Box::new(GatedTx {
             inner: self.inner.begin_write().await?,
@@ -108,6 +114,13 @@ impl WriteTx for GatedTx {
     }
     async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
         self.inner.load_catalog().await
+    }
+    async fn changes_after(
+        &mut self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<berth_store::Tail, StoreError> {
+        self.inner.changes_after(seq, limit).await
     }
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         self.inner.persist(changes, now).await

@@ -398,6 +398,16 @@ impl berth_store::Store for CrashingStore {
     ) -> Result<berth_core::catalog::CatalogRows, berth_store::StoreError> {
         self.inner.load_catalog().await
     }
+    async fn changes_after(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<berth_store::Tail, berth_store::StoreError> {
+        self.inner.changes_after(seq, limit).await
+    }
+    async fn change_log_bounds(&self) -> Result<(u64, u64), berth_store::StoreError> {
+        self.inner.change_log_bounds().await
+    }
     async fn begin_write(&self) -> Result<Box<dyn berth_store::WriteTx>, berth_store::StoreError> {
         let tx = self.inner.begin_write().await?;
         Ok(Box::new(CrashingTx {
@@ -434,6 +444,13 @@ impl berth_store::WriteTx for CrashingTx {
         &mut self,
     ) -> Result<berth_core::catalog::CatalogRows, berth_store::StoreError> {
         self.inner.load_catalog().await
+    }
+    async fn changes_after(
+        &mut self,
+        seq: u64,
+        limit: usize,
+    ) -> Result<berth_store::Tail, berth_store::StoreError> {
+        self.inner.changes_after(seq, limit).await
     }
     async fn persist(
         &mut self,

@@ -18,11 +18,18 @@ use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
+/// The version of [`Change`]'s serde form that this build writes and reads.
+pub const CHANGE_FORMAT: u16 = 1;
+
 /// What a decision returns: the changes to persist and apply, or why it refused.
 pub type Decision = Result<Vec<Change>, Rejection>;
 
 /// One change to the inventory catalog. Each carries the full new state of what it touches.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Its serde form is the replication log's encoding (format [`CHANGE_FORMAT`]): every replica
+/// applies the changes another committed by decoding them, so a renamed variant or field is a
+/// new format, never an edit of this one (the store's tests pin the bytes of each variant).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Change {
     /// A new provider.
     ProviderCreated(ProviderRow),

@@ -20,7 +20,7 @@ pub mod query;
 pub mod rejection;
 
 pub use catalog::Catalog;
-pub use change::Change;
+pub use change::{CHANGE_FORMAT, Change};
 pub use model::consumer::Consumer;
 pub use model::id::{LeaseId, ProviderId, ReservationId};
 pub use model::inventory::Inventory;

@@ -134,6 +134,9 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));
+    let engine = Arc::clone(&berth);
+    let halt = stop.clone();
+    tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
     let app = http::router(berth, auth, limits, config.access_policy.clone())?
         .layer(axum::Extension(destinations));
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -16,10 +16,10 @@ pub mod scratch;
 mod statements;
 
 use berth_core::model::lease::Lease;
-use berth_store::StoreError;
 use berth_store::sql::{SqlBackend, Statements};
+use berth_store::{CommitFeed, StoreError};
 use error::map_err;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{PgConnection, Postgres, Row, Transaction};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -30,13 +30,19 @@ use uuid::Uuid;
 const LOCK_TIMEOUT: &str = "10s";
 /// How long a caller waits for a free pooled connection.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Connections in the pool; catalog writers are serialized, readers run in parallel.
-const POOL_CONNECTIONS_MAX: u32 = 8;
+/// Connections in the pool; catalog writers are serialized, readers run in parallel. One more
+/// is held by the listener for other replicas' commits, when one listens.
+const POOL_CONNECTIONS_MAX: u32 = 9;
+
+/// The channel every commit is announced on, with its catalog sequence as the payload.
+const COMMIT_CHANNEL: &str = "berth_catalog";
 
 /// A berth store in one PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// How many commits the replication log keeps.
+    retained: u64,
 }
 
 impl PostgresStore {
@@ -56,7 +62,17 @@ impl PostgresStore {
             .run(&pool)
             .await
             .map_err(|e| StoreError::Backend(e.into()))?;
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore {
+            pool,
+            retained: berth_store::CHANGE_LOG_RETAINED,
+        })
+    }
+
+    /// The same store, keeping `retained` commits in the replication log (at least 1) instead of
+    /// [`berth_store::CHANGE_LOG_RETAINED`].
+    pub fn with_change_log_retained(mut self, retained: u64) -> PostgresStore {
+        self.retained = retained.max(1);
+        self
     }
 
     /// Closes every connection.
@@ -100,6 +116,18 @@ impl SqlBackend for PostgresStore {
             .await
     }
 
+    fn change_log_retained(&self) -> u64 {
+        self.retained
+    }
+
+    async fn listen(&self) -> Result<Option<Box<dyn CommitFeed>>, StoreError> {
+        let mut listener = PgListener::connect_with(&self.pool)
+            .await
+            .map_err(map_err)?;
+        listener.listen(COMMIT_CHANNEL).await.map_err(map_err)?;
+        Ok(Some(Box::new(Commits { listener })))
+    }
+
     async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease>>, StoreError> {
         lease::load_leases(conn).await
     }
@@ -130,5 +158,22 @@ impl PostgresStore {
         .await
         .map_err(map_err)?;
         Ok(rows)
+    }
+}
+
+/// Other replicas' commits, as `LISTEN berth_catalog` receives them.
+struct Commits {
+    listener: PgListener,
+}
+
+#[async_trait::async_trait]
+impl CommitFeed for Commits {
+    async fn next(&mut self) -> Result<Option<u64>, StoreError> {
+        // `None` from the listener: the connection was lost (and is made again on the next
+        // call), so announcements may have been missed meanwhile.
+        match self.listener.try_recv().await.map_err(map_err)? {
+            Some(notification) => Ok(notification.payload().parse().ok()),
+            None => Ok(None),
+        }
     }
 }

@@ -121,4 +121,9 @@ pub(crate) const SQL: Statements = Statements {
             created_at = excluded.created_at",
     delete_idempotency_key: "DELETE FROM idempotency_keys
         WHERE project_id = $1 AND route = $2 AND idempotency_key = $3",
+    append_changes: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
+    changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2",
+    prune_changes: "DELETE FROM change_log WHERE seq <= $1",
+    oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",
+    notify_commit: Some("SELECT pg_notify('berth_catalog', CAST(CAST($1 AS BIGINT) AS TEXT))"),
 };

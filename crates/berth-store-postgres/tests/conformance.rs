@@ -173,3 +173,39 @@ async fn postgres_store_carries_a_0007_database_forward() {
     .await;
     finish(&server, &made, outcome).await;
 }
+
+#[tokio::test]
+async fn postgres_change_log_keeps_the_retained_commits_and_announces_each() {
+    let Some(server) =
+        scratch::server_url("postgres_change_log_keeps_the_retained_commits_and_announces_each")
+    else {
+        return;
+    };
+    let made = Made::default();
+    let outcome = tokio::spawn({
+        let (server, made) = (server.clone(), made.clone());
+        async move {
+            let store = fresh_store(&server, &made)
+                .await
+                .with_change_log_retained(5);
+            let mut feed = store
+                .listen()
+                .await
+                .expect("listen")
+                .expect("PostgreSQL announces commits");
+            berth_store::testkit::change_log_prunes(&store, 5).await;
+            // Every commit was announced, in order, with its sequence.
+            let last = store.catalog_seq().await.expect("seq");
+            for expected in 1..=last {
+                let announced =
+                    tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+                        .await
+                        .expect("announced in time")
+                        .expect("feed");
+                assert_eq!(announced, Some(expected));
+            }
+        }
+    })
+    .await;
+    finish(&server, &made, outcome).await;
+}

@@ -90,3 +90,13 @@ async fn sqlite_store_carries_a_0007_database_forward() {
     berth_store::testkit::carried_forward(&store, &schema).await;
     store.close().await;
 }
+
+#[tokio::test]
+async fn sqlite_change_log_keeps_the_retained_commits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(&dir.path().join("berth.db"))
+        .await
+        .expect("open")
+        .with_change_log_retained(5);
+    berth_store::testkit::change_log_prunes(&store, 5).await;
+}

@@ -1,9 +1,9 @@
 //! Encodings shared by the SQL adapters for values that have no native column type in both
 //! dialects. No SQL here: only the mapping between domain values and column values.
 
-use crate::port::StoreError;
+use crate::port::{Committed, StoreError, Tail};
 use berth_core::model::lease::Lease;
-use berth_core::{AttrValue, Instant, ResourceClass, TraitName};
+use berth_core::{AttrValue, CHANGE_FORMAT, Change, Instant, ResourceClass, TraitName};
 
 /// The `(kind, value)` columns of a typed attribute.
 pub fn encode_attribute(value: &AttrValue) -> (&'static str, String) {
@@ -85,6 +85,35 @@ pub fn encode_object<T: serde::Serialize>(object: &T) -> String {
 /// An object from its stored JSON document.
 pub fn decode_object<T: serde::de::DeserializeOwned>(document: &str) -> Result<T, StoreError> {
     serde_json::from_str(document).map_err(|_| corrupt("document"))
+}
+
+/// One commit's changes as a replication log entry's `changes` column: a JSON array of
+/// [`Change`]s in format [`CHANGE_FORMAT`].
+pub fn encode_changes(changes: &[Change]) -> String {
+    serde_json::to_string(changes).expect("invariant: changes always encode as JSON")
+}
+
+/// Reads the replication log's rows `(seq, format, changes)` fetched after `after`, oldest first,
+/// into the tail that brings a catalog at `after` forward: the entries up to the first that
+/// breaks the run, or [`Tail::Unavailable`] when the very next entry is missing or unreadable.
+pub fn decode_tail(after: u64, rows: impl IntoIterator<Item = (u64, i64, String)>) -> Tail {
+    let mut entries = Vec::new();
+    let mut broken = false;
+    for (expected, (seq, format, text)) in (after + 1..).zip(rows) {
+        let readable = format == i64::from(CHANGE_FORMAT) && seq == expected;
+        let changes = readable
+            .then(|| serde_json::from_str::<Vec<Change>>(&text))
+            .and_then(Result::ok);
+        let Some(changes) = changes else {
+            broken = true;
+            break;
+        };
+        entries.push(Committed { seq, changes });
+    }
+    match broken && entries.is_empty() {
+        true => Tail::Unavailable,
+        false => Tail::Entries(entries),
+    }
 }
 
 #[cfg(test)]

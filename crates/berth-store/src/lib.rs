@@ -16,4 +16,6 @@ pub mod sql;
 pub mod testkit;
 
 pub use mem::MemStore;
-pub use port::{Store, StoreError, WriteTx};
+pub use port::{
+    CHANGE_LOG_PAGE, CHANGE_LOG_RETAINED, CommitFeed, Committed, Store, StoreError, Tail, WriteTx,
+};

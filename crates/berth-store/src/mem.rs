@@ -1,12 +1,13 @@
 //! The in-memory reference store: a catalog and the lifecycle record behind a mutex. Used by
 //! application tests and as the reference the conformance suite holds the SQL adapters to.
 
-use crate::port::{Store, StoreError, WriteTx};
+use crate::codec::{decode_tail, encode_changes};
+use crate::port::{CHANGE_LOG_RETAINED, Store, StoreError, Tail, WriteTx};
 use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::lease::{FloatingIp, LeaseRecord};
-use berth_core::{Catalog, Change, Instant};
+use berth_core::{CHANGE_FORMAT, Catalog, Change, Instant};
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use uuid::Uuid;
@@ -17,11 +18,16 @@ pub struct MemStore {
     state: Arc<Mutex<MemState>>,
 }
 
-/// What the store holds: the catalog and the lifecycle record (entry `i` has sequence `i + 1`).
+/// What the store holds: the catalog, the lifecycle record (entry `i` has sequence `i + 1`) and
+/// the replication log (each commit's sequence with its changes encoded as the SQL stores encode
+/// them, the latest [`CHANGE_LOG_RETAINED`]).
 #[derive(Debug, Default)]
 struct MemState {
     catalog: Catalog,
     records: Vec<LeaseRecord>,
+    log: std::collections::VecDeque<(u64, String)>,
+    /// How many commits the log keeps (0 is taken as [`CHANGE_LOG_RETAINED`]).
+    retained: u64,
 }
 
 impl MemStore {
@@ -31,8 +37,21 @@ impl MemStore {
             state: Arc::new(Mutex::new(MemState {
                 catalog: Catalog::new(),
                 records: Vec::new(),
+                log: std::collections::VecDeque::new(),
+                retained: CHANGE_LOG_RETAINED,
             })),
         }
+    }
+
+    /// An empty store whose replication log keeps `retained` commits (at least 1).
+    pub fn with_change_log_retained(retained: u64) -> MemStore {
+        let store = MemStore::new();
+        store
+            .state
+            .try_lock()
+            .expect("invariant: a new store is not shared yet")
+            .retained = retained.max(1);
+        store
     }
 }
 
@@ -54,6 +73,16 @@ impl Store for MemStore {
         Ok(self.state.lock().await.catalog.to_rows())
     }
 
+    async fn changes_after(&self, seq: u64, limit: usize) -> Result<Tail, StoreError> {
+        Ok(self.state.lock().await.tail(seq, limit))
+    }
+
+    async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError> {
+        let state = self.state.lock().await;
+        let oldest = state.log.front().map_or(0, |(seq, _)| *seq);
+        Ok((oldest, state.retained()))
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let guard = Arc::clone(&self.state).lock_owned().await;
         let draft = guard.catalog.clone();
@@ -61,6 +90,7 @@ impl Store for MemStore {
             guard,
             draft,
             recorded: Vec::new(),
+            persisted: Vec::new(),
         }))
     }
 
@@ -92,6 +122,27 @@ impl Store for MemStore {
     }
 }
 
+impl MemState {
+    /// How many commits the log keeps.
+    fn retained(&self) -> u64 {
+        match self.retained {
+            0 => CHANGE_LOG_RETAINED,
+            n => n,
+        }
+    }
+
+    /// The log after `seq`, at most `limit` entries.
+    fn tail(&self, seq: u64, limit: usize) -> Tail {
+        let rows = self
+            .log
+            .iter()
+            .filter(|(entry, _)| *entry > seq)
+            .take(limit)
+            .map(|(entry, text)| (*entry, i64::from(CHANGE_FORMAT), text.clone()));
+        decode_tail(seq, rows)
+    }
+}
+
 /// The sequence number of the record entry at `index`.
 fn record_seq(index: usize) -> u64 {
     u64::try_from(index).expect("invariant: a record index fits in u64") + 1
@@ -116,6 +167,8 @@ struct MemTx {
     draft: Catalog,
     /// Record entries appended by this transaction, not yet committed.
     recorded: Vec<LeaseRecord>,
+    /// Every change persisted, for the replication log.
+    persisted: Vec<Change>,
 }
 
 #[async_trait]
@@ -139,7 +192,12 @@ impl WriteTx for MemTx {
             }
             self.draft.apply(std::slice::from_ref(change));
         }
+        self.persisted.extend_from_slice(changes);
         Ok(())
+    }
+
+    async fn changes_after(&mut self, seq: u64, limit: usize) -> Result<Tail, StoreError> {
+        Ok(self.guard.tail(seq, limit))
     }
 
     async fn commit(self: Box<Self>) -> Result<u64, StoreError> {
@@ -147,11 +205,17 @@ impl WriteTx for MemTx {
             mut guard,
             mut draft,
             recorded,
+            persisted,
         } = *self;
         let seq = guard.catalog.seq() + 1;
         draft.set_seq(seq);
         guard.catalog = draft;
         guard.records.extend(recorded);
+        guard.log.push_back((seq, encode_changes(&persisted)));
+        let retained = usize::try_from(guard.retained()).unwrap_or(usize::MAX);
+        while guard.log.len() > retained {
+            guard.log.pop_front();
+        }
         Ok(seq)
     }
 }
@@ -161,5 +225,11 @@ mod tests {
     #[tokio::test]
     async fn mem_store_conforms() {
         crate::testkit::run_all(|| async { super::MemStore::new() }).await;
+    }
+
+    #[tokio::test]
+    async fn mem_change_log_keeps_the_retained_commits() {
+        let store = super::MemStore::with_change_log_retained(5);
+        crate::testkit::change_log_prunes(&store, 5).await;
     }
 }

@@ -24,6 +24,43 @@ pub enum StoreError {
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// How many of the latest commits the replication log keeps by default. A replica more than this
+/// many commits behind loads the catalog whole instead of applying the log.
+pub const CHANGE_LOG_RETAINED: u64 = 10_000;
+
+/// Most log entries one read of the replication log returns.
+pub const CHANGE_LOG_PAGE: usize = 512;
+
+/// One committed catalog write as the replication log holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    /// The catalog sequence it committed as.
+    pub seq: u64,
+    /// The changes it applied, in order.
+    pub changes: Vec<Change>,
+}
+
+/// The replication log after a sequence number.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tail {
+    /// The entries right after the sequence asked, oldest first and without a gap: possibly
+    /// none, possibly fewer than were committed (at most the limit asked).
+    Entries(Vec<Committed>),
+    /// The log cannot bring a catalog forward from the sequence asked: the next entry was pruned,
+    /// was written before the log existed, or is in a format this build does not read. The
+    /// catalog must be loaded whole.
+    Unavailable,
+}
+
+/// Announcements of catalog commits made by other processes over the same database.
+#[async_trait]
+pub trait CommitFeed: Send {
+    /// Waits for the next announced commit and returns its sequence number; `None` when
+    /// announcements may have been missed (the connection to the database was lost and made
+    /// again), so the caller should compare the stored sequence with its own.
+    async fn next(&mut self) -> Result<Option<u64>, StoreError>;
+}
+
 /// A storage backend.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -38,6 +75,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Reads the whole catalog.
     async fn load_catalog(&self) -> Result<CatalogRows, StoreError>;
+
+    /// The replication log after `seq`: at most `limit` entries, oldest first.
+    async fn changes_after(&self, seq: u64, limit: usize) -> Result<Tail, StoreError>;
+
+    /// The oldest sequence the replication log still holds (0 when it holds none), and how many
+    /// commits it keeps.
+    async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError>;
+
+    /// Announcements of other processes' commits, where the database carries them (PostgreSQL's
+    /// `LISTEN`); `None` where it does not, and a replica checks the stored sequence instead.
+    async fn listen(&self) -> Result<Option<Box<dyn CommitFeed>>, StoreError> {
+        Ok(None)
+    }
 
     /// Starts a catalog write. The transaction excludes every other catalog writer, in this
     /// process and in every other replica, until it commits or is dropped (which rolls back).
@@ -66,9 +116,14 @@ pub trait WriteTx: Send {
     /// Reads the whole catalog inside the transaction.
     async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError>;
 
+    /// The replication log after `seq`, read under the writer lock: at most `limit` entries.
+    async fn changes_after(&mut self, seq: u64, limit: usize) -> Result<Tail, StoreError>;
+
     /// Writes `changes`, in order. `now` stamps the rows that carry no time of their own.
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError>;
 
-    /// Bumps the catalog sequence, commits, and returns the new sequence number.
+    /// Bumps the catalog sequence, appends what was persisted to the replication log as the
+    /// entry of the new sequence (pruning entries beyond the retained count), commits, and
+    /// returns the new sequence number.
     async fn commit(self: Box<Self>) -> Result<u64, StoreError>;
 }

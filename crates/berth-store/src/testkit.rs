@@ -2,7 +2,7 @@
 //!
 //! Run it with [`run_all`] and a factory that returns a fresh, empty, migrated store per case.
 
-use crate::port::{Store, StoreError};
+use crate::port::{CHANGE_LOG_PAGE, Committed, Store, StoreError, Tail};
 use berth_core::catalog::CatalogRows;
 use berth_core::change::Decision;
 use berth_core::decide::allocation::{self, ConsumerGeneration, ConsumerWrite};
@@ -343,6 +343,49 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
     notification_state_round_trips(store, &mut catalog).await;
     assert_eq!(rows.policy, Some(Policy::default()));
     assert!(rows.instances.is_empty());
+    pools_and_names_round_trip(store, &mut catalog).await;
+}
+
+/// A planned capacity change is kept and withdrawn; a custom class and trait are made and
+/// deleted.
+async fn pools_and_names_round_trip<S: Store>(store: &S, catalog: &mut Catalog) {
+    use berth_core::model::promise::CapacityPool;
+    create(store, catalog, 0x90, "pool-host", None).await;
+    let pool = CapacityPool {
+        id: uuid(0x91),
+        source: format!("ResourceProvider:{}", uuid(0x90)),
+        start: at_hours(1),
+        end: at_hours(5),
+        deltas: vec![(pid(0x90), "VCPU".into(), 4)],
+        affected: Vec::new(),
+        project_id: "admin".into(),
+        created_at: T0,
+    };
+    let made = vec![
+        Change::PoolSet {
+            id: pool.id,
+            pool: Some(pool.clone()),
+        },
+        Change::ResourceClassCreated(class("CUSTOM_SPARE")),
+        Change::TraitCreated(TraitName::parse("CUSTOM_SPARE").expect("trait")),
+    ];
+    write_changes(store, catalog, made).await;
+    assert_same(store, catalog).await;
+    assert_eq!(
+        store.load_catalog().await.expect("load").pools,
+        std::slice::from_ref(&pool)
+    );
+    let gone = vec![
+        Change::PoolSet {
+            id: pool.id,
+            pool: None,
+        },
+        Change::ResourceClassDeleted(class("CUSTOM_SPARE")),
+        Change::TraitDeleted(TraitName::parse("CUSTOM_SPARE").expect("trait")),
+    ];
+    write_changes(store, catalog, gone).await;
+    assert_same(store, catalog).await;
+    assert!(store.load_catalog().await.expect("load").pools.is_empty());
 }
 
 /// Marking properties private and public again round-trips.
@@ -379,9 +422,71 @@ pub async fn write<S: Store>(
     );
     tx.persist(&changes, T0).await.expect("persist");
     let seq = tx.commit().await.expect("commit");
+    assert_eq!(
+        store.changes_after(seq - 1, 2).await.expect("log"),
+        Tail::Entries(vec![Committed {
+            seq,
+            changes: changes.clone()
+        }]),
+        "the replication log holds the commit's changes as they were decided"
+    );
     catalog.apply(&changes);
     catalog.set_seq(seq);
     changes
+}
+
+/// The catalog the replication log rebuilds from the empty one: every entry since the first.
+async fn replayed<S: Store>(store: &S) -> Catalog {
+    let mut catalog = Catalog::new();
+    // Each round applies at least one entry or ends.
+    loop {
+        let entries = match store
+            .changes_after(catalog.seq(), CHANGE_LOG_PAGE)
+            .await
+            .expect("log")
+        {
+            Tail::Entries(entries) if !entries.is_empty() => entries,
+            Tail::Entries(_) => return catalog,
+            Tail::Unavailable => panic!("the log holds every commit since the first"),
+        };
+        for entry in entries {
+            assert_eq!(entry.seq, catalog.seq() + 1, "entries follow each other");
+            catalog.apply(&entry.changes);
+            catalog.set_seq(entry.seq);
+        }
+    }
+}
+
+/// Checks the replication log's pruning over a store that keeps `retained` commits: after
+/// many commits it still brings a catalog forward from a recent commit, and says a catalog
+/// older than what it keeps must be loaded whole.
+pub async fn change_log_prunes<S: Store>(store: &S, retained: u64) {
+    let mut catalog = Catalog::new();
+    let commits = 3 * retained + 70;
+    for n in 0..commits {
+        write_changes(store, &mut catalog, vec![Change::OutboxCursor(n)]).await;
+    }
+    let (oldest, kept) = store.change_log_bounds().await.expect("bounds");
+    assert_eq!(kept, retained);
+    assert!(
+        oldest > 1 && oldest + retained <= commits + 1 + 64,
+        "pruned to about {retained} entries: oldest {oldest} of {commits}"
+    );
+    assert_eq!(
+        store.changes_after(0, 10).await.expect("log"),
+        Tail::Unavailable,
+        "the first entries are gone"
+    );
+    let recent = commits - retained + 1;
+    let Tail::Entries(entries) = store.changes_after(recent, 1_000).await.expect("log") else {
+        panic!("the latest {retained} commits are kept");
+    };
+    let seqs: Vec<u64> = entries.iter().map(|entry| entry.seq).collect();
+    assert_eq!(seqs, ((recent + 1)..=commits).collect::<Vec<_>>());
+    assert_eq!(
+        entries.last().map(|entry| &entry.changes),
+        Some(&vec![Change::OutboxCursor(commits - 1)])
+    );
 }
 
 /// The outbox cursor an adapter's migration test stores, before migration 0008, as a `cursor`
@@ -431,6 +536,11 @@ async fn assert_same<S: Store>(store: &S, catalog: &Catalog) {
         loaded,
         catalog.to_rows(),
         "storage holds what the catalog holds"
+    );
+    assert_eq!(
+        replayed(store).await.to_rows(),
+        loaded,
+        "the replication log rebuilds what storage holds"
     );
     let rebuilt = Catalog::from_rows(loaded);
     rebuilt

@@ -88,3 +88,83 @@ async fn a_decision_that_breaks_an_invariant_is_never_committed() {
         .expect("read");
     assert_eq!(names, ["valid"]);
 }
+
+/// Commits `count` new providers through `berth`, one write each, numbered from `first`.
+async fn create_providers(berth: &Berth, first: i64, count: i64) {
+    for id in first..first + count {
+        berth
+            .write(move |_, now| {
+                let name = format!("cn{id}");
+                Ok((vec![Change::ProviderCreated(row(id, &name, None, now))], ()))
+            })
+            .await
+            .expect("committed");
+    }
+}
+
+/// The readers' catalog of `berth` as rows, and the store's.
+async fn rows_of(berth: &Berth, store: &MemStore) -> (CatalogRows, CatalogRows) {
+    let mut stored = store.load_catalog().await.expect("load");
+    stored.normalize();
+    (berth.read_local(Catalog::to_rows), stored)
+}
+
+use berth_core::catalog::CatalogRows;
+
+/// A replica applies another's commits from the replication log, on a read and inside its
+/// own write, and never loads the catalog whole: both end equal to a fresh load.
+#[tokio::test]
+async fn another_replicas_commits_are_applied_from_the_log() {
+    let store = MemStore::new();
+    let (a, b) = (open(&store).await, open(&store).await);
+    create_providers(&a, 1, 5).await;
+    assert_eq!(b.read(Catalog::seq).await.expect("read"), 5);
+    assert_eq!(
+        (b.replication.entries_applied(), b.replication.reloads()),
+        (5, 0)
+    );
+    // B writes after A wrote again: its batch applies A's commits under the lock first.
+    create_providers(&a, 6, 3).await;
+    create_providers(&b, 9, 1).await;
+    assert_eq!(
+        (b.replication.entries_applied(), b.replication.reloads()),
+        (8, 0)
+    );
+    assert_eq!(a.read(Catalog::seq).await.expect("read"), 9);
+    assert_eq!(
+        (a.replication.entries_applied(), a.replication.reloads()),
+        (1, 0)
+    );
+    for berth in [&a, &b] {
+        let (held, stored) = rows_of(berth, &store).await;
+        assert_eq!(held, stored);
+        assert_eq!(held.providers.len(), 9);
+    }
+}
+
+/// A replica further behind than the log keeps loads the catalog whole, and then follows the
+/// log again.
+#[tokio::test]
+async fn a_replica_behind_the_logs_retention_reloads() {
+    let store = MemStore::with_change_log_retained(4);
+    let (a, b) = (open(&store).await, open(&store).await);
+    create_providers(&a, 1, 10).await;
+    assert_eq!(b.read(Catalog::seq).await.expect("read"), 10);
+    assert_eq!(
+        (b.replication.entries_applied(), b.replication.reloads()),
+        (0, 1)
+    );
+    create_providers(&a, 11, 2).await;
+    assert_eq!(b.read(Catalog::seq).await.expect("read"), 12);
+    assert_eq!(
+        (b.replication.entries_applied(), b.replication.reloads()),
+        (2, 1)
+    );
+    // Behind again, beyond the log, when it writes: the batch reloads under the lock.
+    create_providers(&a, 13, 6).await;
+    create_providers(&b, 19, 1).await;
+    assert_eq!(b.replication.reloads(), 2);
+    let (held, stored) = rows_of(&b, &store).await;
+    assert_eq!(held, stored);
+    assert_eq!(held.providers.len(), 19);
+}

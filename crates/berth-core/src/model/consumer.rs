@@ -12,7 +12,7 @@ pub const PREEMPTIBLE: &str = "PREEMPTIBLE";
 pub type Allocations = BTreeMap<ProviderId, BTreeMap<ResourceClass, u64>>;
 
 /// A consumer of capacity (an instance, a migration, a reservation's holder).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Consumer {
     /// Owning project.
     pub project_id: String,

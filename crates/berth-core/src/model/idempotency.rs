@@ -17,7 +17,9 @@ const _: () = assert!(!IDEMPOTENCY_TTL.is_zero());
 
 /// Where a key applies: one project's requests to one route. A key is never shared across
 /// projects or routes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct IdempotencyKey {
     /// The project of the caller.
     pub project_id: String,
@@ -28,7 +30,7 @@ pub struct IdempotencyKey {
 }
 
 /// What the first request with a key made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IdempotencyRecord {
     /// The fingerprint of the first request.
     pub fingerprint: String,

@@ -6,7 +6,7 @@ use crate::limits::INVENTORY_AMOUNT_MAX;
 ///
 /// Usable capacity is `(total - reserved) * allocation_ratio`. Fields are private; construct with
 /// [`Inventory::new`], which checks every rule Placement checks.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Inventory {
     total: u64,
     reserved: u64,

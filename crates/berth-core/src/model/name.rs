@@ -127,6 +127,31 @@ impl TraitName {
     }
 }
 
+/// Names encode as their text and decode through their shape check, so a decoded name is as
+/// valid as a parsed one (the replication log carries them).
+macro_rules! name_serde {
+    ($name:ident, $what:literal) => {
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> Result<$name, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                $name::parse(&text)
+                    .ok_or_else(|| serde::de::Error::custom(concat!("not a ", $what, " name")))
+            }
+        }
+    };
+}
+
+name_serde!(ResourceClass, "resource class");
+name_serde!(TraitName, "trait");
+
 #[cfg(test)]
 mod tests {
     use super::*;

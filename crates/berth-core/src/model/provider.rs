@@ -16,7 +16,7 @@ pub const SHARING_TRAIT: &str = "MISC_SHARES_VIA_AGGREGATE";
 pub type Attributes = BTreeMap<String, AttrValue>;
 
 /// A typed attribute value (Blazar's "extra capabilities").
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AttrValue {
     /// A string.
     String(String),
@@ -28,7 +28,7 @@ pub enum AttrValue {
 
 /// What berth records about an aggregate for its own use. Placement treats aggregates as bare
 /// uuids; berth may also name one and attach metadata (for example `reservation:<id>`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct AggregateRecord {
     /// Optional unique name.
     pub name: Option<String>,
@@ -37,7 +37,7 @@ pub struct AggregateRecord {
 }
 
 /// What makes a root provider a Blazar host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HostRecord {
     /// Hypervisor type, for example `QEMU`.
     pub hypervisor_type: Option<String>,
@@ -126,7 +126,7 @@ pub struct Provider {
 }
 
 /// Everything needed to rebuild a provider from storage.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProviderRow {
     /// Internal integer id, stable for the life of the provider (also the Blazar host id).
     pub id: i64,

@@ -123,10 +123,69 @@ async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
-    )
+    let mut text = state.metrics.render();
+    // This server's own replica, rendered here: the recorder is shared by every server of the
+    // process. Without the database, the lines are left out (readiness says why).
+    match state.berth.replica_status().await {
+        Ok(status) => text.push_str(&replica_lines(&status)),
+        Err(error) => tracing::warn!(%error, "reading the replica status failed"),
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
+/// The replica's figures in Prometheus text format.
+fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
+    let lines = [
+        (
+            "berth_catalog_seq",
+            "gauge",
+            "The last commit this replica's catalog holds.",
+            status.seq,
+        ),
+        (
+            "berth_catalog_stored_seq",
+            "gauge",
+            "The last commit in the database.",
+            status.stored,
+        ),
+        (
+            "berth_catalog_lag",
+            "gauge",
+            "Commits in the database this replica had not applied when scraped.",
+            status.stored.saturating_sub(status.seq),
+        ),
+        (
+            "berth_change_log_oldest_seq",
+            "gauge",
+            "The oldest commit the replication log holds (0: none).",
+            status.log_oldest,
+        ),
+        (
+            "berth_change_log_retained",
+            "gauge",
+            "How many commits the replication log keeps.",
+            status.log_retained,
+        ),
+        (
+            "berth_change_log_applied_total",
+            "counter",
+            "Other replicas' commits applied from the replication log.",
+            status.entries_applied,
+        ),
+        (
+            "berth_catalog_reloads_total",
+            "counter",
+            "Whole-catalog loads after start-up (a replica behind the log's retention).",
+            status.reloads,
+        ),
+    ];
+    let mut text = String::new();
+    for (name, kind, help, value) in lines {
+        text.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+        ));
+    }
+    text
 }
 
 async fn openapi(State(state): State<AppState>) -> Json<Value> {

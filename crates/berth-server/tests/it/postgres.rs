@@ -173,6 +173,58 @@ async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
     .await;
 }
 
+/// The value of an unlabelled metric in `app`'s `/metrics`.
+async fn metric(app: &TestApp, name: &str) -> u64 {
+    let text = app.metrics_text().await;
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {text}"))
+}
+
+/// A replica applies another's commits as they are announced, with no read of its own to make
+/// it look, from the replication log and never by loading the catalog whole; `/metrics` shows it.
+#[tokio::test]
+async fn a_replica_follows_another_through_the_replication_log() {
+    on_scratch_database(
+        "a_replica_follows_another_through_the_replication_log",
+        |url| async move {
+            let (first, second) = (replica(&url).await, replica(&url).await);
+            for n in 0..5 {
+                let uuid = first.create_provider(&format!("cn{n}"), None).await;
+                first.set_inventory(&uuid, 8, 1024).await;
+            }
+            let stored = metric(&first, "berth_catalog_stored_seq").await;
+            assert_eq!(metric(&first, "berth_catalog_seq").await, stored);
+            // Bounded: 500 polls of 10 ms.
+            let mut followed = false;
+            for _ in 0..500 {
+                if metric(&second, "berth_catalog_seq").await == stored {
+                    followed = true;
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert!(followed, "the second replica applied the commits by itself");
+            assert_eq!(metric(&second, "berth_catalog_lag").await, 0);
+            assert_eq!(
+                metric(&second, "berth_change_log_applied_total").await,
+                stored
+            );
+            assert_eq!(metric(&second, "berth_catalog_reloads_total").await, 0);
+            assert_eq!(metric(&second, "berth_change_log_oldest_seq").await, 1);
+            let (status, body) = second
+                .get("/placement/resource_providers", Some("1.39"))
+                .await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(body["resource_providers"].as_array().map(Vec::len), Some(5));
+            let _ = first.stop().await;
+            let _ = second.stop().await;
+        },
+    )
+    .await;
+}
+
 /// A replica over the database at `url`.
 async fn replica(url: &str) -> TestApp {
     TestApp::spawn_with(Options {

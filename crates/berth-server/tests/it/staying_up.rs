@@ -42,15 +42,7 @@ impl Junk {
 /// The series of `berth_http_*` with `method="other"` (without their values), the `method`
 /// label values seen, and the whole body.
 async fn scrape(app: &TestApp) -> (BTreeSet<String>, BTreeSet<String>, String) {
-    let body = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .expect("send")
-        .text()
-        .await
-        .expect("text");
+    let body = app.metrics_text().await;
     let mut others = BTreeSet::new();
     let mut methods = BTreeSet::new();
     for line in body.lines().filter(|l| l.starts_with("berth_http_")) {

@@ -65,6 +65,18 @@ pub(crate) fn free_port() -> u16 {
 }
 
 impl TestApp {
+    /// The text of `/metrics`.
+    pub(crate) async fn metrics_text(&self) -> String {
+        self.client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("send")
+            .text()
+            .await
+            .expect("text")
+    }
+
     /// A server over a fresh SQLite file, noauth.
     pub(crate) async fn spawn() -> TestApp {
         TestApp::spawn_with(Options::default()).await

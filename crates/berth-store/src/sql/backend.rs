@@ -67,6 +67,19 @@ pub trait SqlBackend: Send + Sync + 'static {
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send;
 
+    /// How many of the latest commits the replication log keeps.
+    fn change_log_retained(&self) -> u64 {
+        crate::port::CHANGE_LOG_RETAINED
+    }
+
+    /// Announcements of other processes' commits, where the database carries them.
+    fn listen(
+        &self,
+    ) -> impl Future<Output = Result<Option<Box<dyn crate::port::CommitFeed>>, StoreError>> + Send
+    {
+        async { Ok(None) }
+    }
+
     /// Reads every lease, in any order.
     fn load_leases(
         conn: &mut Conn<Self>,

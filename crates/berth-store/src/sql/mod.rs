@@ -14,13 +14,14 @@ mod document;
 pub mod driver;
 mod idempotency;
 mod lease;
+mod log;
 mod statements;
 
 use backend::execute;
 pub use backend::{Conn, SqlBackend};
 pub use statements::Statements;
 
-use crate::port::{Store, StoreError, WriteTx};
+use crate::port::{CommitFeed, Store, StoreError, Tail, WriteTx};
 use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
@@ -51,9 +52,30 @@ impl<B: SqlBackend> Store for B {
         Ok(rows)
     }
 
+    async fn changes_after(&self, seq: u64, limit: usize) -> Result<Tail, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        log::after::<B>(&mut conn, seq, limit).await
+    }
+
+    async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        Ok((
+            log::oldest::<B>(&mut conn).await?,
+            self.change_log_retained(),
+        ))
+    }
+
+    async fn listen(&self) -> Result<Option<Box<dyn CommitFeed>>, StoreError> {
+        SqlBackend::listen(self).await
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let tx = self.begin_locked().await?;
-        Ok(Box::new(SqlTx::<B> { tx }))
+        Ok(Box::new(SqlTx::<B> {
+            tx,
+            entry: log::Entry::default(),
+            retained: self.change_log_retained(),
+        }))
     }
 
     async fn lease_records(&self, lease: LeaseId) -> Result<Vec<LeaseRecord>, StoreError> {
@@ -74,6 +96,10 @@ impl<B: SqlBackend> Store for B {
 /// A catalog write: a transaction holding the writers' lock.
 struct SqlTx<B: SqlBackend> {
     tx: Transaction<'static, B::Db>,
+    /// The replication log's entry for what this transaction persists.
+    entry: log::Entry,
+    /// How many commits the log keeps.
+    retained: u64,
 }
 
 #[async_trait]
@@ -86,16 +112,27 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
         catalog::load::<B>(&mut self.tx).await
     }
 
+    async fn changes_after(&mut self, seq: u64, limit: usize) -> Result<Tail, StoreError> {
+        log::after::<B>(&mut self.tx, seq, limit).await
+    }
+
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         for change in changes {
             catalog::persist::<B>(&mut self.tx, change, now).await?;
         }
+        self.entry.extend(changes, now);
         Ok(())
     }
 
     async fn commit(mut self: Box<Self>) -> Result<u64, StoreError> {
-        let seq = catalog::bump_seq::<B>(&mut self.tx).await?;
-        self.tx.commit().await.map_err(B::map_err)?;
+        let SqlTx {
+            mut tx,
+            entry,
+            retained,
+        } = *self;
+        let seq = catalog::bump_seq::<B>(&mut tx).await?;
+        entry.append::<B>(&mut tx, seq, retained).await?;
+        tx.commit().await.map_err(B::map_err)?;
         Ok(seq)
     }
 }

@@ -144,4 +144,16 @@ pub struct Statements {
     pub upsert_idempotency_key: &'static str,
     /// `(project_id, route, idempotency_key)`.
     pub delete_idempotency_key: &'static str,
+
+    /// `(seq, format, changes, committed_at)`: appends one commit's changes to the log.
+    pub append_changes: &'static str,
+    /// `(seq, limit)`: returns `seq, format, changes` of the log entries after `seq`, by `seq`.
+    pub changes_after: &'static str,
+    /// `(seq)`: removes the log entries up to and including `seq`.
+    pub prune_changes: &'static str,
+    /// Returns `seq`: the oldest entry the log holds, 0 when it is empty.
+    pub oldest_change: &'static str,
+    /// `(seq)`: tells the other replicas that `seq` committed, when the database can (sent at
+    /// commit); `None` where no other process listens.
+    pub notify_commit: Option<&'static str>,
 }

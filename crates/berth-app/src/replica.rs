@@ -1,0 +1,101 @@
+//! Following the other replicas: the task that applies their commits as the database announces
+//! them, and where this replica stands (for `/metrics`).
+//!
+//! Reads do not depend on this task: every read compares the stored sequence with its catalog's
+//! and applies the tail itself (`Berth::read`). The task brings the tail in as soon as a commit
+//! is announced, so reads seldom find one to apply, and wakes the lifecycle engine for the
+//! leases it brought.
+
+use crate::error::AppError;
+use crate::service::Berth;
+use berth_core::Catalog;
+use std::time::Duration;
+
+/// How long the follower waits before listening again after the database connection failed.
+pub const FOLLOW_RETRY: Duration = Duration::from_secs(1);
+
+/// Where one replica stands against the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaStatus {
+    /// The commit the readers' catalog holds.
+    pub seq: u64,
+    /// The last commit in the database.
+    pub stored: u64,
+    /// The oldest commit the replication log still holds (0 when it holds none).
+    pub log_oldest: u64,
+    /// How many commits the log keeps.
+    pub log_retained: u64,
+    /// Log entries applied to this replica's catalog (other replicas' commits) since it started.
+    pub entries_applied: u64,
+    /// Whole-catalog loads since it started (besides the first).
+    pub reloads: u64,
+}
+
+impl Berth {
+    /// Where this replica stands: its catalog's commit against the database's, the log's bounds,
+    /// and how it has followed so far.
+    pub async fn replica_status(&self) -> Result<ReplicaStatus, AppError> {
+        let stored = self.store.catalog_seq().await?;
+        let (log_oldest, log_retained) = self.store.change_log_bounds().await?;
+        Ok(ReplicaStatus {
+            seq: self.read_local(Catalog::seq),
+            stored,
+            log_oldest,
+            log_retained,
+            entries_applied: self.replication.entries_applied(),
+            reloads: self.replication.reloads(),
+        })
+    }
+
+    /// Follows the other replicas until `stop` resolves: on every commit the database announces,
+    /// applies the replication log's tail to the catalog. Returns at once on a database that
+    /// announces nothing (SQLite: one process holds it).
+    pub async fn run_replication(&self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            let feed = match self.store.listen().await {
+                Ok(Some(feed)) => feed,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "listening for other replicas' commits failed; will retry");
+                    tokio::select! {
+                        () = &mut stop => return,
+                        () = tokio::time::sleep(FOLLOW_RETRY) => continue,
+                    }
+                }
+            };
+            let mut feed = feed;
+            // A commit may have been made before the listener started.
+            let mut announced = None;
+            loop {
+                let target = match announced.take() {
+                    Some(seq) => Ok(seq),
+                    None => self.store.catalog_seq().await,
+                };
+                if let Err(error) = match target {
+                    Ok(target) => self.follow(target).await.map(|_| ()),
+                    Err(error) => Err(error.into()),
+                } {
+                    tracing::warn!(%error, "applying other replicas' commits failed; will retry");
+                }
+                let next = tokio::select! {
+                    () = &mut stop => return,
+                    next = feed.next() => next,
+                };
+                match next {
+                    Ok(Some(seq)) => announced = Some(seq),
+                    // Announcements may have been missed: compare with the stored sequence.
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "the commit announcements stopped; listening again");
+                        break;
+                    }
+                }
+            }
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(FOLLOW_RETRY) => {}
+            }
+        }
+    }
+}
