@@ -1,7 +1,7 @@
 //! The PostgreSQL text of every statement berth's shared SQL code runs: numbered `$n`
 //! placeholders, uuids as native `uuid`.
 
-use berth_store::sql::Statements;
+use berth_store::sql::{ChangeLogWrites, Statements};
 
 /// Every statement, in PostgreSQL's dialect.
 pub(crate) const SQL: Statements = Statements {
@@ -121,9 +121,12 @@ pub(crate) const SQL: Statements = Statements {
             created_at = excluded.created_at",
     delete_idempotency_key: "DELETE FROM idempotency_keys
         WHERE project_id = $1 AND route = $2 AND idempotency_key = $3",
-    append_changes: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
+
+    change_log: Some(ChangeLogWrites {
+        append: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
+        prune: "DELETE FROM change_log WHERE seq <= $1",
+        notify: "SELECT pg_notify('berth_catalog', CAST(CAST($1 AS BIGINT) AS TEXT))",
+    }),
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2",
-    prune_changes: "DELETE FROM change_log WHERE seq <= $1",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",
-    notify_commit: Some("SELECT pg_notify('berth_catalog', CAST(CAST($1 AS BIGINT) AS TEXT))"),
 };

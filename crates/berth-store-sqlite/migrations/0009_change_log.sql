@@ -4,6 +4,9 @@
 -- is the version of the changes' encoding (JSON); writers prune the oldest entries beyond the
 -- retained count, and a replica that finds its next entry gone reloads. Instants are epoch
 -- microseconds.
+--
+-- One process holds an SQLite database, so nothing follows its commits: SQLite's commits leave
+-- this table empty. It exists so that both adapters have the same tables.
 
 CREATE TABLE change_log (
     seq BIGINT NOT NULL CONSTRAINT change_log_pkey PRIMARY KEY,

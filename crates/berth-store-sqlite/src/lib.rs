@@ -53,8 +53,6 @@ pub enum Synchronous {
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// How many commits the replication log keeps.
-    retained: u64,
 }
 
 impl SqliteStore {
@@ -90,17 +88,7 @@ impl SqliteStore {
             .run(&pool)
             .await
             .map_err(|e| StoreError::Backend(e.into()))?;
-        Ok(SqliteStore {
-            pool,
-            retained: berth_store::CHANGE_LOG_RETAINED,
-        })
-    }
-
-    /// The same store, keeping `retained` commits in the replication log (at least 1) instead of
-    /// [`berth_store::CHANGE_LOG_RETAINED`].
-    pub fn with_change_log_retained(mut self, retained: u64) -> SqliteStore {
-        self.retained = retained.max(1);
-        self
+        Ok(SqliteStore { pool })
     }
 
     /// Closes every connection.
@@ -195,10 +183,6 @@ impl SqlBackend for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(map_err)
-    }
-
-    fn change_log_retained(&self) -> u64 {
-        self.retained
     }
 
     async fn load_leases(conn: &mut SqliteConnection) -> Result<Vec<Arc<Lease>>, StoreError> {

@@ -121,9 +121,9 @@ pub(crate) const SQL: Statements = Statements {
             created_at = excluded.created_at",
     delete_idempotency_key: "DELETE FROM idempotency_keys
         WHERE project_id = ? AND route = ? AND idempotency_key = ?",
-    append_changes: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES (?, ?, ?, ?)",
+
+    // One process holds an SQLite database: nothing follows it, so commits keep no log.
+    change_log: None,
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
-    prune_changes: "DELETE FROM change_log WHERE seq <= ?",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",
-    notify_commit: None,
 };

@@ -91,12 +91,23 @@ async fn sqlite_store_carries_a_0007_database_forward() {
     store.close().await;
 }
 
+/// One process holds an SQLite database, so its commits keep no replication log: nothing
+/// follows them, and the log's cost is not paid.
 #[tokio::test]
-async fn sqlite_change_log_keeps_the_retained_commits() {
+async fn sqlite_commits_keep_no_replication_log() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(&dir.path().join("berth.db"))
         .await
-        .expect("open")
-        .with_change_log_retained(5);
-    berth_store::testkit::change_log_prunes(&store, 5).await;
+        .expect("open");
+    assert!(!store.keeps_change_log());
+    let mut catalog = berth_core::Catalog::new();
+    berth_store::testkit::write(&store, &mut catalog, |_| {
+        Ok(vec![berth_core::Change::OutboxCursor(3)])
+    })
+    .await;
+    assert_eq!(store.change_log_bounds().await.expect("bounds"), (0, 0));
+    assert_eq!(
+        store.changes_after(0, 10).await.expect("log"),
+        berth_store::Tail::Entries(Vec::new())
+    );
 }

@@ -76,11 +76,17 @@ pub trait Store: Send + Sync + 'static {
     /// Reads the whole catalog.
     async fn load_catalog(&self) -> Result<CatalogRows, StoreError>;
 
+    /// Whether commits write the replication log (not where one process holds the database:
+    /// SQLite). Without it, a catalog behind the database is loaded whole.
+    fn keeps_change_log(&self) -> bool {
+        true
+    }
+
     /// The replication log after `seq`: at most `limit` entries, oldest first.
     async fn changes_after(&self, seq: u64, limit: usize) -> Result<Tail, StoreError>;
 
     /// The oldest sequence the replication log still holds (0 when it holds none), and how many
-    /// commits it keeps.
+    /// commits it keeps (0 when it keeps none).
     async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError>;
 
     /// Announcements of other processes' commits, where the database carries them (PostgreSQL's

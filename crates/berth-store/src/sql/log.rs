@@ -5,6 +5,7 @@
 
 use super::backend::{Conn, SqlBackend, execute, fetch_all, fetch_one};
 use super::driver::{Args as _, Columns as _};
+use super::statements::ChangeLogWrites;
 use crate::codec::{decode_tail, decode_u64, encode_bound, encode_instant};
 use crate::port::{StoreError, Tail};
 use berth_core::{CHANGE_FORMAT, Change, Instant};
@@ -43,11 +44,12 @@ impl Entry {
     }
 
     /// Appends the entry as the log's entry of `seq`, prunes what the log no longer retains, and
-    /// announces the commit where the database can.
+    /// announces the commit.
     #[tracing::instrument(skip_all)]
     pub(super) async fn append<B: SqlBackend>(
         mut self,
         conn: &mut Conn<B>,
+        writes: &ChangeLogWrites,
         seq: u64,
         retained: u64,
     ) -> Result<(), StoreError> {
@@ -55,20 +57,17 @@ impl Entry {
             true => self.text.push_str("[]"),
             false => self.text.push(']'),
         }
-        let query = sqlx::query(B::SQL.append_changes)
+        let query = sqlx::query(writes.append)
             .arg(encode_bound(seq))
             .arg(i64::from(CHANGE_FORMAT))
             .arg(self.text)
             .arg(encode_instant(self.at));
         execute::<B>(conn, query).await?;
         if seq.is_multiple_of(PRUNE_EVERY) && seq > retained {
-            let query = sqlx::query(B::SQL.prune_changes).arg(encode_bound(seq - retained));
+            let query = sqlx::query(writes.prune).arg(encode_bound(seq - retained));
             execute::<B>(conn, query).await?;
         }
-        if let Some(notify) = B::SQL.notify_commit {
-            execute::<B>(conn, sqlx::query(notify).arg(encode_bound(seq))).await?;
-        }
-        Ok(())
+        execute::<B>(conn, sqlx::query(writes.notify).arg(encode_bound(seq))).await
     }
 }
 

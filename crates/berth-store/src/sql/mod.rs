@@ -19,7 +19,7 @@ mod statements;
 
 use backend::execute;
 pub use backend::{Conn, SqlBackend};
-pub use statements::Statements;
+pub use statements::{ChangeLogWrites, Statements};
 
 use crate::port::{CommitFeed, Store, StoreError, Tail, WriteTx};
 use async_trait::async_trait;
@@ -57,7 +57,14 @@ impl<B: SqlBackend> Store for B {
         log::after::<B>(&mut conn, seq, limit).await
     }
 
+    fn keeps_change_log(&self) -> bool {
+        B::SQL.change_log.is_some()
+    }
+
     async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError> {
+        if B::SQL.change_log.is_none() {
+            return Ok((0, 0));
+        }
         let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
         Ok((
             log::oldest::<B>(&mut conn).await?,
@@ -120,7 +127,9 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
         for change in changes {
             catalog::persist::<B>(&mut self.tx, change, now).await?;
         }
-        self.entry.extend(changes, now);
+        if B::SQL.change_log.is_some() {
+            self.entry.extend(changes, now);
+        }
         Ok(())
     }
 
@@ -131,7 +140,9 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
             retained,
         } = *self;
         let seq = catalog::bump_seq::<B>(&mut tx).await?;
-        entry.append::<B>(&mut tx, seq, retained).await?;
+        if let Some(writes) = &B::SQL.change_log {
+            entry.append::<B>(&mut tx, writes, seq, retained).await?;
+        }
         tx.commit().await.map_err(B::map_err)?;
         Ok(seq)
     }

@@ -145,15 +145,22 @@ pub struct Statements {
     /// `(project_id, route, idempotency_key)`.
     pub delete_idempotency_key: &'static str,
 
-    /// `(seq, format, changes, committed_at)`: appends one commit's changes to the log.
-    pub append_changes: &'static str,
+    /// How commits write the replication log; `None` where one process holds the database,
+    /// so no other follows it and the log stays empty.
+    pub change_log: Option<ChangeLogWrites>,
     /// `(seq, limit)`: returns `seq, format, changes` of the log entries after `seq`, by `seq`.
     pub changes_after: &'static str,
-    /// `(seq)`: removes the log entries up to and including `seq`.
-    pub prune_changes: &'static str,
     /// Returns `seq`: the oldest entry the log holds, 0 when it is empty.
     pub oldest_change: &'static str,
-    /// `(seq)`: tells the other replicas that `seq` committed, when the database can (sent at
-    /// commit); `None` where no other process listens.
-    pub notify_commit: Option<&'static str>,
+}
+
+/// The statements a commit runs to write the replication log.
+#[derive(Debug)]
+pub struct ChangeLogWrites {
+    /// `(seq, format, changes, committed_at)`: appends one commit's changes to the log.
+    pub append: &'static str,
+    /// `(seq)`: removes the log entries up to and including `seq`.
+    pub prune: &'static str,
+    /// `(seq)`: tells the other replicas that `seq` committed (sent at commit).
+    pub notify: &'static str,
 }
