@@ -548,6 +548,10 @@ async fn setup(args: &ReplicaArgs) -> anyhow::Result<(Arc<Bench>, Report)> {
     report.object.insert("replicas".into(), json!(count));
     report.object.insert("hosts".into(), json!(hosts));
     report.object.insert("databases".into(), json!(kinds));
+    // With one replica the "foreign" scenarios write and read on the same one.
+    report
+        .object
+        .insert("foreign_is_same_replica".into(), json!(count == 1));
     report.line(&format!(
         "{count} replica(s) over {} ({}), {hosts} hosts; leases from {}, {} clients, {} writes \
          of each kind per write scenario, {} samples per sample scenario, at most {} s each",
