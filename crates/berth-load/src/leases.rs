@@ -65,7 +65,7 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 }
 
 /// Seconds since the epoch of an HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`).
-fn parse_http_date(text: &str) -> Option<i64> {
+pub(crate) fn parse_http_date(text: &str) -> Option<i64> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];

@@ -1,7 +1,8 @@
 //! `berth-load`: a small load generator for Placement-compatible servers (berth or OpenStack
 //! Placement). It populates providers, times GETs and drives allocation writes, and on berth's
-//! Blazar surface creates leases and on its bare-metal surface claims nodes; always against one
-//! loopback URL and always bounded by a request count and a `--max-seconds` deadline.
+//! Blazar surface creates leases and on its bare-metal surface claims nodes, and times writes
+//! and reads spread over several replicas of one database; always against loopback URLs and
+//! always bounded by a request count and a `--max-seconds` deadline.
 #![forbid(unsafe_code)]
 
 mod allocations;
@@ -12,6 +13,7 @@ mod get;
 mod leases;
 mod pool;
 mod populate;
+mod replicas;
 mod stats;
 
 use clap::{Parser, Subcommand};
@@ -136,6 +138,12 @@ enum Command {
         #[arg(long, value_enum, default_value_t = claims::ViewKind::Shared)]
         view: claims::ViewKind,
     },
+    /// Several replicas over one PostgreSQL database: writes to one replica and round robin,
+    /// how soon a write shows on another replica, and the first read there after it.
+    Replicas {
+        #[command(flatten)]
+        args: replicas::ReplicaArgs,
+    },
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -227,5 +235,6 @@ async fn run(command: Command) -> anyhow::Result<()> {
             };
             claims::run(&target, &options).await
         }
+        Command::Replicas { args } => replicas::run(&args).await,
     }
 }

@@ -129,7 +129,7 @@ impl Summary {
             self.ok,
             statuses.join(" "),
             if self.cut_short {
-                ", cut short by --max-seconds"
+                ", cut short by the deadline"
             } else {
                 ""
             }

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# Replicas of berth over one PostgreSQL database: writes to one replica and round robin, how soon
+# a write on one replica shows on another, and the first read after a foreign write, for 1, 2
+# and 3 replicas. Prints a table at the end.
+#
+# Usage: bash scripts/bench-replicas.sh [HOSTS [LEASES]]      (default 3000 hosts, 50000 leases)
+#        bash scripts/bench-replicas.sh 200 2000               (a smoke run)
+#
+# Build the binaries first (the script does not build):
+#   nice -n 19 cargo build --release -p berth-server -p berth-load
+#
+# What it does:
+#   1. copies target/release/berth and target/release/berth-load aside (a rebuild during the run
+#      changes nothing measured);
+#   2. creates a fresh database BENCH_DATABASE on BENCH_POSTGRES (dropped first if it exists);
+#   3. serves one berth on it (127.0.0.1, a free port) and populates HOSTS Blazar hosts and
+#      LEASES leases with `berth-load create-leases`, then stops it;
+#   4. for each R in BENCH_REPLICAS starts R replicas over the database (each on 127.0.0.1, its
+#      own free port and data dir), times how long each takes to answer /healthz, runs
+#      `berth-load replicas` against them (--seed R, so each run writes new leases and
+#      consumers) and stops them;
+#   5. stops every process it started by its pid and drops the database (trap on exit).
+#
+# Environment:
+#   BENCH_REPLICAS          replica counts to measure [default: "1 2 3"]
+#   BENCH_REQUESTS          writes of each kind per write scenario [default: 2000]
+#   BENCH_SAMPLES           samples per visibility / read-after-write scenario [default: 200]
+#   BENCH_CLIENTS           concurrent clients of the write scenarios [default: 16]
+#   BENCH_SCENARIO_SECONDS  longest one scenario runs [default: 120]
+#   BENCH_POSTGRES          server URL, without a database [default: postgres://postgres@127.0.0.1:5432]
+#   BENCH_DATABASE          database to create and drop [default: berth_bench_replicas]
+#   BENCH_RESULTS           directory for the raw JSON results [default: target/bench-replicas]
+#   BERTH_BIN, BERTH_LOAD_BIN  the binaries [default: target/release/berth, target/release/berth-load]
+#
+# Every server listens on 127.0.0.1 only; every wait and every load loop is bounded.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+HOSTS=${1:-3000}
+LEASES=${2:-50000}
+REPLICAS=${BENCH_REPLICAS:-"1 2 3"}
+REQUESTS=${BENCH_REQUESTS:-2000}
+SAMPLES=${BENCH_SAMPLES:-200}
+CLIENTS=${BENCH_CLIENTS:-16}
+SCENARIO_SECONDS=${BENCH_SCENARIO_SECONDS:-120}
+POSTGRES=${BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
+DATABASE=${BENCH_DATABASE:-berth_bench_replicas}
+RESULTS=${BENCH_RESULTS:-target/bench-replicas}
+BERTH=${BERTH_BIN:-target/release/berth}
+LOAD=${BERTH_LOAD_BIN:-target/release/berth-load}
+
+log() { printf '%s\n' "$*" >&2; }
+die() {
+    log "bench-replicas: $*"
+    exit 1
+}
+
+[[ $HOSTS =~ ^[0-9]+$ && $HOSTS -gt 0 ]] || die "HOSTS must be a positive number, got $HOSTS"
+[[ $LEASES =~ ^[0-9]+$ ]] || die "LEASES must be a number, got $LEASES"
+[[ $DATABASE =~ ^[a-z_][a-z0-9_]*$ ]] || die "BENCH_DATABASE must be a plain lower-case name"
+[[ $POSTGRES =~ ^postgres(ql)?://([^@/]*@)?(127\.[0-9.]+|localhost)(:[0-9]+)?/?$ ]] ||
+    die "BENCH_POSTGRES must be a loopback server URL without a database, got $POSTGRES"
+POSTGRES=${POSTGRES%/}
+[[ -x $BERTH ]] || die "no berth binary at $BERTH (nice -n 19 cargo build --release -p berth-server -p berth-load)"
+[[ -x $LOAD ]] || die "no berth-load binary at $LOAD (nice -n 19 cargo build --release -p berth-server -p berth-load)"
+command -v psql >/dev/null || die "psql is needed to create and drop the database"
+
+# --- processes, database and cleanup ----------------------------------------------------------
+
+TMP=$(mktemp -d -t bench-replicas.XXXXXX)
+PIDS=()
+DB_CREATED=0
+
+# Stops the given pids (TERM, then KILL after 20 s) and waits for them.
+stop_pids() {
+    local pid tries
+    for pid in "$@"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "$@"; do
+        tries=0
+        while kill -0 "$pid" 2>/dev/null && ((tries < 200)); do
+            sleep 0.1
+            tries=$((tries + 1))
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+psql_admin() {
+    psql "$POSTGRES/postgres" -v ON_ERROR_STOP=1 -qAt "$@"
+}
+
+cleanup() {
+    ((${#PIDS[@]} == 0)) || stop_pids "${PIDS[@]}"
+    if ((DB_CREATED)); then
+        psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" ||
+            log "bench-replicas: could not drop database $DATABASE"
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Waits until GET URL answers 200, or fails after 600 s or when process PID died.
+wait_ready() {
+    local url=$1 pid=$2 logfile=$3 deadline=$((SECONDS + 600))
+    while ((SECONDS < deadline)); do
+        if curl -sf --noproxy '*' --max-time 2 "$url" >/dev/null; then
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    tail -n 40 "$logfile" >&2 || true
+    die "no answer from $url"
+}
+
+# start_replica NAME: serves berth over the database; sets REPLICA_URL, REPLICA_PID and
+# READY_MS (milliseconds from the start to the first 200 of /healthz).
+start_replica() {
+    local name=$1 port start
+    port=$(free_port)
+    mkdir -p "$TMP/$name"
+    start=$(date +%s%N)
+    env -u BERTH_CONFIG -u BERTH_DATABASE -u BERTH_AUTH -u BERTH_TOKENS -u BERTH_DEMO \
+        -u BERTH_LISTEN -u BERTH_DATA_DIR NO_COLOR=1 \
+        "$BERTH" serve --listen "127.0.0.1:$port" --data-dir "$TMP/$name" \
+        --database "$POSTGRES/$DATABASE" >"$TMP/$name.log" 2>&1 &
+    REPLICA_PID=$!
+    PIDS+=("$REPLICA_PID")
+    wait_ready "http://127.0.0.1:$port/healthz" "$REPLICA_PID" "$TMP/$name.log"
+    READY_MS=$((($(date +%s%N) - start) / 1000000))
+    REPLICA_URL=http://127.0.0.1:$port
+    log "==> berth ($name) at $REPLICA_URL, pid $REPLICA_PID, ready in $READY_MS ms"
+}
+
+# forget_pids PID...: drops stopped pids from PIDS.
+forget_pids() {
+    local kept=() pid gone
+    for pid in "${PIDS[@]}"; do
+        for gone in "$@"; do
+            [[ $pid == "$gone" ]] && continue 2
+        done
+        kept+=("$pid")
+    done
+    PIDS=("${kept[@]}")
+}
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# --- 1. binaries and database -----------------------------------------------------------------
+
+cp "$BERTH" "$TMP/berth-bin"
+cp "$LOAD" "$TMP/berth-load-bin"
+BERTH=$TMP/berth-bin
+LOAD=$TMP/berth-load-bin
+
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+{
+    printf 'berth %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    printf 'nproc %s\n' "$(nproc)"
+    printf 'postgres %s\n' "$(psql_admin -c 'SHOW server_version')"
+    printf 'hosts %s leases %s requests %s samples %s clients %s\n' \
+        "$HOSTS" "$LEASES" "$REQUESTS" "$SAMPLES" "$CLIENTS"
+} >"$RESULTS/notes.txt"
+
+log "==> database $DATABASE on $POSTGRES"
+psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
+DB_CREATED=1
+psql_admin -c "CREATE DATABASE $DATABASE"
+
+# --- 2. population ------------------------------------------------------------------------------
+
+start_replica populate
+printf 'load before populate %s\n' "$(loadavg)" >>"$RESULTS/notes.txt"
+log "==> berth-load create-leases --hosts $HOSTS --leases $LEASES"
+start=$SECONDS
+"$LOAD" create-leases --url "$REPLICA_URL" --hosts "$HOSTS" --leases "$LEASES" \
+    --concurrency 32 --max-seconds 3600 --json >"$RESULTS/populate.json"
+printf 'populate %s s, load after %s\n' $((SECONDS - start)) "$(loadavg)" >>"$RESULTS/notes.txt"
+stop_pids "$REPLICA_PID"
+forget_pids "$REPLICA_PID"
+
+# --- 3. replicas --------------------------------------------------------------------------------
+
+for r in $REPLICAS; do
+    log "==> $r replica(s)"
+    urls=()
+    started=()
+    ready=()
+    for i in $(seq 1 "$r"); do
+        start_replica "r$r-$i"
+        urls+=("$REPLICA_URL")
+        started+=("$REPLICA_PID")
+        ready+=("$READY_MS")
+    done
+    printf 'replicas %s ready_ms %s load before %s\n' "$r" "${ready[*]}" "$(loadavg)" \
+        >>"$RESULTS/notes.txt"
+    # Load average every 5 s during the run (a bounded sampler, stopped below).
+    (for _ in $(seq 1 720); do
+        printf '%s %s\n' "$(date +%T)" "$(loadavg)"
+        sleep 5
+    done) >"$RESULTS/load-r$r.txt" &
+    sampler=$!
+    PIDS+=("$sampler")
+    url_list=$(
+        IFS=,
+        echo "${urls[*]}"
+    )
+    log "    berth-load replicas --url $url_list"
+    status=0
+    "$LOAD" replicas --url "$url_list" --requests "$REQUESTS" --samples "$SAMPLES" \
+        --concurrency "$CLIENTS" --scenario-seconds "$SCENARIO_SECONDS" --max-seconds 3000 \
+        --seed "$r" --json >"$RESULTS/replicas-$r.json" || status=$?
+    stop_pids "$sampler"
+    forget_pids "$sampler"
+    printf 'replicas %s exit %s load after %s\n' "$r" "$status" "$(loadavg)" \
+        >>"$RESULTS/notes.txt"
+    stop_pids "${started[@]}"
+    forget_pids "${started[@]}"
+done
+
+# --- 4. table -----------------------------------------------------------------------------------
+
+python3 - "$RESULTS" "$REPLICAS" <<'PY'
+import json
+import os
+import sys
+
+results, counts = sys.argv[1], sys.argv[2].split()
+
+
+def load(name):
+    path = os.path.join(results, name + ".json")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    return json.load(open(path))
+
+
+def cell(s):
+    if s is None:
+        return "-"
+    cut = " (cut short)" if s["cut_short"] else ""
+    bad = "" if s["ok"] == s["finished"] else f" [{s['finished'] - s['ok']} not ok]"
+    return (f"{s['median_ms']:.1f} / {s['p99_ms']:.1f} / {s['max_ms']:.1f} ms, "
+            f"{s['ok_per_s']:.0f}/s, {s['ok']} ok{bad}{cut}")
+
+
+populate = load("populate")
+if populate:
+    print(f"populate: {populate['ok']} leases at {populate['ok_per_s']:.0f}/s")
+rows = [
+    ("one writer: lease creates", lambda j: j["one_writer"]["lease_creates"]),
+    ("one writer: allocation writes", lambda j: j["one_writer"]["allocation_writes"]),
+    ("round robin: lease creates", lambda j: j["round_robin"]["lease_creates"]),
+    ("round robin: allocation writes", lambda j: j["round_robin"]["allocation_writes"]),
+    ("visibility: lease", lambda j: j["visibility"]["lease_creates"]),
+    ("  its writes", lambda j: j["visibility"]["lease_creates"]["writes"]),
+    ("visibility: allocation", lambda j: j["visibility"]["allocation_writes"]),
+    ("  its writes", lambda j: j["visibility"]["allocation_writes"]["writes"]),
+    ("first read after foreign write", lambda j: j["read_after_foreign_write"]["first_read"]),
+    ("  second read", lambda j: j["read_after_foreign_write"]["second_read"]),
+    ("  its writes", lambda j: j["read_after_foreign_write"]["writes"]),
+]
+print()
+print("median / p99 / max, throughput, answers as expected")
+for r in counts:
+    j = load(f"replicas-{r}")
+    print(f"R = {r}")
+    if j is None:
+        print("  no result")
+        continue
+    for title, pick in rows:
+        print(f"  {title:<32} {cell(pick(j))}")
+    for kind in ("lease_creates", "allocation_writes"):
+        print(f"  visibility {kind}: most reads one sample needed "
+              f"{j['visibility'][kind]['most_reads']}")
+print()
+print("notes:")
+for line in open(os.path.join(results, "notes.txt")).read().splitlines():
+    print("  " + line)
+PY
