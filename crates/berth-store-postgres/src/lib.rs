@@ -109,11 +109,20 @@ impl SqlBackend for PostgresStore {
             .await
     }
 
-    async fn begin_locked(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+    async fn begin_locked(
+        &self,
+    ) -> Result<(Transaction<'static, Postgres>, Option<u64>), StoreError> {
         // The catalog writers' lock: the `berth_meta` row, held until the transaction ends, so
-        // every catalog writer in every process waits here for the one before it.
-        self.begin_with("SELECT catalog_seq FROM berth_meta WHERE id = 1 FOR UPDATE")
-            .await
+        // every catalog writer in every process waits here for the one before it. The row it
+        // locks holds the sequence the transaction starts from.
+        let mut tx = self.pool.begin().await.map_err(map_err)?;
+        let seq: i64 =
+            sqlx::query_scalar("SELECT catalog_seq FROM berth_meta WHERE id = 1 FOR UPDATE")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_err)?;
+        let seq = berth_store::codec::decode_u64(seq)?;
+        Ok((tx, Some(seq)))
     }
 
     fn change_log_retained(&self) -> u64 {

@@ -7,7 +7,9 @@ use berth_store::sql::{ChangeLogWrites, Statements};
 pub(crate) const SQL: Statements = Statements {
     ping: "SELECT 1",
     catalog_seq: "SELECT catalog_seq FROM berth_meta WHERE id = 1",
-    bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1 RETURNING catalog_seq",
+    // Announces the new sequence to the other replicas too (delivered at commit).
+    bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1
+        RETURNING catalog_seq, pg_notify('berth_catalog', CAST(catalog_seq AS TEXT))",
 
     providers: "SELECT id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at
         FROM resource_providers ORDER BY id",
@@ -125,7 +127,6 @@ pub(crate) const SQL: Statements = Statements {
     change_log: Some(ChangeLogWrites {
         append: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
         prune: "DELETE FROM change_log WHERE seq <= $1",
-        notify: "SELECT pg_notify('berth_catalog', CAST(CAST($1 AS BIGINT) AS TEXT))",
     }),
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",

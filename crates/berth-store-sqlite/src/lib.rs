@@ -177,12 +177,16 @@ impl SqlBackend for SqliteStore {
         self.pool.begin().await.map_err(map_err)
     }
 
-    async fn begin_locked(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+    async fn begin_locked(
+        &self,
+    ) -> Result<(Transaction<'static, Sqlite>, Option<u64>), StoreError> {
         // Takes SQLite's write lock at once, not at the first write.
-        self.pool
+        let tx = self
+            .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
-            .map_err(map_err)
+            .map_err(map_err)?;
+        Ok((tx, None))
     }
 
     async fn load_leases(conn: &mut SqliteConnection) -> Result<Vec<Arc<Lease>>, StoreError> {

@@ -62,10 +62,11 @@ pub trait SqlBackend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send;
 
     /// Begins a transaction that excludes every other catalog writer, in this process and in
-    /// every other, until it commits or is dropped.
+    /// every other, until it commits or is dropped; with the catalog sequence when taking the
+    /// lock read it (so the transaction need not read it again).
     fn begin_locked(
         &self,
-    ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<(Transaction<'static, Self::Db>, Option<u64>), StoreError>> + Send;
 
     /// How many of the latest commits the replication log keeps.
     fn change_log_retained(&self) -> u64 {

@@ -77,9 +77,10 @@ impl<B: SqlBackend> Store for B {
     }
 
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
-        let tx = self.begin_locked().await?;
+        let (tx, seq) = self.begin_locked().await?;
         Ok(Box::new(SqlTx::<B> {
             tx,
+            seq,
             entry: log::Entry::default(),
             retained: self.change_log_retained(),
         }))
@@ -103,6 +104,8 @@ impl<B: SqlBackend> Store for B {
 /// A catalog write: a transaction holding the writers' lock.
 struct SqlTx<B: SqlBackend> {
     tx: Transaction<'static, B::Db>,
+    /// The catalog sequence as taking the lock read it, if it did.
+    seq: Option<u64>,
     /// The replication log's entry for what this transaction persists.
     entry: log::Entry,
     /// How many commits the log keeps.
@@ -112,7 +115,10 @@ struct SqlTx<B: SqlBackend> {
 #[async_trait]
 impl<B: SqlBackend> WriteTx for SqlTx<B> {
     async fn catalog_seq(&mut self) -> Result<u64, StoreError> {
-        catalog::seq::<B>(&mut self.tx).await
+        match self.seq {
+            Some(seq) => Ok(seq),
+            None => catalog::seq::<B>(&mut self.tx).await,
+        }
     }
 
     async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
@@ -138,6 +144,7 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
             mut tx,
             entry,
             retained,
+            ..
         } = *self;
         let seq = catalog::bump_seq::<B>(&mut tx).await?;
         if let Some(writes) = &B::SQL.change_log {

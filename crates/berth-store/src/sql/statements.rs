@@ -12,7 +12,8 @@ pub struct Statements {
     pub ping: &'static str,
     /// Returns `catalog_seq`.
     pub catalog_seq: &'static str,
-    /// Adds one to the catalog sequence and returns the new `catalog_seq`.
+    /// Adds one to the catalog sequence and returns the new `catalog_seq`; where the database
+    /// keeps a replication log, it also tells the other replicas (sent at commit).
     pub bump_seq: &'static str,
 
     /// Returns every provider, oldest `id` first: `id, uuid, name, parent_uuid, root_uuid,
@@ -161,6 +162,4 @@ pub struct ChangeLogWrites {
     pub append: &'static str,
     /// `(seq)`: removes the log entries up to and including `seq`.
     pub prune: &'static str,
-    /// `(seq)`: tells the other replicas that `seq` committed (sent at commit).
-    pub notify: &'static str,
 }
