@@ -54,9 +54,9 @@ impl Catalog {
     /// Inserts a lease, its holds and its due events, and recomputes its hosts' fences.
     pub(super) fn insert_lease(&mut self, lease: Lease) {
         let mut touched = BTreeSet::new();
-        for hold in lease.holds() {
-            touched.insert(hold.host);
-            self.ledger.add(hold);
+        for holds in lease.holds_by_reservation() {
+            touched.extend(holds.iter().map(|hold| hold.host));
+            self.ledger.add_all(holds);
         }
         let reservation_leases = Arc::make_mut(&mut self.reservation_leases);
         for reservation in &lease.reservations {

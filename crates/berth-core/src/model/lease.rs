@@ -6,7 +6,7 @@
 //! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::ledger::{Hold, Window, address_slot};
+use crate::model::ledger::{Amounts, Hold, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
 use crate::model::time::{Instant, Span};
@@ -345,7 +345,7 @@ impl Reservation {
 
     /// The holds this reservation places in the ledger over `window`.
     pub fn holds(&self, window: Window) -> Vec<Hold> {
-        let host = |host: ProviderId, exclusive: bool, amounts: Vec<(ResourceClass, u64)>| Hold {
+        let host = |host: ProviderId, exclusive: bool, amounts: Amounts| Hold {
             reservation: self.id,
             host,
             window,
@@ -356,20 +356,20 @@ impl Reservation {
             ReservationSpec::Host { .. } => self
                 .hosts
                 .iter()
-                .map(|(uuid, _)| host(*uuid, true, Vec::new()))
+                .map(|(uuid, _)| host(*uuid, true, Amounts::default()))
                 .collect(),
             ReservationSpec::Instance { .. } => self
                 .hosts
                 .iter()
                 .map(|(uuid, slots)| {
                     let amounts = self.spec.instance_amounts(u64::from(*slots));
-                    host(*uuid, false, amounts.unwrap_or_default())
+                    host(*uuid, false, amounts.unwrap_or_default().into())
                 })
                 .collect(),
             ReservationSpec::FloatingIp { .. } => self
                 .floating_ips
                 .iter()
-                .map(|fip| host(address_slot(*fip), true, Vec::new()))
+                .map(|fip| host(address_slot(*fip), true, Amounts::default()))
                 .collect(),
         }
     }
