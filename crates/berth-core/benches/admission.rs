@@ -18,7 +18,8 @@
 //! whole catalog with 1,000,000 leases is measured from the process's resident set.
 //!
 //! `-- --test` (smoke mode) runs small sizes only; `BENCH_HOSTS` and `BENCH_RESERVATIONS`
-//! (comma-separated) pick cells of the grid.
+//! (comma-separated) pick cells of the grid; `BENCH_MEMORY_LEASES` sets the number of leases
+//! (and holds) the memory measurement uses (1,000,000 in a full run, 10,000 in a smoke run).
 
 use berth_core::Catalog;
 use berth_core::decide::inventory::{self, NewHost};
@@ -278,19 +279,14 @@ fn rss() -> u64 {
     kib * 1024
 }
 
-/// A ledger of `count` holds of synthetic leases, as `Lease::holds` makes them (each hold with
-/// its own class names) or, with `shared`, with one shared instance of each class name.
-fn ledger_of(count: usize, hosts: &[ProviderId], shared: bool) -> Ledger {
-    let names = berth_core::model::lease::instance_amounts(1, 1, 1, 1);
+/// A ledger of `count` holds of synthetic leases, as `Lease::holds` makes them, added one by
+/// one.
+fn ledger_of(count: usize, hosts: &[ProviderId]) -> Ledger {
     let mean = mean_duration(hosts.len(), count);
     let mut ledger = Ledger::new();
     let mut rng = Rng(7);
     for idx in 0..count {
-        for mut hold in synthetic_lease(idx, &mut rng, hosts, mean).holds() {
-            for (class, _) in hold.amounts.iter_mut().filter(|_| shared) {
-                let (name, _) = names.iter().find(|(n, _)| n == class).expect("known class");
-                *class = name.clone();
-            }
+        for hold in synthetic_lease(idx, &mut rng, hosts, mean).holds() {
             ledger.add(hold);
         }
     }
@@ -307,22 +303,19 @@ fn report(what: &str, before: u64, count: usize, unit: &str) {
     );
 }
 
-/// Measures the resident memory of `count` holds in a fresh ledger (as built from leases, then
-/// with shared class names), then of a catalog with `count` leases (each one hold) over 10,000
-/// hosts. Each structure stays alive until the end, so none reuses another's freed memory.
+/// Measures the resident memory of `count` holds in a fresh ledger (as built from leases), then
+/// of a catalog with `count` leases (each one hold) over 10,000 hosts. Each structure stays
+/// alive until the end, so none reuses another's freed memory.
 fn memory(count: usize) {
     let (mut catalog, hosts) = enroll(10_000);
     let before = rss();
-    let ledger = ledger_of(count, &hosts, false);
+    let ledger = ledger_of(count, &hosts);
     let label = format!(
         "ledger with {} holds on {} hosts",
         ledger.len(),
         ledger.hosts().count()
     );
     report(&label, before, count, "hold");
-    let before = rss();
-    let shared = ledger_of(count, &hosts, true);
-    report("the same ledger, class names shared", before, count, "hold");
     let before = rss();
     add_leases(&mut catalog, &hosts, count, 7);
     report(
@@ -331,7 +324,7 @@ fn memory(count: usize) {
         count,
         "lease",
     );
-    drop((ledger, shared, catalog));
+    drop((ledger, catalog));
 }
 
 /// One cell of the grid: builds the catalog, checks the answers, times them.
@@ -423,6 +416,11 @@ fn main() {
         pick("BENCH_RESERVATIONS", reservation_counts),
     );
     if std::env::var("BENCH_HOSTS").is_err() {
+        // `BENCH_MEMORY_LEASES=1000000` measures memory at full size in a smoke run too.
+        let holds = std::env::var("BENCH_MEMORY_LEASES")
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(holds);
         memory(holds);
     }
     let mut c = Criterion::default()

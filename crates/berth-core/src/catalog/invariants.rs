@@ -39,7 +39,7 @@ impl Catalog {
             return Err("the sharing index is out of step with traits".into());
         }
         self.check_usage()?;
-        let held: usize = self.leases.values().map(|l| l.holds().len()).sum();
+        let held: usize = self.leases.iter().map(|l| l.0.holds().len()).sum();
         if held != self.ledger.len() {
             return Err("the ledger is out of step with the leases".into());
         }

@@ -2,13 +2,13 @@
 //! lifecycle events, the fences derived from the ledger, and the floating IPs and host
 //! properties leases reserve by.
 
-use super::state::Catalog;
+use super::state::{ByLeaseId, Catalog};
 use crate::model::fence::Fence;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{EventKind, FloatingIp, Lease};
 use crate::model::ledger::{Ledger, Window};
 use crate::model::time::Instant;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -16,15 +16,21 @@ impl Catalog {
     /// Inserts every stored lease at once: the ledger is bulk-built on a second thread
     /// ([`Ledger::from_holds`]) while this one builds the lease indexes (sorted, then
     /// bulk-loaded), and fences are computed once per host at the end. Same result as inserting
-    /// the leases one by one.
-    pub(super) fn load_leases(&mut self, leases: Vec<Arc<Lease>>) {
+    /// the leases one by one. A lease no one else holds yet (as stores hand them over) gives
+    /// back the spare room decoding left in its lists.
+    pub(super) fn load_leases(&mut self, mut leases: Vec<Arc<Lease>>) {
+        for lease in &mut leases {
+            if let Some(lease) = Arc::get_mut(lease) {
+                lease.shrink_to_fit();
+            }
+        }
         let ledger = std::thread::scope(|scope| {
             let building = scope.spawn(|| {
                 Ledger::from_holds(leases.iter().flat_map(|lease| lease.holds_by_reservation()))
             });
             let mut due: Vec<(Instant, EventKind, LeaseId)> = leases
                 .iter()
-                .flat_map(|l| l.pending_events().map(move |(at, kind)| (at, kind, l.id)))
+                .filter_map(|l| first_due(l).map(|(at, kind)| (at, kind, l.id)))
                 .collect();
             due.sort_unstable();
             debug_assert!(
@@ -33,12 +39,12 @@ impl Catalog {
             );
             self.due = Arc::new(due.into_iter().collect());
             let mut reservation_leases = HashMap::with_capacity(leases.len());
-            let mut by_id = HashMap::with_capacity(leases.len());
+            let mut by_id = HashSet::with_capacity(leases.len());
             for lease in &leases {
                 for reservation in &lease.reservations {
-                    reservation_leases.insert(reservation.id, lease.id);
+                    reservation_leases.insert(reservation.id, Arc::clone(lease));
                 }
-                by_id.insert(lease.id, Arc::clone(lease));
+                by_id.replace(ByLeaseId(Arc::clone(lease)));
             }
             self.reservation_leases = Arc::new(reservation_leases);
             self.leases = Arc::new(by_id);
@@ -54,22 +60,21 @@ impl Catalog {
     /// Inserts a lease, its holds and its due events, and recomputes its hosts' fences.
     pub(super) fn insert_lease(&mut self, lease: Lease) {
         let mut touched = BTreeSet::new();
-        for hold in lease.holds() {
-            touched.insert(hold.host);
-            self.ledger.add(hold);
+        for holds in lease.holds_by_reservation() {
+            touched.extend(holds.iter().map(|hold| hold.host));
+            self.ledger.add_all(holds);
         }
+        let lease = Arc::new(lease);
         let reservation_leases = Arc::make_mut(&mut self.reservation_leases);
         for reservation in &lease.reservations {
-            reservation_leases.insert(reservation.id, lease.id);
+            reservation_leases.insert(reservation.id, Arc::clone(&lease));
         }
-        Arc::make_mut(&mut self.due).extend(
-            lease
-                .pending_events()
-                .map(|(at, kind)| (at, kind, lease.id)),
-        );
-        let previous = Arc::make_mut(&mut self.leases).insert(lease.id, Arc::new(lease));
+        if let Some((at, kind)) = first_due(&lease) {
+            Arc::make_mut(&mut self.due).insert((at, kind, lease.id));
+        }
+        let inserted = Arc::make_mut(&mut self.leases).insert(ByLeaseId(lease));
         assert!(
-            previous.is_none(),
+            inserted,
             "invariant: a lease is removed before it is replaced"
         );
         self.refence(touched);
@@ -77,7 +82,7 @@ impl Catalog {
 
     pub(super) fn remove_lease(&mut self, id: LeaseId) {
         // Looked up first, so that removing a lease that is not there copies no shared map.
-        let Some(lease) = self.leases.get(&id).cloned() else {
+        let Some(ByLeaseId(lease)) = self.leases.get(&id).cloned() else {
             return;
         };
         Arc::make_mut(&mut self.leases).remove(&id);
@@ -92,7 +97,7 @@ impl Catalog {
             Arc::make_mut(&mut self.reservation_leases).remove(&reservation.id);
         }
         self.refence(touched);
-        for (at, kind) in lease.pending_events() {
+        if let Some((at, kind)) = first_due(&lease) {
             Arc::make_mut(&mut self.due).remove(&(at, kind, id));
         }
     }
@@ -128,7 +133,6 @@ impl Catalog {
     pub fn lease_of_reservation(&self, reservation: ReservationId) -> Option<&Lease> {
         self.reservation_leases
             .get(&reservation)
-            .and_then(|id| self.leases.get(id))
             .map(|lease| &**lease)
     }
 
@@ -138,20 +142,21 @@ impl Catalog {
             .ledger
             .holds_on(provider, Window::ALWAYS)
             .into_iter()
-            .filter_map(|hold| self.reservation_leases.get(&hold.reservation).copied())
+            .filter_map(|hold| self.reservation_leases.get(&hold.reservation))
+            .map(|lease| lease.id)
             .collect();
         ids.into_iter()
-            .filter_map(|id| self.leases.get(&id).map(|lease| &**lease))
+            .filter_map(|id| self.leases.get(&id).map(|lease| &*lease.0))
     }
 
     /// One lease.
     pub fn lease(&self, id: LeaseId) -> Option<&Lease> {
-        self.leases.get(&id).map(|lease| &**lease)
+        self.leases.get(&id).map(|lease| &*lease.0)
     }
 
     /// Every lease, in no particular order.
     pub fn leases(&self) -> impl Iterator<Item = &Lease> {
-        self.leases.values().map(|lease| &**lease)
+        self.leases.iter().map(|lease| &*lease.0)
     }
 
     /// What the leases hold, by host and time.
@@ -180,21 +185,28 @@ impl Catalog {
     /// Lifecycle events (and node claim expiries) due at or before `now`, earliest first (ends
     /// before starts at the same instant, so back-to-back leases hand over cleanly).
     pub fn due_events(&self, now: Instant) -> Vec<(Instant, EventKind, Uuid)> {
+        // The index names each lease once, by its first pending event; a lease due by `now`
+        // gives every pending event due by then.
         let mut due: Vec<(Instant, EventKind, Uuid)> = self
             .due
             .iter()
             .take_while(|(at, _, _)| *at <= now)
-            .map(|(at, kind, id)| (*at, *kind, id.uuid()))
+            .filter_map(|(_, _, id)| self.leases.get(id))
+            .flat_map(|ByLeaseId(lease)| {
+                lease
+                    .pending_events()
+                    .filter(|(at, _)| *at <= now)
+                    .map(|(at, kind)| (at, kind, lease.id.uuid()))
+            })
             .collect();
-        if self.claim_due.first().is_some_and(|(at, _)| *at <= now) {
-            due.extend(
-                self.claim_due
-                    .iter()
-                    .take_while(|(at, _)| *at <= now)
-                    .map(|(at, id)| (*at, EventKind::NodeClaimExpiry, *id)),
-            );
-            due.sort_unstable();
-        }
+        due.extend(
+            self.claim_due
+                .iter()
+                .take_while(|(at, _)| *at <= now)
+                .map(|(at, id)| (*at, EventKind::NodeClaimExpiry, *id)),
+        );
+        due.sort_unstable();
+        due.dedup();
         due
     }
 
@@ -212,4 +224,10 @@ impl Catalog {
     pub fn is_private_property(&self, name: &str) -> bool {
         self.private_properties.contains(name)
     }
+}
+
+/// The pending event of `lease` due first (`(due, kind)`, the least): the one entry of the lease
+/// in the due index.
+fn first_due(lease: &Lease) -> Option<(Instant, EventKind)> {
+    lease.pending_events().min()
 }

@@ -225,7 +225,11 @@ impl Catalog {
             .iter()
             .map(|(u, c)| (*u, c.clone()))
             .collect();
-        rows.leases = self.leases.values().map(Arc::clone).collect();
+        rows.leases = self
+            .leases
+            .iter()
+            .map(|lease| Arc::clone(&lease.0))
+            .collect();
         rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.private_properties = self.private_properties.iter().cloned().collect();
         rows.flavors = self.flavors.values().cloned().collect();

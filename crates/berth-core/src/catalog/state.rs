@@ -35,17 +35,21 @@ pub struct Catalog {
     /// One shared instance of every class name in inventories and usages.
     pub(super) classes: HashSet<ResourceClass>,
     pub(super) next_id: i64,
-    /// Shared, so that copying the catalog (the writers' working copy) does not copy leases;
-    /// the map itself is shared too until one of the copies changes a lease.
-    pub(super) leases: Arc<HashMap<LeaseId, Arc<Lease>>>,
+    /// Every lease, found by its id. Shared, so that copying the catalog (the writers' working
+    /// copy) does not copy leases; the set itself is shared too until one of the copies changes
+    /// a lease. A set keyed by the lease's own id rather than a map, so that an entry is one
+    /// pointer.
+    pub(super) leases: Arc<HashSet<ByLeaseId>>,
     /// What the leases hold, indexed by host and time.
     pub(super) ledger: Ledger,
-    /// Lifecycle events not yet fired, by due time (shared between copies until one changes).
+    /// Every lease with an event not yet fired, once, by its first such event: `(due, kind,
+    /// lease)` (shared between copies until one changes). The lease's other pending events are
+    /// read from the lease.
     pub(super) due: Arc<BTreeSet<(Instant, EventKind, LeaseId)>>,
     pub(super) floating_ips: IndexMap<Uuid, FloatingIp>,
     pub(super) private_properties: BTreeSet<String>,
     /// Reservation to the lease holding it (shared between copies until one changes).
-    pub(super) reservation_leases: Arc<HashMap<ReservationId, LeaseId>>,
+    pub(super) reservation_leases: Arc<HashMap<ReservationId, Arc<Lease>>>,
     /// Reservation to the consumers presenting it.
     pub(super) reserved_consumers: HashMap<ReservationId, BTreeSet<Uuid>>,
     /// Flavors by id.
@@ -73,6 +77,31 @@ pub struct Catalog {
     pub(super) claim_due: BTreeSet<(Instant, Uuid)>,
     /// Idempotency records, shared between copies until one changes.
     pub(super) idempotency: Arc<IdempotencyIndex>,
+}
+
+/// A lease in the catalog's lease set: hashed and compared by its id, and found by it.
+#[derive(Debug, Clone)]
+pub(super) struct ByLeaseId(pub(super) Arc<Lease>);
+
+impl PartialEq for ByLeaseId {
+    fn eq(&self, other: &ByLeaseId) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for ByLeaseId {}
+
+impl std::hash::Hash for ByLeaseId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As the id hashes, so that the set is searched by id (`Borrow<LeaseId>`).
+        self.0.id.hash(state);
+    }
+}
+
+impl std::borrow::Borrow<LeaseId> for ByLeaseId {
+    fn borrow(&self) -> &LeaseId {
+        &self.0.id
+    }
 }
 
 /// Idempotency records by key, and by age for pruning.

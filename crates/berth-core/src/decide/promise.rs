@@ -509,10 +509,10 @@ fn preempt(victim: &Lease, by: LeaseId, priority: u32, now: Instant) -> Vec<Chan
     let mut lease = victim.clone();
     finish(&mut lease, now);
     lease.status_reason = Some(reason.clone());
-    lease.outcome = Some(Outcome::Preempted {
+    lease.outcome = Some(Box::new(Outcome::Preempted {
         by,
         reason: reason.clone(),
-    });
+    }));
     vec![
         record(
             &lease,
@@ -699,7 +699,7 @@ pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
     let running = current.started() && !current.ended();
     if empty {
         finish(&mut lease, now);
-        lease.outcome = Some(Outcome::Expired);
+        lease.outcome = Some(Box::new(Outcome::Expired));
         if running {
             changes.extend(fence::lower(catalog, current, now));
         }

@@ -6,7 +6,7 @@
 //! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::ledger::{Hold, Window, address_slot};
+use crate::model::ledger::{Amounts, Hold, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
 use crate::model::time::{Instant, Span};
@@ -313,6 +313,20 @@ pub struct Reservation {
 }
 
 impl Reservation {
+    /// Gives back the spare room of its lists (a decoded list grows by doubling).
+    pub fn shrink_to_fit(&mut self) {
+        self.hosts.shrink_to_fit();
+        self.floating_ips.shrink_to_fit();
+        self.missing.shrink_to_fit();
+        if let ReservationSpec::FloatingIp {
+            required_floatingips,
+            ..
+        } = &mut self.spec
+        {
+            required_floatingips.shrink_to_fit();
+        }
+    }
+
     /// How many hosts (host reservations) or instances (instance reservations) are missing.
     pub fn missing_amount(&self) -> u32 {
         self.missing.iter().map(|(_, n)| *n).sum()
@@ -345,7 +359,7 @@ impl Reservation {
 
     /// The holds this reservation places in the ledger over `window`.
     pub fn holds(&self, window: Window) -> Vec<Hold> {
-        let host = |host: ProviderId, exclusive: bool, amounts: Vec<(ResourceClass, u64)>| Hold {
+        let host = |host: ProviderId, exclusive: bool, amounts: Amounts| Hold {
             reservation: self.id,
             host,
             window,
@@ -356,20 +370,20 @@ impl Reservation {
             ReservationSpec::Host { .. } => self
                 .hosts
                 .iter()
-                .map(|(uuid, _)| host(*uuid, true, Vec::new()))
+                .map(|(uuid, _)| host(*uuid, true, Amounts::default()))
                 .collect(),
             ReservationSpec::Instance { .. } => self
                 .hosts
                 .iter()
                 .map(|(uuid, slots)| {
                     let amounts = self.spec.instance_amounts(u64::from(*slots));
-                    host(*uuid, false, amounts.unwrap_or_default())
+                    host(*uuid, false, amounts.unwrap_or_default().into())
                 })
                 .collect(),
             ReservationSpec::FloatingIp { .. } => self
                 .floating_ips
                 .iter()
-                .map(|fip| host(address_slot(*fip), true, Vec::new()))
+                .map(|fip| host(address_slot(*fip), true, Amounts::default()))
                 .collect(),
         }
     }
@@ -430,9 +444,10 @@ pub struct Lease {
     /// What makes it a Promise reservation, when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<Box<PromiseTerms>>,
-    /// How it ended early, when it did (expired claim, preempted).
+    /// How it ended early, when it did (expired claim, preempted); boxed, as few leases have
+    /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<Box<Outcome>>,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -440,6 +455,16 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// Gives back the spare room of its lists (a decoded list grows by doubling), as a lease
+    /// kept for long should: the catalog does so for the leases a store loads.
+    pub fn shrink_to_fit(&mut self) {
+        self.reservations.shrink_to_fit();
+        self.reservations
+            .iter_mut()
+            .for_each(Reservation::shrink_to_fit);
+        self.events.shrink_to_fit();
+    }
+
     /// The lease's window.
     pub fn window(&self) -> Window {
         Window::new(self.start, self.end).expect("invariant: a lease ends after it starts")

@@ -15,25 +15,28 @@
 //!
 //! Compactness: each timeline interns the classes it has seen in a small `Vec<ResourceClass>`,
 //! and a level stores its amounts as a `Box<[u64]>` indexed by that table, trailing zeros trimmed
-//! (no allocation at all for a level without amounts). The cost of one stored hold with three
-//! classes, on a 64-bit target, is about:
+//! (no allocation at all for a level without amounts). A hold's amounts are a shared list
+//! ([`Amounts`]): the ledger keeps one copy of each distinct list (instance reservations come in
+//! a few sizes), and each reservation's holds are one list allocated at its length. The ledger
+//! keeps no index by end ([`Ledger::forget_before`], housekeeping nothing calls on a hot path,
+//! visits the reservations instead). The cost of one stored hold with three classes, on a
+//! 64-bit target, is about:
 //!
-//! | part                                                     | bytes |
-//! |----------------------------------------------------------|------:|
-//! | the [`Hold`] itself                                      |    80 |
-//! | its amounts (3 × 24, shared class names)                 |    72 |
-//! | its reservation's entry in the by-reservation map        |   ~60 |
-//! | its `(start, reservation)` key in the host's start index |   ~35 |
-//! | its `(end, reservation)` key in the end index            |   ~35 |
-//! | at most 2 breakpoints (8 + 24 each, 32 of amounts, map)  | ~170 |
+//! | part                                                        | bytes |
+//! |-------------------------------------------------------------|------:|
+//! | the [`Hold`] itself, in its reservation's list (one hold)   |    96 |
+//! | its amounts (shared with every hold of the same size)       |     0 |
+//! | its reservation's entry in the by-reservation map           |   ~40 |
+//! | its `(start, reservation)` key in the host's start index    |   ~40 |
+//! | at most 2 breakpoints (8 + 24 each in the map, 32 of amounts) | ~170 |
 //!
-//! that is about 450 bytes of payload per hold. Measured in a process's resident memory
-//! (allocator overhead, node slack and the vectors' spare capacity included), a hold costs about
-//! 790 bytes when its class names are shared, under the 1 KiB budget (`docs/benchmarks.md`).
-//! Timelines, per-reservation hold lists and the two ledger-wide indexes (by reservation, by
-//! end) sit behind `Arc`s, so copying a ledger (the writers' working copy of the catalog) copies
-//! pointers; a copy that changes a timeline or a list clones that one alone, and its first change
-//! of a ledger-wide index clones that index.
+//! that is about 350 bytes per hold; measured in a process's resident memory (allocator
+//! overhead and node slack included), a ledger of 1,000,000 holds added one by one takes about
+//! 380 bytes per hold (`docs/benchmarks.md`, "Memory of the ledger").
+//! Timelines, per-reservation hold lists, the by-reservation map and the amount lists sit behind
+//! `Arc`s, so copying a ledger (the writers' working copy of the catalog) copies pointers; a copy
+//! that changes a timeline or a list clones that one alone, and its first change of the
+//! by-reservation map clones that map.
 //!
 //! [`Ledger::from_holds`] builds a ledger from many holds at once (a restart): each index is
 //! sorted and bulk-loaded, and each host's timeline is built in one sweep over its holds'
@@ -133,7 +136,33 @@ pub struct Hold {
     /// The whole host, exclusively (a host reservation).
     pub exclusive: bool,
     /// Amounts by class (an instance reservation's slots on this host, summed); may be empty.
-    pub amounts: Vec<(ResourceClass, u64)>,
+    /// Shared: a ledger keeps one copy of each distinct list among its holds.
+    pub amounts: Amounts,
+}
+
+/// What a hold takes, by class: a shared list, cheap to clone.
+pub type Amounts = std::sync::Arc<[(ResourceClass, u64)]>;
+
+/// The distinct amount lists of a ledger's holds, so that holds of the same size share one
+/// (most instance reservations have one of a few sizes). Bounded: past
+/// [`Shapes::MAX`] lists, a new one is kept by its hold alone.
+#[derive(Debug, Clone, Default)]
+struct Shapes(std::collections::HashSet<Amounts>);
+
+impl Shapes {
+    /// The most distinct lists kept.
+    const MAX: usize = 4_096;
+
+    /// The shared list equal to `amounts`, kept when new.
+    fn share(&mut self, amounts: &Amounts) -> Amounts {
+        if let Some(known) = self.0.get(amounts) {
+            return std::sync::Arc::clone(known);
+        }
+        if self.0.len() < Shapes::MAX {
+            self.0.insert(std::sync::Arc::clone(amounts));
+        }
+        std::sync::Arc::clone(amounts)
+    }
 }
 
 /// The ledger slot of a floating IP: its address id taken as a host's, so that an address's
@@ -179,7 +208,7 @@ impl Level {
     /// The contribution of `hold`, its classes indexed by `index` (unknown classes are skipped).
     fn of(hold: &Hold, mut index: impl FnMut(&ResourceClass) -> Option<usize>) -> Level {
         let mut amounts: Vec<u64> = Vec::new();
-        for (class, amount) in &hold.amounts {
+        for (class, amount) in hold.amounts.iter() {
             if *amount == 0 {
                 continue;
             }
@@ -317,7 +346,7 @@ impl Timeline {
         };
         let mut bounds = Vec::with_capacity(2 * holds.len());
         for (index, hold) in holds.iter().enumerate() {
-            for (class, amount) in &hold.amounts {
+            for (class, amount) in hold.amounts.iter() {
                 if *amount != 0 {
                     line.intern(class);
                 }
@@ -531,19 +560,30 @@ fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
 
 /// The time-indexed capacity ledger of every host. See the module documentation.
 #[derive(Debug, Clone, Default)]
-#[cfg_attr(test, derive(PartialEq))]
 pub struct Ledger {
     /// Every hold, once, by reservation, in the order added. The map and each reservation's
-    /// list are shared between copies of the ledger until one of them changes it.
-    reservations: std::sync::Arc<BTreeMap<ReservationId, std::sync::Arc<Vec<Hold>>>>,
+    /// list are shared between copies of the ledger until one of them changes it; a list is
+    /// allocated at its length (no spare room), and replaced whole when the reservation's holds
+    /// change.
+    reservations: std::sync::Arc<BTreeMap<ReservationId, std::sync::Arc<[Hold]>>>,
     /// The timeline of every host with at least one hold; shared between copies of the ledger
     /// until one of them changes it (copying a ledger copies pointers, not timelines).
     hosts: BTreeMap<ProviderId, std::sync::Arc<Timeline>>,
-    /// `(end, reservation)` of every hold, for [`Ledger::forget_before`] (shared between copies
-    /// until one of them changes it).
-    ends: std::sync::Arc<BTreeSet<(Instant, ReservationId)>>,
     /// How many holds are stored.
     len: usize,
+    /// The distinct amount lists of the holds (shared between copies until one changes it).
+    shapes: std::sync::Arc<Shapes>,
+}
+
+/// Ledgers are equal when they hold the same holds the same way (the shared amount lists
+/// aside).
+#[cfg(test)]
+impl PartialEq for Ledger {
+    fn eq(&self, other: &Ledger) -> bool {
+        self.reservations == other.reservations
+            && self.hosts == other.hosts
+            && self.len == other.len
+    }
 }
 
 impl Ledger {
@@ -556,17 +596,18 @@ impl Ledger {
     /// same as adding them one by one to an empty ledger, built in bulk (each index sorted
     /// once, each host's timeline in one sweep over its holds' boundaries).
     pub fn from_holds(holds: impl IntoIterator<Item = Vec<Hold>>) -> Ledger {
-        let groups = runs(holds);
-        let ends = groups
-            .iter()
-            .flat_map(|(_, holds)| holds)
-            .map(|hold| (hold.window.end, hold.reservation))
-            .collect();
+        let mut shapes = Shapes::default();
+        let groups = runs(holds.into_iter().map(|mut batch| {
+            for hold in &mut batch {
+                hold.amounts = shapes.share(&hold.amounts);
+            }
+            batch
+        }));
         Ledger {
             len: groups.iter().map(|(_, holds)| holds.len()).sum(),
             hosts: timelines(&groups),
             reservations: std::sync::Arc::new(by_reservation(groups)),
-            ends: std::sync::Arc::new(ends),
+            shapes: std::sync::Arc::new(shapes),
         }
     }
 
@@ -574,11 +615,38 @@ impl Ledger {
     /// same reservation is allowed (amounts add up, both windows apply). A hold whose window is
     /// empty (only constructible through [`Window`]'s fields) is stored but covers no instant.
     pub fn add(&mut self, hold: Hold) {
-        std::sync::Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(&hold);
-        std::sync::Arc::make_mut(&mut self.ends).insert((hold.window.end, hold.reservation));
+        self.add_all(vec![hold]);
+    }
+
+    /// Adds the holds of one reservation (all naming `holds[0].reservation`; a hold naming
+    /// another is added as [`Ledger::add`] would), in order: the same as adding them one by one,
+    /// with the reservation's list allocated once.
+    pub fn add_all(&mut self, mut holds: Vec<Hold>) {
+        let Some(reservation) = holds.first().map(|hold| hold.reservation) else {
+            return;
+        };
+        if holds.iter().any(|hold| hold.reservation != reservation) {
+            for hold in holds {
+                self.add_all(vec![hold]);
+            }
+            return;
+        }
+        for hold in &mut holds {
+            // Looked up first, so that a known list copies no shared set.
+            if let Some(known) = self.shapes.0.get(&hold.amounts) {
+                hold.amounts = std::sync::Arc::clone(known);
+            } else if self.shapes.0.len() < Shapes::MAX {
+                hold.amounts = std::sync::Arc::make_mut(&mut self.shapes).share(&hold.amounts);
+            }
+            std::sync::Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(hold);
+        }
+        self.len += holds.len();
         let reservations = std::sync::Arc::make_mut(&mut self.reservations);
-        std::sync::Arc::make_mut(reservations.entry(hold.reservation).or_default()).push(hold);
-        self.len += 1;
+        let list: std::sync::Arc<[Hold]> = match reservations.remove(&reservation) {
+            Some(held) => held.iter().cloned().chain(holds).collect(),
+            None => std::sync::Arc::from(holds),
+        };
+        reservations.insert(reservation, list);
     }
 
     /// Removes every hold of `reservation`; returns them, in the order they were added.
@@ -591,9 +659,8 @@ impl Ledger {
         else {
             return Vec::new();
         };
-        let holds = std::sync::Arc::unwrap_or_clone(holds);
+        let holds = holds.to_vec();
         for hold in &holds {
-            std::sync::Arc::make_mut(&mut self.ends).remove(&(hold.window.end, reservation));
             self.withdraw(hold, false);
         }
         self.len -= holds.len();
@@ -761,22 +828,15 @@ impl Ledger {
     }
 
     /// Removes every hold whose window ended at or before `t` (housekeeping); returns how many.
+    /// It visits every reservation's holds (the ledger keeps no index by end: it would cost a
+    /// key per hold for this alone).
     pub fn forget_before(&mut self, t: Instant) -> usize {
-        let due: Vec<(Instant, ReservationId)> = self
-            .ends
-            .range(..=(t, ReservationId::MAX))
-            .copied()
+        let reservations: Vec<ReservationId> = self
+            .reservations
+            .iter()
+            .filter(|(_, holds)| holds.iter().any(|hold| hold.window.end <= t))
+            .map(|(id, _)| *id)
             .collect();
-        if due.is_empty() {
-            return 0;
-        }
-        let mut reservations: Vec<ReservationId> = due.iter().map(|(_, id)| *id).collect();
-        reservations.sort_unstable();
-        reservations.dedup();
-        let ends = std::sync::Arc::make_mut(&mut self.ends);
-        for key in &due {
-            ends.remove(key);
-        }
         let forgotten: usize = reservations
             .into_iter()
             .map(|id| self.forget_holds(id, t))
@@ -790,9 +850,8 @@ impl Ledger {
         else {
             return 0;
         };
-        let (gone, kept): (Vec<Hold>, Vec<Hold>) = std::sync::Arc::unwrap_or_clone(holds)
-            .into_iter()
-            .partition(|hold| hold.window.end <= t);
+        let (gone, kept): (Vec<Hold>, Vec<Hold>) =
+            holds.iter().cloned().partition(|hold| hold.window.end <= t);
         for hold in &gone {
             let keep_start = kept
                 .iter()
@@ -801,7 +860,7 @@ impl Ledger {
         }
         if !kept.is_empty() {
             std::sync::Arc::make_mut(&mut self.reservations)
-                .insert(reservation, std::sync::Arc::new(kept));
+                .insert(reservation, std::sync::Arc::from(kept));
         }
         gone.len()
     }
@@ -816,11 +875,6 @@ impl Ledger {
             .collect();
         if all.len() != self.len || self.reservations.values().any(|holds| holds.is_empty()) {
             return Err("len or empty reservation entry".into());
-        }
-        let ends: BTreeSet<(Instant, ReservationId)> =
-            all.iter().map(|h| (h.window.end, h.reservation)).collect();
-        if ends != *self.ends {
-            return Err("end index".into());
         }
         for (host, line) in &self.hosts {
             line.check(host, &all)?;
@@ -885,7 +939,7 @@ fn timelines(
 /// The runs merged by reservation, each reservation's holds in the order given.
 fn by_reservation(
     mut runs: Vec<(ReservationId, Vec<Hold>)>,
-) -> BTreeMap<ReservationId, std::sync::Arc<Vec<Hold>>> {
+) -> BTreeMap<ReservationId, std::sync::Arc<[Hold]>> {
     // Stable: a reservation's runs stay in the order given.
     runs.sort_by_key(|(reservation, _)| *reservation);
     let mut merged: Vec<(ReservationId, Vec<Hold>)> = Vec::with_capacity(runs.len());
@@ -897,7 +951,7 @@ fn by_reservation(
     }
     merged
         .into_iter()
-        .map(|(reservation, holds)| (reservation, std::sync::Arc::new(holds)))
+        .map(|(reservation, holds)| (reservation, std::sync::Arc::from(holds)))
         .collect()
 }
 

@@ -610,7 +610,7 @@ fn any_affinity_packs_instances_onto_as_few_hosts_as_it_can() {
     let h1 = holds
         .iter()
         .find(|h| h.host == lease.reservations[0].hosts[0].0);
-    let amounts = h1.map(|h| h.amounts.clone()).expect("a hold on h1");
+    let amounts = h1.map(|h| h.amounts.to_vec()).expect("a hold on h1");
     let expected = [
         (class("VCPU"), 8),
         (class("MEMORY_MB"), 4096),
@@ -1259,7 +1259,7 @@ fn the_size_of_a_pending_instance_reservation_can_change() {
     let vcpus: u64 = w
         .holds(lease.id)
         .iter()
-        .flat_map(|h| h.amounts.clone())
+        .flat_map(|h| h.amounts.to_vec())
         .filter(|(c, _)| *c == class("VCPU"))
         .map(|(_, n)| n)
         .sum();
@@ -1623,7 +1623,7 @@ mod model {
     fn sum(holds: &[&Hold], class: &ResourceClass) -> u64 {
         holds
             .iter()
-            .flat_map(|h| &h.amounts)
+            .flat_map(|h| h.amounts.iter())
             .filter(|(c, _)| c == class)
             .map(|(_, n)| *n)
             .sum()

@@ -36,7 +36,7 @@ fn hold(reservation: u128, host: u128, window: Window, vcpus: u64) -> Hold {
         host: uuid(host),
         window,
         exclusive: false,
-        amounts: vec![(vcpu(), vcpus)],
+        amounts: vec![(vcpu(), vcpus)].into(),
     }
 }
 
@@ -46,7 +46,7 @@ fn exclusive(reservation: u128, host: u128, window: Window) -> Hold {
         host: uuid(host),
         window,
         exclusive: true,
-        amounts: Vec::new(),
+        amounts: Amounts::default(),
     }
 }
 
@@ -131,7 +131,7 @@ fn peak_is_a_maximum_over_instants_not_a_sum_of_holds() {
 #[test]
 fn per_class_maxima_may_come_from_different_instants() {
     let mut memory = hold(2, 10, win(5, 10), 0);
-    memory.amounts = vec![(class(1), 1024)];
+    memory.amounts = vec![(class(1), 1024)].into();
     let ledger = ledger_of(&[hold(1, 10, win(0, 5), 4), memory]);
     let peak = ledger.peak(uuid(10), win(0, 10), &[]);
     assert_eq!(peak.amount(&vcpu()), 4);

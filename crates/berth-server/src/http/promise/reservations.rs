@@ -93,7 +93,7 @@ pub(super) fn kind_of(path: &str) -> Result<PromiseKind, ApiError> {
 
 /// Promise's `reservationStatus`.
 pub(super) fn status(lease: &Lease) -> &'static str {
-    match (&lease.outcome, lease.status) {
+    match (lease.outcome.as_deref(), lease.status) {
         (Some(Outcome::Expired), _) => "expired",
         (Some(Outcome::Preempted { .. }), _) => "preempted",
         (None, LeaseStatus::Terminated) => "terminated",
