@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use serde_json::{Value, json};
 
-use crate::client::{Target, uuid_for};
+use crate::client::{Target, allocation_target, uuid_for};
 use crate::get::timed;
 use crate::leases::{self, HOST_VCPUS, origin};
 use crate::pool;
@@ -124,28 +124,10 @@ async fn allocation_targets(
     let mut uuids = Vec::with_capacity(count);
     for index in 0..count {
         target.check_deadline("the allocation targets")?;
-        let uuid = uuid_for(0xa110_0000_0000_0000, index as u64);
-        let body = json!({"name": format!("attack-target-{index:04}"), "uuid": uuid});
-        let status = client.post(&url).json(&body).send().await?.status();
-        if status.as_u16() == 409 {
-            uuids.push(uuid.to_string());
-            continue;
-        }
-        if !status.is_success() {
-            bail!("create allocation target {index}: {status}");
-        }
-        let inventory = json!({"resource_provider_generation": 0, "inventories": {
-            "VCPU": {"total": 1_000_000}, "MEMORY_MB": {"total": 100_000_000}}});
-        let status = client
-            .put(format!("{url}/{uuid}/inventories"))
-            .json(&inventory)
-            .send()
-            .await?
-            .status();
-        if !status.is_success() {
-            bail!("set allocation target {index}'s inventory: {status}");
-        }
-        uuids.push(uuid.to_string());
+        let uuid = uuid_for(0xa110_0000_0000_0000, index as u64).to_string();
+        let name = format!("attack-target-{index:04}");
+        allocation_target(client, &url, &uuid, &name, (1_000_000, 100_000_000)).await?;
+        uuids.push(uuid);
     }
     Ok(uuids)
 }
@@ -222,7 +204,7 @@ pub(crate) async fn run(target: &Target, options: &Options) -> anyhow::Result<()
     let lease_victims = {
         let (client, url) = (client.clone(), Arc::clone(&leases_url));
         pool::run(options.requests, options.victims, end, move |i| {
-            let body = leases::lease_body(i, per_slot, start_at);
+            let body = leases::lease_body("bench-lease", i, per_slot, start_at);
             timed(client.post(url.as_str()).json(&body))
         })
     };

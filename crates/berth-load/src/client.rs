@@ -106,3 +106,35 @@ pub(crate) fn uuid_for(namespace: u64, index: u64) -> Uuid {
     let bits = (u128::from(namespace) << 64) | u128::from(index);
     uuid::Builder::from_random_bytes(bits.to_be_bytes()).into_uuid()
 }
+
+/// Creates the plain Placement provider `uuid` (not a Blazar host, so no lease fences it) named
+/// `name`, with `vcpus` VCPU and `memory_mb` MEMORY_MB, at `providers` (the
+/// `/placement/resource_providers` URL); one that exists already (409) is kept as it is.
+pub(crate) async fn allocation_target(
+    client: &reqwest::Client,
+    providers: &str,
+    uuid: &str,
+    name: &str,
+    (vcpus, memory_mb): (u64, u64),
+) -> anyhow::Result<()> {
+    let body = serde_json::json!({"name": name, "uuid": uuid});
+    let status = client.post(providers).json(&body).send().await?.status();
+    if status.as_u16() == 409 {
+        return Ok(());
+    }
+    if !status.is_success() {
+        anyhow::bail!("create allocation target {name}: {status}");
+    }
+    let inventory = serde_json::json!({"resource_provider_generation": 0, "inventories": {
+        "VCPU": {"total": vcpus}, "MEMORY_MB": {"total": memory_mb}}});
+    let status = client
+        .put(format!("{providers}/{uuid}/inventories"))
+        .json(&inventory)
+        .send()
+        .await?
+        .status();
+    if !status.is_success() {
+        anyhow::bail!("set allocation target {name}'s inventory: {status}");
+    }
+    Ok(())
+}

@@ -30,7 +30,7 @@ const ZONES: usize = 10;
 /// VCPUs of each enrolled host.
 pub(crate) const HOST_VCPUS: u64 = 64;
 /// Seconds between the starts of two consecutive windows, and the length of a window.
-const SLOT_SECONDS: i64 = 7_200;
+pub(crate) const SLOT_SECONDS: i64 = 7_200;
 const WINDOW_SECONDS: i64 = 3_600;
 pub(crate) const DAY_SECONDS: i64 = 86_400;
 
@@ -142,11 +142,17 @@ pub(crate) async fn enroll(
     now.context("the server's answers carry no Date header")
 }
 
-/// The body of lease `index`; `first_start` is the first window's start, in epoch seconds.
-pub(crate) fn lease_body(index: usize, per_slot: usize, first_start: i64) -> serde_json::Value {
+/// The body of lease `index`, named `{prefix}-{index}`; `first_start` is the first window's
+/// start, in epoch seconds.
+pub(crate) fn lease_body(
+    prefix: &str,
+    index: usize,
+    per_slot: usize,
+    first_start: i64,
+) -> serde_json::Value {
     let start = first_start + (index / per_slot) as i64 * SLOT_SECONDS;
     json!({
-        "name": format!("bench-lease-{index:07}"),
+        "name": format!("{prefix}-{index:07}"),
         "start_date": rfc3339(start),
         "end_date": rfc3339(start + WINDOW_SECONDS),
         "reservations": [{
@@ -185,7 +191,7 @@ pub(crate) async fn run(
     let url = Arc::new(format!("{base}/reservation/v1/leases"));
     let start = Instant::now();
     let outcome = pool::run(leases, concurrency, target.deadline, move |index| {
-        let body = lease_body(index, per_slot, first_start);
+        let body = lease_body("bench-lease", index, per_slot, first_start);
         timed(client.post(url.as_str()).json(&body))
     })
     .await?;
@@ -250,11 +256,11 @@ mod tests {
     #[test]
     fn windows_never_exceed_half_the_capacity() {
         let per_slot = 10 * HOST_VCPUS as usize / 2;
-        let start = |i| lease_body(i, per_slot, 0)["start_date"].clone();
+        let start = |i| lease_body("bench-lease", i, per_slot, 0)["start_date"].clone();
         assert_eq!(start(0), start(per_slot - 1));
         assert_ne!(start(per_slot - 1), start(per_slot));
         assert_eq!(
-            lease_body(per_slot, per_slot, 0)["start_date"],
+            lease_body("bench-lease", per_slot, per_slot, 0)["start_date"],
             json!("1970-01-01T02:00:00Z")
         );
     }

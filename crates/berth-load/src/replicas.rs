@@ -33,8 +33,10 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::client::{Common, Target, uuid_for};
-use crate::leases::{DAY_SECONDS, HOST_VCPUS, origin, parse_http_date, rfc3339};
+use crate::client::{Common, Target, allocation_target, uuid_for};
+use crate::leases::{
+    self, DAY_SECONDS, HOST_VCPUS, SLOT_SECONDS, origin, parse_http_date, rfc3339,
+};
 use crate::pool;
 use crate::stats::{Sample, Summary};
 
@@ -44,9 +46,6 @@ const CONSUMER_NAMESPACE: u64 = 0x4e91_c000_0000_0000;
 const TARGET_NAMESPACE: u64 = 0x4e91_7a00_0000_0000;
 /// Plain Placement providers the allocation writes go to.
 const TARGETS: usize = 16;
-/// Seconds between the starts of two lease slots, and the length of a lease.
-const SLOT_SECONDS: i64 = 7_200;
-const WINDOW_SECONDS: i64 = 3_600;
 /// Pause between two reads of the visibility poll.
 const POLL_PAUSE: Duration = Duration::from_millis(1);
 /// Longest a visibility sample polls before it counts as never seen.
@@ -144,21 +143,7 @@ impl Bench {
     /// The body of the next lease.
     fn next_lease_body(&self) -> Value {
         let index = self.next_lease.fetch_add(1, Ordering::Relaxed);
-        let start = self.first_start + (index / self.per_slot) as i64 * SLOT_SECONDS;
-        json!({
-            "name": format!("replicas-lease-{index:07}"),
-            "start_date": rfc3339(start),
-            "end_date": rfc3339(start + WINDOW_SECONDS),
-            "reservations": [{
-                "resource_type": "virtual:instance",
-                "vcpus": 1,
-                "memory_mb": 512,
-                "disk_gb": 1,
-                "amount": 1,
-                "affinity": null,
-            }],
-            "events": [],
-        })
+        leases::lease_body("replicas-lease", index, self.per_slot, self.first_start)
     }
 
     /// Writes one new object of `kind` on `replica` and times it.
@@ -304,24 +289,8 @@ async fn allocation_targets(bench: &Bench) -> anyhow::Result<Vec<String>> {
             bail!("--max-seconds reached while creating the allocation targets");
         }
         let uuid = uuid_for(TARGET_NAMESPACE, index as u64).to_string();
-        let body = json!({"name": format!("replicas-target-{index:02}"), "uuid": uuid});
-        let status = client.post(&url).json(&body).send().await?.status();
-        if status.as_u16() != 409 {
-            if !status.is_success() {
-                bail!("create allocation target {index}: {status}");
-            }
-            let inventory = json!({"resource_provider_generation": 0, "inventories": {
-                "VCPU": {"total": 10_000_000}, "MEMORY_MB": {"total": 1_000_000_000}}});
-            let status = client
-                .put(format!("{url}/{uuid}/inventories"))
-                .json(&inventory)
-                .send()
-                .await?
-                .status();
-            if !status.is_success() {
-                bail!("set allocation target {index}'s inventory: {status}");
-            }
-        }
+        let name = format!("replicas-target-{index:02}");
+        allocation_target(client, &url, &uuid, &name, (10_000_000, 1_000_000_000)).await?;
         uuids.push(uuid);
     }
     Ok(uuids)
