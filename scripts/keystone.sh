@@ -33,21 +33,7 @@ die() {
 # Exits 0 when every `name==version` pin is installed in the virtualenv.
 satisfied() {
     [[ -x $VENV/bin/python && -x $VENV/bin/keystone-manage && -x $VENV/bin/gunicorn ]] || return 1
-    "$VENV/bin/python" - "$REQUIREMENTS" <<'PY'
-import importlib.metadata as md
-import sys
-
-for line in open(sys.argv[1]):
-    line = line.split("#", 1)[0].strip()
-    if not line:
-        continue
-    name, _, want = line.partition("==")
-    try:
-        if md.version(name.strip()) != want.strip():
-            sys.exit(1)
-    except md.PackageNotFoundError:
-        sys.exit(1)
-PY
+    "$VENV/bin/python" "$ROOT/scripts/pins-installed.py" "$REQUIREMENTS"
 }
 
 install() {

@@ -43,22 +43,7 @@ die() {
 # Exits 0 when every `name==version` pin in the requirements file is installed in the venv.
 venv_satisfied() {
     [[ -x $VENV/bin/python && -x $VENV/bin/openstack && -x $VENV/bin/blazar ]] || return 1
-    "$VENV/bin/python" - "$REQUIREMENTS" <<'PY'
-import importlib.metadata as md
-import sys
-
-for line in open(sys.argv[1]):
-    line = line.split("#", 1)[0].strip()
-    if not line:
-        continue
-    name, _, want = line.partition("==")
-    try:
-        have = md.version(name.strip())
-    except md.PackageNotFoundError:
-        sys.exit(1)
-    if have != want.strip():
-        sys.exit(1)
-PY
+    "$VENV/bin/python" scripts/pins-installed.py "$REQUIREMENTS"
 }
 
 log "==> clients: virtualenv $VENV"

@@ -148,6 +148,10 @@ pub struct PutInventories {
 pub struct PostInventory {
     /// The class.
     pub resource_class: String,
+    /// Accepted and not checked, as Placement does: creating an inventory is not a change
+    /// to one the caller has seen.
+    #[serde(default)]
+    pub resource_provider_generation: Option<i64>,
     /// Total units.
     pub total: i64,
     /// Reserved units.

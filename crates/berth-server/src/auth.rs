@@ -19,12 +19,33 @@ use std::sync::Arc;
 pub enum AuthMode {
     /// Every request is an admin; `X-Auth-Token` is ignored.
     Noauth,
+    /// Placement's test mode: `X-Auth-Token: USER[:PROJECT]` is believed as given (`admin` is
+    /// an admin, anyone else has the roles `X-Roles` names, or none); no token is 401.
+    Noauth2,
     /// `X-Auth-Token` must name a token in the tokens file.
     Token,
     /// Identity comes from `X-Project-Id`, `X-User-Id`, `X-Roles` (keystonemiddleware).
     Headers,
     /// `X-Auth-Token` is a Keystone token, validated by berth against Keystone's v3 API.
     Keystone,
+}
+
+impl AuthMode {
+    /// Whether the mode believes whoever calls, so that it may only listen on loopback.
+    pub fn trusts_anyone(self) -> bool {
+        matches!(self, AuthMode::Noauth | AuthMode::Noauth2)
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthMode::Noauth => "noauth",
+            AuthMode::Noauth2 => "noauth2",
+            AuthMode::Token => "token",
+            AuthMode::Headers => "headers",
+            AuthMode::Keystone => "keystone",
+        }
+    }
 }
 
 /// A role berth knows.
@@ -222,6 +243,27 @@ impl Authenticator {
         };
         match self.mode {
             AuthMode::Noauth => Ok(Identity::noauth_admin()),
+            AuthMode::Noauth2 => {
+                let token = header("x-auth-token").ok_or(AuthFailure::Missing)?;
+                let (user_id, project) = token.split_once(':').unwrap_or((token, ""));
+                let project = Some(project).filter(|p| !p.is_empty()).unwrap_or(user_id);
+                let system_scope = header("openstack-system-scope").is_some_and(|s| s == "all");
+                let project_id = header("x-project-id")
+                    .or_else(|| header("x-tenant-id"))
+                    .or((!system_scope).then_some(project));
+                let roles: Vec<&str> = match header("x-roles") {
+                    Some(text) => text.split(',').collect(),
+                    None if user_id == "admin" => vec!["admin"],
+                    None => Vec::new(),
+                };
+                Ok(Identity::from_claims(Claims {
+                    project_id,
+                    user_id,
+                    roles: &roles,
+                    domain_id: None,
+                    system_scope,
+                }))
+            }
             AuthMode::Token => {
                 let token = header("x-auth-token").ok_or(AuthFailure::Missing)?;
                 self.tokens.get(token).cloned().ok_or(AuthFailure::Invalid)
@@ -385,6 +427,51 @@ mod tests {
             .await
             .expect("system scope");
         assert!(system.system_scope && !system.has_project());
+    }
+
+    #[tokio::test]
+    async fn noauth2_believes_the_token_as_placement_does() {
+        let noauth2 = Authenticator::new(AuthMode::Noauth2, None).expect("noauth2");
+        assert_eq!(
+            noauth2.identify(&HeaderMap::new()).await,
+            Err(AuthFailure::Missing)
+        );
+        let admin = noauth2
+            .identify(&headers(&[("x-auth-token", "admin")]))
+            .await
+            .expect("admin");
+        assert!(admin.is_admin());
+        assert_eq!(admin.project_id, "admin");
+        let user = noauth2
+            .identify(&headers(&[("x-auth-token", "alice:p7")]))
+            .await
+            .expect("user");
+        assert_eq!(
+            (user.user_id.as_str(), user.project_id.as_str()),
+            ("alice", "p7")
+        );
+        assert!(user.roles.is_empty(), "no roles unless named");
+        let reader = noauth2
+            .identify(&headers(&[
+                ("x-auth-token", "user"),
+                ("x-roles", "reader"),
+                ("x-project-id", "p9"),
+            ]))
+            .await
+            .expect("reader");
+        assert_eq!(
+            (reader.roles.as_slice(), reader.project_id.as_str()),
+            (&[Role::Reader][..], "p9")
+        );
+        let system = noauth2
+            .identify(&headers(&[
+                ("x-auth-token", "user"),
+                ("x-roles", "admin,member,reader"),
+                ("openstack-system-scope", "all"),
+            ]))
+            .await
+            .expect("system");
+        assert!(system.system_scope && !system.has_project() && system.is_admin());
     }
 
     #[test]

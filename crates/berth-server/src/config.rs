@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8778].
     #[arg(long, env = "BERTH_LISTEN")]
     pub listen: Option<String>,
+    /// Also serve the Placement API at the root of this address, as Placement itself is
+    /// deployed (its port 8778), beside `--listen` [default: none].
+    #[arg(long, env = "BERTH_PLACEMENT_LISTEN")]
+    pub placement_listen: Option<String>,
     /// Directory for the embedded database [default: ./berth-data].
     #[arg(long, env = "BERTH_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -150,6 +154,7 @@ pub struct ServeArgs {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<String>,
+    placement_listen: Option<String>,
     data_dir: Option<PathBuf>,
     database: Option<String>,
     sqlite_synchronous: Option<SqliteSynchronous>,
@@ -363,6 +368,8 @@ pub enum StorageUrl {
 pub struct Config {
     /// Listen address.
     pub listen: SocketAddr,
+    /// Where Placement is also served at the root, if anywhere.
+    pub placement_listen: Option<SocketAddr>,
     /// Database.
     pub storage: StorageUrl,
     /// SQLite's `synchronous` setting (unused with PostgreSQL).
@@ -434,14 +441,12 @@ impl Config {
     /// Layers flags over the file over defaults, then validates.
     pub fn from_args(args: &ServeArgs) -> anyhow::Result<Config> {
         let file = read_file(args.config.as_deref())?;
-        let listen_text = args
-            .listen
-            .clone()
-            .or(file.listen)
-            .unwrap_or_else(|| LISTEN_DEFAULT.to_owned());
-        let listen: SocketAddr = listen_text.parse().with_context(|| {
-            format!("--listen {listen_text:?} is not an address like 127.0.0.1:8778")
-        })?;
+        let (listen, placement_listen, auth) = listeners(
+            args,
+            file.listen,
+            file.placement_listen,
+            args.auth.or(file.auth),
+        )?;
         let data_dir = args
             .data_dir
             .clone()
@@ -451,7 +456,6 @@ impl Config {
             None => StorageUrl::Sqlite(data_dir.join("berth.db")),
             Some(url) => parse_storage_url(&url)?,
         };
-        let auth = auth_mode(args.auth.or(file.auth), listen)?;
         let tokens = args.tokens.clone().or(file.tokens);
         let trusted_proxies = trusted_proxies(match args.trusted_proxies.is_empty() {
             true => file.trusted_proxies.as_deref().unwrap_or_default(),
@@ -487,6 +491,7 @@ impl Config {
             connection_settings(args, file.http.unwrap_or_default())?;
         Ok(Config {
             listen,
+            placement_listen,
             storage,
             sqlite_synchronous: args
                 .sqlite_synchronous
@@ -643,6 +648,39 @@ fn read_file(path: Option<&std::path::Path>) -> anyhow::Result<FileConfig> {
     toml::from_str::<FileConfig>(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
+/// Where berth listens, where Placement is also served at the root, and the authentication
+/// mode, checked against both.
+fn listeners(
+    args: &ServeArgs,
+    listen: Option<String>,
+    placement_listen: Option<String>,
+    auth: Option<AuthMode>,
+) -> anyhow::Result<(SocketAddr, Option<SocketAddr>, AuthMode)> {
+    let listen_text = args
+        .listen
+        .clone()
+        .or(listen)
+        .unwrap_or_else(|| LISTEN_DEFAULT.to_owned());
+    let listen = address("--listen", &listen_text)?;
+    let placement_listen = args
+        .placement_listen
+        .clone()
+        .or(placement_listen)
+        .map(|text| address("--placement-listen", &text))
+        .transpose()?;
+    let auth = auth_mode(auth, listen)?;
+    if let Some(address) = placement_listen {
+        auth_mode(Some(auth), address)?;
+    }
+    Ok((listen, placement_listen, auth))
+}
+
+/// The address a listen flag names.
+fn address(flag: &str, text: &str) -> anyhow::Result<SocketAddr> {
+    text.parse()
+        .with_context(|| format!("{flag} {text:?} is not an address like 127.0.0.1:8778"))
+}
+
 /// The authentication mode: `noauth` by default on loopback only, and only there.
 fn auth_mode(mode: Option<AuthMode>, listen: SocketAddr) -> anyhow::Result<AuthMode> {
     let auth = match mode {
@@ -652,9 +690,10 @@ fn auth_mode(mode: Option<AuthMode>, listen: SocketAddr) -> anyhow::Result<AuthM
             "refusing to listen on {listen} without authentication: set --auth token, --auth headers or --auth keystone (noauth is only the default on loopback)"
         ),
     };
-    if auth == AuthMode::Noauth && !listen.ip().is_loopback() {
+    if auth.trusts_anyone() && !listen.ip().is_loopback() {
         anyhow::bail!(
-            "refusing to listen on {listen} with --auth noauth: noauth is only allowed on a loopback address"
+            "refusing to listen on {listen} with --auth {}: it is only allowed on a loopback address",
+            auth.name()
         );
     }
     Ok(auth)
@@ -772,6 +811,17 @@ mod tests {
             ..ServeArgs::default()
         };
         assert!(Config::from_args(&args).is_err());
+        let args = ServeArgs {
+            listen: Some("127.0.0.1:8778".into()),
+            placement_listen: Some("0.0.0.0:8779".into()),
+            auth: Some(AuthMode::Noauth2),
+            ..ServeArgs::default()
+        };
+        let error = Config::from_args(&args).expect_err("refused").to_string();
+        assert!(
+            error.contains("0.0.0.0:8779") && error.contains("noauth2"),
+            "{error}"
+        );
         let args = ServeArgs {
             listen: Some("0.0.0.0:8778".into()),
             auth: Some(AuthMode::Headers),

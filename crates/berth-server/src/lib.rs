@@ -51,6 +51,8 @@ pub async fn open_store(
 #[derive(Debug)]
 pub struct Running {
     addr: SocketAddr,
+    /// Placement's own listener, when asked for, and its task.
+    placement: Option<(SocketAddr, JoinHandle<std::io::Result<()>>)>,
     stop: CancellationToken,
     task: JoinHandle<std::io::Result<()>>,
     grace: Duration,
@@ -62,19 +64,36 @@ impl Running {
         self.addr
     }
 
+    /// The address Placement is served at the root of, when `--placement-listen` asked.
+    pub fn placement_addr(&self) -> Option<SocketAddr> {
+        self.placement.as_ref().map(|(addr, _)| *addr)
+    }
+
     /// Stops accepting at once without waiting (for cleanup paths that cannot await).
     pub fn abort(self) {
         self.stop.cancel();
         self.task.abort();
+        if let Some((_, task)) = self.placement {
+            task.abort();
+        }
     }
 
     /// Stops accepting, lets in-flight requests finish within the grace period, and returns.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         self.stop.cancel();
-        match tokio::time::timeout(self.grace, self.task).await {
-            Ok(joined) => joined
+        let both = async {
+            if let Some((_, task)) = self.placement {
+                task.await
+                    .context("Placement's server task panicked")?
+                    .context("Placement's server failed")?;
+            }
+            self.task
+                .await
                 .context("server task panicked")?
-                .context("server failed"),
+                .context("server failed")
+        };
+        match tokio::time::timeout(self.grace, both).await {
+            Ok(result) => result,
             Err(_) => {
                 tracing::warn!(
                     grace_s = self.grace.as_secs(),
@@ -88,21 +107,8 @@ impl Running {
 
 /// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
-    let mut authenticator = Authenticator::new(config.auth, config.tokens.as_deref())?
-        .with_trusted_proxies(config.trusted_proxies.clone());
-    if let Some(settings) = &config.keystone {
-        authenticator =
-            authenticator.with_keystone(Arc::new(keystone::Keystone::new(settings.clone())?));
-    }
-    let auth = Arc::new(authenticator);
+    let auth = authenticator(config)?;
     let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-    if config.auth == auth::AuthMode::Headers && !config.listen.ip().is_loopback() {
-        tracing::warn!(
-            listen = %config.listen,
-            trusted_proxies = ?config.trusted_proxies,
-            "--auth headers believes the identity headers of these peers only; put the authenticating proxy there and keep everyone else from reaching berth directly"
-        );
-    }
     let destinations = Arc::new(config.callback_destinations.clone());
     let notifier: Arc<dyn berth_app::Notifier> = Arc::new(notifier::HttpNotifier::new(
         config.callback_ca_file.as_deref(),
@@ -139,31 +145,68 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
     let app = http::router(berth, auth, limits, config.access_policy.clone())?
         .layer(axum::Extension(destinations));
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
+    let listener = bind(config.listen).await?;
     let addr = listener.local_addr()?;
-    let signal = stop.clone();
+    let placement_listener = match config.placement_listen {
+        Some(address) => Some(bind(address).await?),
+        None => None,
+    };
     let connection_limits = connections::ConnectionLimits {
         max_connections: config.max_connections,
         idle_timeout: config.idle_timeout,
         header_timeout: config.header_timeout,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    let placement = match placement_listener {
+        Some(listener) => {
+            let placement_addr = listener.local_addr()?;
+            tracing::info!(%placement_addr, scheme, "Placement is served at the root");
+            let app = http::placement::at_root(app.clone());
+            let task =
+                connections::serve(listener, app, connection_limits, tls.clone(), stop.clone());
+            Some((placement_addr, tokio::spawn(task)))
+        }
+        None => None,
+    };
     let task = tokio::spawn(connections::serve(
         listener,
         app,
         connection_limits,
         tls,
-        signal,
+        stop.clone(),
     ));
     tracing::info!(%addr, scheme, auth = ?config.auth, "berth is serving");
     Ok(Running {
         addr,
+        placement,
         stop,
         task,
         grace: config.shutdown_grace,
     })
+}
+
+/// The configured authentication mode, ready to identify callers.
+fn authenticator(config: &Config) -> anyhow::Result<Arc<Authenticator>> {
+    let mut authenticator = Authenticator::new(config.auth, config.tokens.as_deref())?
+        .with_trusted_proxies(config.trusted_proxies.clone());
+    if let Some(settings) = &config.keystone {
+        authenticator =
+            authenticator.with_keystone(Arc::new(keystone::Keystone::new(settings.clone())?));
+    }
+    if config.auth == auth::AuthMode::Headers && !config.listen.ip().is_loopback() {
+        tracing::warn!(
+            listen = %config.listen,
+            trusted_proxies = ?config.trusted_proxies,
+            "--auth headers believes the identity headers of these peers only; put the authenticating proxy there and keep everyone else from reaching berth directly"
+        );
+    }
+    Ok(Arc::new(authenticator))
+}
+
+async fn bind(address: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("binding {address}"))
 }
 
 /// Serves until SIGINT or SIGTERM, then shuts down gracefully.

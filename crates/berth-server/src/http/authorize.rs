@@ -6,7 +6,9 @@
 //! mode it also keeps browsers from being used against a local berth: requests must name a
 //! loopback host (no DNS rebinding), come from the same origin when a browser says where they
 //! come from, and carry their POST bodies as JSON (so a cross-site form or `fetch` without a CORS
-//! preflight cannot write).
+//! preflight cannot write). `noauth2` believes a token that any page could name once it is
+//! same-origin, so it keeps the loopback-host check (a browser cannot send its custom
+//! `X-Auth-Token` across origins without a preflight).
 
 use crate::auth::{AuthFailure, AuthMode, Identity};
 use crate::http::error::ApiError;
@@ -61,9 +63,12 @@ pub async fn middleware(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if state.auth.mode() == AuthMode::Noauth
-        && let Err(error) = browser_guard(request.method(), request.headers())
-    {
+    let guarded = match state.auth.mode() {
+        AuthMode::Noauth => browser_guard(request.method(), request.headers()),
+        AuthMode::Noauth2 => host_guard(request.headers()),
+        _ => Ok(()),
+    };
+    if let Err(error) = guarded {
         return error.into_response();
     }
     let Some(path) = request.extensions().get::<MatchedPath>().cloned() else {
@@ -112,15 +117,25 @@ fn refused(detail: &str) -> ApiError {
     ApiError::new(StatusCode::FORBIDDEN, "forbidden", detail)
 }
 
+/// Refuses a request addressed to a name other than a loopback one (DNS rebinding).
+fn host_guard(headers: &HeaderMap) -> Result<(), ApiError> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match loopback_authority(host) {
+        true => Ok(()),
+        false => Err(refused(
+            "Without authentication berth answers only requests addressed to a loopback host.",
+        )),
+    }
+}
+
 /// The `noauth` checks that keep a browser from being turned against a local berth.
 fn browser_guard(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    host_guard(headers)?;
     let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
     let host = text(header::HOST).unwrap_or("");
-    if !loopback_authority(host) {
-        return Err(refused(
-            "Without authentication berth answers only requests addressed to a loopback host.",
-        ));
-    }
     if let Some(origin) = text(header::ORIGIN) {
         let same = origin
             .strip_prefix("http://")

@@ -1,6 +1,7 @@
 //! `/resource_providers/{uuid}/inventories[/{class}]`, `/usages` and `/allocations` of one provider.
 
-use super::wire::{MOUNT, absolute_url, find, provider_uuid, respond};
+use super::Mount;
+use super::wire::{absolute_url, find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::rejection::CONCURRENT_UPDATE;
@@ -217,6 +218,7 @@ async fn replace(
 async fn create(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     headers: HeaderMap,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<PostInventory>,
@@ -244,10 +246,10 @@ async fn create(
     *response.status_mut() = StatusCode::CREATED;
     let location = absolute_url(
         &headers,
-        &format!(
-            "{MOUNT}/resource_providers/{uuid}/inventories/{}",
+        &mount.path(&format!(
+            "/resource_providers/{uuid}/inventories/{}",
             class.as_str()
-        ),
+        )),
     );
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);

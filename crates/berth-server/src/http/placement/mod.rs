@@ -1,4 +1,7 @@
-//! The OpenStack Placement API under `/placement`, microversions 1.0 to 1.39.
+//! The OpenStack Placement API under `/placement`, microversions 1.0 to 1.39, and at the root of
+//! its own listener (`--placement-listen`), as Placement itself is deployed: [`at_root`] serves
+//! the same routes there, and the links and `Location` headers a request gets follow its
+//! [`Mount`].
 
 mod aggregates;
 mod allocations;
@@ -14,9 +17,13 @@ mod wire;
 use crate::http::routes::Routes;
 use crate::http::surface::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::policy::Rule;
-use axum::Json;
+use axum::extract::{FromRequestParts, Request};
 use axum::http::Method;
+use axum::http::request::Parts;
+use axum::http::uri::PathAndQuery;
+use axum::{Json, Router};
 use berth_api::placement::{Link, Version, VersionList};
+use std::convert::Infallible;
 
 /// Registers every Placement route.
 pub fn register(routes: &mut Routes) {
@@ -45,6 +52,60 @@ pub fn register(routes: &mut Routes) {
     aggregates::register(routes);
     traits::register(routes);
     resource_classes::register(routes);
+}
+
+/// Where the surface is mounted for the request at hand: `/placement` on berth's listener, the
+/// root on Placement's own. Links and `Location` headers are built under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mount(&'static str);
+
+impl Mount {
+    /// Under `/placement`, beside berth's other surfaces.
+    pub const PREFIXED: Mount = Mount("/placement");
+    /// At the root of a listener of its own.
+    pub const ROOT: Mount = Mount("");
+
+    /// The path of `rest` (which starts with `/`) under this mount.
+    pub fn path(self, rest: &str) -> String {
+        format!("{}{rest}", self.0)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Mount {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Mount, Infallible> {
+        Ok(parts
+            .extensions
+            .get::<Mount>()
+            .copied()
+            .unwrap_or(Mount::PREFIXED))
+    }
+}
+
+/// `app` with Placement at the root: every request's path is taken as a Placement path (`/` is
+/// the version document, `/resource_providers` the providers) and marked [`Mount::ROOT`], so
+/// that it passes the same authorization, microversion and error handling as under `/placement`.
+/// berth's other surfaces are not reachable there.
+pub fn at_root(app: Router) -> Router {
+    let rooted = tower::ServiceBuilder::new()
+        .map_request(|mut request: Request| {
+            let rest = request
+                .uri()
+                .path_and_query()
+                .map_or("/", PathAndQuery::as_str);
+            let rest = if rest.starts_with('/') { rest } else { "/" };
+            let mut parts = request.uri().clone().into_parts();
+            parts.path_and_query =
+                PathAndQuery::try_from(format!("{}{rest}", Mount::PREFIXED.0)).ok();
+            if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+                *request.uri_mut() = uri;
+            }
+            request.extensions_mut().insert(Mount::ROOT);
+            request
+        })
+        .service(app);
+    Router::new().fallback_service(rooted)
 }
 
 async fn version_document() -> Json<VersionList> {

@@ -1,7 +1,8 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`.
 
+use super::Mount;
 use super::query;
-use super::wire::{MOUNT, absolute_url, find, provider_uuid, respond};
+use super::wire::{absolute_url, find, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
@@ -128,8 +129,12 @@ async fn set_status(
 }
 
 /// The representation of a provider at a microversion.
-pub(crate) fn representation(provider: &Provider, mv: Microversion) -> ResourceProvider {
-    let base = format!("{MOUNT}/resource_providers/{}", provider.uuid());
+pub(crate) fn representation(
+    provider: &Provider,
+    mv: Microversion,
+    mount: Mount,
+) -> ResourceProvider {
+    let base = mount.path(&format!("/resource_providers/{}", provider.uuid()));
     let mut rels = vec![
         ("self", base.clone()),
         ("inventories", format!("{base}/inventories")),
@@ -207,13 +212,14 @@ fn filter(
 async fn list(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let pairs = query::pairs(raw.as_deref())?;
     let (filter, names) = filter(&pairs, mv)?;
     let resource_providers = state
         .berth
-        .resource_providers(filter, names, |p| representation(p, mv))
+        .resource_providers(filter, names, |p| representation(p, mv, mount))
         .await
         .map_err(query::read_error)?;
     let body = ResourceProviderList { resource_providers };
@@ -235,6 +241,7 @@ fn optional_uuid(field: &str, value: Option<&str>) -> Result<Option<ProviderId>,
 async fn create(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateResourceProvider>,
 ) -> Result<Response, ApiError> {
@@ -249,7 +256,10 @@ async fn create(
         parent: optional_uuid("parent_provider_uuid", body.parent_provider_uuid.as_deref())?,
     };
     let uuid = state.berth.create_provider(cmd).await?;
-    let location = absolute_url(&headers, &format!("{MOUNT}/resource_providers/{uuid}"));
+    let location = absolute_url(
+        &headers,
+        &mount.path(&format!("/resource_providers/{uuid}")),
+    );
     let location = HeaderValue::from_str(&location)
         .map_err(|_| ApiError::bad_request("Invalid Host header"))?;
     if !mv.at_least(20) {
@@ -257,7 +267,7 @@ async fn create(
     }
     let body = state
         .berth
-        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv)))
+        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv, mount)))
         .await??;
     let mut response = respond(mv, state.berth.now(), &body);
     response.headers_mut().insert(header::LOCATION, location);
@@ -267,12 +277,13 @@ async fn create(
 async fn show(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     Path(uuid): Path<String>,
 ) -> Result<Response, ApiError> {
     let uuid = provider_uuid(&uuid)?;
     let body = state
         .berth
-        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv)))
+        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv, mount)))
         .await??;
     Ok(respond(mv, state.berth.now(), &body))
 }
@@ -280,6 +291,7 @@ async fn show(
 async fn update(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     Path(uuid): Path<String>,
     ApiJson(body): ApiJson<UpdateResourceProvider>,
 ) -> Result<Response, ApiError> {
@@ -304,7 +316,7 @@ async fn update(
         .await?;
     let body = state
         .berth
-        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv)))
+        .read(|catalog| find(catalog, uuid).map(|p| representation(p, mv, mount)))
         .await??;
     Ok(respond(mv, state.berth.now(), &body))
 }

@@ -1,6 +1,7 @@
 //! `/resource_classes` and `/resource_classes/{name}` (1.2).
 
-use super::wire::{MOUNT, absolute_url, respond};
+use super::Mount;
+use super::wire::{absolute_url, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
@@ -60,18 +61,27 @@ pub(super) fn register(routes: &mut Routes) {
         .answers_empty(204);
 }
 
-fn representation(name: &str) -> berth_api::placement::ResourceClass {
+fn representation(name: &str, mount: Mount) -> berth_api::placement::ResourceClass {
     berth_api::placement::ResourceClass {
         name: name.to_owned(),
-        links: vec![Link::to_self(format!("{MOUNT}/resource_classes/{name}"))],
+        links: vec![Link::to_self(
+            mount.path(&format!("/resource_classes/{name}")),
+        )],
     }
 }
 
-async fn list(State(state): State<AppState>, mv: Microversion) -> Result<Response, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    mv: Microversion,
+    mount: Mount,
+) -> Result<Response, ApiError> {
     mv.require(2)?;
     let names = state.berth.resource_classes().await?;
     let body = ResourceClassList {
-        resource_classes: names.iter().map(|name| representation(name)).collect(),
+        resource_classes: names
+            .iter()
+            .map(|name| representation(name, mount))
+            .collect(),
     };
     Ok(respond(mv, state.berth.now(), &body))
 }
@@ -79,12 +89,16 @@ async fn list(State(state): State<AppState>, mv: Microversion) -> Result<Respons
 async fn create(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateResourceClass>,
 ) -> Result<Response, ApiError> {
     mv.require(2)?;
     state.berth.create_resource_class(&body.name).await?;
-    let location = absolute_url(&headers, &format!("{MOUNT}/resource_classes/{}", body.name));
+    let location = absolute_url(
+        &headers,
+        &mount.path(&format!("/resource_classes/{}", body.name)),
+    );
     let location = HeaderValue::from_str(&location)
         .map_err(|_| ApiError::bad_request("Invalid Host header"))?;
     Ok((StatusCode::CREATED, [(header::LOCATION, location)]).into_response())
@@ -93,6 +107,7 @@ async fn create(
 async fn show(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     mv.require(2)?;
@@ -101,7 +116,11 @@ async fn show(
         .read(|catalog| ResourceClass::parse(&name).is_some_and(|c| catalog.has_resource_class(&c)))
         .await?;
     match exists {
-        true => Ok(respond(mv, state.berth.now(), &representation(&name))),
+        true => Ok(respond(
+            mv,
+            state.berth.now(),
+            &representation(&name, mount),
+        )),
         false => Err(ApiError::not_found(format!(
             "No such resource class {name}"
         ))),

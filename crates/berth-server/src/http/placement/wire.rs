@@ -11,9 +11,6 @@ use berth_core::{Instant, Provider, ProviderId};
 use serde::Serialize;
 use uuid::Uuid;
 
-/// Where the surface is mounted.
-pub(super) const MOUNT: &str = "/placement";
-
 /// Parses a provider uuid from the path; a malformed one names no provider (404).
 pub(super) fn provider_uuid(text: &str) -> Result<ProviderId, ApiError> {
     Uuid::parse_str(text)
