@@ -34,6 +34,7 @@ START_TIMEOUT_S = 30
 # berth's flags for the fixtures that configure Placement rather than create data.
 FIXTURE_FLAGS = {
     "OpenPolicyFixture": ["--policy", os.path.join(HERE, "open-policy.toml")],
+    "CORSFixture": ["--cors-allowed-origin", "http://valid.example.com"],
 }
 
 

@@ -206,6 +206,15 @@ impl Berth {
         .await
     }
 
+    /// Renames a custom resource class that nothing uses (Placement's `PUT` from 1.2 to 1.6).
+    pub async fn rename_resource_class(&self, from: &str, to: &str) -> Result<(), AppError> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.write(move |catalog, _| {
+            decide::rename_resource_class(catalog, &from, &to).map(|c| with(c, ()))
+        })
+        .await
+    }
+
     /// Deletes a custom resource class.
     pub async fn delete_resource_class(&self, name: &str) -> Result<(), AppError> {
         let name = name.to_owned();

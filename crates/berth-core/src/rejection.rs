@@ -18,7 +18,7 @@ pub enum Rejection {
     #[error("Host {0} not found")]
     HostNotFound(String),
     /// The named parent does not exist.
-    #[error("parent provider UUID {0} does not exist")]
+    #[error("parent provider UUID does not exist: {0}")]
     ParentNotFound(ProviderId),
     /// Another provider already has this name.
     #[error("Conflicting resource provider name: {0} already exists")]
@@ -33,8 +33,13 @@ pub enum Rejection {
     #[error("name must be between 1 and 200 characters")]
     BadName,
     /// The new parent would make the tree a loop.
-    #[error("creating loop in the provider tree is not allowed")]
+    #[error("creating loop in the provider tree is not allowed.")]
     ParentCycle,
+    /// A provider named as its own parent when created.
+    #[error(
+        "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent."
+    )]
+    ParentIsSelf,
     /// The tree would be deeper than the limit.
     #[error("the provider tree would be too deep")]
     TreeTooDeep,
@@ -57,16 +62,16 @@ pub enum Rejection {
         actual: u64,
     },
     /// The provider has child providers.
-    #[error("Unable to delete parent resource provider {0}: It has child resource providers")]
+    #[error("Unable to delete parent resource provider {0}: It has child resource providers.")]
     ProviderHasChildren(ProviderId),
     /// The provider has allocations.
-    #[error("Unable to delete resource provider {0}: Resource provider has allocations")]
+    #[error("Unable to delete resource provider {0}: Resource provider has allocations.")]
     ProviderInUse(ProviderId),
     /// The resource class does not exist.
     #[error("No such resource class {0}")]
     UnknownResourceClass(String),
     /// One or more traits do not exist.
-    #[error("No such trait(s): {0}")]
+    #[error("No such trait(s): {0}.")]
     UnknownTraits(String),
     /// An inventory record is invalid.
     #[error("Unable to update inventory for resource provider {uuid}: {class}: {error}")]
@@ -95,7 +100,9 @@ pub enum Rejection {
         class: String,
     },
     /// The provider already has inventory of this class (create-one).
-    #[error("Inventory for {class} on resource provider {uuid} already exists")]
+    #[error(
+        "Update conflict: Inventory for '{class}' on resource provider '{uuid}' already exists."
+    )]
     InventoryExists {
         /// The provider.
         uuid: ProviderId,
@@ -112,7 +119,9 @@ pub enum Rejection {
     #[error("Cannot delete standard resource class {0}")]
     ResourceClassStandard(String),
     /// The resource class is used by an inventory.
-    #[error("Unable to delete resource class {0}: it is in use by inventory")]
+    #[error(
+        "Error in delete resource class: Cannot delete resource class {0}. Class is in use in inventory."
+    )]
     ResourceClassInUse(String),
     /// No such trait.
     #[error("No such trait {0}")]
@@ -121,7 +130,7 @@ pub enum Rejection {
     #[error("Cannot delete standard trait {0}")]
     TraitStandard(String),
     /// The trait is associated with a provider.
-    #[error("The trait {0} is in use by a resource provider")]
+    #[error("The trait {0} is in use by a resource provider.")]
     TraitInUse(String),
     /// A Blazar host is already enrolled on this provider.
     #[error("Host {0} is already enrolled")]
@@ -147,7 +156,7 @@ pub enum Rejection {
     #[error("No data to update")]
     NothingToUpdate,
     /// An allocation names a provider that does not exist.
-    #[error("Unable to allocate inventory: resource provider {0} does not exist")]
+    #[error("Allocation for resource provider '{0}' that does not exist.")]
     AllocationProviderNotFound(ProviderId),
     /// An allocation names a class the provider has no inventory of.
     #[error(

@@ -78,6 +78,14 @@ pub struct ServeArgs {
     /// deployed (its port 8778), beside `--listen` [default: none].
     #[arg(long, env = "BERTH_PLACEMENT_LISTEN")]
     pub placement_listen: Option<String>,
+    /// An origin (`https://dashboard.example.com`) whose web pages may call berth (CORS);
+    /// repeatable or comma-separated [default: none].
+    #[arg(
+        long = "cors-allowed-origin",
+        env = "BERTH_CORS_ALLOWED_ORIGIN",
+        value_delimiter = ','
+    )]
+    pub cors_allowed_origins: Vec<String>,
     /// Directory for the embedded database [default: ./berth-data].
     #[arg(long, env = "BERTH_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -155,6 +163,7 @@ pub struct ServeArgs {
 struct FileConfig {
     listen: Option<String>,
     placement_listen: Option<String>,
+    cors_allowed_origins: Option<Vec<String>>,
     data_dir: Option<PathBuf>,
     database: Option<String>,
     sqlite_synchronous: Option<SqliteSynchronous>,
@@ -370,6 +379,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Where Placement is also served at the root, if anywhere.
     pub placement_listen: Option<SocketAddr>,
+    /// The origins whose pages may call berth (CORS); none when empty.
+    pub cors_allowed_origins: Vec<axum::http::HeaderValue>,
     /// Database.
     pub storage: StorageUrl,
     /// SQLite's `synchronous` setting (unused with PostgreSQL).
@@ -489,9 +500,14 @@ impl Config {
         );
         let (max_connections, idle_timeout, header_timeout) =
             connection_settings(args, file.http.unwrap_or_default())?;
+        let cors_allowed_origins = cors_origins(match args.cors_allowed_origins.is_empty() {
+            true => file.cors_allowed_origins.as_deref().unwrap_or_default(),
+            false => &args.cors_allowed_origins,
+        })?;
         Ok(Config {
             listen,
             placement_listen,
+            cors_allowed_origins,
             storage,
             sqlite_synchronous: args
                 .sqlite_synchronous
@@ -673,6 +689,27 @@ fn listeners(
         auth_mode(Some(auth), address)?;
     }
     Ok((listen, placement_listen, auth))
+}
+
+/// The origins CORS admits: each `scheme://host[:port]`, nothing more.
+fn cors_origins(items: &[String]) -> anyhow::Result<Vec<axum::http::HeaderValue>> {
+    items
+        .iter()
+        .map(|item| {
+            let origin = item.trim();
+            let url = url::Url::parse(origin)
+                .ok()
+                .filter(|url| url.path() == "/" && url.query().is_none() && url.has_host())
+                .filter(|_| !origin.ends_with('/'));
+            match url {
+                Some(_) => axum::http::HeaderValue::from_str(origin)
+                    .with_context(|| format!("--cors-allowed-origin {origin:?}")),
+                None => anyhow::bail!(
+                    "--cors-allowed-origin {origin:?} is not an origin like https://dashboard.example.com"
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The address a listen flag names.

@@ -143,8 +143,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
-    let app = http::router(berth, auth, limits, config.access_policy.clone())?
+    let mut app = http::router(berth, auth, limits, config.access_policy.clone())?
         .layer(axum::Extension(destinations));
+    if !config.cors_allowed_origins.is_empty() {
+        app = app.layer(http::cors(config.cors_allowed_origins.clone()));
+    }
     let listener = bind(config.listen).await?;
     let addr = listener.local_addr()?;
     let placement_listener = match config.placement_listen {

@@ -304,6 +304,14 @@ impl Authorization {
             .find(|(m, _)| *m == method)
             .map(|(_, rule)| *rule)
     }
+
+    /// The methods the route `path` (a template) serves, in registration order.
+    pub fn methods(&self, path: &str) -> Vec<Method> {
+        self.by_path
+            .get(path)
+            .map(|rules| rules.iter().map(|(method, _)| method.clone()).collect())
+            .unwrap_or_default()
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,9 @@ fn holder<'c>(
     let found = catalog
         .provider(provider)
         .ok_or(Rejection::AllocationProviderNotFound(provider))?;
+    if !catalog.has_resource_class(class) {
+        return Err(Rejection::UnknownResourceClass(class.as_str().to_owned()));
+    }
     let record = found
         .inventories()
         .get(class)
@@ -295,7 +298,21 @@ fn capacity_checked(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -
             });
         }
     }
-    let touched: BTreeSet<ProviderId> = totals.keys().map(|(provider, _)| *provider).collect();
+    // As Placement: the providers a write allocates from change generation; a write that
+    // clears a consumer changes those it held.
+    let mut touched: BTreeSet<ProviderId> = BTreeSet::new();
+    for write in writes {
+        match write.allocations.is_empty() {
+            false => touched.extend(write.allocations.keys().copied()),
+            true => touched.extend(
+                catalog
+                    .consumer(write.consumer)
+                    .into_iter()
+                    .flat_map(|c| c.entries().map(|(provider, _, _)| provider)),
+            ),
+        }
+    }
+    touched.retain(|provider| catalog.provider(*provider).is_some());
     let mut changes = Vec::with_capacity(writes.len() + touched.len());
     for write in writes {
         let existing = catalog.consumer(write.consumer);

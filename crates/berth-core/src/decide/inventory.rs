@@ -6,7 +6,7 @@ use crate::change::{Change, Decision};
 use crate::limits;
 use crate::model::id::ProviderId;
 use crate::model::inventory::Inventory;
-use crate::model::name::{ResourceClass, TraitName, is_custom_name};
+use crate::model::name::{ResourceClass, STANDARD_RESOURCE_CLASSES, TraitName, is_custom_name};
 use crate::model::provider::Attributes;
 use crate::model::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
 use crate::model::time::Instant;
@@ -93,6 +93,7 @@ pub fn create_provider(catalog: &Catalog, new: &NewProvider, now: Instant) -> De
     }
     let root = match new.parent {
         None => new.uuid,
+        Some(parent) if parent == new.uuid => return Err(Rejection::ParentIsSelf),
         Some(parent) => {
             let parent_provider = catalog
                 .provider(parent)
@@ -153,7 +154,10 @@ pub fn update_provider(
             parent_provider.root
         }
     };
-    let mut row = bumped(current, now);
+    // As Placement: a rename or a move is not a change to what the generation guards (its
+    // inventories, traits, aggregates and allocations), so it keeps the generation.
+    let mut row = current.row();
+    row.updated_at = now;
     row.name = name.to_owned();
     row.parent = parent;
     row.root = root;
@@ -215,13 +219,25 @@ pub fn set_inventories(
             return Err(Rejection::UnknownResourceClass(class.as_str().to_owned()));
         }
     }
-    for class in current.inventories.keys() {
-        if !inventories.contains_key(class) && current.used(class) > 0 {
-            return Err(Rejection::InventoryInUse {
-                uuid,
-                class: class.as_str().to_owned(),
-            });
-        }
+    // Every class in use that would go, named as Placement names them: standard classes in
+    // their standard order, then custom ones.
+    let mut in_use: Vec<&ResourceClass> = current
+        .inventories
+        .keys()
+        .filter(|class| !inventories.contains_key(*class) && current.used(class) > 0)
+        .collect();
+    if !in_use.is_empty() {
+        in_use.sort_by_key(|class| {
+            let standard = STANDARD_RESOURCE_CLASSES
+                .iter()
+                .position(|s| *s == class.as_str());
+            (standard.unwrap_or(usize::MAX), class.as_str().to_owned())
+        });
+        let names: Vec<&str> = in_use.iter().map(|class| class.as_str()).collect();
+        return Err(Rejection::InventoryInUse {
+            uuid,
+            class: names.join(", "),
+        });
     }
     Ok(vec![
         Change::InventoriesReplaced { uuid, inventories },
@@ -387,6 +403,28 @@ pub fn delete_resource_class(catalog: &Catalog, name: &str) -> Decision {
         return Err(Rejection::ResourceClassInUse(name.to_owned()));
     }
     Ok(vec![Change::ResourceClassDeleted(class)])
+}
+
+/// Renames a custom resource class: the new name must be free, and the class unused (an
+/// inventory, allocation or reservation of it would otherwise change class under its owner).
+pub fn rename_resource_class(catalog: &Catalog, from: &str, to: &str) -> Decision {
+    let class = ResourceClass::parse(from)
+        .filter(|class| catalog.has_resource_class(class))
+        .ok_or_else(|| Rejection::UnknownResourceClass(from.to_owned()))?;
+    if class.is_standard() {
+        return Err(Rejection::ResourceClassStandard(from.to_owned()));
+    }
+    let renamed = custom_class(to)?;
+    if catalog.has_resource_class(&renamed) {
+        return Err(Rejection::ResourceClassExists(to.to_owned()));
+    }
+    if catalog.resource_class_in_use(&class) {
+        return Err(Rejection::ResourceClassInUse(from.to_owned()));
+    }
+    Ok(vec![
+        Change::ResourceClassCreated(renamed),
+        Change::ResourceClassDeleted(class),
+    ])
 }
 
 fn custom_class(name: &str) -> Result<ResourceClass, Rejection> {

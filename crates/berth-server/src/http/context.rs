@@ -4,9 +4,11 @@
 
 use crate::http::error::{ApiError, UNDEFINED};
 use crate::http::state::AppState;
-use crate::http::surface::{self, PLACEMENT_MIN, RequestCtx, Surface, negotiate, surface_of};
+use crate::http::surface::{
+    self, PLACEMENT_MIN, RequestCtx, Surface, acceptance, negotiate, surface_of,
+};
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -24,10 +26,18 @@ pub async fn middleware(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let method = request.method().clone();
+    let accept = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let json = acceptance(accept.as_deref(), "application/json");
     let mut ctx = RequestCtx {
         request_id: request_id.clone(),
         surface,
         microversion: None,
+        html_errors: surface == Surface::Placement
+            && acceptance(accept.as_deref(), "text/html") > json,
     };
     let negotiated = match surface {
         Surface::Placement => {
@@ -46,9 +56,32 @@ pub async fn middleware(
         Some(Ok(mv)) => {
             ctx.microversion = Some(mv);
             request.extensions_mut().insert(mv);
-            surface::scope(ctx.clone(), async { shape(next.run(request).await) }).await
+            // As Placement's GET handlers: an `Accept` that excludes JSON is refused, once the
+            // route is known to exist.
+            let refuses_json =
+                json <= 0.0 && matches!(method, Method::GET | Method::HEAD) && route != "unmatched";
+            surface::scope(ctx.clone(), async {
+                match refuses_json {
+                    true => ApiError::new(
+                        StatusCode::NOT_ACCEPTABLE,
+                        UNDEFINED,
+                        "Only application/json is provided",
+                    )
+                    .into_response(),
+                    false => {
+                        let allowed = state.authz.methods(&route);
+                        placement_allow(shape(next.run(request).await, &method), &allowed)
+                    }
+                }
+            })
+            .await
         }
-        None => surface::scope(ctx.clone(), async { shape(next.run(request).await) }).await,
+        None => {
+            surface::scope(ctx.clone(), async {
+                shape(next.run(request).await, &method)
+            })
+            .await
+        }
     };
     let headers = response.headers_mut();
     headers.insert(
@@ -71,8 +104,22 @@ pub async fn middleware(
     response
 }
 
+/// Placement's `Allow` on a 405: the methods the route serves, without the `HEAD` every `GET`
+/// implies, separated as WebOb separates them (routing, which would add its own, keeps one
+/// that is set).
+fn placement_allow(mut response: Response, allowed: &[Method]) -> Response {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED || allowed.is_empty() {
+        return response;
+    }
+    let methods: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+    if let Ok(value) = HeaderValue::from_str(&methods.join(", ")) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
+}
+
 /// Gives bare 404 and 405 responses (from routing) the surface's error body, keeping `Allow`.
-fn shape(response: Response) -> Response {
+fn shape(response: Response, method: &Method) -> Response {
     let status = response.status();
     let bare = response.headers().get(header::CONTENT_TYPE).is_none();
     match (status, bare) {
@@ -81,7 +128,7 @@ fn shape(response: Response) -> Response {
             let mut shaped = ApiError::new(
                 status,
                 UNDEFINED,
-                "The method specified is not allowed for this resource.",
+                format!("The method {method} is not allowed for this resource."),
             )
             .into_response();
             if let Some(allow) = allow {

@@ -137,6 +137,7 @@ impl IntoResponse for ApiError {
         let ctx = surface::current();
         let title = self.status.canonical_reason().unwrap_or("Error");
         let mut response = match ctx.surface {
+            Surface::Placement if ctx.html_errors => html_page(self.status, title, &self.detail),
             Surface::Placement => {
                 let (min_version, max_version) = self.versions.unzip();
                 let error = PlacementError {
@@ -190,6 +191,29 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// An error as the page WebOb renders for a caller that prefers HTML.
+fn html_page(status: StatusCode, title: &str, detail: &str) -> Response {
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let heading = format!("{} {}", status.as_u16(), escape(title));
+    let body = format!(
+        "<html>\n <head>\n  <title>{heading}</title>\n </head>\n <body>\n  <h1>{heading}</h1>\n  {}<br /><br />\n\n\n\n </body>\n</html>",
+        escape(detail)
+    );
+    (
+        status,
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("text/html; charset=UTF-8"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// An envelope with the error's machine-readable members merged in (they win over the

@@ -92,6 +92,22 @@ pub fn router(
         .with_state(state))
 }
 
+/// Cross-origin requests from `origins`' pages, as oslo.middleware's CORS filter allows them:
+/// a preflight is answered with the method and headers it asks for, and the answers show the
+/// version and request-id headers to the page.
+pub fn cors(origins: Vec<axum::http::HeaderValue>) -> tower_http::cors::CorsLayer {
+    use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods(AllowMethods::mirror_request())
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers([
+            axum::http::HeaderName::from_static("openstack-api-version"),
+            axum::http::HeaderName::from_static("x-openstack-request-id"),
+            axum::http::header::LOCATION,
+        ])
+}
+
 async fn fallback() -> error::ApiError {
     error::ApiError::not_found("The resource could not be found.")
 }

@@ -66,6 +66,7 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::ParentNotFound(_)
         | Rejection::BadName
         | Rejection::ParentCycle
+        | Rejection::ParentIsSelf
         | Rejection::TreeTooDeep
         | Rejection::ReparentNotAllowed
         | Rejection::UnparentNotAllowed

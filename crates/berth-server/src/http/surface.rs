@@ -110,6 +110,9 @@ pub struct RequestCtx {
     pub surface: Surface,
     /// The negotiated Placement microversion.
     pub microversion: Option<Microversion>,
+    /// Whether the caller's `Accept` prefers HTML to JSON, so that Placement's errors are
+    /// rendered as a page (as WebOb renders them).
+    pub html_errors: bool,
 }
 
 tokio::task_local! {
@@ -122,7 +125,40 @@ pub fn current() -> RequestCtx {
         request_id: String::new(),
         surface: Surface::Berth,
         microversion: None,
+        html_errors: false,
     })
+}
+
+/// How much an `Accept` header wants `media` (`type/subtype`): the quality of the most specific
+/// range that matches it (`type/subtype`, then `type/*`, then `*/*`), 0 when none does. No
+/// header accepts everything.
+pub fn acceptance(accept: Option<&str>, media: &str) -> f32 {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return 1.0;
+    };
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    let mut best: Option<(u8, f32)> = None;
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let quality = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        let specificity = if name == media {
+            3
+        } else if name.strip_suffix("/*") == Some(kind) {
+            2
+        } else if name == "*/*" {
+            1
+        } else {
+            continue;
+        };
+        if best.is_none_or(|(s, _)| specificity > s) {
+            best = Some((specificity, quality));
+        }
+    }
+    best.map_or(0.0, |(_, quality)| quality)
 }
 
 /// Runs `work` with `ctx` as the current request's context.

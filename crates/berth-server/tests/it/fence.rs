@@ -926,7 +926,16 @@ async fn without_the_fence_the_reshaper_is_strict_placement_too() {
         StatusCode::NO_CONTENT,
         "PUT is strict Placement: {body}"
     );
-    let body = json!({"inventories": {}, "allocations": {consumer(2): {
+    // A reshape names at least one provider's inventories: the host's, unchanged.
+    let (_, inventories) = app
+        .call(
+            Method::GET,
+            &format!("/placement/resource_providers/{host}/inventories"),
+            Some("1.38"),
+            None,
+        )
+        .await;
+    let body = json!({"inventories": {host: inventories}, "allocations": {consumer(2): {
         "allocations": {host: {"resources": {"VCPU": 1}}}, "project_id": STRANGER, "user_id": "u1",
         "consumer_generation": null, "consumer_type": "INSTANCE"}}});
     let (status, body) = app

@@ -19,6 +19,7 @@ mod limits;
 mod notifications;
 mod placement_allocations;
 mod placement_candidates;
+mod placement_http;
 mod placement_inventories;
 mod placement_providers;
 mod placement_traits;

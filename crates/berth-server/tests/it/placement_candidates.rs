@@ -348,7 +348,7 @@ async fn bad_candidate_requests_get_placement_errors() {
         (
             "resources=VCPU:1&member_of1=aaaaaaaa-0000-4000-8000-000000000001",
             "1.35",
-            "placement.query.bad_value",
+            "placement.undefined_code",
         ),
         (
             "resources=VCPU:1&required2=HW_CPU_X86_AVX2",
@@ -383,7 +383,7 @@ async fn bad_candidate_requests_get_placement_errors() {
         (
             "required=HW_CPU_X86_AVX2",
             "1.39",
-            "placement.query.bad_value",
+            "placement.query.missing_value",
         ),
     ];
     for (query, mv, want) in cases {

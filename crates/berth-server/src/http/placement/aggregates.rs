@@ -1,8 +1,8 @@
 //! `/resource_providers/{uuid}/aggregates` (1.1; generations from 1.19).
 
-use super::wire::{find, provider_uuid, respond};
+use super::schema::AGGREGATES;
+use super::wire::{find, generation_changed, json_body, provider_uuid, respond};
 use crate::http::error::ApiError;
-use crate::http::extract::json_bytes;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
@@ -67,15 +67,16 @@ async fn replace(
 ) -> Result<Response, ApiError> {
     mv.require(1)?;
     let uuid = provider_uuid(&uuid)?;
-    let bytes = json_bytes(request, &state).await?;
-    let invalid =
-        |e: serde_json::Error| ApiError::bad_request(format!("JSON does not validate: {e}"));
+    // As Placement: an unknown provider is 404 whatever the body.
+    state
+        .berth
+        .read(|catalog| find(catalog, uuid).map(|_| ()))
+        .await??;
+    let value = json_body(request, &state).await?;
     // Below 1.19 the body is a bare list; from 1.19 it carries the generation.
     let request = match mv.at_least(19) {
-        true => AggregatesRequest::WithGeneration(
-            serde_json::from_slice::<PutAggregates>(&bytes).map_err(invalid)?,
-        ),
-        false => AggregatesRequest::List(serde_json::from_slice(&bytes).map_err(invalid)?),
+        true => AggregatesRequest::WithGeneration(AGGREGATES.decode::<PutAggregates>(mv, value)?),
+        false => AggregatesRequest::List(AGGREGATES.decode(mv, value)?),
     };
     let (names, generation) = match request {
         AggregatesRequest::WithGeneration(put) => {
@@ -84,6 +85,7 @@ async fn replace(
         AggregatesRequest::List(names) => (names, None),
     };
     let mut aggregates = BTreeSet::new();
+    let mut given = Vec::with_capacity(names.len());
     for name in &names {
         let parsed = Uuid::parse_str(name).map_err(|_| {
             ApiError::bad_request(format!("JSON does not validate: '{name}' is not a 'uuid'"))
@@ -93,14 +95,18 @@ async fn replace(
                 "JSON does not validate: aggregates has non-unique elements: {name}"
             )));
         }
+        given.push(parsed);
     }
     state
         .berth
         .set_aggregates(uuid, generation, aggregates)
-        .await?;
-    let out = state
+        .await
+        .map_err(generation_changed)?;
+    // As Placement, the answer lists the aggregates in the order the request gave them.
+    let mut out = state
         .berth
         .read(|catalog| find(catalog, uuid).map(|p| body(p, mv)))
         .await??;
+    out.aggregates = given;
     Ok(respond(mv, state.berth.now(), &out))
 }

@@ -1,9 +1,10 @@
 //! `/allocations/{consumer}`, `POST /allocations` (1.13), `/resource_providers/{uuid}/allocations`
 //! and `POST /reshaper` (1.30).
 
-use super::wire::{no_provider, provider_uuid, respond};
+use super::schema::{POST_ALLOCATIONS, PUT_ALLOCATIONS, RESHAPER};
+use super::wire::{json_body, no_provider, provider_uuid, respond};
 use crate::http::error::ApiError;
-use crate::http::extract::json_bytes;
+use crate::http::rejection::CONCURRENT_UPDATE;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
@@ -134,17 +135,14 @@ fn owner(field: &str, value: Option<String>, mv: Microversion) -> Result<String,
     }
 }
 
-/// A consumer's write in the dict format, with every microversion gate applied.
+/// A consumer's write in the dict format, with every microversion gate applied (the body has
+/// passed its route's schema: below 1.28 a `PUT` names at least one provider, a `POST` may
+/// clear a consumer at any version).
 fn dict_write(
     consumer: Uuid,
     body: ConsumerAllocations,
     mv: Microversion,
 ) -> Result<ConsumerWrite, ApiError> {
-    if body.allocations.is_empty() && !mv.at_least(28) {
-        return Err(invalid(
-            "allocations must not be empty below microversion 1.28",
-        ));
-    }
     if body.mappings.is_some() && !mv.at_least(34) {
         return Err(invalid(
             "Additional properties are not allowed ('mappings' was unexpected)",
@@ -224,12 +222,6 @@ fn list_write(
     })
 }
 
-async fn body_value(request: Request, state: &AppState) -> Result<Value, ApiError> {
-    let bytes = json_bytes(request, state).await?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("Malformed JSON: {e}")))
-}
-
 async fn replace(
     State(state): State<AppState>,
     mv: Microversion,
@@ -237,16 +229,25 @@ async fn replace(
     request: Request,
 ) -> Result<StatusCode, ApiError> {
     let consumer = consumer_uuid(&consumer)?;
-    let value = body_value(request, &state).await?;
+    let value = json_body(request, &state).await?;
     let request = match mv.at_least(12) {
-        true => AllocationsRequest::Dict(parse(value)?),
-        false => AllocationsRequest::List(parse(value)?),
+        true => AllocationsRequest::Dict(PUT_ALLOCATIONS.decode(mv, value)?),
+        false => AllocationsRequest::List(PUT_ALLOCATIONS.decode(mv, value)?),
     };
     let write = match request {
         AllocationsRequest::Dict(body) => dict_write(consumer, body, mv)?,
         AllocationsRequest::List(body) => list_write(consumer, body, mv)?,
     };
-    state.berth.set_allocations(vec![write]).await?;
+    state
+        .berth
+        .set_allocations(vec![write])
+        .await
+        .map_err(|error| {
+            unallocatable(
+                error,
+                &format!("Unable to allocate inventory for consumer {consumer}: "),
+            )
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -256,7 +257,7 @@ async fn batch(
     request: Request,
 ) -> Result<StatusCode, ApiError> {
     mv.require(13)?;
-    let AllocationsBatch(body) = parse(body_value(request, &state).await?)?;
+    let AllocationsBatch(body) = POST_ALLOCATIONS.decode(mv, json_body(request, &state).await?)?;
     if body.is_empty() {
         return Err(invalid("the request must name at least one consumer"));
     }
@@ -264,7 +265,11 @@ async fn batch(
     for (consumer, allocations) in body {
         writes.push(dict_write(consumer_uuid(&consumer)?, allocations, mv)?);
     }
-    state.berth.set_allocations(writes).await?;
+    state
+        .berth
+        .set_allocations(writes)
+        .await
+        .map_err(|error| unallocatable(error, "Unable to allocate inventory: "))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -376,7 +381,8 @@ async fn reshaper(
     request: Request,
 ) -> Result<StatusCode, ApiError> {
     mv.require(30)?;
-    let mut body = body_value(request, &state).await?;
+    let mut body = json_body(request, &state).await?;
+    RESHAPER.check_body(mv.minor(), &body)?;
     let Some(object) = body.as_object_mut() else {
         return Err(invalid("the body must be an object"));
     };
@@ -412,7 +418,13 @@ async fn reshaper(
         for (name, record) in &put.inventories {
             records.insert(
                 super::inventories::class_name(name)?,
-                super::inventories::to_inventory(name, record, mv)?,
+                super::inventories::to_inventory(
+                    provider,
+                    name,
+                    record,
+                    mv,
+                    super::inventories::Writing::Update,
+                )?,
             );
         }
         inventory_writes.push(InventoryWrite {
@@ -435,7 +447,29 @@ async fn reshaper(
                 rejection @ berth_core::Rejection::ProviderNotFound(_),
             ) => ApiError::bad_request(rejection.to_string())
                 .with_code("placement.resource_provider.not_found"),
-            other => other.into(),
+            berth_app::AppError::Rejected(berth_core::Rejection::GenerationConflict {
+                uuid,
+                expected,
+                actual,
+            }) => ApiError::conflict(
+                CONCURRENT_UPDATE,
+                format!(
+                    "resource provider generation conflict for provider {uuid}: actual: {actual}, given: {expected}"
+                ),
+            ),
+            other => unallocatable(other, "Unable to allocate inventory: "),
         })?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// An allocation the core refused, in Placement's words: a resource class it does not know is
+/// 400 `{prefix}No such resource class X`; a class a provider has no inventory of, or amounts
+/// its unit rules refuse, 409 `Unable to allocate inventory: ...`.
+fn unallocatable(error: berth_app::AppError, prefix: &str) -> ApiError {
+    match error {
+        berth_app::AppError::Rejected(
+            rejection @ berth_core::Rejection::UnknownResourceClass(_),
+        ) => ApiError::bad_request(format!("{prefix}{rejection}")),
+        other => other.into(),
+    }
 }

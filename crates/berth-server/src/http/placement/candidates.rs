@@ -3,6 +3,7 @@
 //! the response shapes of every microversion, written straight from the borrowed catalog.
 
 use super::query;
+use super::schema::CANDIDATES_QUERY;
 use super::wire::caching_headers;
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
@@ -123,8 +124,9 @@ fn parse(pairs: &[(String, String)], mv: Microversion) -> Result<CandidateReques
     let mut names = Names::default();
     let mut groups = Vec::with_capacity(raw.len());
     for (suffix, group) in &raw {
-        groups.push(parse_group(suffix, group, mv, &same_subtree, &mut names)?);
+        groups.push(parse_group(suffix, group, mv, &mut names)?);
     }
+    check_shape(&groups, &same_subtree, mv)?;
     let group_policy = match policy {
         None => None,
         Some("none") => Some(GroupPolicy::None),
@@ -159,11 +161,81 @@ fn parse(pairs: &[(String, String)], mv: Microversion) -> Result<CandidateReques
     })
 }
 
+/// Refuses groups without resources as Placement does: from 1.36 only those `same_subtree` does
+/// not name (and a request with no resources at all), before that any group whose traits or
+/// aggregates have no resources to apply to, then any group without resources, then no group.
+fn check_shape(
+    groups: &[Group],
+    same_subtree: &[Vec<String>],
+    mv: Microversion,
+) -> Result<(), ApiError> {
+    let resourceless = || groups.iter().filter(|g| g.resources.is_empty());
+    if mv.at_least(36) {
+        if resourceless().count() == groups.len() {
+            return Err(ApiError::bad_request(
+                "There must be at least one resources or resources[$S] parameter.",
+            )
+            .with_code("placement.query.missing_value"));
+        }
+        let bad: Vec<String> = resourceless()
+            .filter(|g| !same_subtree.iter().flatten().any(|s| *s == g.suffix))
+            .map(|g| python_str(&g.suffix))
+            .collect();
+        if !bad.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "Resourceless suffixed group request should be specified in `same_subtree` query param: bad group(s) - [{}].",
+                bad.join(", ")
+            ))
+            .with_code(BAD_VALUE));
+        }
+        return Ok(());
+    }
+    let orphans = |key: &str, orphaned: &dyn Fn(&Group) -> bool| -> Vec<String> {
+        resourceless()
+            .filter(|g| orphaned(g))
+            .map(|g| format!("{key}{}", g.suffix))
+            .collect()
+    };
+    let traits = orphans("required", &|g| {
+        !g.traits.all_of.is_empty() || !g.traits.any_of.is_empty()
+    });
+    if !traits.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "All traits parameters must be associated with resources.  Found the following orphaned traits keys: {}",
+            traits.join(", ")
+        )));
+    }
+    let member_of = orphans("member_of", &|g| {
+        !g.member_of.required.is_empty() || !g.member_of.forbidden.is_empty()
+    });
+    if !member_of.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "All member_of parameters must be associated with resources. Found the following orphaned member_of keys: {}",
+            member_of.join(", ")
+        )));
+    }
+    if resourceless().next().is_some() {
+        return Err(ApiError::bad_request(
+            "All request groups must specify resources.",
+        ));
+    }
+    if groups.is_empty() {
+        return Err(ApiError::bad_request(
+            "At least one request group (`resources` or `resources{$S}`) is required.",
+        ));
+    }
+    Ok(())
+}
+
+/// A suffix as Python prints a string in a list.
+fn python_str(text: &str) -> String {
+    format!("'{text}'")
+}
+
 fn parse_group(
     suffix: &str,
     raw: &RawGroup<'_>,
     mv: Microversion,
-    same_subtree: &[Vec<String>],
     names: &mut Names,
 ) -> Result<Group, ApiError> {
     let resources = match raw.resources {
@@ -171,29 +243,11 @@ fn parse_group(
         None => Vec::new(),
     };
     names.classes(resources.iter().map(|(class, _)| class.clone()));
-    if resources.is_empty() && !suffix.is_empty() {
-        let named = same_subtree.iter().flatten().any(|s| s == suffix);
-        if !(mv.at_least(36) && named) {
-            let detail = match mv.at_least(36) {
-                true => format!(
-                    "Resourceless suffixed group request should be specified in `same_subtree` query param: bad prefix(es): {suffix}"
-                ),
-                false => "All member_of parameters must be associated with resources".to_owned(),
-            };
-            return Err(ApiError::bad_request(detail).with_code(BAD_VALUE));
-        }
-    }
-    if resources.is_empty()
-        && suffix.is_empty()
-        && (!raw.required.is_empty() || !raw.member_of.is_empty() || raw.in_tree.is_some())
-    {
-        return Err(ApiError::bad_request("The unsuffixed group must request resources when it names traits, aggregates or a tree")
-            .with_code(BAD_VALUE));
-    }
     let traits = match raw.required.is_empty() {
         true => TraitFilter::default(),
         false => {
-            let (traits, named) = query::required(raw.required.iter().copied(), mv)?;
+            let key = format!("required{suffix}");
+            let (traits, named) = query::required(raw.required.iter().copied(), mv, &key)?;
             names.traits(named);
             traits
         }
@@ -284,15 +338,24 @@ fn parse_root_required(
             "Invalid query string parameters: 'in:' is not allowed in root_required: {value}"
         ))),
         [value] => {
-            let (traits, named) = query::required(std::iter::once(*value), mv).map_err(|e| {
-                let conflict = value
-                    .split(',')
-                    .any(|t| value.split(',').any(|u| u.strip_prefix('!') == Some(t)));
-                match conflict {
-                    true => e.with_code(BAD_VALUE),
-                    false => e,
-                }
-            })?;
+            let written: Vec<&str> = value.split(',').map(str::trim).collect();
+            let conflicts: Vec<&str> = written
+                .iter()
+                .filter(|name| {
+                    written
+                        .iter()
+                        .any(|other| other.strip_prefix('!') == Some(**name))
+                })
+                .copied()
+                .collect();
+            if !conflicts.is_empty() {
+                return Err(ApiError::bad_request(format!(
+                    "Conflicting required and forbidden traits found in root_required: {}",
+                    conflicts.join(", ")
+                ))
+                .with_code(BAD_VALUE));
+            }
+            let (traits, named) = query::required(std::iter::once(*value), mv, "root_required")?;
             names.traits(named);
             Ok(traits)
         }
@@ -472,9 +535,25 @@ fn render(
         json.request(candidate, mv);
     }
     json.raw("],\"provider_summaries\":{");
-    // Summaries cover every provider of every tree a candidate uses, each tree once.
+    // From 1.29 summaries cover every provider of every tree a candidate uses, each tree once;
+    // before, only the providers the candidates allocate from.
     let mut first = true;
-    if found.one_root_each && !catalog.has_nested() {
+    if !mv.at_least(29) {
+        let mut seen = std::collections::HashSet::new();
+        for part in found.candidates.iter().flat_map(|c| c.parts.iter()) {
+            let Some(provider) = catalog.provider(part.provider) else {
+                continue;
+            };
+            if !seen.insert(part.provider) {
+                continue;
+            }
+            if !first {
+                json.raw(",");
+            }
+            first = false;
+            json.summary(provider, mv, requested);
+        }
+    } else if found.one_root_each && !catalog.has_nested() {
         // Flat answers: each candidate is one root, used once; its tree is itself.
         for candidate in &found.candidates {
             let Some(root) = catalog.provider(candidate.anchor) else {
@@ -515,6 +594,7 @@ async fn list(
 ) -> Result<Response, ApiError> {
     mv.require(10)?;
     let pairs = query::pairs(raw.as_deref())?;
+    CANDIDATES_QUERY.check_query(mv.minor(), &pairs, &["reservation", "preemptible"])?;
     check_groups(&pairs, mv)?;
     let request = parse(&pairs, mv)?;
     let answer = state

@@ -1,16 +1,16 @@
 //! `/resource_providers/{uuid}/inventories[/{class}]`, `/usages` and `/allocations` of one provider.
 
 use super::Mount;
-use super::wire::{absolute_url, find, provider_uuid, respond};
+use super::schema::{CREATE_INVENTORY, REPLACE_INVENTORIES, UPDATE_INVENTORY};
+use super::wire::{absolute_url, find, json_body, provider_uuid, respond};
 use crate::http::error::ApiError;
-use crate::http::extract::ApiJson;
 use crate::http::rejection::CONCURRENT_UPDATE;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
 use crate::policy::Rule;
-use axum::extract::Path;
 use axum::extract::State;
+use axum::extract::{Path, Request};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use berth_api::placement::{
@@ -19,8 +19,8 @@ use berth_api::placement::{
 };
 use berth_app::AppError;
 use berth_core::limits::INVENTORY_AMOUNT_MAX;
-use berth_core::model::inventory::FullReservation;
-use berth_core::{Inventory, Provider, Rejection, ResourceClass};
+use berth_core::model::inventory::{FullReservation, InventoryError};
+use berth_core::{Inventory, Provider, ProviderId, Rejection, ResourceClass};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -138,11 +138,20 @@ pub(super) fn class_name(name: &str) -> Result<ResourceClass, ApiError> {
         .ok_or_else(|| ApiError::bad_request(format!("No such resource class {name}")))
 }
 
-/// Converts a wire record, applying Placement's defaults and checks.
+/// What a request does to an inventory, as its refusals name it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Writing {
+    Create,
+    Update,
+}
+
+/// Converts a wire record for `provider`, applying Placement's defaults and checks.
 pub(super) fn to_inventory(
+    provider: ProviderId,
     class: &str,
     record: &InventoryRecord,
     mv: Microversion,
+    writing: Writing,
 ) -> Result<Inventory, ApiError> {
     let field = |name: &str, value: Option<i64>, default: i64, min: i64| -> Result<u64, ApiError> {
         let value = value.unwrap_or(default);
@@ -174,8 +183,21 @@ pub(super) fn to_inventory(
         full,
     )
     .map_err(|error| {
+        let verb = match writing {
+            Writing::Create => "create",
+            Writing::Update => "update",
+        };
+        let why = match (error, full) {
+            (InventoryError::ReservedExceedsTotal, FullReservation::Refused) => {
+                "The reserved value is greater than or equal to total.".to_owned()
+            }
+            (InventoryError::ReservedExceedsTotal, FullReservation::Allowed) => {
+                "The reserved value is greater than total.".to_owned()
+            }
+            (other, _) => format!("{other}."),
+        };
         ApiError::bad_request(format!(
-            "Unable to update inventory: Invalid inventory for '{class}': {error}"
+            "Unable to {verb} inventory for resource provider {provider}: Invalid inventory for '{class}' on resource provider '{provider}'. {why}"
         ))
     })
 }
@@ -197,17 +219,29 @@ async fn replace(
     State(state): State<AppState>,
     mv: Microversion,
     Path(uuid): Path<String>,
-    ApiJson(body): ApiJson<PutInventories>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     let uuid = provider_uuid(&uuid)?;
+    let body: PutInventories = REPLACE_INVENTORIES.decode(mv, json_body(request, &state).await?)?;
     let mut inventories = BTreeMap::new();
     for (name, record) in &body.inventories {
-        inventories.insert(class_name(name)?, to_inventory(name, record, mv)?);
+        inventories.insert(
+            class_name(name)?,
+            to_inventory(uuid, name, record, mv, Writing::Update)?,
+        );
     }
     state
         .berth
         .set_inventories(uuid, body.resource_provider_generation, inventories)
-        .await?;
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(rejection @ Rejection::UnknownResourceClass(_)) => {
+                ApiError::bad_request(format!(
+                    "Unknown resource class in inventory for resource provider {uuid}: {rejection}"
+                ))
+            }
+            other => other.into(),
+        })?;
     let body = state
         .berth
         .read(|catalog| find(catalog, uuid).map(inventories_body))
@@ -221,9 +255,10 @@ async fn create(
     mount: Mount,
     headers: HeaderMap,
     Path(uuid): Path<String>,
-    ApiJson(body): ApiJson<PostInventory>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     let uuid = provider_uuid(&uuid)?;
+    let body: PostInventory = CREATE_INVENTORY.decode(mv, json_body(request, &state).await?)?;
     let class = class_name(&body.resource_class)?;
     let record = InventoryRecord {
         total: body.total,
@@ -233,7 +268,7 @@ async fn create(
         step_size: body.step_size,
         allocation_ratio: body.allocation_ratio,
     };
-    let record = to_inventory(class.as_str(), &record, mv)?;
+    let record = to_inventory(uuid, class.as_str(), &record, mv, Writing::Create)?;
     state
         .berth
         .add_inventory(uuid, class.clone(), record)
@@ -295,9 +330,10 @@ async fn update(
     State(state): State<AppState>,
     mv: Microversion,
     Path((uuid, class)): Path<(String, String)>,
-    ApiJson(body): ApiJson<PutInventory>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     let uuid = provider_uuid(&uuid)?;
+    let body: PutInventory = UPDATE_INVENTORY.decode(mv, json_body(request, &state).await?)?;
     let class = class_name(&class)?;
     let record = InventoryRecord {
         total: body.total,
@@ -307,7 +343,7 @@ async fn update(
         step_size: body.step_size,
         allocation_ratio: body.allocation_ratio,
     };
-    let record = to_inventory(class.as_str(), &record, mv)?;
+    let record = to_inventory(uuid, class.as_str(), &record, mv, Writing::Update)?;
     // Placement answers 400, not 404, when the record to update does not exist.
     state
         .berth
@@ -320,7 +356,9 @@ async fn update(
         .await
         .map_err(|error| match error {
             AppError::Rejected(rejection @ Rejection::InventoryNotFound { .. }) => {
-                ApiError::bad_request(rejection.to_string())
+                ApiError::bad_request(format!(
+                    "No inventory record with resource class for resource provider {uuid}: {rejection}"
+                ))
             }
             other => other.into(),
         })?;
@@ -340,11 +378,17 @@ async fn delete(
     // Placement reports an in-use single inventory with `concurrent_update` (a quirk clients see).
     state
         .berth
-        .remove_inventory(uuid, Some(class))
+        .remove_inventory(uuid, Some(class.clone()))
         .await
         .map_err(|error| match error {
             AppError::Rejected(rejection @ Rejection::InventoryInUse { .. }) => {
                 ApiError::conflict(CONCURRENT_UPDATE, rejection.to_string())
+            }
+            AppError::Rejected(rejection @ Rejection::InventoryNotFound { .. }) => {
+                ApiError::not_found(format!(
+                    "No inventory of class {} found for delete: {rejection}",
+                    class.as_str()
+                ))
             }
             other => other.into(),
         })?;

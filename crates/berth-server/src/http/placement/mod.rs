@@ -10,18 +10,22 @@ mod inventories;
 mod providers;
 pub mod query;
 mod resource_classes;
+mod schema;
 mod traits;
 mod usages;
 mod wire;
 
 use crate::http::routes::Routes;
+use crate::http::state::AppState;
+use crate::http::surface::Microversion;
 use crate::http::surface::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::policy::Rule;
-use axum::extract::{FromRequestParts, Request};
+use axum::Router;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::Method;
 use axum::http::request::Parts;
 use axum::http::uri::PathAndQuery;
-use axum::{Json, Router};
+use axum::response::Response;
 use berth_api::placement::{Link, Version, VersionList};
 use std::convert::Infallible;
 
@@ -108,8 +112,8 @@ pub fn at_root(app: Router) -> Router {
     Router::new().fallback_service(rooted)
 }
 
-async fn version_document() -> Json<VersionList> {
-    Json(VersionList {
+async fn version_document(State(state): State<AppState>, mv: Microversion) -> Response {
+    let body = VersionList {
         versions: vec![Version {
             id: "v1.0".to_owned(),
             max_version: PLACEMENT_MAX.to_string(),
@@ -117,5 +121,6 @@ async fn version_document() -> Json<VersionList> {
             status: "CURRENT".to_owned(),
             links: vec![Link::to_self("")],
         }],
-    })
+    };
+    wire::respond(mv, state.berth.now(), &body)
 }

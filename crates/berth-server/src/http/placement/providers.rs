@@ -2,7 +2,8 @@
 
 use super::Mount;
 use super::query;
-use super::wire::{absolute_url, find, provider_uuid, respond};
+use super::schema::{CREATE_PROVIDER, UPDATE_PROVIDER};
+use super::wire::{absolute_url, find, json_body, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
@@ -12,18 +13,18 @@ use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::State;
-use axum::extract::{Path, RawQuery};
+use axum::extract::{Path, RawQuery, Request};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::placement::{
     CreateResourceProvider, Link, ResourceProvider, ResourceProviderList, UpdateResourceProvider,
 };
 use berth_api::status::{ProviderCondition, StatusChange};
-use berth_app::CreateProvider;
+use berth_app::{AppError, CreateProvider};
 use berth_core::decide::inventory::Reparenting;
 use berth_core::query::names::Names;
 use berth_core::query::providers::ProviderFilter;
-use berth_core::{Provider, ProviderId};
+use berth_core::{Provider, ProviderId, Rejection};
 use uuid::Uuid;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -202,7 +203,7 @@ fn filter(
         names.classes(filter.resources.iter().map(|(class, _)| class.clone()));
     }
     if query::values(pairs, "required").next().is_some() {
-        let (traits, named) = query::required(query::values(pairs, "required"), mv)?;
+        let (traits, named) = query::required(query::values(pairs, "required"), mv, "required")?;
         filter.traits = traits;
         names.traits(named);
     }
@@ -243,8 +244,10 @@ async fn create(
     mv: Microversion,
     mount: Mount,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<CreateResourceProvider>,
+    request: Request,
 ) -> Result<Response, ApiError> {
+    let body: CreateResourceProvider =
+        CREATE_PROVIDER.decode(mv, json_body(request, &state).await?)?;
     if body.parent_provider_uuid.is_some() && !mv.at_least(14) {
         return Err(ApiError::bad_request(
             "JSON does not validate: Additional properties are not allowed ('parent_provider_uuid' was unexpected)",
@@ -252,10 +255,24 @@ async fn create(
     }
     let cmd = CreateProvider {
         uuid: optional_uuid("uuid", body.uuid.as_deref())?,
-        name: body.name,
+        name: body.name.clone(),
         parent: optional_uuid("parent_provider_uuid", body.parent_provider_uuid.as_deref())?,
     };
-    let uuid = state.berth.create_provider(cmd).await?;
+    let named = cmd.uuid;
+    let uuid = state
+        .berth
+        .create_provider(cmd)
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(rejection @ Rejection::ParentIsSelf) => {
+                let uuid = named.map(|u| u.to_string()).unwrap_or_default();
+                ApiError::bad_request(format!(
+                    "Unable to create resource provider \"{}\", {uuid}: {rejection}",
+                    body.name
+                ))
+            }
+            other => other.into(),
+        })?;
     let location = absolute_url(
         &headers,
         &mount.path(&format!("/resource_providers/{uuid}")),
@@ -293,9 +310,11 @@ async fn update(
     mv: Microversion,
     mount: Mount,
     Path(uuid): Path<String>,
-    ApiJson(body): ApiJson<UpdateResourceProvider>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     let uuid = provider_uuid(&uuid)?;
+    let body: UpdateResourceProvider =
+        UPDATE_PROVIDER.decode(mv, json_body(request, &state).await?)?;
     if body.parent_provider_uuid.is_some() && !mv.at_least(14) {
         return Err(ApiError::bad_request(
             "JSON does not validate: Additional properties are not allowed ('parent_provider_uuid' was unexpected)",
@@ -326,6 +345,15 @@ async fn delete(
     Path(uuid): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let uuid = provider_uuid(&uuid)?;
-    state.berth.delete_provider(uuid).await?;
+    state
+        .berth
+        .delete_provider(uuid)
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(Rejection::ProviderNotFound(uuid)) => ApiError::not_found(format!(
+                "No resource provider with uuid {uuid} found for delete"
+            )),
+            other => other.into(),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -80,9 +80,9 @@ pub fn member_of<'a>(
         let set = match rest.strip_prefix("in:") {
             Some(list) => uuid_list(list)?,
             None if rest.contains(',') => {
-                return Err(ApiError::bad_request(
-                    "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword",
-                ));
+                return Err(ApiError::bad_request(format!(
+                    "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion. Got: {value}"
+                )));
             }
             None => uuid_list(rest)?,
         };
@@ -96,19 +96,29 @@ pub fn member_of<'a>(
 
 /// Parses `resources=RC:N,...`, in the order written.
 pub fn resources(text: &str) -> Result<Vec<(ResourceClass, u64)>, ApiError> {
-    let malformed = || {
+    let malformed = |got: &str| {
         ApiError::bad_request(format!(
-            "Badly formed resources parameter. Expected resources query string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {text}."
+            "Badly formed resources parameter. Expected resources query string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: {got}."
         ))
     };
+    if text.trim().is_empty() {
+        return Err(malformed("empty string"));
+    }
     let mut out: Vec<(ResourceClass, u64)> = Vec::new();
     for item in text.split(',') {
-        let (name, amount) = item.split_once(':').ok_or_else(malformed)?;
-        let amount: i64 = amount.trim().parse().map_err(|_| malformed())?;
+        let (name, amount) = item
+            .split_once(':')
+            .filter(|(_, amount)| !amount.contains(':'))
+            .ok_or_else(|| malformed(item))?;
         let name = name.trim();
+        let amount: i64 = amount.trim().parse().map_err(|_| {
+            ApiError::bad_request(format!(
+                "Requested resource {name} expected positive integer amount. Got: {amount}."
+            ))
+        })?;
         if amount < 1 {
             return Err(ApiError::bad_request(format!(
-                "Requested resource {name} expected positive integer amount. Got: {amount}."
+                "Requested resource {name} requires amount >= 1. Got: {amount}."
             )));
         }
         let class = ResourceClass::parse(name).ok_or_else(|| unknown_class(name))?;
@@ -131,12 +141,14 @@ fn unknown_class(name: &str) -> ApiError {
     ))
 }
 
-/// Parses every `required` value: `!` forbidden from 1.22, `in:` any-of and repetition from 1.39
-/// (below 1.39 the last value wins); conflicts are refused. Returns the filter and every trait
-/// it names, as named (in order, with repeats), for the catalog to check.
+/// Parses every value of the `required` parameter named `key` (`required`, `required1`, ...):
+/// `!` forbidden from 1.22, `in:` any-of and repetition from 1.39 (below 1.39 the last value
+/// wins); malformed values and conflicts are refused in Placement's words. Returns the filter
+/// and every trait it names, as named (in order, with repeats), for the catalog to check.
 pub fn required<'a>(
     raw: impl Iterator<Item = &'a str>,
     mv: Microversion,
+    key: &str,
 ) -> Result<(TraitFilter, Vec<TraitName>), ApiError> {
     let raw: Vec<&str> = raw.collect();
     let values: &[&str] = match mv.at_least(39) {
@@ -146,35 +158,67 @@ pub fn required<'a>(
     let mut filter = TraitFilter::default();
     let mut named = Vec::new();
     let mut parse = |name: &str| -> Result<TraitName, ApiError> {
-        let parsed = TraitName::parse(name).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "Invalid query string parameters: Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {name}"
-            ))
-        })?;
+        // A name no trait could have is one the catalog does not know.
+        let parsed = TraitName::parse(name)
+            .ok_or_else(|| ApiError::bad_request(format!("No such trait(s): {name}.")))?;
         named.push(parsed.clone());
         Ok(parsed)
     };
+    let refused = |detail: String| {
+        Err(ApiError::bad_request(format!(
+            "Invalid query string parameters: {detail}"
+        )))
+    };
+    let allow_forbidden = mv.at_least(22);
     for value in values {
-        if let Some(list) = value.strip_prefix("in:").filter(|_| mv.at_least(39)) {
+        if let Some(list) = value.strip_prefix("in:") {
+            let names: Vec<&str> = list.split(',').map(str::trim).collect();
+            if !mv.at_least(39) {
+                return refused(format!(
+                    "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: {value}"
+                ));
+            }
+            if names.iter().any(|name| name.is_empty()) {
+                return refused(format!(
+                    "Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: {value}"
+                ));
+            }
+            if names.iter().any(|name| name.starts_with('!')) {
+                return refused(format!(
+                    "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden traits. Got: {value}"
+                ));
+            }
             let mut any = BTreeSet::new();
-            for name in list.split(',') {
-                if name.starts_with('!') {
-                    return Err(ApiError::bad_request(format!(
-                        "Invalid query string parameters: Forbidden traits are not allowed in 'in:' lists. Got: {value}"
-                    )));
-                }
-                any.insert(parse(name.trim())?);
+            for name in names {
+                any.insert(parse(name)?);
             }
             filter.any_of.push(any);
             continue;
         }
-        for name in value.split(',') {
-            let name = name.trim();
+        let names: Vec<&str> = value.split(',').map(str::trim).collect();
+        if names
+            .iter()
+            .any(|name| name.trim_start_matches('!').is_empty())
+        {
+            let form = match allow_forbidden {
+                true => "HW_CPU_X86_VMX,!CUSTOM_MAGIC",
+                false => "HW_CPU_X86_VMX,CUSTOM_MAGIC",
+            };
+            return refused(format!(
+                "Expected 'required' parameter value of the form: {form}. Got an empty trait in: {value}"
+            ));
+        }
+        if !allow_forbidden && names.iter().any(|name| name.starts_with('!')) {
+            return refused(format!(
+                "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}"
+            ));
+        }
+        for name in names {
             match name.strip_prefix('!') {
-                Some(forbidden) if mv.at_least(22) => {
+                Some(forbidden) => {
                     filter.forbidden.insert(parse(forbidden)?);
                 }
-                _ => {
+                None => {
                     filter.all_of.insert(parse(name)?);
                 }
             }
@@ -182,7 +226,7 @@ pub fn required<'a>(
     }
     if let Some(conflict) = filter.conflict() {
         return Err(ApiError::bad_request(format!(
-            "Conflicting required and forbidden traits found in the following traits keys: required: ({})",
+            "Conflicting required and forbidden traits found in the following traits keys: {key}: ({})",
             conflict.as_str()
         )));
     }
@@ -272,7 +316,7 @@ mod tests {
         mv: Microversion,
         catalog: &Catalog,
     ) -> Result<TraitFilter, ApiError> {
-        let (filter, named) = required(raw, mv)?;
+        let (filter, named) = required(raw, mv, "required")?;
         let mut names = Names::default();
         names.traits(named);
         names.check(catalog).map_err(refusal)?;

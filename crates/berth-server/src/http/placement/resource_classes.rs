@@ -1,19 +1,20 @@
 //! `/resource_classes` and `/resource_classes/{name}` (1.2).
 
 use super::Mount;
-use super::wire::{absolute_url, respond};
-use crate::http::error::ApiError;
-use crate::http::extract::ApiJson;
+use super::schema::RESOURCE_CLASS;
+use super::wire::{absolute_url, json_body, respond};
+use crate::http::error::{ApiError, UNDEFINED};
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
 use crate::policy::Rule;
-use axum::extract::Path;
 use axum::extract::State;
+use axum::extract::{Path, Request};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_api::placement::{CreateResourceClass, Link, ResourceClassList};
-use berth_core::ResourceClass;
+use berth_app::AppError;
+use berth_core::{Rejection, ResourceClass};
 
 pub(super) fn register(routes: &mut Routes) {
     routes
@@ -91,9 +92,10 @@ async fn create(
     mv: Microversion,
     mount: Mount,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<CreateResourceClass>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     mv.require(2)?;
+    let body: CreateResourceClass = RESOURCE_CLASS.decode(mv, json_body(request, &state).await?)?;
     state.berth.create_resource_class(&body.name).await?;
     let location = absolute_url(
         &headers,
@@ -127,23 +129,54 @@ async fn show(
     }
 }
 
+/// `PUT /resource_classes/{name}`: from 1.7 creates the class unless it exists (201, or 204)
+/// with its `Location`; from 1.2 to 1.6 renames it to the body's name.
 async fn ensure(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
+    headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<StatusCode, ApiError> {
+    request: Request,
+) -> Result<Response, ApiError> {
     mv.require(2)?;
     if !mv.at_least(7) {
-        // Renaming (1.2 to 1.6) would silently rewrite every inventory of the class; berth
-        // supports the create-or-verify semantics of 1.7 and later only.
-        return Err(ApiError::bad_request(
-            "Renaming resource classes is not supported; use microversion 1.7 or later",
+        let body: CreateResourceClass =
+            RESOURCE_CLASS.decode(mv, json_body(request, &state).await?)?;
+        state
+            .berth
+            .rename_resource_class(&name, &body.name)
+            .await
+            .map_err(|error| match error {
+                AppError::Rejected(Rejection::UnknownResourceClass(name)) => {
+                    ApiError::not_found(format!("No such resource class {name}"))
+                }
+                AppError::Rejected(Rejection::ResourceClassStandard(name)) => {
+                    ApiError::bad_request(format!("Cannot update standard resource class {name}"))
+                }
+                AppError::Rejected(Rejection::ResourceClassExists(name)) => {
+                    ApiError::conflict(UNDEFINED, format!("Resource class already exists: {name}"))
+                }
+                other => other.into(),
+            })?;
+        return Ok(respond(
+            mv,
+            state.berth.now(),
+            &representation(&body.name, mount),
         ));
     }
-    match state.berth.ensure_resource_class(&name).await? {
-        true => Ok(StatusCode::CREATED),
-        false => Ok(StatusCode::NO_CONTENT),
+    // As Placement: the name in the path is checked as a body naming it would be.
+    RESOURCE_CLASS.check_body(mv.minor(), &serde_json::json!({ "name": name }))?;
+    let status = match state.berth.ensure_resource_class(&name).await? {
+        true => StatusCode::CREATED,
+        false => StatusCode::NO_CONTENT,
+    };
+    let location = absolute_url(&headers, &mount.path(&format!("/resource_classes/{name}")));
+    let mut response = status.into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
     }
+    Ok(response)
 }
 
 async fn delete(
@@ -152,6 +185,15 @@ async fn delete(
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     mv.require(2)?;
-    state.berth.delete_resource_class(&name).await?;
+    state
+        .berth
+        .delete_resource_class(&name)
+        .await
+        .map_err(|error| match error {
+            AppError::Rejected(Rejection::UnknownResourceClass(name)) => {
+                ApiError::not_found(format!("No such resource class {name}"))
+            }
+            other => other.into(),
+        })?;
     Ok(StatusCode::NO_CONTENT)
 }

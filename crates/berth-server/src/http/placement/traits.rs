@@ -1,18 +1,22 @@
 //! `/traits`, `/traits/{name}` and `/resource_providers/{uuid}/traits` (1.6).
 
+use super::Mount;
 use super::query;
-use super::wire::{find, provider_uuid, respond};
+use super::schema::PROVIDER_TRAITS;
+use super::wire::{
+    absolute_url, caching_headers, find, generation_changed, json_body, provider_uuid, respond,
+};
 use crate::http::error::ApiError;
-use crate::http::extract::ApiJson;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
 use crate::policy::Rule;
 use axum::extract::State;
-use axum::extract::{Path, RawQuery};
-use axum::http::{Method, StatusCode};
-use axum::response::Response;
+use axum::extract::{Path, RawQuery, Request};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use berth_api::placement::{ProviderTraits, PutTraits, TraitList};
+use berth_core::model::name::is_custom_name;
 use berth_core::query::names::{NameFilter, TraitQuery};
 use berth_core::{Provider, TraitName};
 use std::collections::BTreeSet;
@@ -92,10 +96,10 @@ async fn list(
         None => None,
         Some(v) if v.eq_ignore_ascii_case("true") => Some(true),
         Some(v) if v.eq_ignore_ascii_case("false") => Some(false),
-        Some(v) => {
-            return Err(ApiError::bad_request(format!(
-                "Invalid query string parameters: 'associated' must be true or false, got {v}"
-            )));
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "The query parameter \"associated\" only accepts \"true\" or \"false\"",
+            ));
         }
     };
     let name = match name {
@@ -120,28 +124,48 @@ async fn show(
     State(state): State<AppState>,
     mv: Microversion,
     Path(name): Path<String>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     mv.require(6)?;
     let exists = state
         .berth
         .read(|catalog| TraitName::parse(&name).is_some_and(|t| catalog.has_trait(&t)))
         .await?;
     match exists {
-        true => Ok(StatusCode::NO_CONTENT),
+        true => Ok(bodiless(StatusCode::NO_CONTENT, mv, state.berth.now())),
         false => Err(ApiError::not_found(format!("No such trait(s): {name}"))),
     }
+}
+
+/// A bodiless answer with Placement's caching headers from 1.15.
+fn bodiless(status: StatusCode, mv: Microversion, now: berth_core::Instant) -> Response {
+    let mut response = status.into_response();
+    caching_headers(mv, now, response.headers_mut());
+    response
 }
 
 async fn create(
     State(state): State<AppState>,
     mv: Microversion,
+    mount: Mount,
+    headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     mv.require(6)?;
-    match state.berth.create_trait(&name).await? {
-        true => Ok(StatusCode::CREATED),
-        false => Ok(StatusCode::NO_CONTENT),
+    if !is_custom_name(&name) {
+        return Err(ApiError::bad_request(
+            "The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\"",
+        ));
     }
+    let status = match state.berth.create_trait(&name).await? {
+        true => StatusCode::CREATED,
+        false => StatusCode::NO_CONTENT,
+    };
+    let mut response = bodiless(status, mv, state.berth.now());
+    let location = absolute_url(&headers, &mount.path(&format!("/traits/{name}")));
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
 }
 
 async fn delete(
@@ -183,10 +207,11 @@ async fn provider_set(
     State(state): State<AppState>,
     mv: Microversion,
     Path(uuid): Path<String>,
-    ApiJson(body): ApiJson<PutTraits>,
+    request: Request,
 ) -> Result<Response, ApiError> {
     mv.require(6)?;
     let uuid = provider_uuid(&uuid)?;
+    let body: PutTraits = PROVIDER_TRAITS.decode(mv, json_body(request, &state).await?)?;
     let mut traits = BTreeSet::new();
     for name in &body.traits {
         let parsed = TraitName::parse(name)
@@ -196,7 +221,8 @@ async fn provider_set(
     state
         .berth
         .set_traits(uuid, Some(body.resource_provider_generation), traits)
-        .await?;
+        .await
+        .map_err(generation_changed)?;
     let body = state
         .berth
         .read(|catalog| find(catalog, uuid).map(traits_body))

@@ -2,6 +2,7 @@
 //! from 1.38.
 
 use super::query;
+use super::schema::USAGES_QUERY;
 use super::wire::respond;
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
@@ -35,6 +36,7 @@ async fn usages(
 ) -> Result<Response, ApiError> {
     mv.require(9)?;
     let pairs = query::pairs(raw.as_deref())?;
+    USAGES_QUERY.check_query(mv.minor(), &pairs, &[])?;
     let allowed: &[&str] = if mv.at_least(38) {
         &["project_id", "user_id", "consumer_type"]
     } else {

@@ -3,12 +3,18 @@
 //! `Location` URLs under the surface's mount.
 
 use crate::http::error::ApiError;
+use crate::http::extract::json_bytes;
+use crate::http::rejection::CONCURRENT_UPDATE;
+use crate::http::state::AppState;
 use crate::http::surface::Microversion;
 use axum::Json;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use berth_core::{Instant, Provider, ProviderId};
+use berth_app::AppError;
+use berth_core::{Instant, Provider, ProviderId, Rejection};
 use serde::Serialize;
+use serde_json::Value;
 use uuid::Uuid;
 
 /// Parses a provider uuid from the path; a malformed one names no provider (404).
@@ -63,4 +69,58 @@ pub(super) fn absolute_url(headers: &HeaderMap, path: &str) -> String {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("http");
     format!("{scheme}://{host}{path}")
+}
+
+/// A Placement request body as JSON, not yet checked against its route's schema (see
+/// [`super::schema::Schemas::decode`]), read by the handler once the request's microversion is
+/// known to serve the route (a route below its version is 404 whatever the body). As Placement:
+/// a body without a `Content-Type` is 400, one of another type (or none at all) 415 `The media
+/// type X is not supported, use application/json`, and one that is not JSON 400 `Malformed
+/// JSON: ...`.
+pub(super) async fn json_body(request: Request, state: &AppState) -> Result<Value, ApiError> {
+    {
+        let headers = request.headers();
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|text| text.split(';').next().unwrap_or("").trim().to_owned())
+            .filter(|text| !text.is_empty());
+        let length = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        match content_type {
+            None if length > 0 => {
+                return Err(ApiError::bad_request(
+                    "content-type header required when content-length > 0",
+                ));
+            }
+            Some(media) if media.eq_ignore_ascii_case("application/json") => {}
+            other => {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_media_type",
+                    format!(
+                        "The media type {} is not supported, use application/json",
+                        other.as_deref().unwrap_or("None")
+                    ),
+                ));
+            }
+        }
+    }
+    let bytes = json_bytes(request, state).await?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ApiError::bad_request(format!("Malformed JSON: {error}")))
+}
+
+/// A stale generation on a provider's traits or aggregates, in Placement's words for them.
+pub(super) fn generation_changed(error: AppError) -> ApiError {
+    match error {
+        AppError::Rejected(Rejection::GenerationConflict { .. }) => ApiError::conflict(
+            CONCURRENT_UPDATE,
+            "Resource provider's generation already changed. Please update the generation and try again.",
+        ),
+        other => other.into(),
+    }
 }
