@@ -21,7 +21,7 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/placement/usages",
-            Rule::SERVICE,
+            Rule::PROJECT_USAGES,
             "Usages of a project and user (1.9)",
             usages,
         )
