@@ -2,8 +2,9 @@
 //! declared (with the operator's overrides), and hands the identity to the handler. A caller
 //! scoped to a domain or the system acts in no project, so only an admin among them passes a
 //! project-scoped route, and none passes Placement's routes (their policies are for tokens
-//! scoped to a project). A project's usages are checked against the project the request names. In `keystone` mode a 401 names Keystone in `WWW-Authenticate`, as
-//! keystonemiddleware does, and Keystone unable to answer is 503. In `noauth`
+//! scoped to a project). A project's usages are checked against the project the request names.
+//! In `keystone` mode a 401 names Keystone in `WWW-Authenticate`, as keystonemiddleware does,
+//! and Keystone unable to answer is 503. In `noauth`
 //! mode it also keeps browsers from being used against a local berth: requests must name a
 //! loopback host (no DNS rebinding), come from the same origin when a browser says where they
 //! come from, and carry their POST bodies as JSON (so a cross-site form or `fetch` without a CORS
@@ -105,7 +106,8 @@ pub async fn middleware(
 }
 
 /// The project a request names: the last `project_id` of its query string, as Placement reads
-/// it (a query that does not parse names none; the handler then refuses it).
+/// it (a query that does not parse names none: only an admin or a service gets past, and the
+/// handler refuses the query).
 fn named_project(query: Option<&str>) -> Option<String> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query?).ok()?;
     pairs
