@@ -31,9 +31,18 @@ import placement
 GABBITS = os.path.join(os.path.dirname(placement.__file__), "tests", "functional", "gabbits")
 HERE = os.path.dirname(os.path.abspath(__file__))
 START_TIMEOUT_S = 30
-# berth's flags for the fixtures that configure Placement rather than create data.
+# berth's flags for the fixtures that configure Placement's policy. Placement's APIFixture, which
+# every other fixture builds on, runs oslo.policy with enforce_new_defaults=False (the deprecated
+# defaults too: DEFAULT_FLAGS); SecureRBACPolicyFixture with True, Placement's and berth's default.
+LEGACY_FLAGS = ["--policy", os.path.join(HERE, "legacy-policy.toml")]
 FIXTURE_FLAGS = {
     "OpenPolicyFixture": ["--policy", os.path.join(HERE, "open-policy.toml")],
+    "SecureRBACPolicyFixture": [],
+    "LegacyRBACPolicyFixture": LEGACY_FLAGS,
+}
+DEFAULT_FLAGS = LEGACY_FLAGS
+# berth's flags for the fixtures that configure something else (added to the policy's).
+EXTRA_FLAGS = {
     "CORSFixture": ["--cors-allowed-origin", "http://valid.example.com"],
 }
 
@@ -194,7 +203,10 @@ def run_berth(binary, only):
     for name in gabbi_files(only):
         with open(os.path.join(GABBITS, name)) as stream:
             classes = yaml.safe_load(stream).get("fixtures") or []
-        flags = [flag for c in classes for flag in FIXTURE_FLAGS.get(c, [])]
+        policies = [FIXTURE_FLAGS[c] for c in classes if c in FIXTURE_FLAGS]
+        flags = (policies[0] if policies else DEFAULT_FLAGS) + [
+            flag for c in classes for flag in EXTRA_FLAGS.get(c, [])
+        ]
         server = Berth(binary, flags)
         try:
             berth_fixtures.BASE = "http://127.0.0.1:%d" % server.port

@@ -17,7 +17,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
-    /// Every request is an admin; `X-Auth-Token` is ignored.
+    /// Every request is an admin (and a service); `X-Auth-Token` is ignored.
     Noauth,
     /// Placement's test mode: `X-Auth-Token: USER[:PROJECT]` is believed as given (`admin` is
     /// an admin, anyone else has the roles `X-Roles` names, or none); no token is 401.
@@ -104,12 +104,13 @@ pub struct Claims<'a> {
 }
 
 impl Identity {
-    /// The identity every `noauth` request gets.
+    /// The identity every `noauth` request gets: an admin and a service, so that it passes
+    /// every rule (Placement's reshaper is a service's alone).
     pub fn noauth_admin() -> Identity {
         Identity {
             project_id: "admin".into(),
             user_id: "admin".into(),
-            roles: vec![Role::Admin],
+            roles: vec![Role::Admin, Role::Service],
             ..Identity::default()
         }
     }
@@ -376,13 +377,13 @@ mod tests {
     #[tokio::test]
     async fn each_mode_resolves_or_refuses() {
         let noauth = Authenticator::new(AuthMode::Noauth, None).expect("noauth");
-        assert!(
-            noauth
-                .identify(&headers(&[("x-auth-token", "notused")]))
-                .await
-                .expect("admin")
-                .is_admin()
-        );
+        let anyone = noauth
+            .identify(&headers(&[("x-auth-token", "notused")]))
+            .await
+            .expect("admin");
+        assert!(anyone.is_admin());
+        // Every rule passes, Placement's service-only reshaper too.
+        assert!(crate::policy::Rule::SERVICE_ONLY.admits(&anyone, None));
 
         let dir = tempfile::tempdir().expect("dir");
         let file = dir.path().join("tokens.toml");

@@ -1,5 +1,6 @@
 //! Authorization: the rule every route declares (the role it needs and the scope it acts in),
-//! the operator's overrides from the policy file (`--policy FILE`), and the priorities an admin
+//! the operator's overrides from the policy file (`--policy FILE`), which of Placement's
+//! defaults are in force (its new ones, or its deprecated ones too), and the priorities an admin
 //! grants projects.
 //!
 //! [`Authorization`] holds the rules in force, looked up by route template for every request.
@@ -22,6 +23,8 @@ use std::path::Path;
 pub enum Need {
     /// Anyone, without credentials.
     Public,
+    /// Any caller with credentials, whatever its roles, or none (oslo.policy's `@`).
+    Authenticated,
     /// `reader`, `member` or `admin`.
     Reader,
     /// `member` or `admin`.
@@ -31,41 +34,61 @@ pub enum Need {
     /// `admin` or `service` (OpenStack services calling each other, such as Nova calling
     /// Placement).
     Service,
+    /// `service` alone, not even `admin` (Placement's `service_api`, for the reshaper).
+    ServiceOnly,
+    /// `admin` or `service` for any project; `reader` (or `member`) for the project the request
+    /// names in its `project_id` query parameter when it is the caller's own (Placement's
+    /// `admin_or_project_reader_or_service_api`, for a project's usages).
+    ProjectReader,
 }
 
 impl Need {
+    const ALL: [Need; 8] = [
+        Need::Public,
+        Need::Authenticated,
+        Need::Reader,
+        Need::Member,
+        Need::Admin,
+        Need::Service,
+        Need::ServiceOnly,
+        Need::ProjectReader,
+    ];
+
     /// The name used in the policy file, the OpenAPI document and the README.
     pub fn as_str(self) -> &'static str {
         match self {
             Need::Public => "public",
+            Need::Authenticated => "authenticated",
             Need::Reader => "reader",
             Need::Member => "member",
             Need::Admin => "admin",
             Need::Service => "service",
+            Need::ServiceOnly => "service-only",
+            Need::ProjectReader => "project-reader",
         }
     }
 
     fn parse(text: &str) -> Option<Need> {
-        [
-            Need::Public,
-            Need::Reader,
-            Need::Member,
-            Need::Admin,
-            Need::Service,
-        ]
-        .into_iter()
-        .find(|need| need.as_str() == text)
+        Need::ALL.into_iter().find(|need| need.as_str() == text)
     }
 
-    /// Whether a caller with `roles` has what this needs.
-    pub fn satisfied_by(self, roles: &[Role]) -> bool {
-        let has = |role| roles.contains(&role);
+    /// Whether `caller` has what this needs; `named_project` is the project the request names
+    /// (its `project_id` query parameter), which only [`Need::ProjectReader`] reads.
+    pub fn admits(self, caller: &Identity, named_project: Option<&str>) -> bool {
+        let has = |role| caller.roles.contains(&role);
         match self {
-            Need::Public => true,
+            Need::Public | Need::Authenticated => true,
             Need::Reader => has(Role::Reader) || has(Role::Member) || has(Role::Admin),
             Need::Member => has(Role::Member) || has(Role::Admin),
             Need::Admin => has(Role::Admin),
             Need::Service => has(Role::Admin) || has(Role::Service),
+            Need::ServiceOnly => has(Role::Service),
+            Need::ProjectReader => {
+                Need::Service.admits(caller, named_project)
+                    || (Need::Reader.admits(caller, named_project)
+                        && caller.has_project()
+                        && named_project == Some(caller.project_id.as_str()))
+            }
         }
     }
 }
@@ -80,6 +103,10 @@ pub enum Scope {
     Project,
     /// The cloud as a whole (inventory, capacity, flavors, policy).
     System,
+    /// Placement's resources, which its policies give to callers acting in a project
+    /// (`scope_types = ['project']`): a token scoped to the system or a domain is refused, even
+    /// an admin's.
+    ProjectToken,
 }
 
 impl Scope {
@@ -89,6 +116,16 @@ impl Scope {
             Scope::None => "none",
             Scope::Project => "project",
             Scope::System => "system",
+            Scope::ProjectToken => "project-token",
+        }
+    }
+
+    /// Whether `caller`'s token reaches routes of this scope.
+    pub fn admits(self, caller: &Identity) -> bool {
+        match self {
+            Scope::None | Scope::System => true,
+            Scope::Project => caller.has_project() || caller.is_admin(),
+            Scope::ProjectToken => caller.has_project() && !caller.system_scope,
         }
     }
 }
@@ -100,6 +137,10 @@ pub struct Rule {
     pub need: Need,
     /// What it acts on.
     pub scope: Scope,
+    /// The deprecated default that also admits a caller when the policy file keeps Placement's
+    /// old defaults (`[placement] enforce_new_defaults = false`), as oslo.policy ORs a rule's
+    /// deprecated check string with the new one; `None` once the rule is in force alone.
+    pub legacy: Option<Need>,
 }
 
 impl Rule {
@@ -113,12 +154,38 @@ impl Rule {
     pub const SYSTEM_READER: Rule = Rule::new(Need::Reader, Scope::System);
     /// Cloud-wide administration (inventory, policy, planned capacity).
     pub const SYSTEM_ADMIN: Rule = Rule::new(Need::Admin, Scope::System);
-    /// Placement: admins and OpenStack services.
-    pub const SERVICE: Rule = Rule::new(Need::Service, Scope::System);
+    /// Placement (`admin_or_service_api`): admins and OpenStack services, acting in a project.
+    pub const SERVICE: Rule = Rule::new(Need::Service, Scope::ProjectToken);
+    /// Placement's reshaper (`service_api`): OpenStack services alone, acting in a project; with
+    /// the old defaults, admins too (its deprecated `role:admin`).
+    pub const SERVICE_ONLY: Rule = Rule {
+        legacy: Some(Need::Admin),
+        ..Rule::new(Need::ServiceOnly, Scope::ProjectToken)
+    };
+    /// Placement's usages of a project (`admin_or_project_reader_or_service_api`).
+    pub const PROJECT_USAGES: Rule = Rule::new(Need::ProjectReader, Scope::ProjectToken);
 
     /// A rule.
     pub const fn new(need: Need, scope: Scope) -> Rule {
-        Rule { need, scope }
+        Rule {
+            need,
+            scope,
+            legacy: None,
+        }
+    }
+
+    /// Whether the rule reads the project the request names (its `project_id` query parameter).
+    pub fn reads_named_project(&self) -> bool {
+        self.need == Need::ProjectReader || self.legacy == Some(Need::ProjectReader)
+    }
+
+    /// Whether `caller` may call the route; `named_project` as for [`Need::admits`].
+    pub fn admits(&self, caller: &Identity, named_project: Option<&str>) -> bool {
+        self.scope.admits(caller)
+            && (self.need.admits(caller, named_project)
+                || self
+                    .legacy
+                    .is_some_and(|need| need.admits(caller, named_project)))
     }
 }
 
@@ -126,10 +193,13 @@ impl Rule {
 /// member outranks another project's reservations made with the default.
 pub const PRIORITY_CEILING_DEFAULT: u32 = 50;
 
-/// The operator's authorization policy: route overrides and priority grants.
+/// The operator's authorization policy: route overrides, Placement's defaults and priority
+/// grants.
 #[derive(Debug, Clone, Default)]
 pub struct AccessPolicy {
     overrides: BTreeMap<(Method, String), Need>,
+    /// Placement's deprecated defaults are honoured too (`enforce_new_defaults = false`).
+    legacy_defaults: bool,
     ceiling: Option<u32>,
     granted: BTreeMap<String, u32>,
 }
@@ -140,7 +210,30 @@ struct PolicyFile {
     #[serde(default)]
     routes: BTreeMap<String, String>,
     #[serde(default)]
+    placement: PlacementSection,
+    #[serde(default)]
     priority: PrioritySection,
+}
+
+/// Placement's policy defaults, named as oslo.policy's option.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlacementSection {
+    #[serde(default = "new_defaults")]
+    enforce_new_defaults: bool,
+}
+
+impl Default for PlacementSection {
+    fn default() -> PlacementSection {
+        PlacementSection {
+            enforce_new_defaults: new_defaults(),
+        }
+    }
+}
+
+/// Placement 16.0's default with the oslo.policy it requires (6.x): the new defaults alone.
+fn new_defaults() -> bool {
+    true
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,9 +275,8 @@ impl AccessPolicy {
                 })
                 .with_context(|| format!("[routes] {key:?}: unknown method"))?;
             let need = Need::parse(value.trim()).with_context(|| {
-                format!(
-                    "[routes] {key:?} = {value:?}: one of public, reader, member, admin, service"
-                )
+                let names: Vec<&str> = Need::ALL.iter().map(|need| need.as_str()).collect();
+                format!("[routes] {key:?} = {value:?}: one of {}", names.join(", "))
             })?;
             overrides.insert((method, path.trim().to_owned()), need);
         }
@@ -203,20 +295,26 @@ impl AccessPolicy {
         }
         Ok(AccessPolicy {
             overrides,
+            legacy_defaults: !file.placement.enforce_new_defaults,
             ceiling: file.priority.ceiling,
             granted: file.priority.projects,
         })
     }
 
     /// The rule of each route with the overrides applied; an override naming no route is an
-    /// error (a typo must not leave a route at its default silently).
+    /// error (a typo must not leave a route at its default silently). A rule's deprecated
+    /// default stays beside it only with `enforce_new_defaults = false`, and never on a route
+    /// the file overrides (as oslo.policy: an operator's rule is the whole rule).
     pub fn apply(
         &self,
         routes: impl IntoIterator<Item = (Method, &'static str, Rule)>,
     ) -> anyhow::Result<BTreeMap<(Method, &'static str), Rule>> {
         let mut table: BTreeMap<(Method, &'static str), Rule> = routes
             .into_iter()
-            .map(|(method, path, rule)| ((method, path), rule))
+            .map(|(method, path, rule)| {
+                let legacy = rule.legacy.filter(|_| self.legacy_defaults);
+                ((method, path), Rule { legacy, ..rule })
+            })
             .collect();
         for ((method, path), need) in &self.overrides {
             let rule = table
@@ -224,7 +322,7 @@ impl AccessPolicy {
                 .find(|((m, p), _)| m == method && p == path)
                 .map(|(_, rule)| rule)
                 .with_context(|| format!("[routes] \"{method} {path}\": no such route"))?;
-            rule.need = *need;
+            *rule = Rule::new(*need, rule.scope);
         }
         Ok(table)
     }
@@ -329,17 +427,119 @@ mod tests {
 
     #[test]
     fn needs_are_met_only_by_the_roles_they_name() {
-        assert!(Need::Public.satisfied_by(&[]));
-        assert!(!Need::Reader.satisfied_by(&[]));
-        assert!(Need::Reader.satisfied_by(&[Role::Reader]));
-        assert!(!Need::Member.satisfied_by(&[Role::Reader]));
-        assert!(Need::Member.satisfied_by(&[Role::Member]));
-        assert!(!Need::Admin.satisfied_by(&[Role::Member, Role::Reader]));
-        assert!(!Need::Admin.satisfied_by(&[Role::Service]));
-        assert!(Need::Service.satisfied_by(&[Role::Service]));
-        assert!(Need::Service.satisfied_by(&[Role::Admin]));
-        assert!(!Need::Service.satisfied_by(&[Role::Member]));
-        assert!(!Need::Reader.satisfied_by(&[Role::Service]));
+        let met = |need: Need, roles: &[Role]| need.admits(&who("p1", roles), None);
+        assert!(met(Need::Public, &[]));
+        assert!(met(Need::Authenticated, &[]));
+        assert!(!met(Need::Reader, &[]));
+        assert!(met(Need::Reader, &[Role::Reader]));
+        assert!(!met(Need::Member, &[Role::Reader]));
+        assert!(met(Need::Member, &[Role::Member]));
+        assert!(!met(Need::Admin, &[Role::Member, Role::Reader]));
+        assert!(!met(Need::Admin, &[Role::Service]));
+        assert!(met(Need::Service, &[Role::Service]));
+        assert!(met(Need::Service, &[Role::Admin]));
+        assert!(!met(Need::Service, &[Role::Member]));
+        assert!(!met(Need::Reader, &[Role::Service]));
+        assert!(met(Need::ServiceOnly, &[Role::Service]));
+        assert!(!met(
+            Need::ServiceOnly,
+            &[Role::Admin, Role::Member, Role::Reader]
+        ));
+    }
+
+    #[test]
+    fn a_project_reader_reads_only_the_project_it_acts_in() {
+        let reader = who("p1", &[Role::Reader]);
+        let need = Need::ProjectReader;
+        assert!(need.admits(&reader, Some("p1")));
+        assert!(need.admits(&who("p1", &[Role::Member]), Some("p1")));
+        assert!(!need.admits(&reader, Some("p2")));
+        assert!(!need.admits(&reader, None));
+        assert!(!need.admits(&who("p1", &[]), Some("p1")));
+        assert!(!need.admits(&who("", &[Role::Reader]), Some("")));
+        for any in [Role::Admin, Role::Service] {
+            assert!(need.admits(&who("p2", &[any]), Some("p1")));
+            assert!(need.admits(&who("p2", &[any]), None));
+        }
+    }
+
+    #[test]
+    fn placement_routes_refuse_tokens_not_scoped_to_a_project() {
+        let project_admin = who("p1", &[Role::Admin]);
+        let system_admin = Identity {
+            system_scope: true,
+            ..who("", &[Role::Admin])
+        };
+        let system_admin_naming_a_project = Identity {
+            system_scope: true,
+            ..project_admin.clone()
+        };
+        let domain_admin = Identity {
+            domain_id: Some("d1".into()),
+            ..who("", &[Role::Admin])
+        };
+        assert!(Rule::SERVICE.admits(&project_admin, None));
+        for caller in [&system_admin, &system_admin_naming_a_project, &domain_admin] {
+            assert!(!Rule::SERVICE.admits(caller, None), "{caller:?}");
+            assert!(
+                !Rule::PROJECT_USAGES.admits(caller, Some("p1")),
+                "{caller:?}"
+            );
+            // berth's own cloud-wide and project routes still take them.
+            assert!(Rule::SYSTEM_ADMIN.admits(caller, None), "{caller:?}");
+            assert!(Rule::PROJECT_MEMBER.admits(caller, None), "{caller:?}");
+        }
+        let open = Rule::new(Need::Authenticated, Scope::ProjectToken);
+        assert!(open.admits(&who("p1", &[]), None));
+        assert!(!open.admits(&system_admin, None));
+    }
+
+    #[test]
+    fn old_placement_defaults_are_honoured_only_when_the_file_asks() {
+        let routes = || {
+            [
+                (Method::POST, "/placement/reshaper", Rule::SERVICE_ONLY),
+                (Method::GET, "/placement/traits", Rule::SERVICE),
+            ]
+        };
+        let admin = who("p1", &[Role::Admin]);
+        let service = who("service", &[Role::Service]);
+        let reshaper = (Method::POST, "/placement/reshaper");
+
+        let new = AccessPolicy::default().apply(routes()).expect("applies");
+        assert_eq!(new[&reshaper].legacy, None);
+        assert!(!new[&reshaper].admits(&admin, None));
+        assert!(new[&reshaper].admits(&service, None));
+        let explicit = AccessPolicy::parse("[placement]\nenforce_new_defaults = true\n")
+            .expect("parses")
+            .apply(routes())
+            .expect("applies");
+        assert_eq!(explicit, new);
+
+        let old = AccessPolicy::parse("[placement]\nenforce_new_defaults = false\n")
+            .expect("parses")
+            .apply(routes())
+            .expect("applies");
+        assert!(old[&reshaper].admits(&admin, None));
+        assert!(old[&reshaper].admits(&service, None));
+        assert!(!old[&reshaper].admits(&who("p1", &[Role::Member]), None));
+        assert_eq!(
+            old[&(Method::GET, "/placement/traits")],
+            new[&(Method::GET, "/placement/traits")]
+        );
+
+        // An operator's rule is the whole rule: no deprecated default beside it.
+        let overridden = AccessPolicy::parse(
+            "[placement]\nenforce_new_defaults = false\n[routes]\n\"POST /placement/reshaper\" = \"authenticated\"\n",
+        )
+        .expect("parses")
+        .apply(routes())
+        .expect("applies");
+        assert_eq!(
+            overridden[&reshaper],
+            Rule::new(Need::Authenticated, Scope::ProjectToken)
+        );
+        assert!(overridden[&reshaper].admits(&who("p1", &[]), None));
     }
 
     #[test]
@@ -369,6 +569,8 @@ mod tests {
             "[priority]\nceiling = 101\n",
             "[priority.projects]\nops = 200\n",
             "[roles]\n",
+            "[placement]\nenforce_new_defaults = \"no\"\n",
+            "[placement]\nenforce_scope = false\n",
         ] {
             assert!(AccessPolicy::parse(bad).is_err(), "{bad}");
         }

@@ -363,7 +363,13 @@ pub fn delete_allocations(catalog: &Catalog, consumer: Uuid, now: Instant) -> De
         generation: ConsumerGeneration::Unchecked,
         allocations: Allocations::new(),
     };
-    set_allocations(catalog, &[write], now)
+    // As Placement: deleting a consumer's allocations leaves its providers' generations as
+    // they were (a write that clears them through `PUT` or `POST` changes them).
+    let changes = set_allocations(catalog, &[write], now)?;
+    Ok(changes
+        .into_iter()
+        .filter(|change| !matches!(change, Change::ProviderUpdated(_)))
+        .collect())
 }
 
 /// One provider's new inventories in a reshape.

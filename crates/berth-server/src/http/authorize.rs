@@ -1,8 +1,10 @@
 //! The authorization middleware: resolves the caller once, checks the rule the matched route
 //! declared (with the operator's overrides), and hands the identity to the handler. A caller
 //! scoped to a domain or the system acts in no project, so only an admin among them passes a
-//! project-scoped route. In `keystone` mode a 401 names Keystone in `WWW-Authenticate`, as
-//! keystonemiddleware does, and Keystone unable to answer is 503. In `noauth`
+//! project-scoped route, and none passes Placement's routes (their policies are for tokens
+//! scoped to a project). A project's usages are checked against the project the request names.
+//! In `keystone` mode a 401 names Keystone in `WWW-Authenticate`, as keystonemiddleware does,
+//! and Keystone unable to answer is 503. In `noauth`
 //! mode it also keeps browsers from being used against a local berth: requests must name a
 //! loopback host (no DNS rebinding), come from the same origin when a browser says where they
 //! come from, and carry their POST bodies as JSON (so a cross-site form or `fetch` without a CORS
@@ -13,7 +15,7 @@
 use crate::auth::{AuthFailure, AuthMode, Identity};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use crate::policy::{Need, Scope};
+use crate::policy::Need;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -92,12 +94,27 @@ pub async fn middleware(
         Ok(identity) => identity,
         Err(failure) => return refusal(&state, failure),
     };
-    let in_scope = rule.scope != Scope::Project || identity.has_project() || identity.is_admin();
-    if !rule.need.satisfied_by(&identity.roles) || !in_scope {
+    let named_project = match rule.reads_named_project() {
+        true => named_project(request.uri().query()),
+        false => None,
+    };
+    if !rule.admits(&identity, named_project.as_deref()) {
         return ApiError::forbidden().into_response();
     }
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// The project a request names: the last `project_id` of its query string, as Placement reads
+/// it (a query that does not parse names none: only an admin or a service gets past, and the
+/// handler refuses the query).
+fn named_project(query: Option<&str>) -> Option<String> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query?).ok()?;
+    pairs
+        .into_iter()
+        .rev()
+        .find(|(key, _)| key == "project_id")
+        .map(|(_, value)| value)
 }
 
 /// Whether `host` (a `Host` header or an origin's authority, port included) names this machine
@@ -171,6 +188,17 @@ mod tests {
             map.insert(name.clone(), value.parse().expect("header value"));
         }
         map
+    }
+
+    #[test]
+    fn the_named_project_is_the_last_project_id_of_the_query() {
+        assert_eq!(named_project(None), None);
+        assert_eq!(named_project(Some("user_id=u")), None);
+        assert_eq!(named_project(Some("project_id=p1")).as_deref(), Some("p1"));
+        assert_eq!(
+            named_project(Some("project_id=p1&user_id=u&project_id=p%202")).as_deref(),
+            Some("p 2")
+        );
     }
 
     #[test]

@@ -134,7 +134,8 @@ impl Routes {
     }
 
     /// The OpenAPI 3.1 document of every registered route, with the rule in force for each
-    /// (`x-berth-policy`: the role it needs and the scope it acts in) and the schemas of the
+    /// (`x-berth-policy`: the role it needs, the scope it acts in, and `legacy_role`, a deprecated
+    /// default also in force) and the schemas of the
     /// bodies it accepts and answers (`components/schemas`, generated from the wire types).
     pub fn openapi(&self, rules: &BTreeMap<(Method, &'static str), Rule>) -> Value {
         let mut generator = schemars::generate::SchemaSettings::draft2020_12()
@@ -157,6 +158,9 @@ impl Routes {
                 "parameters": parameters,
                 "responses": responses(&op.responses, op.tag, &mut generator),
             });
+            if let Some(legacy) = rule.legacy {
+                operation["x-berth-policy"]["legacy_role"] = json!(legacy.as_str());
+            }
             if let Some(schema_of) = op.request {
                 operation["requestBody"] = json!({
                     "required": true,

@@ -45,15 +45,26 @@ fn roles_of(who: Option<Who<'_>>) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// Whether a caller with `roles` meets `need`, as the README documents the roles.
-fn meets(need: &str, roles: &[&str]) -> bool {
+/// The project the matrix names where a route reads one from the query (`project-reader`).
+const NAMED_PROJECT: &str = "p1";
+
+/// Whether `who` meets `need`, as the README documents the roles (every caller here acts in a
+/// project, so every scope admits them).
+fn meets(need: &str, who: Option<Who<'_>>) -> bool {
+    let roles = roles_of(who);
     let has = |role: &str| roles.contains(&role);
     match need {
         "public" => true,
+        "authenticated" => who.is_some(),
         "reader" => has("reader") || has("member") || has("admin"),
         "member" => has("member") || has("admin"),
         "admin" => has("admin"),
         "service" => has("admin") || has("service"),
+        "service-only" => has("service"),
+        "project-reader" => {
+            meets("service", who)
+                || (meets("reader", who) && who.is_some_and(|w| w.project == NAMED_PROJECT))
+        }
         other => panic!("unknown need {other}"),
     }
 }
@@ -256,10 +267,13 @@ async fn every_route_answers_each_role_as_its_rule_declares() {
     operations.sort_by_key(|(method, path, _, _)| (*method == Method::DELETE, path.clone()));
     let mut failures = Vec::new();
     for (method, template, need, scope) in &operations {
-        let (path, names_p1_object) = fill(template, &ids);
+        let (mut path, names_p1_object) = fill(template, &ids);
+        if need == "project-reader" {
+            path = format!("{path}?project_id={NAMED_PROJECT}");
+        }
         for (name, who) in CALLERS {
             let (status, body) = send(&app, who, method.clone(), &path).await;
-            let allowed = meets(need, &roles_of(who));
+            let allowed = meets(need, who);
             let expected_ok = match (need.as_str(), who) {
                 ("public", _) => {
                     !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
@@ -546,4 +560,105 @@ async fn identity_headers_count_only_from_a_trusted_proxy() {
         .call_as(ADMIN, Method::GET, "/reservation/v1/leases", None)
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Placement's routes follow Placement's policies: by default its new defaults (the reshaper is
+/// a service's alone, a project's usages are its readers' and admins' and services'), only for
+/// tokens scoped to a project, even an admin's; the policy file restores the deprecated
+/// defaults (`enforce_new_defaults = false`) or opens a route to any caller (`authenticated`).
+#[tokio::test]
+async fn placement_routes_follow_placement_policy_defaults_and_the_policy_file() {
+    let status_of = |app: &TestApp, who: Who<'static>, system: bool, method: Method, path| {
+        let mut builder = app
+            .request(method.clone(), path, Some("latest"))
+            .header("x-user-id", who.user)
+            .header("x-roles", who.roles);
+        builder = match system {
+            true => builder.header("x-system-scope", "all"),
+            false => builder.header("x-project-id", who.project),
+        };
+        if method == Method::POST {
+            builder = builder.json(&json!({}));
+        }
+        async move { builder.send().await.expect("send").status() }
+    };
+    let spawn = |policy: Option<&str>| {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = policy.map(|text| {
+            let file = dir.path().join("policy.toml");
+            std::fs::write(&file, text).expect("policy");
+            file
+        });
+        async move {
+            let app = TestApp::spawn_with(Options {
+                auth: Some(AuthMode::Headers),
+                policy: file,
+                ..Options::default()
+            })
+            .await;
+            (app, dir)
+        }
+    };
+    let (app, _dir) = spawn(None).await;
+    let providers = "/placement/resource_providers";
+    for (who, system, path, want) in [
+        (ADMIN, false, providers, StatusCode::OK),
+        (ADMIN, true, providers, StatusCode::FORBIDDEN),
+        // berth's own cloud-wide routes take a system-scoped admin.
+        (ADMIN, true, "/promise/flavors", StatusCode::OK),
+    ] {
+        let status = status_of(&app, who, system, Method::GET, path).await;
+        assert_eq!(status, want, "{} (system: {system}) {path}", who.user);
+    }
+    let reshape = |app, who| status_of(app, who, false, Method::POST, "/placement/reshaper");
+    assert_eq!(reshape(&app, ADMIN).await, StatusCode::FORBIDDEN);
+    assert_eq!(reshape(&app, SERVICE).await, StatusCode::BAD_REQUEST);
+    for (who, path, want) in [
+        (READER, "/placement/usages?project_id=p1", StatusCode::OK),
+        (P1, "/placement/usages?project_id=p1", StatusCode::OK),
+        (
+            READER,
+            "/placement/usages?project_id=p2",
+            StatusCode::FORBIDDEN,
+        ),
+        (READER, "/placement/usages", StatusCode::FORBIDDEN),
+        (
+            NO_ROLE,
+            "/placement/usages?project_id=p1",
+            StatusCode::FORBIDDEN,
+        ),
+        (P2, "/placement/usages?project_id=p1", StatusCode::FORBIDDEN),
+        (SERVICE, "/placement/usages?project_id=p1", StatusCode::OK),
+        (ADMIN, "/placement/usages?project_id=p1", StatusCode::OK),
+    ] {
+        let status = status_of(&app, who, false, Method::GET, path).await;
+        assert_eq!(status, want, "{} {path}", who.user);
+    }
+
+    let (old, _dir) = spawn(Some("[placement]\nenforce_new_defaults = false\n")).await;
+    assert_eq!(reshape(&old, ADMIN).await, StatusCode::BAD_REQUEST);
+    assert_eq!(reshape(&old, P1).await, StatusCode::FORBIDDEN);
+    let (_, openapi) = old.get("/openapi.json", None).await;
+    assert_eq!(
+        openapi["paths"]["/placement/reshaper"]["post"]["x-berth-policy"],
+        json!({"role": "service-only", "scope": "project-token", "legacy_role": "admin"})
+    );
+
+    let (open, _dir) = spawn(Some(
+        "[routes]\n\"GET /placement/resource_providers\" = \"authenticated\"\n",
+    ))
+    .await;
+    // Any caller, but still only with a token scoped to a project.
+    for (system, want) in [(false, StatusCode::OK), (true, StatusCode::FORBIDDEN)] {
+        let status = status_of(&open, NO_ROLE, system, Method::GET, providers).await;
+        assert_eq!(status, want, "system: {system}");
+    }
+    assert_eq!(
+        open.request(Method::GET, providers, None)
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
 }

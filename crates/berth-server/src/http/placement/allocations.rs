@@ -76,7 +76,7 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::POST,
             "/placement/reshaper",
-            Rule::SERVICE,
+            Rule::SERVICE_ONLY,
             "Replace inventories and allocations atomically (1.30)",
             reshaper,
         )

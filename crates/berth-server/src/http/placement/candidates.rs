@@ -15,6 +15,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::response::Response;
 use berth_api::placement::AllocationCandidates;
+use berth_core::model::name::is_custom_name;
 use berth_core::query::candidate_request::{CandidateRequest, Unanswerable, check_group_count};
 use berth_core::query::candidates::{self, Candidates, Group, GroupPolicy};
 use berth_core::query::names::Names;
@@ -111,7 +112,8 @@ fn parse(pairs: &[(String, String)], mv: Microversion) -> Result<CandidateReques
                     _ => group.in_tree = Some(value),
                 }
             }
-            ("limit", None) if mv.at_least(16) => limit = Some(value.as_str()),
+            // As Placement, the first `limit` counts.
+            ("limit", None) if mv.at_least(16) => limit = limit.or(Some(value.as_str())),
             ("group_policy", None) if mv.at_least(25) => policy = policy.or(Some(value.as_str())),
             ("root_required", None) if mv.at_least(35) => root_required.push(value.as_str()),
             ("same_subtree", None) if mv.at_least(36) => same_subtree.push(value.as_str()),
@@ -494,8 +496,13 @@ impl Json {
         }
         self.raw("}");
         if mv.at_least(17) {
+            // Standard traits before custom ones, as Placement lists them (in the order their
+            // rows were made: the standard ones at start-up, custom ones later).
             self.raw(",\"traits\":[");
-            for (idx, name) in provider.traits().iter().enumerate() {
+            let traits = provider.traits();
+            let standard = traits.iter().filter(|t| !is_custom_name(t.as_str()));
+            let custom = traits.iter().filter(|t| is_custom_name(t.as_str()));
+            for (idx, name) in standard.chain(custom).enumerate() {
                 if idx > 0 {
                     self.raw(",");
                 }

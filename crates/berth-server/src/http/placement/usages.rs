@@ -14,7 +14,7 @@ use axum::http::Method;
 use axum::response::Response;
 use berth_api::placement::{ConsumerTypeUsage, Usages, UsagesBy};
 use berth_core::ResourceClass;
-use berth_core::query::consumers::{Usage, UsageQuery};
+use berth_core::query::consumers::{TypeUsage, Usage, UsageQuery};
 use std::collections::BTreeMap;
 
 pub(super) fn register(routes: &mut Routes) {
@@ -22,7 +22,7 @@ pub(super) fn register(routes: &mut Routes) {
         .add(
             Method::GET,
             "/placement/usages",
-            Rule::SERVICE,
+            Rule::PROJECT_USAGES,
             "Usages of a project and user (1.9)",
             usages,
         )
@@ -49,16 +49,22 @@ async fn usages(
             "Invalid query string parameters: 'project_id' is a required property",
         )
     })?;
-    let consumer_type = match last("consumer_type") {
-        Some(kind) if kind == "all" => None,
-        kind => kind,
-    };
+    let all = last("consumer_type").is_some_and(|kind| kind == "all");
+    let consumer_type = last("consumer_type").filter(|_| !all);
     let query = UsageQuery {
         project,
         user: last("user_id"),
         consumer_type,
     };
-    let usage = state.berth.usage(query).await?;
+    let mut usage = state.berth.usage(query).await?;
+    if all {
+        // `consumer_type=all` sums every type under the one name `all`.
+        let total = TypeUsage {
+            consumers: usage.by_type.values().map(|u| u.consumers).sum(),
+            classes: usage.total(),
+        };
+        usage.by_type = BTreeMap::from([("all".to_owned(), total)]);
+    }
     Ok(respond(mv, state.berth.now(), &body(&usage, mv)))
 }
 
