@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test berth has: unit and property tests, the store conformance suite on SQLite and
-# PostgreSQL, the end-to-end HTTP tests (including two replicas over PostgreSQL), and the real
-# OpenStack command-line clients against a running berth.
+# PostgreSQL, the end-to-end HTTP tests (including two replicas over PostgreSQL), the real
+# OpenStack command-line clients against a running berth, and Placement's own gabbi suite
+# against real Placement and berth (scripts/placement-gabbi.sh).
 #
 # PostgreSQL: uses BERTH_TEST_POSTGRES_URL when set; otherwise the local server on
 # 127.0.0.1:5432 (user postgres), starting it, or installing it from Debian's packages, if
@@ -94,3 +95,4 @@ echo "test.sh: BERTH_TEST_KEYSTONE_VENV=${BERTH_TEST_KEYSTONE_VENV:-<unset>}"
 
 cargo test --workspace --locked
 bash scripts/openstack-clients.sh
+bash scripts/placement-gabbi.sh
