@@ -407,27 +407,44 @@ pub fn reshape_with(
     for write in writes {
         check_generation(catalog, write)?;
     }
+    for write in inventories {
+        let found = catalog
+            .provider(write.provider)
+            .ok_or(Rejection::ProviderNotFound(write.provider))?;
+        if found.generation() != write.generation {
+            return Err(Rejection::GenerationConflict {
+                uuid: write.provider,
+                expected: write.generation,
+                actual: found.generation(),
+            });
+        }
+    }
+    // As Placement: the providers first keep their old inventories beside the new ones (so that
+    // allocations can move onto the new classes before the old ones go), then the allocations
+    // are replaced, then each provider's inventories are set to the new ones alone, which
+    // refuses to remove a class still in use. Each step changes the generations it touches.
     let mut draft = catalog.clone();
     let mut changes = Vec::new();
     let mut step = |draft: &mut Catalog, batch: Vec<Change>| {
         draft.apply(&batch);
         changes.extend(batch);
     };
-    let released: Vec<Change> = writes
-        .iter()
-        .filter(|w| catalog.consumer(w.consumer).is_some())
-        .map(|w| Change::ConsumerSet {
-            uuid: w.consumer,
-            consumer: None,
-        })
-        .collect();
-    step(&mut draft, released);
-    for write in inventories {
+    let inventories_now = |draft: &Catalog, provider: ProviderId| {
+        draft
+            .provider(provider)
+            .map_or(0, crate::model::provider::Provider::generation)
+    };
+    for write in inventories.iter().filter(|w| !w.inventories.is_empty()) {
+        let mut interim = draft
+            .provider(write.provider)
+            .map(|p| p.inventories().clone())
+            .unwrap_or_default();
+        interim.extend(write.inventories.clone());
         let batch = crate::decide::inventory::set_inventories(
             &draft,
             write.provider,
-            Some(write.generation),
-            write.inventories.clone(),
+            Some(inventories_now(&draft, write.provider)),
+            interim,
             now,
         )?;
         step(&mut draft, batch);
@@ -456,6 +473,16 @@ pub fn reshape_with(
         }
     }
     step(&mut draft, taken);
+    for write in inventories {
+        let batch = crate::decide::inventory::set_inventories(
+            &draft,
+            write.provider,
+            Some(inventories_now(&draft, write.provider)),
+            write.inventories.clone(),
+            now,
+        )?;
+        step(&mut draft, batch);
+    }
     Ok(changes)
 }
 

@@ -214,9 +214,14 @@ fn aggregates_pass(group: &Group, provider: &Provider, anchor: &Provider, spans:
     if !spans {
         return group.member_of.admits(own);
     }
-    // The provider or its root (for sharing providers: the anchor) must be in each required
-    // set, and neither may be in a forbidden aggregate.
-    let reach = [own, anchor.aggregates()];
+    // A provider of the tree passes when it or its root is in each required set, and neither
+    // is in a forbidden aggregate; a sharing provider from outside the tree must be in them
+    // itself (as Placement since its bug 1792503).
+    let sharing = provider.root() != anchor.uuid();
+    let reach: &[&BTreeSet<Uuid>] = match sharing {
+        true => &[own],
+        false => &[own, anchor.aggregates()],
+    };
     let required = group
         .member_of
         .required
@@ -817,15 +822,25 @@ fn group_options<'c>(
     in_tree: Option<Option<ProviderId>>,
     budget: &mut usize,
 ) -> Vec<GroupOption<'c>> {
-    match in_tree {
+    // `in_tree` naming this tree keeps the group in it; naming another tree, the group may still
+    // be served by that tree's sharing providers anchored here (Placement's "DISK_GB from that
+    // shared storage").
+    let shared = index.shared_with.get(&root.uuid());
+    let mut pool: Vec<(&Provider, &Provider)> = match in_tree {
         Some(None) => return Vec::new(),
-        Some(Some(wanted)) if wanted != root.uuid() => return Vec::new(),
-        _ => {}
-    }
-    let mut pool: Vec<(&Provider, &Provider)> =
-        members.iter().map(|p| (*p, index.root_of(p))).collect();
-    if let (None, Some(shared)) = (in_tree, index.shared_with.get(&root.uuid())) {
+        Some(Some(wanted)) if wanted != root.uuid() => shared
+            .into_iter()
+            .flatten()
+            .filter(|p| index.root_of(p).uuid() == wanted)
+            .map(|p| (*p, root))
+            .collect(),
+        _ => members.iter().map(|p| (*p, index.root_of(p))).collect(),
+    };
+    if let (None, Some(shared)) = (in_tree, shared) {
         pool.extend(shared.iter().map(|p| (*p, root)));
+    }
+    if pool.is_empty() {
+        return Vec::new();
     }
     let spans = group.is_unsuffixed() && index.spans;
     match (spans, group.resources.is_empty()) {
