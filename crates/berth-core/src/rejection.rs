@@ -84,7 +84,7 @@ pub enum Rejection {
         error: InventoryError,
     },
     /// Removing this inventory would strand allocations.
-    #[error("Inventory for '{class}' on resource provider '{uuid}' in use")]
+    #[error("Inventory for '{class}' on resource provider '{uuid}' in use.")]
     InventoryInUse {
         /// The provider.
         uuid: ProviderId,

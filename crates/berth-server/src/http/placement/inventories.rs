@@ -4,7 +4,7 @@ use super::Mount;
 use super::schema::{CREATE_INVENTORY, REPLACE_INVENTORIES, UPDATE_INVENTORY};
 use super::wire::{absolute_url, find, json_body, provider_uuid, respond};
 use crate::http::error::ApiError;
-use crate::http::rejection::CONCURRENT_UPDATE;
+use crate::http::rejection::{CONCURRENT_UPDATE, INVENTORY_INUSE};
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
@@ -240,6 +240,9 @@ async fn replace(
                     "Unknown resource class in inventory for resource provider {uuid}: {rejection}"
                 ))
             }
+            AppError::Rejected(rejection @ Rejection::InventoryInUse { .. }) => {
+                ApiError::conflict(INVENTORY_INUSE, format!("update conflict: {rejection}"))
+            }
             other => other.into(),
         })?;
     let body = state
@@ -382,7 +385,13 @@ async fn delete(
         .await
         .map_err(|error| match error {
             AppError::Rejected(rejection @ Rejection::InventoryInUse { .. }) => {
-                ApiError::conflict(CONCURRENT_UPDATE, rejection.to_string())
+                ApiError::conflict(
+                    CONCURRENT_UPDATE,
+                    format!(
+                        "Unable to delete inventory of class {}: {rejection}",
+                        class.as_str()
+                    ),
+                )
             }
             AppError::Rejected(rejection @ Rejection::InventoryNotFound { .. }) => {
                 ApiError::not_found(format!(
