@@ -97,7 +97,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
     };
     Lease {
         id: berth_core::LeaseId::new(id(0)),
-        name: format!("lease-{idx}"),
+        name: format!("lease-{idx}").into(),
         project_id: "project".into(),
         user_id: "user".into(),
         start,
@@ -122,7 +122,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
             resources_changed: false,
             created_at: now,
             updated_at: now,
-        }],
+        }]
+        .into(),
         events: vec![
             event(2, EventKind::StartLease, start),
             event(
@@ -131,7 +132,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
                 Instant::from_micros(end.as_micros() - HOUR),
             ),
             event(4, EventKind::EndLease, end),
-        ],
+        ]
+        .into(),
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,

@@ -121,7 +121,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], mean: i64) -
     };
     Lease {
         id: LeaseId::new(id(0)),
-        name: format!("lease-{idx}"),
+        name: format!("lease-{idx}").into(),
         project_id: "project".into(),
         user_id: "user".into(),
         start,
@@ -146,7 +146,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], mean: i64) -
             resources_changed: false,
             created_at: now,
             updated_at: now,
-        }],
+        }]
+        .into(),
         events: vec![
             event(2, EventKind::StartLease, start),
             event(
@@ -155,7 +156,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], mean: i64) -
                 Instant::from_micros(end.as_micros() - HOUR),
             ),
             event(4, EventKind::EndLease, end),
-        ],
+        ]
+        .into(),
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,

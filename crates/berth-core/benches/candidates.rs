@@ -143,7 +143,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
         };
         let lease = Lease {
             id: berth_core::LeaseId::from_u128(0x6000_0000 + k as u128),
-            name: format!("fence{k}"),
+            name: format!("fence{k}").into(),
             project_id: "p".into(),
             user_id: "u".into(),
             start: now,
@@ -151,8 +151,8 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             status: LeaseStatus::Active,
             status_reason: None,
             degraded: false,
-            reservations: vec![reservation],
-            events: Vec::new(),
+            reservations: vec![reservation].into(),
+            events: Vec::new().into(),
             notice_lead: berth_core::Span::ZERO,
             preemption_noticed: true,
             terms: None,

@@ -334,7 +334,7 @@ fn holder(
     let host = reservation.hosts[pick.1 % reservation.hosts.len()].0;
     let project = match stranger {
         true => STRANGER.to_owned(),
-        false => lease.project_id.clone(),
+        false => lease.project_id.to_string(),
     };
     let mut request = consumer_write(
         consumer,

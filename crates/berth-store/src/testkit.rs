@@ -897,20 +897,21 @@ fn lease(n: u128, project: &str) -> Lease {
     reservations[2].floating_ips = vec![uuid(300)];
     Lease {
         id: LeaseId::new(uuid(n)),
-        name: format!("lease-{n}"),
-        project_id: project.to_owned(),
-        user_id: "u1".to_owned(),
+        name: format!("lease-{n}").into(),
+        project_id: project.into(),
+        user_id: "u1".into(),
         start: at_hours(1),
         end: at_hours(3),
         status: LeaseStatus::Pending,
         status_reason: None,
         degraded: false,
-        reservations,
+        reservations: reservations.into(),
         events: vec![
             event(n * 10 + 4, EventKind::StartLease, at_hours(1)),
             event(n * 10 + 5, EventKind::BeforeEndLease, at_hours(2)),
             event(n * 10 + 6, EventKind::EndLease, at_hours(3)),
-        ],
+        ]
+        .into(),
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,
@@ -950,7 +951,7 @@ async fn many_leases_round_trip<S: Store>(store: &S) {
         .map(|i| {
             let mut lease = lease(1_000 + i, "p1");
             // Any text round-trips, control characters included.
-            lease.name = format!("lease\u{1e}{i}\n");
+            lease.name = format!("lease\u{1e}{i}\n").into();
             // A few of them hold the host, so that rebuilding the ledger has work.
             if i % 100 != 0 {
                 for reservation in &mut lease.reservations {
@@ -985,7 +986,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     assert_same(store, &catalog).await;
     // The lease starts: its whole new state replaces the old one.
     let mut started = first.clone();
-    started.name = "renamed".to_owned();
+    started.name = "renamed".into();
     started.status = LeaseStatus::Active;
     started.status_reason = Some("started on time ✓".to_owned());
     started.degraded = true;

@@ -363,7 +363,7 @@ fn displaceable<'c>(
     let mut found: Vec<&Lease> = catalog
         .leases()
         .filter(|l| l.priority() < priority && l.status == LeaseStatus::Pending && !l.started())
-        .filter(|l| others || l.project_id == lease.project_id)
+        .filter(|l| others || *l.project_id == *lease.project_id)
         .filter(|l| window.is_some_and(|w| l.window().overlaps(&w)))
         .collect();
     found.sort_by(|a, b| {
@@ -557,7 +557,7 @@ pub fn owned<'c>(
 ) -> Result<&'c Lease, Rejection> {
     catalog
         .lease(id)
-        .filter(|l| project.is_none_or(|p| p == l.project_id))
+        .filter(|l| project.is_none_or(|p| p == &*l.project_id))
         .ok_or(Rejection::LeaseNotFound(id))
 }
 

@@ -11,6 +11,7 @@ use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
 use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A lease's status, as Blazar names it (upper case on the wire).
@@ -415,11 +416,11 @@ pub struct Lease {
     /// Its id.
     pub id: LeaseId,
     /// Its name (not unique, as in Blazar).
-    pub name: String,
-    /// Owning project.
-    pub project_id: String,
-    /// Owning user.
-    pub user_id: String,
+    pub name: Box<str>,
+    /// Owning project (shared: the catalog keeps one copy of each project's id).
+    pub project_id: Arc<str>,
+    /// Owning user (shared as the project is).
+    pub user_id: Arc<str>,
     /// Start of the window.
     pub start: Instant,
     /// End of the window (exclusive).
@@ -431,9 +432,9 @@ pub struct Lease {
     /// Set when a reservation lost resources.
     pub degraded: bool,
     /// Its reservations.
-    pub reservations: Vec<Reservation>,
+    pub reservations: Box<[Reservation]>,
     /// Its lifecycle events.
-    pub events: Vec<LeaseEvent>,
+    pub events: Box<[LeaseEvent]>,
     /// How long before the start preemptible consumers in its way are told they will be evicted
     /// (stored as `notice_lead_micros`).
     #[serde(rename = "notice_lead_micros", default = "notice_lead_default")]
@@ -458,11 +459,9 @@ impl Lease {
     /// Gives back the spare room of its lists (a decoded list grows by doubling), as a lease
     /// kept for long should: the catalog does so for the leases a store loads.
     pub fn shrink_to_fit(&mut self) {
-        self.reservations.shrink_to_fit();
         self.reservations
             .iter_mut()
             .for_each(Reservation::shrink_to_fit);
-        self.events.shrink_to_fit();
     }
 
     /// The lease's window.

@@ -97,20 +97,20 @@ pub fn create_lease_with(
     let [start_id, before_id, end_id] = new.event_ids;
     let lease = Lease {
         id: new.id,
-        name: new.name.trim().to_owned(),
-        project_id: new.project_id.clone(),
-        user_id: new.user_id.clone(),
+        name: new.name.trim().into(),
+        project_id: new.project_id.as_str().into(),
+        user_id: new.user_id.as_str().into(),
         start: window.start(),
         end: window.end(),
         status: LeaseStatus::Pending,
         status_reason: None,
         degraded: false,
         reservations,
-        events: vec![
+        events: Box::new([
             event(start_id, EventKind::StartLease, window.start()),
             event(before_id, EventKind::BeforeEndLease, before_end),
             event(end_id, EventKind::EndLease, window.end()),
-        ],
+        ]),
         notice_lead: new.notice_lead,
         preemption_noticed: false,
         terms: None,

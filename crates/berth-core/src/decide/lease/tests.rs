@@ -1002,7 +1002,7 @@ fn invalid_leases_are_refused() {
     fine.before_end = Some(at(9));
     fine.name = "  padded  ".into();
     let lease = w.create(&fine).expect("a valid lease");
-    assert_eq!(lease.name, "padded");
+    assert_eq!(&*lease.name, "padded");
     assert_eq!(
         lease.event(EventKind::BeforeEndLease).map(|e| e.at),
         Some(at(9))
@@ -1036,7 +1036,7 @@ fn renaming_changes_only_the_name() {
         ..LeaseUpdate::default()
     };
     let renamed = w.update(lease.id, &rename, 1).expect("renamed");
-    assert_eq!(renamed.name, "renamed");
+    assert_eq!(&*renamed.name, "renamed");
     assert_eq!(renamed.updated_at, at(1));
     assert_eq!((renamed.start, renamed.end), (lease.start, lease.end));
     assert_eq!(renamed.reservations, lease.reservations);
@@ -1310,7 +1310,7 @@ fn an_ended_lease_can_only_be_renamed() {
     };
     let renamed = w.update(lease.id, &rename, 11).expect("renamed");
     assert_eq!(
-        (renamed.name.as_str(), renamed.status),
+        (&*renamed.name, renamed.status),
         ("old", LeaseStatus::Terminated)
     );
     assert!(w.catalog.ledger().is_empty());

@@ -263,7 +263,7 @@ pub fn update_lease(
     }
     let mut lease = current.clone();
     if let Some(name) = &update.name {
-        lease.name = name.trim().to_owned();
+        lease.name = name.trim().into();
     }
     if changes_capacity(update) {
         readmit(catalog, current, &mut lease, update, now, search)?;

@@ -309,14 +309,14 @@ pub(crate) fn wire_event(lease: &Lease, event: &LeaseEvent) -> Event {
 pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
     wire::Lease {
         id: lease.id.uuid(),
-        name: lease.name.clone(),
+        name: lease.name.to_string(),
         start_date: lease_time(lease.start.as_micros()),
         end_date: lease_time(lease.end.as_micros()),
         status: lease.status.as_str().to_owned(),
         status_reason: lease.status_reason.clone(),
         degraded: lease.degraded,
-        user_id: lease.user_id.clone(),
-        project_id: lease.project_id.clone(),
+        user_id: lease.user_id.to_string(),
+        project_id: lease.project_id.to_string(),
         trust_id: None,
         created_at: record_time(lease.created_at.as_micros()),
         updated_at: record_time(lease.updated_at.as_micros()),
