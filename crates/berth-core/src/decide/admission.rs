@@ -147,7 +147,7 @@ impl<'c> Pool<'c> {
         let mut ledger = Ledger::new();
         for hold in self.catalog.ledger().holds_on(host, self.window) {
             if !self.excluding.contains(&hold.reservation) {
-                ledger.add(hold.clone());
+                ledger.add(hold);
             }
         }
         for hold in self.extra.iter().filter(hits) {

@@ -6,7 +6,7 @@
 //! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::ledger::{Amounts, Hold, Window, address_slot};
+use crate::model::ledger::{Amounts, Hold, Holder, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
 use crate::model::time::{Instant, Span};
@@ -479,6 +479,14 @@ impl Lease {
         self.holds_by_reservation().flatten().collect()
     }
 
+    /// The holds of one of its reservations, or nothing once the lease has ended.
+    pub fn holds_of(&self, reservation: ReservationId) -> Vec<Hold> {
+        match self.reservations.iter().find(|r| r.id == reservation) {
+            Some(held) if self.holds_capacity() => held.holds(self.window()),
+            _ => Vec::new(),
+        }
+    }
+
     /// The holds of each reservation, one list per reservation, or nothing once the lease has
     /// ended.
     pub fn holds_by_reservation(&self) -> impl Iterator<Item = Vec<Hold>> + '_ {
@@ -544,6 +552,17 @@ impl Lease {
     }
 }
 
+/// The ledger keeps a lease rather than a copy of its holds.
+impl Holder for Lease {
+    fn holds_by_reservation(&self) -> Vec<Vec<Hold>> {
+        Lease::holds_by_reservation(self).collect()
+    }
+
+    fn holds_of(&self, reservation: ReservationId) -> Vec<Hold> {
+        Lease::holds_of(self, reservation)
+    }
+}
+
 impl LeaseRecord {
     /// The project of the lease the entry is about, when the entry names it.
     pub fn project_id(&self) -> Option<String> {
@@ -597,6 +616,114 @@ fn notice_lead_default() -> Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ledger::Ledger;
+
+    /// The window from `start` to `end` microseconds, and the reservation and provider ids.
+    fn win(start: i64, end: i64) -> Window {
+        Window::new(Instant::from_micros(start), Instant::from_micros(end)).expect("a window")
+    }
+
+    fn res(n: u128) -> ReservationId {
+        ReservationId::from_u128(n)
+    }
+
+    fn host(n: u128) -> ProviderId {
+        ProviderId::from_u128(n)
+    }
+
+    /// A lease of `n` (ids from `n * 10`) over `window`: a host reservation of host 10 and an
+    /// instance reservation of 2 slots on host 11 and 1 on host 12.
+    fn lease(n: u128, window: Window) -> Lease {
+        let reservation =
+            |id: u128, spec: ReservationSpec, hosts: Vec<(ProviderId, u32)>| Reservation {
+                id: res(id),
+                spec,
+                status: ReservationStatus::Pending,
+                hosts,
+                floating_ips: Vec::new(),
+                missing: Vec::new(),
+                resources_changed: false,
+                created_at: Instant::from_micros(0),
+                updated_at: Instant::from_micros(0),
+            };
+        let whole = ReservationSpec::Host {
+            min: 1,
+            max: 1,
+            hypervisor_properties: String::new(),
+            resource_properties: String::new(),
+            before_end: String::new(),
+        };
+        let instance = ReservationSpec::Instance {
+            vcpus: 2,
+            memory_mb: 1_024,
+            disk_gb: 0,
+            amount: 3,
+            affinity: Affinity::Any,
+            resource_properties: String::new(),
+        };
+        Lease {
+            id: LeaseId::from_u128(n * 10),
+            name: "lease".into(),
+            project_id: "project".into(),
+            user_id: "user".into(),
+            start: window.start(),
+            end: window.end(),
+            status: LeaseStatus::Pending,
+            status_reason: None,
+            degraded: false,
+            reservations: Box::new([
+                reservation(n * 10 + 1, whole, vec![(host(10), 1)]),
+                reservation(n * 10 + 2, instance, vec![(host(11), 2), (host(12), 1)]),
+            ]),
+            events: Box::default(),
+            notice_lead: PREEMPTION_NOTICE_DEFAULT,
+            preemption_noticed: false,
+            terms: None,
+            outcome: None,
+            created_at: Instant::from_micros(0),
+            updated_at: Instant::from_micros(0),
+        }
+    }
+
+    #[test]
+    fn a_ledger_of_leases_reads_their_holds_from_them() {
+        let leases: Vec<Arc<Lease>> = [win(0, 10), win(5, 20), win(20, 30)]
+            .into_iter()
+            .zip(1..)
+            .map(|(window, n)| Arc::new(lease(n, window)))
+            .collect();
+        let of_holds = Ledger::from_holds(leases.iter().flat_map(|l| l.holds_by_reservation()));
+        let bulk = Ledger::from_holders(&leases);
+        let mut one_by_one = Ledger::new();
+        for lease in &leases {
+            assert_eq!(one_by_one.add_holder(lease), lease.holds());
+        }
+        for ledger in [&bulk, &one_by_one] {
+            assert_eq!(*ledger, of_holds);
+            assert_eq!(ledger.len(), 9);
+            assert_eq!(
+                ledger.holds_of(res(22)).collect::<Vec<_>>(),
+                leases[1].reservations[1].holds(win(5, 20))
+            );
+            assert_eq!(ledger.holds_on(host(11), win(8, 9)).len(), 2);
+            assert!(!ledger.is_free(host(10), win(9, 10), &[res(11)]));
+            assert!(ledger.is_free(host(10), win(9, 10), &[res(11), res(21)]));
+        }
+        // A reservation already held as holds keeps the lease's as more holds.
+        let mut mixed = Ledger::new();
+        let mut extra = leases[0].holds_of(res(11));
+        extra[0].host = host(13);
+        mixed.add_all(extra);
+        mixed.add_holder(&leases[0]);
+        assert_eq!(mixed.holds_of(res(11)).count(), 2);
+        for lease in &leases {
+            for reservation in &lease.reservations {
+                one_by_one.remove(reservation.id);
+            }
+        }
+        assert!(one_by_one.is_empty());
+        assert_eq!(one_by_one.hosts().count(), 0);
+    }
 
     #[test]
     fn the_status_table_is_exactly_the_lifecycle() {

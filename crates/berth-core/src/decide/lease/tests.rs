@@ -278,7 +278,7 @@ impl World {
         self.current(id)
             .reservations
             .iter()
-            .flat_map(|r| ledger.holds_of(r.id).cloned())
+            .flat_map(|r| ledger.holds_of(r.id))
             .collect()
     }
 
