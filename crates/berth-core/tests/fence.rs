@@ -799,7 +799,7 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
         &berth_core::decide::admission::Search::until(horizon),
     )
     .expect("4 of 8 VCPUs are held once; the other 4 are free");
-    assert_eq!(second.reservations[0].hosts, vec![(host, 1)]);
+    assert_eq!(*second.reservations[0].hosts, [(host, 1)]);
 }
 
 /// A candidates request presenting a running reservation is answered inside it: a host

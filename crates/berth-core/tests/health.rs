@@ -378,21 +378,21 @@ fn a_failed_host_heals_future_leases_degrades_what_cannot_move_and_flags_running
     assert_eq!(effects.flagged, vec![running]);
     let healed = w.catalog.lease(whole).expect("lease");
     assert_eq!(
-        healed.reservations[0].hosts,
-        vec![(h1, 1)],
+        *healed.reservations[0].hosts,
+        [(h1, 1)],
         "moved to the next GPU host"
     );
     assert!(healed.reservations[0].resources_changed && !healed.degraded);
     let short = w.catalog.lease(spread).expect("lease");
     assert!(short.degraded);
     assert_eq!(
-        short.reservations[0].missing,
-        vec![(h0, 1)],
+        *short.reservations[0].missing,
+        [(h0, 1)],
         "one instance missing"
     );
     let flagged = w.catalog.lease(running).expect("lease");
     assert!(flagged.degraded);
-    assert_eq!(flagged.reservations[0].missing, vec![(h0, 2)]);
+    assert_eq!(*flagged.reservations[0].missing, [(h0, 2)]);
     let kinds: Vec<&str> = changes
         .iter()
         .filter_map(|c| match c {

@@ -860,9 +860,9 @@ fn lease(n: u128, project: &str) -> Lease {
         id: ReservationId::new(uuid(n * 10 + m)),
         spec,
         status: ReservationStatus::Pending,
-        hosts: Vec::new(),
-        floating_ips: Vec::new(),
-        missing: Vec::new(),
+        hosts: Box::default(),
+        floating_ips: Box::default(),
+        missing: Box::default(),
         resources_changed: false,
         created_at: T0,
         updated_at: T0,
@@ -892,9 +892,9 @@ fn lease(n: u128, project: &str) -> Lease {
         reservation(2, instance),
         reservation(3, fip),
     ];
-    reservations[0].hosts = vec![(pid(1), 1)];
-    reservations[1].hosts = vec![(pid(1), 2)];
-    reservations[2].floating_ips = vec![uuid(300)];
+    reservations[0].hosts = vec![(pid(1), 1)].into();
+    reservations[1].hosts = vec![(pid(1), 2)].into();
+    reservations[2].floating_ips = vec![uuid(300)].into();
     Lease {
         id: LeaseId::new(uuid(n)),
         name: format!("lease-{n}").into(),
@@ -955,8 +955,8 @@ async fn many_leases_round_trip<S: Store>(store: &S) {
             // A few of them hold the host, so that rebuilding the ledger has work.
             if i % 100 != 0 {
                 for reservation in &mut lease.reservations {
-                    reservation.hosts.clear();
-                    reservation.floating_ips.clear();
+                    reservation.hosts = Box::default();
+                    reservation.floating_ips = Box::default();
                 }
             }
             lease
@@ -994,7 +994,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     started.events[0].status = EventStatus::Done;
     started.events[2].at = at_hours(4);
     started.reservations[0].status = ReservationStatus::Active;
-    started.reservations[1].missing = vec![(pid(1), 1)];
+    started.reservations[1].missing = vec![(pid(1), 1)].into();
     started.reservations[1].resources_changed = true;
     started.updated_at = at_hours(1);
     write_changes(store, &mut catalog, vec![lease_set(&started)]).await;

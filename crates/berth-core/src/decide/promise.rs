@@ -716,10 +716,10 @@ pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
 /// Cuts an instance reservation down to the slots its consumers use on each host (rounded up
 /// per class), and drops addresses (nothing allocates them).
 fn shrink_to_use(catalog: &Catalog, reservation: &mut Reservation) {
-    reservation.floating_ips.clear();
+    reservation.floating_ips = Box::default();
     let Some(size) = reservation.spec.instance_amounts(1) else {
         if !matches!(reservation.spec, ReservationSpec::Host { .. }) {
-            reservation.hosts.clear();
+            reservation.hosts = Box::default();
         }
         return;
     };

@@ -297,13 +297,13 @@ pub struct Reservation {
     pub status: ReservationStatus,
     /// Hosts it holds, with the number of instance slots on each (1 for a whole host), in
     /// provider order.
-    pub hosts: Vec<(ProviderId, u32)>,
+    pub hosts: Box<[(ProviderId, u32)]>,
     /// Floating IPs it holds.
-    pub floating_ips: Vec<Uuid>,
+    pub floating_ips: Box<[Uuid]>,
     /// What it holds on providers out of service that could not be replaced: hosts (with their
     /// slots, 1 for a whole host) among `hosts`. Cleared when they return.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<(ProviderId, u32)>,
+    #[serde(default, skip_serializing_if = "<[_]>::is_empty")]
+    pub missing: Box<[(ProviderId, u32)]>,
     /// Set when healing moved it to other hosts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resources_changed: bool,
@@ -316,9 +316,6 @@ pub struct Reservation {
 impl Reservation {
     /// Gives back the spare room of its lists (a decoded list grows by doubling).
     pub fn shrink_to_fit(&mut self) {
-        self.hosts.shrink_to_fit();
-        self.floating_ips.shrink_to_fit();
-        self.missing.shrink_to_fit();
         if let ReservationSpec::FloatingIp {
             required_floatingips,
             ..
@@ -333,17 +330,42 @@ impl Reservation {
         self.missing.iter().map(|(_, n)| *n).sum()
     }
 
+    /// Records `slots` on `host` as missing.
+    pub fn add_missing(&mut self, host: ProviderId, slots: u32) {
+        self.missing = self
+            .missing
+            .iter()
+            .copied()
+            .chain([(host, slots)])
+            .collect();
+    }
+
+    /// Forgets what was missing on `host`; whether something was.
+    pub fn clear_missing(&mut self, host: ProviderId) -> bool {
+        if !self.missing.iter().any(|(h, _)| *h == host) {
+            return false;
+        }
+        self.missing = self
+            .missing
+            .iter()
+            .copied()
+            .filter(|(h, _)| *h != host)
+            .collect();
+        true
+    }
+
     /// Keeps `missing` within what the reservation still holds (after its hosts changed).
     pub fn reconcile_missing(&mut self) {
         let hosts = &self.hosts;
-        self.missing
-            .retain_mut(|(host, n)| match hosts.iter().find(|(h, _)| h == host) {
-                Some((_, held)) => {
-                    *n = (*n).min(*held);
-                    *n > 0
-                }
-                None => false,
-            });
+        self.missing = self
+            .missing
+            .iter()
+            .filter_map(|&(host, n)| {
+                let held = hosts.iter().find(|(h, _)| *h == host)?.1;
+                let n = n.min(held);
+                (n > 0).then_some((host, n))
+            })
+            .collect();
     }
 
     /// The slots (1 for a whole host) the reservation holds on `host`, if it holds it.
@@ -639,9 +661,9 @@ mod tests {
                 id: res(id),
                 spec,
                 status: ReservationStatus::Pending,
-                hosts,
-                floating_ips: Vec::new(),
-                missing: Vec::new(),
+                hosts: hosts.into(),
+                floating_ips: Box::default(),
+                missing: Box::default(),
                 resources_changed: false,
                 created_at: Instant::from_micros(0),
                 updated_at: Instant::from_micros(0),

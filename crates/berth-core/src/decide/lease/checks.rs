@@ -204,8 +204,8 @@ pub fn wanted<'a>(
             Ok(Wanted {
                 spec,
                 filter: check_spec(catalog, spec)?,
-                current: current.map(|r| r.hosts.clone()).unwrap_or_default(),
-                current_fips: current.map(|r| r.floating_ips.clone()).unwrap_or_default(),
+                current: current.map(|r| r.hosts.to_vec()).unwrap_or_default(),
+                current_fips: current.map(|r| r.floating_ips.to_vec()).unwrap_or_default(),
                 avoid: Vec::new(),
             })
         })

@@ -637,7 +637,7 @@ fn instances_larger_than_max_unit_get_no_slots() {
 // Floating IPs.
 
 fn fip_ids(lease: &Lease, index: usize) -> Vec<Uuid> {
-    lease.reservations[index].floating_ips.clone()
+    lease.reservations[index].floating_ips.to_vec()
 }
 
 #[test]

@@ -325,11 +325,9 @@ fn readmit(
             });
         }
         reservation.spec = specs[idx].clone();
-        reservation.hosts.clone_from(hosts);
+        reservation.hosts = hosts[..].into();
         reservation.reconcile_missing();
-        reservation
-            .floating_ips
-            .clone_from(&granted.floating_ips[idx]);
+        reservation.floating_ips = granted.floating_ips[idx][..].into();
         reservation.updated_at = now;
     }
     if !lost.is_empty() {

@@ -287,7 +287,7 @@ fn details(r: &Reservation) -> ReservationDetails {
             network_id: network_id.clone(),
             amount: *amount,
             required_floatingips: required_floatingips.clone(),
-            floatingip_ids: r.floating_ips.clone(),
+            floatingip_ids: r.floating_ips.to_vec(),
         },
     }
 }
