@@ -113,7 +113,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
                 disk_gb: vcpus * 10,
                 amount: slots,
                 affinity: Affinity::Any,
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
             status: ReservationStatus::Pending,
             hosts: vec![(host, slots)].into(),

@@ -117,8 +117,8 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             0 => ReservationSpec::Host {
                 min: 1,
                 max: 1,
-                hypervisor_properties: String::new(),
-                resource_properties: String::new(),
+                hypervisor_properties: String::new().into(),
+                resource_properties: String::new().into(),
                 before_end: "default".into(),
             },
             _ => ReservationSpec::Instance {
@@ -127,7 +127,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
                 disk_gb: 10,
                 amount: 2,
                 affinity: Affinity::Any,
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
         };
         let reservation = Reservation {

@@ -111,8 +111,8 @@ impl Spec {
             Spec::Hosts { min, extra } => ReservationSpec::Host {
                 min: *min,
                 max: min + extra,
-                hypervisor_properties: String::new(),
-                resource_properties: String::new(),
+                hypervisor_properties: String::new().into(),
+                resource_properties: String::new().into(),
                 before_end: "default".into(),
             },
             Spec::Instances {
@@ -127,7 +127,7 @@ impl Spec {
                 disk_gb: *disk_gb,
                 amount: *amount,
                 affinity: [Affinity::Any, Affinity::SameHost, Affinity::DifferentHosts][*affinity],
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
         }
     }

@@ -92,9 +92,9 @@ fn spec(op: &LeaseOp) -> ReservationSpec {
         true => ReservationSpec::Host {
             min: op.amount,
             max: op.amount,
-            hypervisor_properties: String::new(),
-            resource_properties: filter_text(op.filter),
-            before_end: "default".to_owned(),
+            hypervisor_properties: String::new().into(),
+            resource_properties: filter_text(op.filter).into(),
+            before_end: "default".into(),
         },
         false => ReservationSpec::Instance {
             vcpus: op.size,
@@ -106,7 +106,7 @@ fn spec(op: &LeaseOp) -> ReservationSpec {
                 1 => Affinity::SameHost,
                 _ => Affinity::DifferentHosts,
             },
-            resource_properties: filter_text(op.filter),
+            resource_properties: filter_text(op.filter).into(),
         },
     }
 }
@@ -206,7 +206,7 @@ fn check_lease(w: &World, before: &Lease, after: &Lease) {
                 resource_properties,
                 ..
             } => resource_properties.clone(),
-            ReservationSpec::FloatingIp { .. } => String::new(),
+            ReservationSpec::FloatingIp { .. } => String::new().into(),
         };
         for (host, slots) in &new.hosts {
             assert!(matches(w, &filter, *host), "healed onto a matching host");

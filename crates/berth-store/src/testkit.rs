@@ -870,9 +870,9 @@ fn lease(n: u128, project: &str) -> Lease {
     let host = ReservationSpec::Host {
         min: 1,
         max: 2,
-        hypervisor_properties: String::new(),
-        resource_properties: r#"["==", "$rack", "r\"12\" é"]"#.to_owned(),
-        before_end: "default".to_owned(),
+        hypervisor_properties: String::new().into(),
+        resource_properties: r#"["==", "$rack", "r\"12\" é"]"#.into(),
+        before_end: "default".into(),
     };
     let instance = ReservationSpec::Instance {
         vcpus: 2,
@@ -880,10 +880,10 @@ fn lease(n: u128, project: &str) -> Lease {
         disk_gb: 0,
         amount: 2,
         affinity: Affinity::Any,
-        resource_properties: String::new(),
+        resource_properties: String::new().into(),
     };
     let fip = ReservationSpec::FloatingIp {
-        network_id: "ext-net".to_owned(),
+        network_id: "ext-net".into(),
         amount: 1,
         required_floatingips: vec!["203.0.113.7".to_owned()],
     };

@@ -40,7 +40,7 @@ fn slots(vcpus: u64, memory_mb: u64, disk_gb: u64, amount: u64, zone: &str) -> R
         disk_gb,
         amount: u32::try_from(amount).unwrap_or(u32::MAX),
         affinity: Affinity::Any,
-        resource_properties: zone.to_owned(),
+        resource_properties: zone.into(),
     }
 }
 
@@ -64,7 +64,7 @@ pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<Reserv
     }
     if ask.public_ips > 0 {
         out.push(ReservationSpec::FloatingIp {
-            network_id: network.unwrap_or_default().to_owned(),
+            network_id: network.unwrap_or_default().into(),
             amount: u32::try_from(ask.public_ips).unwrap_or(u32::MAX),
             required_floatingips: Vec::new(),
         });

@@ -220,11 +220,11 @@ pub enum ReservationSpec {
         /// Most hosts wanted.
         max: u32,
         /// Filter on host fields.
-        hypervisor_properties: String,
+        hypervisor_properties: Box<str>,
         /// Filter on host fields and extra capabilities.
-        resource_properties: String,
+        resource_properties: Box<str>,
         /// Action before the end (`default`, `snapshot`, ...), echoed.
-        before_end: String,
+        before_end: Box<str>,
     },
     /// `virtual:instance`: `amount` instance slots of one size.
     Instance {
@@ -239,12 +239,12 @@ pub enum ReservationSpec {
         /// Spreading rule.
         affinity: Affinity,
         /// Filter on host fields and extra capabilities.
-        resource_properties: String,
+        resource_properties: Box<str>,
     },
     /// `virtual:floatingip`: `amount` addresses of one network.
     FloatingIp {
         /// The external network.
-        network_id: String,
+        network_id: Box<str>,
         /// Number of addresses.
         amount: u32,
         /// Addresses that must be among those reserved.
@@ -671,9 +671,9 @@ mod tests {
         let whole = ReservationSpec::Host {
             min: 1,
             max: 1,
-            hypervisor_properties: String::new(),
-            resource_properties: String::new(),
-            before_end: String::new(),
+            hypervisor_properties: String::new().into(),
+            resource_properties: String::new().into(),
+            before_end: String::new().into(),
         };
         let instance = ReservationSpec::Instance {
             vcpus: 2,
@@ -681,7 +681,7 @@ mod tests {
             disk_gb: 0,
             amount: 3,
             affinity: Affinity::Any,
-            resource_properties: String::new(),
+            resource_properties: String::new().into(),
         };
         Lease {
             id: LeaseId::from_u128(n * 10),

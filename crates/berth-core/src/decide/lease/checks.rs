@@ -81,7 +81,7 @@ pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<Filter, R
                 }
                 let known = catalog
                     .floating_ips()
-                    .any(|f| f.network_id == *network_id && f.address == *address);
+                    .any(|f| *f.network_id == **network_id && f.address == *address);
                 if !known {
                     return Err(bad(format!(
                         "Floating IP {address} is not in the pool of network {network_id}"

@@ -70,7 +70,7 @@ fn instances(vcpus: u64, amount: u32, affinity: Affinity) -> ReservationSpec {
         disk_gb: 10,
         amount,
         affinity,
-        resource_properties: String::new(),
+        resource_properties: String::new().into(),
     }
 }
 
@@ -973,7 +973,7 @@ fn invalid_leases_are_refused() {
                     disk_gb: 0,
                     amount: 1,
                     affinity: Affinity::Any,
-                    resource_properties: String::new(),
+                    resource_properties: String::new().into(),
                 }
             }),
         ),
@@ -1775,7 +1775,7 @@ mod property {
                 disk_gb,
                 amount,
                 affinity,
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
         );
         prop_oneof![1 => host, 3 => instance]

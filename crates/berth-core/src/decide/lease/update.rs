@@ -112,11 +112,11 @@ fn changed_spec(
                     resource_properties,
                 ),
             ] {
-                if let Some(new) = new.as_ref().filter(|n| *n != old) {
+                if let Some(new) = new.as_ref().filter(|n| ***n != **old) {
                     if started {
                         return refuse(field);
                     }
-                    *old = new.clone();
+                    *old = new.as_str().into();
                 }
             }
         }
@@ -135,7 +135,7 @@ fn changed_spec(
                 || change
                     .resource_properties
                     .as_ref()
-                    .is_some_and(|v| v != resource_properties);
+                    .is_some_and(|v| **v != **resource_properties);
             if started && size_changes {
                 return refuse("Only the amount");
             }
@@ -145,7 +145,7 @@ fn changed_spec(
             *affinity = change.affinity.unwrap_or(*affinity);
             *amount = change.amount.unwrap_or(*amount);
             if let Some(text) = &change.resource_properties {
-                resource_properties.clone_from(text);
+                *resource_properties = text.as_str().into();
             }
         }
         ReservationSpec::FloatingIp { amount, .. } => {
