@@ -152,7 +152,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             status_reason: None,
             degraded: false,
             reservations: vec![reservation].into(),
-            events: Box::default(),
+            events: Default::default(),
             notice_lead: berth_core::Span::ZERO,
             preemption_noticed: true,
             terms: None,

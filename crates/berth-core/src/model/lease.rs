@@ -199,6 +199,95 @@ pub struct LeaseEvent {
     pub updated_at: Instant,
 }
 
+/// A lease's lifecycle events: the three a lease has (start, before end, end) kept in the lease
+/// itself, any other number in a list of their own. Read and changed as a slice; stored as a
+/// list.
+#[derive(Debug, Clone, Eq)]
+pub enum LeaseEvents {
+    /// The usual three, in the lease.
+    Three([LeaseEvent; 3]),
+    /// Any other number.
+    Listed(Box<[LeaseEvent]>),
+}
+
+impl Default for LeaseEvents {
+    fn default() -> LeaseEvents {
+        LeaseEvents::Listed(Box::default())
+    }
+}
+
+impl From<Vec<LeaseEvent>> for LeaseEvents {
+    fn from(events: Vec<LeaseEvent>) -> LeaseEvents {
+        match <[LeaseEvent; 3]>::try_from(events) {
+            Ok(three) => LeaseEvents::Three(three),
+            Err(events) => LeaseEvents::Listed(events.into()),
+        }
+    }
+}
+
+impl From<[LeaseEvent; 3]> for LeaseEvents {
+    fn from(three: [LeaseEvent; 3]) -> LeaseEvents {
+        LeaseEvents::Three(three)
+    }
+}
+
+impl std::ops::Deref for LeaseEvents {
+    type Target = [LeaseEvent];
+
+    fn deref(&self) -> &[LeaseEvent] {
+        match self {
+            LeaseEvents::Three(three) => three,
+            LeaseEvents::Listed(events) => events,
+        }
+    }
+}
+
+impl std::ops::DerefMut for LeaseEvents {
+    fn deref_mut(&mut self) -> &mut [LeaseEvent] {
+        match self {
+            LeaseEvents::Three(three) => three,
+            LeaseEvents::Listed(events) => events,
+        }
+    }
+}
+
+/// Equal when they list the same events, however they keep them.
+impl PartialEq for LeaseEvents {
+    fn eq(&self, other: &LeaseEvents) -> bool {
+        **self == **other
+    }
+}
+
+impl<'a> IntoIterator for &'a LeaseEvents {
+    type Item = &'a LeaseEvent;
+    type IntoIter = std::slice::Iter<'a, LeaseEvent>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut LeaseEvents {
+    type Item = &'a mut LeaseEvent;
+    type IntoIter = std::slice::IterMut<'a, LeaseEvent>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl Serialize for LeaseEvents {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for LeaseEvents {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<LeaseEvents, D::Error> {
+        Vec::<LeaseEvent>::deserialize(deserializer).map(LeaseEvents::from)
+    }
+}
+
 /// How the instances of an instance reservation are spread over hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Affinity {
@@ -456,7 +545,7 @@ pub struct Lease {
     /// Its reservations.
     pub reservations: Box<[Reservation]>,
     /// Its lifecycle events.
-    pub events: Box<[LeaseEvent]>,
+    pub events: LeaseEvents,
     /// How long before the start preemptible consumers in its way are told they will be evicted
     /// (stored as `notice_lead_micros`).
     #[serde(rename = "notice_lead_micros", default = "notice_lead_default")]
@@ -697,7 +786,7 @@ mod tests {
                 reservation(n * 10 + 1, whole, vec![(host(10), 1)]),
                 reservation(n * 10 + 2, instance, vec![(host(11), 2), (host(12), 1)]),
             ]),
-            events: Box::default(),
+            events: LeaseEvents::default(),
             notice_lead: PREEMPTION_NOTICE_DEFAULT,
             preemption_noticed: false,
             terms: None,
@@ -745,6 +834,31 @@ mod tests {
         }
         assert!(one_by_one.is_empty());
         assert_eq!(one_by_one.hosts().count(), 0);
+    }
+
+    #[test]
+    fn a_lease_keeps_three_events_in_itself_and_stores_them_as_a_list() {
+        let event = |n: u128| LeaseEvent {
+            id: Uuid::from_u128(n),
+            kind: EventKind::StartLease,
+            at: Instant::from_micros(0),
+            status: EventStatus::Undone,
+            created_at: Instant::from_micros(0),
+            updated_at: Instant::from_micros(0),
+        };
+        let three = LeaseEvents::from(vec![event(1), event(2), event(3)]);
+        assert!(matches!(three, LeaseEvents::Three(_)));
+        assert_eq!(
+            three,
+            LeaseEvents::Listed(Box::new([event(1), event(2), event(3)]))
+        );
+        let two = LeaseEvents::from(vec![event(1), event(2)]);
+        assert!(matches!(two, LeaseEvents::Listed(_)));
+        let json = serde_json::to_string(&three).expect("encodes");
+        assert_eq!(json, serde_json::to_string(&*three).expect("encodes"));
+        let back: LeaseEvents = serde_json::from_str(&json).expect("decodes");
+        assert!(matches!(back, LeaseEvents::Three(_)));
+        assert_eq!(back, three);
     }
 
     #[test]

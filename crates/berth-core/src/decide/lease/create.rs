@@ -7,8 +7,8 @@ use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
 use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{
-    EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
-    ReservationStatus,
+    EventKind, EventStatus, Lease, LeaseEvent, LeaseEvents, LeaseStatus, Reservation,
+    ReservationSpec, ReservationStatus,
 };
 use crate::model::time::{Instant, Span};
 use crate::rejection::Rejection;
@@ -106,7 +106,7 @@ pub fn create_lease_with(
         status_reason: None,
         degraded: false,
         reservations,
-        events: Box::new([
+        events: LeaseEvents::Three([
             event(start_id, EventKind::StartLease, window.start()),
             event(before_id, EventKind::BeforeEndLease, before_end),
             event(end_id, EventKind::EndLease, window.end()),
