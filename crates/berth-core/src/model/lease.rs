@@ -403,7 +403,9 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    /// Gives back the spare room of its lists (a decoded list grows by doubling).
+    /// Gives back the spare room of the one list it keeps as a `Vec`, the addresses a
+    /// floating-IP reservation requires (a decoded list grows by doubling; its other lists are
+    /// boxed slices, at their size).
     pub fn shrink_to_fit(&mut self) {
         if let ReservationSpec::FloatingIp {
             required_floatingips,
@@ -567,8 +569,8 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Gives back the spare room of its lists (a decoded list grows by doubling), as a lease
-    /// kept for long should: the catalog does so for the leases a store loads.
+    /// Gives back the spare room of its reservations' lists ([`Reservation::shrink_to_fit`]),
+    /// as a lease kept for long should: the catalog does so for the leases a store loads.
     pub fn shrink_to_fit(&mut self) {
         self.reservations
             .iter_mut()
