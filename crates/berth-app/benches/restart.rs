@@ -97,7 +97,7 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
     };
     Lease {
         id: berth_core::LeaseId::new(id(0)),
-        name: format!("lease-{idx}"),
+        name: format!("lease-{idx}").into(),
         project_id: "project".into(),
         user_id: "user".into(),
         start,
@@ -113,16 +113,17 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
                 disk_gb: vcpus * 10,
                 amount: slots,
                 affinity: Affinity::Any,
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
             status: ReservationStatus::Pending,
-            hosts: vec![(host, slots)],
-            floating_ips: Vec::new(),
-            missing: Vec::new(),
+            hosts: vec![(host, slots)].into(),
+            floating_ips: Box::default(),
+            missing: Box::default(),
             resources_changed: false,
             created_at: now,
             updated_at: now,
-        }],
+        }]
+        .into(),
         events: vec![
             event(2, EventKind::StartLease, start),
             event(
@@ -131,7 +132,8 @@ fn synthetic_lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize
                 Instant::from_micros(end.as_micros() - HOUR),
             ),
             event(4, EventKind::EndLease, end),
-        ],
+        ]
+        .into(),
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,

@@ -85,7 +85,7 @@ impl Berth {
             if let Requester::Project(project) = &requester
                 && catalog
                     .lease(lease)
-                    .is_some_and(|l| l.project_id != *project)
+                    .is_some_and(|l| *l.project_id != **project)
             {
                 return Err(Rejection::LeaseNotFound(lease));
             }

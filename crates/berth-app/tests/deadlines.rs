@@ -317,8 +317,8 @@ fn keyed_lease(key: &str) -> CreateLease {
         reservations: vec![ReservationSpec::Host {
             min: 1,
             max: 1,
-            hypervisor_properties: String::new(),
-            resource_properties: String::new(),
+            hypervisor_properties: String::new().into(),
+            resource_properties: String::new().into(),
             before_end: "default".into(),
         }],
         horizon: berth_app::SEARCH_HORIZON_DEFAULT,

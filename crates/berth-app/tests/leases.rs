@@ -69,8 +69,8 @@ fn hosts(min: u32, max: u32) -> ReservationSpec {
     ReservationSpec::Host {
         min,
         max,
-        hypervisor_properties: String::new(),
-        resource_properties: String::new(),
+        hypervisor_properties: String::new().into(),
+        resource_properties: String::new().into(),
         before_end: "default".into(),
     }
 }
@@ -272,7 +272,7 @@ async fn a_request_that_does_not_fit_gets_a_counter_offer() {
         disk_gb: 10,
         amount: 4,
         affinity: Affinity::DifferentHosts,
-        resource_properties: String::new(),
+        resource_properties: String::new().into(),
     };
     let err = berth
         .create_lease(lease(T0 + 10 * SECOND, T0 + 20 * SECOND, vec![instance]))
@@ -552,7 +552,7 @@ async fn a_crash_at_start_or_end_leaves_all_or_nothing_and_the_retry_finishes() 
         disk_gb: 1,
         amount: 2,
         affinity: Affinity::Any,
-        resource_properties: String::new(),
+        resource_properties: String::new().into(),
     };
     let created = berth
         .create_lease(lease(T0 + SECOND, T0 + 2 * SECOND, vec![instances]))

@@ -75,7 +75,7 @@ async fn demo_seeds_once_and_is_consistent() {
             let degraded: Vec<String> = c
                 .leases()
                 .filter(|l| l.degraded)
-                .map(|l| l.name.clone())
+                .map(|l| l.name.to_string())
                 .collect();
             let out: Vec<(String, &'static str)> = c
                 .providers()

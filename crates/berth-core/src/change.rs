@@ -198,7 +198,7 @@ pub(crate) fn record(
     mut details: serde_json::Value,
 ) -> Change {
     if let serde_json::Value::Object(map) = &mut details {
-        map.insert("project_id".into(), lease.project_id.clone().into());
+        map.insert("project_id".into(), (*lease.project_id).into());
     }
     Change::LeaseRecorded(LeaseRecord {
         lease_id: lease.id,

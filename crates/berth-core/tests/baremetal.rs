@@ -99,8 +99,8 @@ fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
             ReservationSpec::Host {
                 min: 1,
                 max: 1,
-                hypervisor_properties: String::new(),
-                resource_properties: format!(r#"["==", "$hypervisor_hostname", "{name}"]"#),
+                hypervisor_properties: String::new().into(),
+                resource_properties: format!(r#"["==", "$hypervisor_hostname", "{name}"]"#).into(),
                 before_end: "default".into(),
             },
         )],

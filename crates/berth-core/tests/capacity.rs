@@ -163,8 +163,8 @@ fn host_lease(w: &mut World, start: Instant, end: Instant) -> NewLease {
             ReservationSpec::Host {
                 min: 1,
                 max: 1,
-                hypervisor_properties: String::new(),
-                resource_properties: String::new(),
+                hypervisor_properties: String::new().into(),
+                resource_properties: String::new().into(),
                 before_end: "default".into(),
             },
         )],
@@ -380,7 +380,7 @@ fn check(w: &World, probes: &[i64]) {
             disk_gb: 0,
             amount: u32::try_from(amount).expect("a small count"),
             affinity: berth_core::model::lease::Affinity::Any,
-            resource_properties: String::new(),
+            resource_properties: String::new().into(),
         };
         let want = wanted(&w.catalog, std::iter::once((&spec, None))).expect("a valid spec");
         berth_core::decide::admission::admit(&w.catalog, window, &want, &[]).is_ok()

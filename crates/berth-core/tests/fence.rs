@@ -111,8 +111,8 @@ impl Spec {
             Spec::Hosts { min, extra } => ReservationSpec::Host {
                 min: *min,
                 max: min + extra,
-                hypervisor_properties: String::new(),
-                resource_properties: String::new(),
+                hypervisor_properties: String::new().into(),
+                resource_properties: String::new().into(),
                 before_end: "default".into(),
             },
             Spec::Instances {
@@ -127,7 +127,7 @@ impl Spec {
                 disk_gb: *disk_gb,
                 amount: *amount,
                 affinity: [Affinity::Any, Affinity::SameHost, Affinity::DifferentHosts][*affinity],
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
         }
     }
@@ -334,7 +334,7 @@ fn holder(
     let host = reservation.hosts[pick.1 % reservation.hosts.len()].0;
     let project = match stranger {
         true => STRANGER.to_owned(),
-        false => lease.project_id.clone(),
+        false => lease.project_id.to_string(),
     };
     let mut request = consumer_write(
         consumer,
@@ -799,7 +799,7 @@ fn a_reservations_consumers_are_not_counted_twice_by_admission() {
         &berth_core::decide::admission::Search::until(horizon),
     )
     .expect("4 of 8 VCPUs are held once; the other 4 are free");
-    assert_eq!(second.reservations[0].hosts, vec![(host, 1)]);
+    assert_eq!(*second.reservations[0].hosts, [(host, 1)]);
 }
 
 /// A candidates request presenting a running reservation is answered inside it: a host

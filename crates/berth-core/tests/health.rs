@@ -92,9 +92,9 @@ fn spec(op: &LeaseOp) -> ReservationSpec {
         true => ReservationSpec::Host {
             min: op.amount,
             max: op.amount,
-            hypervisor_properties: String::new(),
-            resource_properties: filter_text(op.filter),
-            before_end: "default".to_owned(),
+            hypervisor_properties: String::new().into(),
+            resource_properties: filter_text(op.filter).into(),
+            before_end: "default".into(),
         },
         false => ReservationSpec::Instance {
             vcpus: op.size,
@@ -106,7 +106,7 @@ fn spec(op: &LeaseOp) -> ReservationSpec {
                 1 => Affinity::SameHost,
                 _ => Affinity::DifferentHosts,
             },
-            resource_properties: filter_text(op.filter),
+            resource_properties: filter_text(op.filter).into(),
         },
     }
 }
@@ -206,7 +206,7 @@ fn check_lease(w: &World, before: &Lease, after: &Lease) {
                 resource_properties,
                 ..
             } => resource_properties.clone(),
-            ReservationSpec::FloatingIp { .. } => String::new(),
+            ReservationSpec::FloatingIp { .. } => String::new().into(),
         };
         for (host, slots) in &new.hosts {
             assert!(matches(w, &filter, *host), "healed onto a matching host");
@@ -378,21 +378,21 @@ fn a_failed_host_heals_future_leases_degrades_what_cannot_move_and_flags_running
     assert_eq!(effects.flagged, vec![running]);
     let healed = w.catalog.lease(whole).expect("lease");
     assert_eq!(
-        healed.reservations[0].hosts,
-        vec![(h1, 1)],
+        *healed.reservations[0].hosts,
+        [(h1, 1)],
         "moved to the next GPU host"
     );
     assert!(healed.reservations[0].resources_changed && !healed.degraded);
     let short = w.catalog.lease(spread).expect("lease");
     assert!(short.degraded);
     assert_eq!(
-        short.reservations[0].missing,
-        vec![(h0, 1)],
+        *short.reservations[0].missing,
+        [(h0, 1)],
         "one instance missing"
     );
     let flagged = w.catalog.lease(running).expect("lease");
     assert!(flagged.degraded);
-    assert_eq!(flagged.reservations[0].missing, vec![(h0, 2)]);
+    assert_eq!(*flagged.reservations[0].missing, [(h0, 2)]);
     let kinds: Vec<&str> = changes
         .iter()
         .filter_map(|c| match c {

@@ -74,8 +74,8 @@ fn host_lease(w: &mut World, project: &str, (start, end): (i64, i64)) -> LeaseId
             ReservationSpec::Host {
                 min: 1,
                 max: 1,
-                hypervisor_properties: String::new(),
-                resource_properties: String::new(),
+                hypervisor_properties: String::new().into(),
+                resource_properties: String::new().into(),
                 before_end: "default".into(),
             },
         )],

@@ -860,9 +860,9 @@ fn lease(n: u128, project: &str) -> Lease {
         id: ReservationId::new(uuid(n * 10 + m)),
         spec,
         status: ReservationStatus::Pending,
-        hosts: Vec::new(),
-        floating_ips: Vec::new(),
-        missing: Vec::new(),
+        hosts: Box::default(),
+        floating_ips: Box::default(),
+        missing: Box::default(),
         resources_changed: false,
         created_at: T0,
         updated_at: T0,
@@ -870,9 +870,9 @@ fn lease(n: u128, project: &str) -> Lease {
     let host = ReservationSpec::Host {
         min: 1,
         max: 2,
-        hypervisor_properties: String::new(),
-        resource_properties: r#"["==", "$rack", "r\"12\" é"]"#.to_owned(),
-        before_end: "default".to_owned(),
+        hypervisor_properties: String::new().into(),
+        resource_properties: r#"["==", "$rack", "r\"12\" é"]"#.into(),
+        before_end: "default".into(),
     };
     let instance = ReservationSpec::Instance {
         vcpus: 2,
@@ -880,10 +880,10 @@ fn lease(n: u128, project: &str) -> Lease {
         disk_gb: 0,
         amount: 2,
         affinity: Affinity::Any,
-        resource_properties: String::new(),
+        resource_properties: String::new().into(),
     };
     let fip = ReservationSpec::FloatingIp {
-        network_id: "ext-net".to_owned(),
+        network_id: "ext-net".into(),
         amount: 1,
         required_floatingips: vec!["203.0.113.7".to_owned()],
     };
@@ -892,25 +892,26 @@ fn lease(n: u128, project: &str) -> Lease {
         reservation(2, instance),
         reservation(3, fip),
     ];
-    reservations[0].hosts = vec![(pid(1), 1)];
-    reservations[1].hosts = vec![(pid(1), 2)];
-    reservations[2].floating_ips = vec![uuid(300)];
+    reservations[0].hosts = vec![(pid(1), 1)].into();
+    reservations[1].hosts = vec![(pid(1), 2)].into();
+    reservations[2].floating_ips = vec![uuid(300)].into();
     Lease {
         id: LeaseId::new(uuid(n)),
-        name: format!("lease-{n}"),
-        project_id: project.to_owned(),
-        user_id: "u1".to_owned(),
+        name: format!("lease-{n}").into(),
+        project_id: project.into(),
+        user_id: "u1".into(),
         start: at_hours(1),
         end: at_hours(3),
         status: LeaseStatus::Pending,
         status_reason: None,
         degraded: false,
-        reservations,
+        reservations: reservations.into(),
         events: vec![
             event(n * 10 + 4, EventKind::StartLease, at_hours(1)),
             event(n * 10 + 5, EventKind::BeforeEndLease, at_hours(2)),
             event(n * 10 + 6, EventKind::EndLease, at_hours(3)),
-        ],
+        ]
+        .into(),
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,
@@ -950,12 +951,12 @@ async fn many_leases_round_trip<S: Store>(store: &S) {
         .map(|i| {
             let mut lease = lease(1_000 + i, "p1");
             // Any text round-trips, control characters included.
-            lease.name = format!("lease\u{1e}{i}\n");
+            lease.name = format!("lease\u{1e}{i}\n").into();
             // A few of them hold the host, so that rebuilding the ledger has work.
             if i % 100 != 0 {
                 for reservation in &mut lease.reservations {
-                    reservation.hosts.clear();
-                    reservation.floating_ips.clear();
+                    reservation.hosts = Box::default();
+                    reservation.floating_ips = Box::default();
                 }
             }
             lease
@@ -985,7 +986,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     assert_same(store, &catalog).await;
     // The lease starts: its whole new state replaces the old one.
     let mut started = first.clone();
-    started.name = "renamed".to_owned();
+    started.name = "renamed".into();
     started.status = LeaseStatus::Active;
     started.status_reason = Some("started on time ✓".to_owned());
     started.degraded = true;
@@ -993,7 +994,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     started.events[0].status = EventStatus::Done;
     started.events[2].at = at_hours(4);
     started.reservations[0].status = ReservationStatus::Active;
-    started.reservations[1].missing = vec![(pid(1), 1)];
+    started.reservations[1].missing = vec![(pid(1), 1)].into();
     started.reservations[1].resources_changed = true;
     started.updated_at = at_hours(1);
     write_changes(store, &mut catalog, vec![lease_set(&started)]).await;

@@ -78,9 +78,9 @@ fn spec(ask: &Ask) -> ReservationSpec {
         Ask::Hosts(count, filter) => ReservationSpec::Host {
             min: count,
             max: count,
-            hypervisor_properties: String::new(),
-            resource_properties: filter.to_owned(),
-            before_end: "default".to_owned(),
+            hypervisor_properties: String::new().into(),
+            resource_properties: filter.into(),
+            before_end: "default".into(),
         },
         Ask::Instances(amount, (vcpus, memory_mb, disk_gb), affinity, filter) => {
             ReservationSpec::Instance {
@@ -89,7 +89,7 @@ fn spec(ask: &Ask) -> ReservationSpec {
                 disk_gb,
                 amount,
                 affinity,
-                resource_properties: filter.to_owned(),
+                resource_properties: filter.into(),
             }
         }
     }

@@ -14,20 +14,19 @@ use uuid::Uuid;
 
 impl Catalog {
     /// Inserts every stored lease at once: the ledger is bulk-built on a second thread
-    /// ([`Ledger::from_holds`]) while this one builds the lease indexes (sorted, then
+    /// ([`Ledger::from_holders`]) while this one builds the lease indexes (sorted, then
     /// bulk-loaded), and fences are computed once per host at the end. Same result as inserting
     /// the leases one by one. A lease no one else holds yet (as stores hand them over) gives
-    /// back the spare room decoding left in its lists.
+    /// back the spare room decoding left in its lists and shares its project and user ids.
     pub(super) fn load_leases(&mut self, mut leases: Vec<Arc<Lease>>) {
         for lease in &mut leases {
             if let Some(lease) = Arc::get_mut(lease) {
                 lease.shrink_to_fit();
+                self.share_owners(lease);
             }
         }
         let ledger = std::thread::scope(|scope| {
-            let building = scope.spawn(|| {
-                Ledger::from_holds(leases.iter().flat_map(|lease| lease.holds_by_reservation()))
-            });
+            let building = scope.spawn(|| Ledger::from_holders(&leases));
             let mut due: Vec<(Instant, EventKind, LeaseId)> = leases
                 .iter()
                 .filter_map(|l| first_due(l).map(|(at, kind)| (at, kind, l.id)))
@@ -58,13 +57,15 @@ impl Catalog {
     }
 
     /// Inserts a lease, its holds and its due events, and recomputes its hosts' fences.
-    pub(super) fn insert_lease(&mut self, lease: Lease) {
-        let mut touched = BTreeSet::new();
-        for holds in lease.holds_by_reservation() {
-            touched.extend(holds.iter().map(|hold| hold.host));
-            self.ledger.add_all(holds);
-        }
+    pub(super) fn insert_lease(&mut self, mut lease: Lease) {
+        self.share_owners(&mut lease);
         let lease = Arc::new(lease);
+        let touched = self
+            .ledger
+            .add_holder(&lease)
+            .into_iter()
+            .map(|hold| hold.host)
+            .collect();
         let reservation_leases = Arc::make_mut(&mut self.reservation_leases);
         for reservation in &lease.reservations {
             reservation_leases.insert(reservation.id, Arc::clone(&lease));
@@ -78,6 +79,12 @@ impl Catalog {
             "invariant: a lease is removed before it is replaced"
         );
         self.refence(touched);
+    }
+
+    /// Makes the lease name the catalog's shared copies of its project and user ids.
+    fn share_owners(&mut self, lease: &mut Lease) {
+        lease.project_id = self.share_owner(&lease.project_id);
+        lease.user_id = self.share_owner(&lease.user_id);
     }
 
     pub(super) fn remove_lease(&mut self, id: LeaseId) {

@@ -5,6 +5,7 @@ use super::state::Catalog;
 use crate::model::name::{self, ResourceClass, TraitName};
 use crate::model::provider::AggregateRecord;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use uuid::Uuid;
 
 impl Catalog {
@@ -64,6 +65,21 @@ impl Catalog {
                 class.clone()
             }
         }
+    }
+
+    /// The most project and user ids kept shared; past them, a new id is kept by its lease
+    /// alone.
+    pub(super) const OWNERS_MAX: usize = 65_536;
+
+    /// The shared copy of a project or user id, kept when new.
+    pub(super) fn share_owner(&mut self, id: &Arc<str>) -> Arc<str> {
+        if let Some(known) = self.owners.get(id) {
+            return Arc::clone(known);
+        }
+        if self.owners.len() < Catalog::OWNERS_MAX {
+            self.owners.insert(Arc::clone(id));
+        }
+        Arc::clone(id)
     }
 
     /// The shared instance of a class name, for pointer lookups with

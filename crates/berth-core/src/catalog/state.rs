@@ -34,6 +34,9 @@ pub struct Catalog {
     pub(super) sharing: BTreeSet<ProviderId>,
     /// One shared instance of every class name in inventories and usages.
     pub(super) classes: HashSet<ResourceClass>,
+    /// One shared copy of every project and user id the leases name (at most
+    /// [`Catalog::OWNERS_MAX`]).
+    pub(super) owners: HashSet<Arc<str>>,
     pub(super) next_id: i64,
     /// Every lease, found by its id. Shared, so that copying the catalog (the writers' working
     /// copy) does not copy leases; the set itself is shared too until one of the copies changes

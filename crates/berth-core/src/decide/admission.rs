@@ -147,7 +147,7 @@ impl<'c> Pool<'c> {
         let mut ledger = Ledger::new();
         for hold in self.catalog.ledger().holds_on(host, self.window) {
             if !self.excluding.contains(&hold.reservation) {
-                ledger.add(hold.clone());
+                ledger.add(hold);
             }
         }
         for hold in self.extra.iter().filter(hits) {
@@ -589,7 +589,7 @@ fn pick_fips(pool: &mut Pool<'_>, want: &Wanted<'_>) -> Result<Vec<Uuid>, (u32, 
     let free: Vec<&crate::model::lease::FloatingIp> = pool
         .catalog
         .floating_ips()
-        .filter(|f| f.network_id == *network_id && f.reservable)
+        .filter(|f| *f.network_id == **network_id && f.reservable)
         .filter(|f| !pool.whole.contains(&address_slot(f.id)))
         .filter(|f| ledger.is_free(address_slot(f.id), pool.window, pool.excluding))
         .collect();
@@ -638,7 +638,7 @@ pub fn earliest_start(
         let held: Vec<ProviderId> = match want.spec {
             ReservationSpec::FloatingIp { network_id, .. } => catalog
                 .floating_ips()
-                .filter(|f| f.network_id == *network_id)
+                .filter(|f| *f.network_id == **network_id)
                 .map(|f| address_slot(f.id))
                 .collect(),
             _ => pool.hosts(&want.filter).map(Provider::uuid).collect(),

@@ -429,7 +429,7 @@ fn try_node(
     let foreign = catalog
         .leases_holding(uuid)
         .filter(|l| l.holds_capacity() && l.window().overlaps(&window))
-        .any(|l| l.project_id != request.project_id);
+        .any(|l| *l.project_id != *request.project_id);
     if foreign {
         return Err(unclaimable(
             uuid,

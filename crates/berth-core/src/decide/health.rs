@@ -150,7 +150,7 @@ fn take_out(
                 if let Some(slots) = reservation.slots_on(uuid)
                     && !reservation.missing.iter().any(|(h, _)| *h == uuid)
                 {
-                    reservation.missing.push((uuid, slots));
+                    reservation.add_missing(uuid, slots);
                     reservation.updated_at = now;
                 }
             }
@@ -213,9 +213,7 @@ fn restore(catalog: &Catalog, provider: &Provider, now: Instant) -> (Vec<Change>
         }
         let mut lease = current.clone();
         for reservation in &mut lease.reservations {
-            let before = reservation.missing.len();
-            reservation.missing.retain(|(h, _)| *h != uuid);
-            if reservation.missing.len() != before {
+            if reservation.clear_missing(uuid) {
                 reservation.updated_at = now;
             }
         }
@@ -425,8 +423,8 @@ fn settle(catalog: &Catalog, target: &Target<'_>, placed: Vec<(ProviderId, u32)>
     hosts.extend(missing.iter().copied());
     hosts.sort_by_key(|(h, _)| catalog.provider(*h).map(Provider::id));
     let mut reservation = target.reservation.clone();
-    reservation.hosts = hosts;
-    reservation.missing = missing;
+    reservation.hosts = hosts.into();
+    reservation.missing = missing.into();
     reservation.resources_changed |= moved;
     reservation
 }

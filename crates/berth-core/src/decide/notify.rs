@@ -45,7 +45,7 @@ pub fn subscribe(
             if let Some(id) = ids.iter().find(|id| {
                 catalog
                     .lease(**id)
-                    .is_none_or(|l| scope.is_some_and(|p| p != l.project_id))
+                    .is_none_or(|l| scope.is_some_and(|p| p != &*l.project_id))
             }) {
                 return Err(Rejection::LeaseNotFound(*id));
             }
@@ -126,9 +126,11 @@ pub fn expand(
     }
     let mut changes = Vec::new();
     for (seq, record) in records {
-        let project = record
-            .project_id()
-            .or_else(|| catalog.lease(record.lease_id).map(|l| l.project_id.clone()));
+        let project = record.project_id().or_else(|| {
+            catalog
+                .lease(record.lease_id)
+                .map(|l| l.project_id.to_string())
+        });
         for subscription in catalog
             .subscriptions()
             .filter(|s| wants(s, record, project.as_deref()))

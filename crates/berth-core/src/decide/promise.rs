@@ -40,7 +40,7 @@ fn slots(vcpus: u64, memory_mb: u64, disk_gb: u64, amount: u64, zone: &str) -> R
         disk_gb,
         amount: u32::try_from(amount).unwrap_or(u32::MAX),
         affinity: Affinity::Any,
-        resource_properties: zone.to_owned(),
+        resource_properties: zone.into(),
     }
 }
 
@@ -64,7 +64,7 @@ pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<Reserv
     }
     if ask.public_ips > 0 {
         out.push(ReservationSpec::FloatingIp {
-            network_id: network.unwrap_or_default().to_owned(),
+            network_id: network.unwrap_or_default().into(),
             amount: u32::try_from(ask.public_ips).unwrap_or(u32::MAX),
             required_floatingips: Vec::new(),
         });
@@ -363,7 +363,7 @@ fn displaceable<'c>(
     let mut found: Vec<&Lease> = catalog
         .leases()
         .filter(|l| l.priority() < priority && l.status == LeaseStatus::Pending && !l.started())
-        .filter(|l| others || l.project_id == lease.project_id)
+        .filter(|l| others || *l.project_id == *lease.project_id)
         .filter(|l| window.is_some_and(|w| l.window().overlaps(&w)))
         .collect();
     found.sort_by(|a, b| {
@@ -557,7 +557,7 @@ pub fn owned<'c>(
 ) -> Result<&'c Lease, Rejection> {
     catalog
         .lease(id)
-        .filter(|l| project.is_none_or(|p| p == l.project_id))
+        .filter(|l| project.is_none_or(|p| p == &*l.project_id))
         .ok_or(Rejection::LeaseNotFound(id))
 }
 
@@ -716,10 +716,10 @@ pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
 /// Cuts an instance reservation down to the slots its consumers use on each host (rounded up
 /// per class), and drops addresses (nothing allocates them).
 fn shrink_to_use(catalog: &Catalog, reservation: &mut Reservation) {
-    reservation.floating_ips.clear();
+    reservation.floating_ips = Box::default();
     let Some(size) = reservation.spec.instance_amounts(1) else {
         if !matches!(reservation.spec, ReservationSpec::Host { .. }) {
-            reservation.hosts.clear();
+            reservation.hosts = Box::default();
         }
         return;
     };

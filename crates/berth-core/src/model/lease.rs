@@ -6,11 +6,12 @@
 //! derived from it by [`Lease::holds`], so the ledger can always be rebuilt from the leases.
 
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::ledger::{Amounts, Hold, Window, address_slot};
+use crate::model::ledger::{Amounts, Hold, Holder, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{Outcome, PRIORITY_DEFAULT, PromiseTerms};
 use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A lease's status, as Blazar names it (upper case on the wire).
@@ -198,6 +199,95 @@ pub struct LeaseEvent {
     pub updated_at: Instant,
 }
 
+/// A lease's lifecycle events: the three a lease has (start, before end, end) kept in the lease
+/// itself, any other number in a list of their own. Read and changed as a slice; stored as a
+/// list.
+#[derive(Debug, Clone, Eq)]
+pub enum LeaseEvents {
+    /// The usual three, in the lease.
+    Three([LeaseEvent; 3]),
+    /// Any other number.
+    Listed(Box<[LeaseEvent]>),
+}
+
+impl Default for LeaseEvents {
+    fn default() -> LeaseEvents {
+        LeaseEvents::Listed(Box::default())
+    }
+}
+
+impl From<Vec<LeaseEvent>> for LeaseEvents {
+    fn from(events: Vec<LeaseEvent>) -> LeaseEvents {
+        match <[LeaseEvent; 3]>::try_from(events) {
+            Ok(three) => LeaseEvents::Three(three),
+            Err(events) => LeaseEvents::Listed(events.into()),
+        }
+    }
+}
+
+impl From<[LeaseEvent; 3]> for LeaseEvents {
+    fn from(three: [LeaseEvent; 3]) -> LeaseEvents {
+        LeaseEvents::Three(three)
+    }
+}
+
+impl std::ops::Deref for LeaseEvents {
+    type Target = [LeaseEvent];
+
+    fn deref(&self) -> &[LeaseEvent] {
+        match self {
+            LeaseEvents::Three(three) => three,
+            LeaseEvents::Listed(events) => events,
+        }
+    }
+}
+
+impl std::ops::DerefMut for LeaseEvents {
+    fn deref_mut(&mut self) -> &mut [LeaseEvent] {
+        match self {
+            LeaseEvents::Three(three) => three,
+            LeaseEvents::Listed(events) => events,
+        }
+    }
+}
+
+/// Equal when they list the same events, however they keep them.
+impl PartialEq for LeaseEvents {
+    fn eq(&self, other: &LeaseEvents) -> bool {
+        **self == **other
+    }
+}
+
+impl<'a> IntoIterator for &'a LeaseEvents {
+    type Item = &'a LeaseEvent;
+    type IntoIter = std::slice::Iter<'a, LeaseEvent>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut LeaseEvents {
+    type Item = &'a mut LeaseEvent;
+    type IntoIter = std::slice::IterMut<'a, LeaseEvent>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl Serialize for LeaseEvents {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for LeaseEvents {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<LeaseEvents, D::Error> {
+        Vec::<LeaseEvent>::deserialize(deserializer).map(LeaseEvents::from)
+    }
+}
+
 /// How the instances of an instance reservation are spread over hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Affinity {
@@ -219,11 +309,11 @@ pub enum ReservationSpec {
         /// Most hosts wanted.
         max: u32,
         /// Filter on host fields.
-        hypervisor_properties: String,
+        hypervisor_properties: Box<str>,
         /// Filter on host fields and extra capabilities.
-        resource_properties: String,
+        resource_properties: Box<str>,
         /// Action before the end (`default`, `snapshot`, ...), echoed.
-        before_end: String,
+        before_end: Box<str>,
     },
     /// `virtual:instance`: `amount` instance slots of one size.
     Instance {
@@ -238,12 +328,12 @@ pub enum ReservationSpec {
         /// Spreading rule.
         affinity: Affinity,
         /// Filter on host fields and extra capabilities.
-        resource_properties: String,
+        resource_properties: Box<str>,
     },
     /// `virtual:floatingip`: `amount` addresses of one network.
     FloatingIp {
         /// The external network.
-        network_id: String,
+        network_id: Box<str>,
         /// Number of addresses.
         amount: u32,
         /// Addresses that must be among those reserved.
@@ -296,13 +386,13 @@ pub struct Reservation {
     pub status: ReservationStatus,
     /// Hosts it holds, with the number of instance slots on each (1 for a whole host), in
     /// provider order.
-    pub hosts: Vec<(ProviderId, u32)>,
+    pub hosts: Box<[(ProviderId, u32)]>,
     /// Floating IPs it holds.
-    pub floating_ips: Vec<Uuid>,
+    pub floating_ips: Box<[Uuid]>,
     /// What it holds on providers out of service that could not be replaced: hosts (with their
     /// slots, 1 for a whole host) among `hosts`. Cleared when they return.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<(ProviderId, u32)>,
+    #[serde(default, skip_serializing_if = "<[_]>::is_empty")]
+    pub missing: Box<[(ProviderId, u32)]>,
     /// Set when healing moved it to other hosts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resources_changed: bool,
@@ -313,11 +403,10 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    /// Gives back the spare room of its lists (a decoded list grows by doubling).
+    /// Gives back the spare room of the one list it keeps as a `Vec`, the addresses a
+    /// floating-IP reservation requires (a decoded list grows by doubling; its other lists are
+    /// boxed slices, at their size).
     pub fn shrink_to_fit(&mut self) {
-        self.hosts.shrink_to_fit();
-        self.floating_ips.shrink_to_fit();
-        self.missing.shrink_to_fit();
         if let ReservationSpec::FloatingIp {
             required_floatingips,
             ..
@@ -332,17 +421,42 @@ impl Reservation {
         self.missing.iter().map(|(_, n)| *n).sum()
     }
 
+    /// Records `slots` on `host` as missing.
+    pub fn add_missing(&mut self, host: ProviderId, slots: u32) {
+        self.missing = self
+            .missing
+            .iter()
+            .copied()
+            .chain([(host, slots)])
+            .collect();
+    }
+
+    /// Forgets what was missing on `host`; whether something was.
+    pub fn clear_missing(&mut self, host: ProviderId) -> bool {
+        if !self.missing.iter().any(|(h, _)| *h == host) {
+            return false;
+        }
+        self.missing = self
+            .missing
+            .iter()
+            .copied()
+            .filter(|(h, _)| *h != host)
+            .collect();
+        true
+    }
+
     /// Keeps `missing` within what the reservation still holds (after its hosts changed).
     pub fn reconcile_missing(&mut self) {
         let hosts = &self.hosts;
-        self.missing
-            .retain_mut(|(host, n)| match hosts.iter().find(|(h, _)| h == host) {
-                Some((_, held)) => {
-                    *n = (*n).min(*held);
-                    *n > 0
-                }
-                None => false,
-            });
+        self.missing = self
+            .missing
+            .iter()
+            .filter_map(|&(host, n)| {
+                let held = hosts.iter().find(|(h, _)| *h == host)?.1;
+                let n = n.min(held);
+                (n > 0).then_some((host, n))
+            })
+            .collect();
     }
 
     /// The slots (1 for a whole host) the reservation holds on `host`, if it holds it.
@@ -415,11 +529,11 @@ pub struct Lease {
     /// Its id.
     pub id: LeaseId,
     /// Its name (not unique, as in Blazar).
-    pub name: String,
-    /// Owning project.
-    pub project_id: String,
-    /// Owning user.
-    pub user_id: String,
+    pub name: Box<str>,
+    /// Owning project (shared: the catalog keeps one copy of each project's id).
+    pub project_id: Arc<str>,
+    /// Owning user (shared as the project is).
+    pub user_id: Arc<str>,
     /// Start of the window.
     pub start: Instant,
     /// End of the window (exclusive).
@@ -431,9 +545,9 @@ pub struct Lease {
     /// Set when a reservation lost resources.
     pub degraded: bool,
     /// Its reservations.
-    pub reservations: Vec<Reservation>,
+    pub reservations: Box<[Reservation]>,
     /// Its lifecycle events.
-    pub events: Vec<LeaseEvent>,
+    pub events: LeaseEvents,
     /// How long before the start preemptible consumers in its way are told they will be evicted
     /// (stored as `notice_lead_micros`).
     #[serde(rename = "notice_lead_micros", default = "notice_lead_default")]
@@ -455,14 +569,12 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Gives back the spare room of its lists (a decoded list grows by doubling), as a lease
-    /// kept for long should: the catalog does so for the leases a store loads.
+    /// Gives back the spare room of its reservations' lists ([`Reservation::shrink_to_fit`]),
+    /// as a lease kept for long should: the catalog does so for the leases a store loads.
     pub fn shrink_to_fit(&mut self) {
-        self.reservations.shrink_to_fit();
         self.reservations
             .iter_mut()
             .for_each(Reservation::shrink_to_fit);
-        self.events.shrink_to_fit();
     }
 
     /// The lease's window.
@@ -478,6 +590,14 @@ impl Lease {
     /// Every hold of every reservation, or nothing once the lease has ended.
     pub fn holds(&self) -> Vec<Hold> {
         self.holds_by_reservation().flatten().collect()
+    }
+
+    /// The holds of one of its reservations, or nothing once the lease has ended.
+    pub fn holds_of(&self, reservation: ReservationId) -> Vec<Hold> {
+        match self.reservations.iter().find(|r| r.id == reservation) {
+            Some(held) if self.holds_capacity() => held.holds(self.window()),
+            _ => Vec::new(),
+        }
     }
 
     /// The holds of each reservation, one list per reservation, or nothing once the lease has
@@ -545,6 +665,17 @@ impl Lease {
     }
 }
 
+/// The ledger keeps a lease rather than a copy of its holds.
+impl Holder for Lease {
+    fn holds_by_reservation(&self) -> Vec<Vec<Hold>> {
+        Lease::holds_by_reservation(self).collect()
+    }
+
+    fn holds_of(&self, reservation: ReservationId) -> Vec<Hold> {
+        Lease::holds_of(self, reservation)
+    }
+}
+
 impl LeaseRecord {
     /// The project of the lease the entry is about, when the entry names it.
     pub fn project_id(&self) -> Option<String> {
@@ -598,6 +729,139 @@ fn notice_lead_default() -> Span {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ledger::Ledger;
+
+    /// The window from `start` to `end` microseconds, and the reservation and provider ids.
+    fn win(start: i64, end: i64) -> Window {
+        Window::new(Instant::from_micros(start), Instant::from_micros(end)).expect("a window")
+    }
+
+    fn res(n: u128) -> ReservationId {
+        ReservationId::from_u128(n)
+    }
+
+    fn host(n: u128) -> ProviderId {
+        ProviderId::from_u128(n)
+    }
+
+    /// A lease of `n` (ids from `n * 10`) over `window`: a host reservation of host 10 and an
+    /// instance reservation of 2 slots on host 11 and 1 on host 12.
+    fn lease(n: u128, window: Window) -> Lease {
+        let reservation =
+            |id: u128, spec: ReservationSpec, hosts: Vec<(ProviderId, u32)>| Reservation {
+                id: res(id),
+                spec,
+                status: ReservationStatus::Pending,
+                hosts: hosts.into(),
+                floating_ips: Box::default(),
+                missing: Box::default(),
+                resources_changed: false,
+                created_at: Instant::from_micros(0),
+                updated_at: Instant::from_micros(0),
+            };
+        let whole = ReservationSpec::Host {
+            min: 1,
+            max: 1,
+            hypervisor_properties: String::new().into(),
+            resource_properties: String::new().into(),
+            before_end: String::new().into(),
+        };
+        let instance = ReservationSpec::Instance {
+            vcpus: 2,
+            memory_mb: 1_024,
+            disk_gb: 0,
+            amount: 3,
+            affinity: Affinity::Any,
+            resource_properties: String::new().into(),
+        };
+        Lease {
+            id: LeaseId::from_u128(n * 10),
+            name: "lease".into(),
+            project_id: "project".into(),
+            user_id: "user".into(),
+            start: window.start(),
+            end: window.end(),
+            status: LeaseStatus::Pending,
+            status_reason: None,
+            degraded: false,
+            reservations: Box::new([
+                reservation(n * 10 + 1, whole, vec![(host(10), 1)]),
+                reservation(n * 10 + 2, instance, vec![(host(11), 2), (host(12), 1)]),
+            ]),
+            events: LeaseEvents::default(),
+            notice_lead: PREEMPTION_NOTICE_DEFAULT,
+            preemption_noticed: false,
+            terms: None,
+            outcome: None,
+            created_at: Instant::from_micros(0),
+            updated_at: Instant::from_micros(0),
+        }
+    }
+
+    #[test]
+    fn a_ledger_of_leases_reads_their_holds_from_them() {
+        let leases: Vec<Arc<Lease>> = [win(0, 10), win(5, 20), win(20, 30)]
+            .into_iter()
+            .zip(1..)
+            .map(|(window, n)| Arc::new(lease(n, window)))
+            .collect();
+        let of_holds = Ledger::from_holds(leases.iter().flat_map(|l| l.holds_by_reservation()));
+        let bulk = Ledger::from_holders(&leases);
+        let mut one_by_one = Ledger::new();
+        for lease in &leases {
+            assert_eq!(one_by_one.add_holder(lease), lease.holds());
+        }
+        for ledger in [&bulk, &one_by_one] {
+            assert_eq!(*ledger, of_holds);
+            assert_eq!(ledger.len(), 9);
+            assert_eq!(
+                ledger.holds_of(res(22)).collect::<Vec<_>>(),
+                leases[1].reservations[1].holds(win(5, 20))
+            );
+            assert_eq!(ledger.holds_on(host(11), win(8, 9)).len(), 2);
+            assert!(!ledger.is_free(host(10), win(9, 10), &[res(11)]));
+            assert!(ledger.is_free(host(10), win(9, 10), &[res(11), res(21)]));
+        }
+        // A reservation already held as holds keeps the lease's as more holds.
+        let mut mixed = Ledger::new();
+        let mut extra = leases[0].holds_of(res(11));
+        extra[0].host = host(13);
+        mixed.add_all(extra);
+        mixed.add_holder(&leases[0]);
+        assert_eq!(mixed.holds_of(res(11)).count(), 2);
+        for lease in &leases {
+            for reservation in &lease.reservations {
+                one_by_one.remove(reservation.id);
+            }
+        }
+        assert!(one_by_one.is_empty());
+        assert_eq!(one_by_one.hosts().count(), 0);
+    }
+
+    #[test]
+    fn a_lease_keeps_three_events_in_itself_and_stores_them_as_a_list() {
+        let event = |n: u128| LeaseEvent {
+            id: Uuid::from_u128(n),
+            kind: EventKind::StartLease,
+            at: Instant::from_micros(0),
+            status: EventStatus::Undone,
+            created_at: Instant::from_micros(0),
+            updated_at: Instant::from_micros(0),
+        };
+        let three = LeaseEvents::from(vec![event(1), event(2), event(3)]);
+        assert!(matches!(three, LeaseEvents::Three(_)));
+        assert_eq!(
+            three,
+            LeaseEvents::Listed(Box::new([event(1), event(2), event(3)]))
+        );
+        let two = LeaseEvents::from(vec![event(1), event(2)]);
+        assert!(matches!(two, LeaseEvents::Listed(_)));
+        let json = serde_json::to_string(&three).expect("encodes");
+        assert_eq!(json, serde_json::to_string(&*three).expect("encodes"));
+        let back: LeaseEvents = serde_json::from_str(&json).expect("decodes");
+        assert!(matches!(back, LeaseEvents::Three(_)));
+        assert_eq!(back, three);
+    }
 
     #[test]
     fn the_status_table_is_exactly_the_lifecycle() {

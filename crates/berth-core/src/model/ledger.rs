@@ -4,7 +4,9 @@
 //! `[start, end)`: an amount per resource class, and possibly the whole host exclusively.
 //! Back-to-back windows (one ends exactly when the next starts) share no instant.
 //!
-//! Every hold is stored once, by reservation. Per host, a [`Ledger`] keeps a *timeline*: a step
+//! Every hold is stored once, by reservation: in a list of its reservation's, or not at all
+//! when a [`Holder`] describes it (a lease: the catalog's ledger keeps the lease and reads a
+//! reservation's holds from it when asked for). Per host, a [`Ledger`] keeps a *timeline*: a step
 //! function from instants to levels (`BTreeMap<Instant, Level>`, where a breakpoint's level holds
 //! from that instant until the next breakpoint, and the level before the first breakpoint is
 //! zero). A level counts the holds and the exclusive holds covering an instant and sums their
@@ -24,7 +26,7 @@
 //!
 //! | part                                                        | bytes |
 //! |-------------------------------------------------------------|------:|
-//! | the [`Hold`] itself, in its reservation's list (one hold)   |    96 |
+//! | the [`Hold`] itself, in its reservation's list (one hold; none when a holder describes it) | 96 |
 //! | its amounts (shared with every hold of the same size)       |     0 |
 //! | its reservation's entry in the by-reservation map           |   ~40 |
 //! | its `(start, reservation)` key in the host's start index    |   ~40 |
@@ -33,9 +35,9 @@
 //! that is about 350 bytes per hold; measured in a process's resident memory (allocator
 //! overhead and node slack included), a ledger of 1,000,000 holds added one by one takes about
 //! 380 bytes per hold (`docs/benchmarks.md`, "Memory of the ledger").
-//! Timelines, per-reservation hold lists, the by-reservation map and the amount lists sit behind
+//! Timelines, per-reservation hold lists, the by-reservation maps and the amount lists sit behind
 //! `Arc`s, so copying a ledger (the writers' working copy of the catalog) copies pointers; a copy
-//! that changes a timeline or a list clones that one alone, and its first change of the
+//! that changes a timeline or a list clones that one alone, and its first change of a
 //! by-reservation map clones that map.
 //!
 //! [`Ledger::from_holds`] builds a ledger from many holds at once (a restart): each index is
@@ -45,8 +47,10 @@
 use crate::model::id::{ProviderId, ReservationId};
 use crate::model::name::ResourceClass;
 use crate::model::time::{Instant, Span};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// A half-open window `[start, end)` of time. Its fields are private so that every window made
@@ -141,7 +145,7 @@ pub struct Hold {
 }
 
 /// What a hold takes, by class: a shared list, cheap to clone.
-pub type Amounts = std::sync::Arc<[(ResourceClass, u64)]>;
+pub type Amounts = Arc<[(ResourceClass, u64)]>;
 
 /// The distinct amount lists of a ledger's holds, so that holds of the same size share one
 /// (most instance reservations have one of a few sizes). Bounded: past
@@ -156,12 +160,12 @@ impl Shapes {
     /// The shared list equal to `amounts`, kept when new.
     fn share(&mut self, amounts: &Amounts) -> Amounts {
         if let Some(known) = self.0.get(amounts) {
-            return std::sync::Arc::clone(known);
+            return Arc::clone(known);
         }
         if self.0.len() < Shapes::MAX {
-            self.0.insert(std::sync::Arc::clone(amounts));
+            self.0.insert(Arc::clone(amounts));
         }
-        std::sync::Arc::clone(amounts)
+        Arc::clone(amounts)
     }
 }
 
@@ -558,21 +562,38 @@ fn without(level: &Level, t: Instant, excluded: &[(Window, Level)]) -> Level {
     rest
 }
 
+/// What describes the holds of its reservations (a lease): a ledger can keep it instead of a
+/// copy of its holds ([`Ledger::add_holder`]). It must answer the same for as long as a ledger
+/// keeps it (leases are shared unchanged).
+pub trait Holder: std::fmt::Debug + Send + Sync {
+    /// The holds of each of its reservations, one list per reservation.
+    fn holds_by_reservation(&self) -> Vec<Vec<Hold>>;
+
+    /// The holds of one of its reservations, in the order [`Holder::holds_by_reservation`]
+    /// lists them.
+    fn holds_of(&self, reservation: ReservationId) -> Vec<Hold>;
+}
+
 /// The time-indexed capacity ledger of every host. See the module documentation.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    /// Every hold, once, by reservation, in the order added. The map and each reservation's
-    /// list are shared between copies of the ledger until one of them changes it; a list is
-    /// allocated at its length (no spare room), and replaced whole when the reservation's holds
-    /// change.
-    reservations: std::sync::Arc<BTreeMap<ReservationId, std::sync::Arc<[Hold]>>>,
+    /// The holds added as holds ([`Ledger::add`], [`Ledger::from_holds`]), once, by
+    /// reservation, in the order added. The map and each reservation's list are shared between
+    /// copies of the ledger until one of them changes it; a list is allocated at its length (no
+    /// spare room), and replaced whole when the reservation's holds change.
+    reservations: Arc<BTreeMap<ReservationId, Arc<[Hold]>>>,
+    /// The reservations whose holds a holder describes ([`Ledger::add_holder`],
+    /// [`Ledger::from_holders`]), by reservation: their holds are read from the holder when
+    /// asked for, not copied. A reservation is here or in `reservations`, never in both. Shared
+    /// between copies as `reservations` is.
+    described: Arc<BTreeMap<ReservationId, Arc<dyn Holder>>>,
     /// The timeline of every host with at least one hold; shared between copies of the ledger
     /// until one of them changes it (copying a ledger copies pointers, not timelines).
-    hosts: BTreeMap<ProviderId, std::sync::Arc<Timeline>>,
+    hosts: BTreeMap<ProviderId, Arc<Timeline>>,
     /// How many holds are stored.
     len: usize,
     /// The distinct amount lists of the holds (shared between copies until one changes it).
-    shapes: std::sync::Arc<Shapes>,
+    shapes: Arc<Shapes>,
 }
 
 /// Ledgers are equal when they hold the same holds the same way (the shared amount lists
@@ -580,9 +601,13 @@ pub struct Ledger {
 #[cfg(test)]
 impl PartialEq for Ledger {
     fn eq(&self, other: &Ledger) -> bool {
-        self.reservations == other.reservations
-            && self.hosts == other.hosts
-            && self.len == other.len
+        let holds = |ledger: &Ledger| {
+            ledger
+                .ids()
+                .map(|id| (id, ledger.held(id).into_owned()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        holds(self) == holds(other) && self.hosts == other.hosts && self.len == other.len
     }
 }
 
@@ -606,9 +631,58 @@ impl Ledger {
         Ledger {
             len: groups.iter().map(|(_, holds)| holds.len()).sum(),
             hosts: timelines(&groups),
-            reservations: std::sync::Arc::new(by_reservation(groups)),
-            shapes: std::sync::Arc::new(shapes),
+            reservations: Arc::new(by_reservation(groups)),
+            described: Arc::default(),
+            shapes: Arc::new(shapes),
         }
+    }
+
+    /// The ledger of the holds of `holders` (leases), in order: the same as adding them with
+    /// [`Ledger::add_holder`] one by one, built in bulk as [`Ledger::from_holds`] builds its
+    /// ledger. Each reservation belongs to one holder.
+    pub fn from_holders<H: Holder + 'static>(holders: &[Arc<H>]) -> Ledger {
+        let mut groups = Vec::new();
+        let mut described = Vec::new();
+        for holder in holders {
+            for holds in holder.holds_by_reservation() {
+                if let Some(hold) = holds.first() {
+                    described.push((hold.reservation, Arc::clone(holder) as Arc<dyn Holder>));
+                    groups.push((hold.reservation, holds));
+                }
+            }
+        }
+        described.sort_unstable_by_key(|(id, _)| *id);
+        Ledger {
+            len: groups.iter().map(|(_, holds)| holds.len()).sum(),
+            hosts: timelines(&groups),
+            reservations: Arc::default(),
+            described: Arc::new(described.into_iter().collect()),
+            shapes: Arc::default(),
+        }
+    }
+
+    /// Adds the holds of every reservation of `holder` (a lease), keeping the holder rather
+    /// than a copy of its holds. Returns the holds added.
+    pub fn add_holder<H: Holder + 'static>(&mut self, holder: &Arc<H>) -> Vec<Hold> {
+        let mut added = Vec::new();
+        for holds in holder.holds_by_reservation() {
+            let Some(reservation) = holds.first().map(|hold| hold.reservation) else {
+                continue;
+            };
+            if self.holds(reservation) {
+                // Already held: kept as a list, as more holds of the reservation.
+                self.add_all(holds.clone());
+            } else {
+                for hold in &holds {
+                    Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(hold);
+                }
+                self.len += holds.len();
+                Arc::make_mut(&mut self.described)
+                    .insert(reservation, Arc::clone(holder) as Arc<dyn Holder>);
+            }
+            added.extend(holds);
+        }
+        added
     }
 
     /// Adds a hold. A reservation may hold several hosts; holding the same host twice for the
@@ -634,32 +708,53 @@ impl Ledger {
         for hold in &mut holds {
             // Looked up first, so that a known list copies no shared set.
             if let Some(known) = self.shapes.0.get(&hold.amounts) {
-                hold.amounts = std::sync::Arc::clone(known);
+                hold.amounts = Arc::clone(known);
             } else if self.shapes.0.len() < Shapes::MAX {
-                hold.amounts = std::sync::Arc::make_mut(&mut self.shapes).share(&hold.amounts);
+                hold.amounts = Arc::make_mut(&mut self.shapes).share(&hold.amounts);
             }
-            std::sync::Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(hold);
+            Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(hold);
         }
         self.len += holds.len();
-        let reservations = std::sync::Arc::make_mut(&mut self.reservations);
-        let list: std::sync::Arc<[Hold]> = match reservations.remove(&reservation) {
-            Some(held) => held.iter().cloned().chain(holds).collect(),
-            None => std::sync::Arc::from(holds),
+        let list: Arc<[Hold]> = match self.take(reservation) {
+            Some(held) => held.into_iter().chain(holds).collect(),
+            None => Arc::from(holds),
         };
-        reservations.insert(reservation, list);
+        Arc::make_mut(&mut self.reservations).insert(reservation, list);
+    }
+
+    /// Whether the ledger has holds of `reservation`.
+    fn holds(&self, reservation: ReservationId) -> bool {
+        self.reservations.contains_key(&reservation) || self.described.contains_key(&reservation)
+    }
+
+    /// Takes the holds of `reservation` out of the index keeping them (the timelines are left
+    /// as they are); `None` when it has none.
+    fn take(&mut self, reservation: ReservationId) -> Option<Vec<Hold>> {
+        // Looked up first, so that taking what is not there copies no shared index.
+        if self.reservations.contains_key(&reservation) {
+            let list = Arc::make_mut(&mut self.reservations).remove(&reservation)?;
+            Some(list.to_vec())
+        } else if self.described.contains_key(&reservation) {
+            let holder = Arc::make_mut(&mut self.described).remove(&reservation)?;
+            Some(holder.holds_of(reservation))
+        } else {
+            None
+        }
+    }
+
+    /// Every reservation with holds, ascending.
+    fn ids(&self) -> impl Iterator<Item = ReservationId> + '_ {
+        let mut ids: Vec<ReservationId> = self.reservations.keys().copied().collect();
+        ids.extend(self.described.keys().copied());
+        ids.sort_unstable();
+        ids.into_iter()
     }
 
     /// Removes every hold of `reservation`; returns them, in the order they were added.
     pub fn remove(&mut self, reservation: ReservationId) -> Vec<Hold> {
-        // Looked up first, so that removing what is not there copies no shared index.
-        if !self.reservations.contains_key(&reservation) {
-            return Vec::new();
-        }
-        let Some(holds) = std::sync::Arc::make_mut(&mut self.reservations).remove(&reservation)
-        else {
+        let Some(holds) = self.take(reservation) else {
             return Vec::new();
         };
-        let holds = holds.to_vec();
         for hold in &holds {
             self.withdraw(hold, false);
         }
@@ -668,7 +763,7 @@ impl Ledger {
     }
 
     fn withdraw(&mut self, hold: &Hold, keep_start: bool) {
-        let Some(line) = self.hosts.get_mut(&hold.host).map(std::sync::Arc::make_mut) else {
+        let Some(line) = self.hosts.get_mut(&hold.host).map(Arc::make_mut) else {
             return;
         };
         line.remove(hold, keep_start);
@@ -678,11 +773,19 @@ impl Ledger {
     }
 
     /// The holds of a reservation, in the order they were added.
-    pub fn holds_of(&self, reservation: ReservationId) -> impl Iterator<Item = &Hold> {
-        self.reservations
-            .get(&reservation)
-            .into_iter()
-            .flat_map(|holds| holds.iter())
+    pub fn holds_of(&self, reservation: ReservationId) -> impl Iterator<Item = Hold> {
+        self.held(reservation).into_owned().into_iter()
+    }
+
+    /// The holds of a reservation, borrowed when the ledger keeps them as a list.
+    fn held(&self, reservation: ReservationId) -> Cow<'_, [Hold]> {
+        if let Some(list) = self.reservations.get(&reservation) {
+            Cow::Borrowed(list)
+        } else if let Some(holder) = self.described.get(&reservation) {
+            Cow::Owned(holder.holds_of(reservation))
+        } else {
+            Cow::Borrowed(&[])
+        }
     }
 
     /// The contributions of the holds of `excluding` on `host` overlapping `window`.
@@ -697,10 +800,13 @@ impl Ledger {
         ids.sort_unstable();
         ids.dedup();
         ids.iter()
-            .filter_map(|id| self.reservations.get(id))
-            .flat_map(|holds| holds.iter())
-            .filter(|hold| hold.host == host && hold.window.overlaps(&window))
-            .map(|hold| (hold.window, line.delta(hold)))
+            .flat_map(|id| {
+                self.held(*id)
+                    .iter()
+                    .filter(|hold| hold.host == host && hold.window.overlaps(&window))
+                    .map(|hold| (hold.window, line.delta(hold)))
+                    .collect::<Vec<_>>()
+            })
             .collect()
     }
 
@@ -789,7 +895,7 @@ impl Ledger {
 
     /// Holds on `host` overlapping `window` (for allocation views), in start order, then by
     /// reservation, then in the order added.
-    pub fn holds_on(&self, host: ProviderId, window: Window) -> Vec<&Hold> {
+    pub fn holds_on(&self, host: ProviderId, window: Window) -> Vec<Hold> {
         let Some(line) = self.hosts.get(&host) else {
             return Vec::new();
         };
@@ -800,9 +906,15 @@ impl Ledger {
         line.starts
             .range((earliest, ReservationId::MIN)..(window.end, ReservationId::MIN))
             .flat_map(|&(start, reservation)| {
-                self.holds_of(reservation).filter(move |hold| {
-                    hold.host == host && hold.window.start == start && hold.window.overlaps(&window)
-                })
+                self.held(reservation)
+                    .iter()
+                    .filter(|hold| {
+                        hold.host == host
+                            && hold.window.start == start
+                            && hold.window.overlaps(&window)
+                    })
+                    .cloned()
+                    .collect::<Vec<_>>()
             })
             .collect()
     }
@@ -832,10 +944,8 @@ impl Ledger {
     /// key per hold for this alone).
     pub fn forget_before(&mut self, t: Instant) -> usize {
         let reservations: Vec<ReservationId> = self
-            .reservations
-            .iter()
-            .filter(|(_, holds)| holds.iter().any(|hold| hold.window.end <= t))
-            .map(|(id, _)| *id)
+            .ids()
+            .filter(|id| self.held(*id).iter().any(|hold| hold.window.end <= t))
             .collect();
         let forgotten: usize = reservations
             .into_iter()
@@ -846,12 +956,11 @@ impl Ledger {
     }
 
     fn forget_holds(&mut self, reservation: ReservationId, t: Instant) -> usize {
-        let Some(holds) = std::sync::Arc::make_mut(&mut self.reservations).remove(&reservation)
-        else {
+        let Some(held) = self.take(reservation) else {
             return 0;
         };
         let (gone, kept): (Vec<Hold>, Vec<Hold>) =
-            holds.iter().cloned().partition(|hold| hold.window.end <= t);
+            held.into_iter().partition(|hold| hold.window.end <= t);
         for hold in &gone {
             let keep_start = kept
                 .iter()
@@ -859,8 +968,7 @@ impl Ledger {
             self.withdraw(hold, keep_start);
         }
         if !kept.is_empty() {
-            std::sync::Arc::make_mut(&mut self.reservations)
-                .insert(reservation, std::sync::Arc::from(kept));
+            Arc::make_mut(&mut self.reservations).insert(reservation, Arc::from(kept));
         }
         gone.len()
     }
@@ -868,13 +976,14 @@ impl Ledger {
     /// Checks the internal indexes against the stored holds (for tests).
     #[cfg(test)]
     fn check_invariants(&self) -> Result<(), String> {
-        let all: Vec<&Hold> = self
+        let held: Vec<Cow<'_, [Hold]>> = self.ids().map(|id| self.held(id)).collect();
+        let all: Vec<&Hold> = held.iter().flat_map(|holds| holds.iter()).collect();
+        let both = self
             .reservations
-            .values()
-            .flat_map(|holds| holds.iter())
-            .collect();
-        if all.len() != self.len || self.reservations.values().any(|holds| holds.is_empty()) {
-            return Err("len or empty reservation entry".into());
+            .keys()
+            .any(|id| self.described.contains_key(id));
+        if all.len() != self.len || held.iter().any(|holds| holds.is_empty()) || both {
+            return Err("len, empty or twice indexed reservation entry".into());
         }
         for (host, line) in &self.hosts {
             line.check(host, &all)?;
@@ -909,9 +1018,7 @@ fn runs(batches: impl IntoIterator<Item = Vec<Hold>>) -> Vec<(ReservationId, Vec
 }
 
 /// The timeline of every host the runs hold, each from its holds in the order given.
-fn timelines(
-    runs: &[(ReservationId, Vec<Hold>)],
-) -> BTreeMap<ProviderId, std::sync::Arc<Timeline>> {
+fn timelines(runs: &[(ReservationId, Vec<Hold>)]) -> BTreeMap<ProviderId, Arc<Timeline>> {
     // `(host, run, position)`: sorted, each host's holds come in the order given.
     let mut by_host: Vec<(ProviderId, usize, usize)> = runs
         .iter()
@@ -931,7 +1038,7 @@ fn timelines(
                 .iter()
                 .map(|&(_, run, position)| &runs[run].1[position])
                 .collect();
-            (mine[0].0, std::sync::Arc::new(Timeline::from_holds(&holds)))
+            (mine[0].0, Arc::new(Timeline::from_holds(&holds)))
         })
         .collect()
 }
@@ -939,7 +1046,7 @@ fn timelines(
 /// The runs merged by reservation, each reservation's holds in the order given.
 fn by_reservation(
     mut runs: Vec<(ReservationId, Vec<Hold>)>,
-) -> BTreeMap<ReservationId, std::sync::Arc<[Hold]>> {
+) -> BTreeMap<ReservationId, Arc<[Hold]>> {
     // Stable: a reservation's runs stay in the order given.
     runs.sort_by_key(|(reservation, _)| *reservation);
     let mut merged: Vec<(ReservationId, Vec<Hold>)> = Vec::with_capacity(runs.len());
@@ -951,7 +1058,7 @@ fn by_reservation(
     }
     merged
         .into_iter()
-        .map(|(reservation, holds)| (reservation, std::sync::Arc::from(holds)))
+        .map(|(reservation, holds)| (reservation, Arc::from(holds)))
         .collect()
 }
 

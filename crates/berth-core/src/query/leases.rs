@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 /// Whether a caller acting for `project` (`None`: for every project, an admin) sees `lease`.
 pub fn visible(lease: &Lease, project: Option<&str>) -> bool {
-    project.is_none_or(|p| p == lease.project_id)
+    project.is_none_or(|p| p == &*lease.project_id)
 }
 
 /// The lease `id`, when a caller acting for `project` sees it (to anyone else it does not
@@ -38,7 +38,7 @@ pub fn list<'c>(catalog: &'c Catalog, query: &LeaseQuery) -> Vec<&'c Lease> {
         .leases()
         .filter(|l| visible(l, query.viewer.as_deref()))
         .filter(|l| query.status.is_none_or(|s| l.status == s))
-        .filter(|l| query.project.as_ref().is_none_or(|p| *p == l.project_id))
+        .filter(|l| query.project.as_ref().is_none_or(|p| **p == *l.project_id))
         .collect();
     leases.sort_by_key(|l| (l.created_at, l.id));
     leases

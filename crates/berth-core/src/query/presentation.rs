@@ -46,7 +46,7 @@ pub fn check_presented<'c>(
         reason,
     };
     let (lease, found) = find(catalog, reservation).ok_or(unavailable("unknown"))?;
-    if project.is_some_and(|p| p != lease.project_id) {
+    if project.is_some_and(|p| p != &*lease.project_id) {
         return Err(Rejection::ReservationForbidden(reservation));
     }
     if lease.ended() || now >= lease.end {
@@ -130,7 +130,7 @@ pub fn host_reservation_for(
 ) -> Option<ReservationId> {
     catalog
         .leases_holding(provider)
-        .filter(|lease| lease.project_id == project && lease.started() && !lease.ended())
+        .filter(|lease| &*lease.project_id == project && lease.started() && !lease.ended())
         .filter(|lease| lease.start <= now && now < lease.end)
         .flat_map(|lease| lease.reservations.iter())
         .find(|r| {

@@ -205,8 +205,8 @@ fn failure(found: &health::Failure<'_>) -> Failure {
             let lease = affected.lease;
             AffectedLease {
                 id: lease.id.uuid(),
-                name: lease.name.clone(),
-                project_id: lease.project_id.clone(),
+                name: lease.name.to_string(),
+                project_id: lease.project_id.to_string(),
                 status: lease.status.as_str().to_owned(),
                 degraded: lease.degraded,
                 start_date: lease_time(lease.start.as_micros()),

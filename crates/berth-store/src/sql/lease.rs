@@ -59,7 +59,7 @@ pub(super) async fn set_lease<B: SqlBackend>(
     let query = match lease {
         Some(lease) => sqlx::query(B::SQL.upsert_lease)
             .arg(B::uuid(id.uuid()))
-            .arg(lease.project_id.as_str())
+            .arg(&*lease.project_id)
             .arg(lease.status.as_str())
             .arg(encode_instant(lease.start))
             .arg(encode_instant(lease.end))

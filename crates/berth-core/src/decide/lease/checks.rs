@@ -81,7 +81,7 @@ pub fn check_spec(catalog: &Catalog, spec: &ReservationSpec) -> Result<Filter, R
                 }
                 let known = catalog
                     .floating_ips()
-                    .any(|f| f.network_id == *network_id && f.address == *address);
+                    .any(|f| *f.network_id == **network_id && f.address == *address);
                 if !known {
                     return Err(bad(format!(
                         "Floating IP {address} is not in the pool of network {network_id}"
@@ -204,8 +204,8 @@ pub fn wanted<'a>(
             Ok(Wanted {
                 spec,
                 filter: check_spec(catalog, spec)?,
-                current: current.map(|r| r.hosts.clone()).unwrap_or_default(),
-                current_fips: current.map(|r| r.floating_ips.clone()).unwrap_or_default(),
+                current: current.map(|r| r.hosts.to_vec()).unwrap_or_default(),
+                current_fips: current.map(|r| r.floating_ips.to_vec()).unwrap_or_default(),
                 avoid: Vec::new(),
             })
         })

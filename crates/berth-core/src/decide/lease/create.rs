@@ -7,8 +7,8 @@ use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
 use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{
-    EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
-    ReservationStatus,
+    EventKind, EventStatus, Lease, LeaseEvent, LeaseEvents, LeaseStatus, Reservation,
+    ReservationSpec, ReservationStatus,
 };
 use crate::model::time::{Instant, Span};
 use crate::rejection::Rejection;
@@ -78,9 +78,9 @@ pub fn create_lease_with(
             id: *id,
             spec: spec.clone(),
             status: ReservationStatus::Pending,
-            hosts: granted.hosts[idx].clone(),
-            floating_ips: granted.floating_ips[idx].clone(),
-            missing: Vec::new(),
+            hosts: granted.hosts[idx][..].into(),
+            floating_ips: granted.floating_ips[idx][..].into(),
+            missing: Box::default(),
             resources_changed: false,
             created_at: now,
             updated_at: now,
@@ -97,20 +97,20 @@ pub fn create_lease_with(
     let [start_id, before_id, end_id] = new.event_ids;
     let lease = Lease {
         id: new.id,
-        name: new.name.trim().to_owned(),
-        project_id: new.project_id.clone(),
-        user_id: new.user_id.clone(),
+        name: new.name.trim().into(),
+        project_id: new.project_id.as_str().into(),
+        user_id: new.user_id.as_str().into(),
         start: window.start(),
         end: window.end(),
         status: LeaseStatus::Pending,
         status_reason: None,
         degraded: false,
         reservations,
-        events: vec![
+        events: LeaseEvents::Three([
             event(start_id, EventKind::StartLease, window.start()),
             event(before_id, EventKind::BeforeEndLease, before_end),
             event(end_id, EventKind::EndLease, window.end()),
-        ],
+        ]),
         notice_lead: new.notice_lead,
         preemption_noticed: false,
         terms: None,

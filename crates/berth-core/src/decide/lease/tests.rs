@@ -70,7 +70,7 @@ fn instances(vcpus: u64, amount: u32, affinity: Affinity) -> ReservationSpec {
         disk_gb: 10,
         amount,
         affinity,
-        resource_properties: String::new(),
+        resource_properties: String::new().into(),
     }
 }
 
@@ -278,7 +278,7 @@ impl World {
         self.current(id)
             .reservations
             .iter()
-            .flat_map(|r| ledger.holds_of(r.id).cloned())
+            .flat_map(|r| ledger.holds_of(r.id))
             .collect()
     }
 
@@ -637,7 +637,7 @@ fn instances_larger_than_max_unit_get_no_slots() {
 // Floating IPs.
 
 fn fip_ids(lease: &Lease, index: usize) -> Vec<Uuid> {
-    lease.reservations[index].floating_ips.clone()
+    lease.reservations[index].floating_ips.to_vec()
 }
 
 #[test]
@@ -973,7 +973,7 @@ fn invalid_leases_are_refused() {
                     disk_gb: 0,
                     amount: 1,
                     affinity: Affinity::Any,
-                    resource_properties: String::new(),
+                    resource_properties: String::new().into(),
                 }
             }),
         ),
@@ -1002,7 +1002,7 @@ fn invalid_leases_are_refused() {
     fine.before_end = Some(at(9));
     fine.name = "  padded  ".into();
     let lease = w.create(&fine).expect("a valid lease");
-    assert_eq!(lease.name, "padded");
+    assert_eq!(&*lease.name, "padded");
     assert_eq!(
         lease.event(EventKind::BeforeEndLease).map(|e| e.at),
         Some(at(9))
@@ -1036,7 +1036,7 @@ fn renaming_changes_only_the_name() {
         ..LeaseUpdate::default()
     };
     let renamed = w.update(lease.id, &rename, 1).expect("renamed");
-    assert_eq!(renamed.name, "renamed");
+    assert_eq!(&*renamed.name, "renamed");
     assert_eq!(renamed.updated_at, at(1));
     assert_eq!((renamed.start, renamed.end), (lease.start, lease.end));
     assert_eq!(renamed.reservations, lease.reservations);
@@ -1310,7 +1310,7 @@ fn an_ended_lease_can_only_be_renamed() {
     };
     let renamed = w.update(lease.id, &rename, 11).expect("renamed");
     assert_eq!(
-        (renamed.name.as_str(), renamed.status),
+        (&*renamed.name, renamed.status),
         ("old", LeaseStatus::Terminated)
     );
     assert!(w.catalog.ledger().is_empty());
@@ -1775,7 +1775,7 @@ mod property {
                 disk_gb,
                 amount,
                 affinity,
-                resource_properties: String::new(),
+                resource_properties: String::new().into(),
             },
         );
         prop_oneof![1 => host, 3 => instance]

@@ -112,11 +112,11 @@ fn changed_spec(
                     resource_properties,
                 ),
             ] {
-                if let Some(new) = new.as_ref().filter(|n| *n != old) {
+                if let Some(new) = new.as_ref().filter(|n| ***n != **old) {
                     if started {
                         return refuse(field);
                     }
-                    *old = new.clone();
+                    *old = new.as_str().into();
                 }
             }
         }
@@ -135,7 +135,7 @@ fn changed_spec(
                 || change
                     .resource_properties
                     .as_ref()
-                    .is_some_and(|v| v != resource_properties);
+                    .is_some_and(|v| **v != **resource_properties);
             if started && size_changes {
                 return refuse("Only the amount");
             }
@@ -145,7 +145,7 @@ fn changed_spec(
             *affinity = change.affinity.unwrap_or(*affinity);
             *amount = change.amount.unwrap_or(*amount);
             if let Some(text) = &change.resource_properties {
-                resource_properties.clone_from(text);
+                *resource_properties = text.as_str().into();
             }
         }
         ReservationSpec::FloatingIp { amount, .. } => {
@@ -263,7 +263,7 @@ pub fn update_lease(
     }
     let mut lease = current.clone();
     if let Some(name) = &update.name {
-        lease.name = name.trim().to_owned();
+        lease.name = name.trim().into();
     }
     if changes_capacity(update) {
         readmit(catalog, current, &mut lease, update, now, search)?;
@@ -325,11 +325,9 @@ fn readmit(
             });
         }
         reservation.spec = specs[idx].clone();
-        reservation.hosts.clone_from(hosts);
+        reservation.hosts = hosts[..].into();
         reservation.reconcile_missing();
-        reservation
-            .floating_ips
-            .clone_from(&granted.floating_ips[idx]);
+        reservation.floating_ips = granted.floating_ips[idx][..].into();
         reservation.updated_at = now;
     }
     if !lost.is_empty() {

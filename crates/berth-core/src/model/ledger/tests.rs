@@ -453,10 +453,6 @@ fn query_strategy() -> impl Strategy<Value = Query> {
     })
 }
 
-fn ids(holds: &[&Hold]) -> Vec<Hold> {
-    holds.iter().map(|h| (*h).clone()).collect()
-}
-
 fn check_query(ledger: &Ledger, naive: &Naive, q: &Query) -> Result<(), TestCaseError> {
     let (host, window) = (q.host, q.window);
     prop_assert_eq!(
@@ -480,10 +476,7 @@ fn check_query(ledger: &Ledger, naive: &Naive, q: &Query) -> Result<(), TestCase
         ledger.release_times(host, from, until),
         naive.release_times(host, from.as_micros(), until.as_micros())
     );
-    prop_assert_eq!(
-        ids(&ledger.holds_on(host, window)),
-        naive.holds_on(host, window)
-    );
+    prop_assert_eq!(ledger.holds_on(host, window), naive.holds_on(host, window));
     Ok(())
 }
 
@@ -495,7 +488,7 @@ fn check_state(ledger: &Ledger, naive: &Naive) -> Result<(), TestCaseError> {
     prop_assert_eq!(ledger.is_empty(), naive.holds.is_empty());
     prop_assert_eq!(ledger.hosts().collect::<Vec<_>>(), naive.hosts());
     for r in 0..=RESERVATIONS {
-        let stored: Vec<Hold> = ledger.holds_of(res(r)).cloned().collect();
+        let stored: Vec<Hold> = ledger.holds_of(res(r)).collect();
         let expected: Vec<Hold> = naive
             .holds
             .iter()

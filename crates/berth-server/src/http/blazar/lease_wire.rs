@@ -124,9 +124,15 @@ pub(crate) fn reservation_spec(body: &Map<String, Value>) -> Result<ReservationS
         "physical:host" => Ok(ReservationSpec::Host {
             min: small(required_count(body, "min", 1)?),
             max: small(required_count(body, "max", 1)?),
-            hypervisor_properties: text(body, "hypervisor_properties")?.unwrap_or_default(),
-            resource_properties: text(body, "resource_properties")?.unwrap_or_default(),
-            before_end: text(body, "before_end")?.unwrap_or_else(|| "default".into()),
+            hypervisor_properties: text(body, "hypervisor_properties")?
+                .unwrap_or_default()
+                .into(),
+            resource_properties: text(body, "resource_properties")?
+                .unwrap_or_default()
+                .into(),
+            before_end: text(body, "before_end")?
+                .unwrap_or_else(|| "default".into())
+                .into(),
         }),
         "virtual:instance" => Ok(ReservationSpec::Instance {
             vcpus: required_count(body, "vcpus", 1)?,
@@ -134,12 +140,15 @@ pub(crate) fn reservation_spec(body: &Map<String, Value>) -> Result<ReservationS
             disk_gb: required_count(body, "disk_gb", 0)?,
             amount: small(required_count(body, "amount", 1)?),
             affinity: affinity(body)?.unwrap_or(Affinity::Any),
-            resource_properties: text(body, "resource_properties")?.unwrap_or_default(),
+            resource_properties: text(body, "resource_properties")?
+                .unwrap_or_default()
+                .into(),
         }),
         "virtual:floatingip" => Ok(ReservationSpec::FloatingIp {
             network_id: text(body, "network_id")?
                 .filter(|t| !t.trim().is_empty())
-                .ok_or_else(|| missing("network_id"))?,
+                .ok_or_else(|| missing("network_id"))?
+                .into(),
             amount: small(required_count(body, "amount", 1)?),
             required_floatingips: addresses(body)?,
         }),
@@ -251,9 +260,9 @@ fn details(r: &Reservation) -> ReservationDetails {
         } => ReservationDetails::Host {
             min: *min,
             max: *max,
-            hypervisor_properties: hypervisor_properties.clone(),
-            resource_properties: resource_properties.clone(),
-            before_end: before_end.clone(),
+            hypervisor_properties: hypervisor_properties.to_string(),
+            resource_properties: resource_properties.to_string(),
+            before_end: before_end.to_string(),
         },
         ReservationSpec::Instance {
             vcpus,
@@ -272,7 +281,7 @@ fn details(r: &Reservation) -> ReservationDetails {
                 Affinity::DifferentHosts => Some(false),
                 Affinity::Any => None,
             },
-            resource_properties: resource_properties.clone(),
+            resource_properties: resource_properties.to_string(),
             // Blazar names the flavor, the aggregate and the server group of an instance
             // reservation after the reservation: one uuid for all four.
             flavor_id: r.id.uuid(),
@@ -284,10 +293,10 @@ fn details(r: &Reservation) -> ReservationDetails {
             amount,
             required_floatingips,
         } => ReservationDetails::FloatingIp {
-            network_id: network_id.clone(),
+            network_id: network_id.to_string(),
             amount: *amount,
             required_floatingips: required_floatingips.clone(),
-            floatingip_ids: r.floating_ips.clone(),
+            floatingip_ids: r.floating_ips.to_vec(),
         },
     }
 }
@@ -309,14 +318,14 @@ pub(crate) fn wire_event(lease: &Lease, event: &LeaseEvent) -> Event {
 pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
     wire::Lease {
         id: lease.id.uuid(),
-        name: lease.name.clone(),
+        name: lease.name.to_string(),
         start_date: lease_time(lease.start.as_micros()),
         end_date: lease_time(lease.end.as_micros()),
         status: lease.status.as_str().to_owned(),
         status_reason: lease.status_reason.clone(),
         degraded: lease.degraded,
-        user_id: lease.user_id.clone(),
-        project_id: lease.project_id.clone(),
+        user_id: lease.user_id.to_string(),
+        project_id: lease.project_id.to_string(),
         trust_id: None,
         created_at: record_time(lease.created_at.as_micros()),
         updated_at: record_time(lease.updated_at.as_micros()),

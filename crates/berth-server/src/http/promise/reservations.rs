@@ -214,7 +214,7 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         expiry_time: terms.and_then(|t| t.expiry).map(time),
         zone_id: zone.clone(),
         priority: lease.priority(),
-        project_id: lease.project_id.clone(),
+        project_id: lease.project_id.to_string(),
         remaining: Remaining {
             cores: drawn.cores_left,
             ram: drawn.ram_mb_left,
@@ -584,7 +584,7 @@ pub(super) async fn update_with(
     let current = state
         .berth
         .read_local(|c| c.lease(LeaseId::new(id)).cloned())
-        .filter(|l| project.as_deref().is_none_or(|p| p == l.project_id))
+        .filter(|l| project.as_deref().is_none_or(|p| *p == *l.project_id))
         .ok_or_else(|| ApiError::not_found(format!("Reservation {id} could not be found")))?;
     let ask = change
         .ask
