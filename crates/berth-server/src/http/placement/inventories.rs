@@ -384,15 +384,13 @@ async fn delete(
         .remove_inventory(uuid, Some(class.clone()))
         .await
         .map_err(|error| match error {
-            AppError::Rejected(rejection @ Rejection::InventoryInUse { .. }) => {
-                ApiError::conflict(
-                    CONCURRENT_UPDATE,
-                    format!(
-                        "Unable to delete inventory of class {}: {rejection}",
-                        class.as_str()
-                    ),
-                )
-            }
+            AppError::Rejected(rejection @ Rejection::InventoryInUse { .. }) => ApiError::conflict(
+                CONCURRENT_UPDATE,
+                format!(
+                    "Unable to delete inventory of class {}: {rejection}",
+                    class.as_str()
+                ),
+            ),
             AppError::Rejected(rejection @ Rejection::InventoryNotFound { .. }) => {
                 ApiError::not_found(format!(
                     "No inventory of class {} found for delete: {rejection}",
