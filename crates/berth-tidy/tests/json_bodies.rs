@@ -33,8 +33,9 @@ fn handlers_answer_with_wire_types() {
     );
     let mut left = Vec::new();
     for file in files {
-        // The OpenAPI document itself is assembled from generated schemas.
-        if file.ends_with("routes.rs") {
+        // The OpenAPI document itself is assembled from generated schemas, and Placement's
+        // request schemas are documents requests are checked against, not bodies sent.
+        if file.ends_with("routes.rs") || file.ends_with("placement/schema.rs") {
             continue;
         }
         let count = json_macros(&file).unwrap_or_else(|e| panic!("{e}"));

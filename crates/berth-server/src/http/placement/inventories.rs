@@ -1,7 +1,7 @@
 //! `/resource_providers/{uuid}/inventories[/{class}]`, `/usages` and `/allocations` of one provider.
 
-use super::Mount;
 use super::schema::{CREATE_INVENTORY, REPLACE_INVENTORIES, UPDATE_INVENTORY};
+use super::wire::Mount;
 use super::wire::{absolute_url, find, json_body, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::rejection::{CONCURRENT_UPDATE, INVENTORY_INUSE};

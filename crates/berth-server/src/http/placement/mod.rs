@@ -1,7 +1,7 @@
 //! The OpenStack Placement API under `/placement`, microversions 1.0 to 1.39, and at the root of
 //! its own listener (`--placement-listen`), as Placement itself is deployed: [`at_root`] serves
 //! the same routes there, and the links and `Location` headers a request gets follow its
-//! [`Mount`].
+//! `wire::Mount`.
 
 mod aggregates;
 mod allocations;
@@ -21,13 +21,12 @@ use crate::http::surface::Microversion;
 use crate::http::surface::{PLACEMENT_MAX, PLACEMENT_MIN};
 use crate::policy::Rule;
 use axum::Router;
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{Request, State};
 use axum::http::Method;
-use axum::http::request::Parts;
 use axum::http::uri::PathAndQuery;
 use axum::response::Response;
 use berth_api::placement::{Link, Version, VersionList};
-use std::convert::Infallible;
+use wire::Mount;
 
 /// Registers every Placement route.
 pub fn register(routes: &mut Routes) {
@@ -58,35 +57,6 @@ pub fn register(routes: &mut Routes) {
     resource_classes::register(routes);
 }
 
-/// Where the surface is mounted for the request at hand: `/placement` on berth's listener, the
-/// root on Placement's own. Links and `Location` headers are built under it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mount(&'static str);
-
-impl Mount {
-    /// Under `/placement`, beside berth's other surfaces.
-    pub const PREFIXED: Mount = Mount("/placement");
-    /// At the root of a listener of its own.
-    pub const ROOT: Mount = Mount("");
-
-    /// The path of `rest` (which starts with `/`) under this mount.
-    pub fn path(self, rest: &str) -> String {
-        format!("{}{rest}", self.0)
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Mount {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Mount, Infallible> {
-        Ok(parts
-            .extensions
-            .get::<Mount>()
-            .copied()
-            .unwrap_or(Mount::PREFIXED))
-    }
-}
-
 /// `app` with Placement at the root: every request's path is taken as a Placement path (`/` is
 /// the version document, `/resource_providers` the providers) and marked [`Mount::ROOT`], so
 /// that it passes the same authorization, microversion and error handling as under `/placement`.
@@ -100,8 +70,7 @@ pub fn at_root(app: Router) -> Router {
                 .map_or("/", PathAndQuery::as_str);
             let rest = if rest.starts_with('/') { rest } else { "/" };
             let mut parts = request.uri().clone().into_parts();
-            parts.path_and_query =
-                PathAndQuery::try_from(format!("{}{rest}", Mount::PREFIXED.0)).ok();
+            parts.path_and_query = PathAndQuery::try_from(Mount::PREFIXED.path(rest)).ok();
             if let Ok(uri) = axum::http::Uri::from_parts(parts) {
                 *request.uri_mut() = uri;
             }

@@ -1,8 +1,8 @@
 //! `/resource_providers` and `/resource_providers/{uuid}`.
 
-use super::Mount;
 use super::query;
 use super::schema::{CREATE_PROVIDER, UPDATE_PROVIDER};
+use super::wire::Mount;
 use super::wire::{absolute_url, find, json_body, provider_uuid, respond};
 use crate::http::error::ApiError;
 use crate::http::extract::ApiJson;

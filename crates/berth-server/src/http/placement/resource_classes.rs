@@ -1,7 +1,7 @@
 //! `/resource_classes` and `/resource_classes/{name}` (1.2).
 
-use super::Mount;
 use super::schema::RESOURCE_CLASS;
+use super::wire::Mount;
 use super::wire::{absolute_url, json_body, respond};
 use crate::http::error::{ApiError, UNDEFINED};
 use crate::http::routes::Routes;
@@ -166,7 +166,9 @@ async fn ensure(
         ));
     }
     // As Placement: the name in the path is checked as a body naming it would be.
-    RESOURCE_CLASS.check_body(mv.minor(), &serde_json::json!({ "name": name }))?;
+    let named = CreateResourceClass { name: name.clone() };
+    let named = serde_json::to_value(&named).expect("invariant: wire types serialize");
+    RESOURCE_CLASS.check_body(mv.minor(), &named)?;
     let status = match state.berth.ensure_resource_class(&name).await? {
         true => StatusCode::CREATED,
         false => StatusCode::NO_CONTENT,

@@ -1,8 +1,8 @@
 //! `/traits`, `/traits/{name}` and `/resource_providers/{uuid}/traits` (1.6).
 
-use super::Mount;
 use super::query;
 use super::schema::PROVIDER_TRAITS;
+use super::wire::Mount;
 use super::wire::{
     absolute_url, caching_headers, find, generation_changed, json_body, provider_uuid, respond,
 };
