@@ -30,7 +30,8 @@ import placement
 
 GABBITS = os.path.join(os.path.dirname(placement.__file__), "tests", "functional", "gabbits")
 HERE = os.path.dirname(os.path.abspath(__file__))
-START_TIMEOUT_S = 30
+# A debug build on a loaded machine may take a while to open its database.
+START_TIMEOUT_S = 90
 # berth's flags for the fixtures that configure Placement's policy. Placement's APIFixture, which
 # every other fixture builds on, runs oslo.policy with enforce_new_defaults=False (the deprecated
 # defaults too: DEFAULT_FLAGS); SecureRBACPolicyFixture with True, Placement's and berth's default.
@@ -147,7 +148,9 @@ class Berth:
     def __init__(self, binary, flags):
         self.dir = tempfile.TemporaryDirectory(prefix="berth-gabbi-")
         self.log = open(os.path.join(self.dir.name, "log"), "w+")
-        env = dict(os.environ, NO_COLOR="1", RUST_LOG=os.environ.get("BERTH_LOG", "warn,berth_server=info"))
+        # berth announces Placement's port at `info`; keep that line whatever BERTH_LOG says.
+        log_filter = os.environ.get("BERTH_LOG", "warn")
+        env = dict(os.environ, NO_COLOR="1", BERTH_LOG_FORMAT="text", BERTH_LOG=log_filter + ",berth_server=info")
         self.process = subprocess.Popen(
             [
                 binary,
@@ -179,8 +182,10 @@ class Berth:
             if self.process.poll() is not None:
                 raise RuntimeError("berth exited at start:\n" + text)
             time.sleep(0.05)
+        self.log.seek(0)
+        text = self.log.read()
         self.stop()
-        raise RuntimeError("berth did not start within %d s" % START_TIMEOUT_S)
+        raise RuntimeError("berth did not start within %d s:\n%s" % (START_TIMEOUT_S, text[-3000:]))
 
     def stop(self):
         if self.process.poll() is None:
