@@ -69,8 +69,7 @@ pub async fn middleware(
                     )
                     .into_response(),
                     false => {
-                        let allowed = state.authz.methods(&route);
-                        placement_allow(shape(next.run(request).await, &method), &allowed)
+                        placement_allow(shape(next.run(request).await, &method), &state, &route)
                     }
                 }
             })
@@ -107,8 +106,12 @@ pub async fn middleware(
 /// Placement's `Allow` on a 405: the methods the route serves, without the `HEAD` every `GET`
 /// implies, separated as WebOb separates them (routing, which would add its own, keeps one
 /// that is set).
-fn placement_allow(mut response: Response, allowed: &[Method]) -> Response {
-    if response.status() != StatusCode::METHOD_NOT_ALLOWED || allowed.is_empty() {
+fn placement_allow(mut response: Response, state: &AppState, route: &str) -> Response {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    let allowed = state.authz.methods(route);
+    if allowed.is_empty() {
         return response;
     }
     let methods: Vec<&str> = allowed.iter().map(Method::as_str).collect();

@@ -56,6 +56,9 @@ impl Schemas {
     /// account of the most relevant error (the one nearest the top of the document).
     pub(super) fn check(&self, minor: u16, instance: &Value) -> Option<String> {
         let compiled = self.at(minor);
+        if compiled.validator.is_valid(instance) {
+            return None;
+        }
         let error = compiled
             .validator
             .iter_errors(instance)
