@@ -275,6 +275,36 @@ fn sharing_providers_serve_the_trees_they_share_an_aggregate_with() {
 }
 
 #[test]
+fn a_sharing_provider_passes_member_of_only_as_a_member_itself() {
+    let w = spec_world();
+    // cn1's tree is in aggA and ss2 shares with it (aggC), but ss2 is not in aggA: as
+    // Placement since its bug 1792503, ss2 may not serve a request for aggA.
+    let mut in_a = group("", &[("VCPU", 1), ("DISK_GB", 10)]);
+    in_a.member_of.required = vec![BTreeSet::from([agg(A)])];
+    assert!(w.run(&query(vec![in_a])).is_empty());
+    let mut in_c = group("", &[("VCPU", 1), ("DISK_GB", 10)]);
+    in_c.member_of.required = vec![BTreeSet::from([agg(C)])];
+    assert_eq!(w.run(&query(vec![in_c])), ["numa1_1:VCPU=1 ss2:DISK_GB=10"]);
+}
+
+#[test]
+fn in_tree_naming_a_sharing_provider_lets_it_serve_the_group() {
+    let w = spec_world();
+    let vcpu = group("", &[("VCPU", 1)]);
+    let mut disk = group("1", &[("DISK_GB", 10)]);
+    disk.in_tree = Some(w.names["ss1"]);
+    let found = w.run(&query(vec![vcpu, disk]));
+    // ss1 shares with cn2's tree only.
+    assert!(!found.is_empty());
+    assert!(
+        found
+            .iter()
+            .all(|c| c.contains("ss1:DISK_GB=10") && !c.contains("cn1") && !c.contains("numa1")),
+        "{found:?}"
+    );
+}
+
+#[test]
 fn limit_stops_the_search_and_bounds_are_reported() {
     let mut w = World::new();
     for n in 0..50 {
