@@ -166,12 +166,13 @@ impl IntoResponse for ApiError {
                 (self.status, Json(with_members(&body, self.extra))).into_response()
             }
             Surface::Berth => {
+                let code = berth_code(self.status, self.code);
                 let body = Problem {
-                    kind: format!("https://berth.dev/errors/{}", self.code),
+                    kind: format!("https://berth.dev/errors/{code}"),
                     title: title.to_owned(),
                     status: self.status.as_u16(),
                     detail: self.detail,
-                    code: self.code.to_owned(),
+                    code,
                     request_id: ctx.request_id,
                 };
                 let mut response =
@@ -190,6 +191,23 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+/// The code an error carries on berth's own surfaces: Placement's codes are Placement's, so a
+/// `placement.` code loses its prefix (`placement.concurrent_update` is `concurrent_update`) and
+/// Placement's generic one becomes the status's own (`bad_request`, `not_found`, ...).
+fn berth_code(status: StatusCode, code: &str) -> String {
+    match code {
+        UNDEFINED => status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase()
+            .replace([' ', '-'], "_"),
+        other => match other.strip_prefix("placement.") {
+            Some(rest) => rest.replace('.', "_"),
+            None => other.to_owned(),
+        },
     }
 }
 
@@ -234,6 +252,31 @@ pub(crate) fn members(wire: impl serde::Serialize) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn berth_surfaces_never_show_placement_codes() {
+        assert_eq!(
+            berth_code(StatusCode::BAD_REQUEST, UNDEFINED),
+            "bad_request"
+        );
+        assert_eq!(berth_code(StatusCode::NOT_FOUND, UNDEFINED), "not_found");
+        assert_eq!(
+            berth_code(StatusCode::PAYLOAD_TOO_LARGE, UNDEFINED),
+            "payload_too_large"
+        );
+        assert_eq!(
+            berth_code(StatusCode::CONFLICT, "placement.concurrent_update"),
+            "concurrent_update"
+        );
+        assert_eq!(
+            berth_code(StatusCode::CONFLICT, "placement.resource_provider.inuse"),
+            "resource_provider_inuse"
+        );
+        assert_eq!(
+            berth_code(StatusCode::CONFLICT, "not_enough_resources"),
+            "not_enough_resources"
+        );
+    }
 
     #[test]
     fn a_version_error_keeps_its_status_and_detail() {

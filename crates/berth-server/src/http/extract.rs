@@ -20,25 +20,61 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
 
     async fn from_request(request: Request, state: &AppState) -> Result<ApiJson<T>, ApiError> {
         let bytes = json_bytes(request, state).await?;
-        serde_json::from_slice(&bytes)
-            .map(ApiJson)
-            .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
+        decode(&bytes).map(ApiJson)
     }
+}
+
+/// A JSON Patch body (RFC 6902): as [`ApiJson`], and also under JSON Patch's registered media
+/// type `application/json-patch+json`, which Ironic's clients send.
+#[derive(Debug)]
+pub struct PatchJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for PatchJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<PatchJson<T>, ApiError> {
+        let bytes = body_bytes(request, state, &[JSON, JSON_PATCH]).await?;
+        decode(&bytes).map(PatchJson)
+    }
+}
+
+const JSON: &str = "application/json";
+const JSON_PATCH: &str = "application/json-patch+json";
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes)
+        .map_err(|error| ApiError::bad_request(format!("JSON does not validate: {error}")))
 }
 
 /// Reads a JSON body's bytes after checking its content type and size.
 pub async fn json_bytes(request: Request, state: &AppState) -> Result<Bytes, ApiError> {
+    body_bytes(request, state, &[JSON]).await
+}
+
+/// Reads a body's bytes after checking that its content type is one of `media_types` (the
+/// first is the one a refusal names) and its size.
+async fn body_bytes(
+    request: Request,
+    state: &AppState,
+    media_types: &[&str],
+) -> Result<Bytes, ApiError> {
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let media_type = content_type.split(';').next().unwrap_or("").trim();
-    if !media_type.eq_ignore_ascii_case("application/json") {
+    if !media_types
+        .iter()
+        .any(|m| media_type.eq_ignore_ascii_case(m))
+    {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
-            format!("The media type {content_type:?} is not supported, use application/json"),
+            format!(
+                "The media type {content_type:?} is not supported, use {}",
+                media_types.join(" or ")
+            ),
         ));
     }
     Bytes::from_request(request, state)

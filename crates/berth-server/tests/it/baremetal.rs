@@ -607,3 +607,39 @@ async fn capacity_queries_count_nodes_of_a_class() {
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn json_patch_is_accepted_under_its_own_media_type_and_errors_carry_berth_codes() {
+    let app = TestApp::spawn().await;
+    let node = enroll_node(&app, "patch-media", "available").await;
+    let response = app
+        .request(Method::PATCH, &format!("{NODES}/{node}"), None)
+        .header("content-type", "application/json-patch+json")
+        .body(json!([{"op": "replace", "path": "/name", "value": "patched"}]).to_string())
+        .send()
+        .await
+        .expect("patch");
+    let status = response.status();
+    let body: Value = response.json().await.expect("node");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["name"], "patched");
+    let response = app
+        .request(Method::PATCH, &format!("{NODES}/{node}"), None)
+        .header("content-type", "text/plain")
+        .body("[]")
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // berth's surfaces never answer with Placement's codes.
+    let (status, body) = app
+        .call(
+            Method::GET,
+            &format!("{NODES}/{}", uuid::Uuid::from_u128(7)),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["code"], "not_found", "{body}");
+}

@@ -4,7 +4,7 @@
 use super::wire::{time, uuid_field};
 use crate::http::attributes::{self, attr_json};
 use crate::http::error::ApiError;
-use crate::http::extract::{ApiJson, Caller};
+use crate::http::extract::{ApiJson, Caller, PatchJson};
 use crate::http::fields::read_documented;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
@@ -357,7 +357,7 @@ fn patch_changes(ops: &[Value]) -> Result<Vec<NodeChange>, ApiError> {
 async fn update(
     State(state): State<AppState>,
     Path(ident): Path<String>,
-    ApiJson(body): ApiJson<Value>,
+    PatchJson(body): PatchJson<Value>,
 ) -> Result<Json<Node>, ApiError> {
     let ops = body.as_array().ok_or_else(|| {
         ApiError::bad_request("The body must be a JSON Patch: a list of operations")
