@@ -79,14 +79,19 @@ async fn body_bytes(
     }
     Bytes::from_request(request, state)
         .await
-        .map_err(|rejection| match rejection.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "The request body is larger than the server accepts",
-            ),
-            _ => ApiError::bad_request(format!("Unable to read the request body: {rejection}")),
-        })
+        .map_err(unreadable)
+}
+
+/// Why a body could not be read: 413 when it is larger than the server accepts, else 400.
+pub fn unreadable(rejection: axum::extract::rejection::BytesRejection) -> ApiError {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "The request body is larger than the server accepts",
+        ),
+        _ => ApiError::bad_request(format!("Unable to read the request body: {rejection}")),
+    }
 }
 
 /// The authenticated caller.

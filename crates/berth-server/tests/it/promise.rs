@@ -1251,3 +1251,19 @@ async fn a_backdated_reservation_is_refused() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(body.to_string().contains("in the past"), "{body}");
 }
+
+#[tokio::test]
+async fn an_oversized_body_is_413_and_errors_carry_no_placement_code() {
+    let app = TestApp::spawn().await;
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    let response = app
+        .request(Method::POST, "/promise/capacity/compute/query", None)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let body: serde_json::Value = response.json().await.expect("problem");
+    assert_eq!(body["code"], "payload_too_large", "{body}");
+}

@@ -40,7 +40,7 @@ impl FromRequest<AppState> for Input {
             });
         let bytes = Bytes::from_request(request, state)
             .await
-            .map_err(|e| ApiError::bad_request(format!("Unable to read the request body: {e}")))?;
+            .map_err(crate::http::extract::unreadable)?;
         let mut body = match bytes.iter().all(u8::is_ascii_whitespace) {
             true => Map::new(),
             false => {
