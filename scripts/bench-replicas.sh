@@ -14,7 +14,9 @@
 #      changes nothing measured);
 #   2. creates a fresh database BENCH_DATABASE on BENCH_POSTGRES (dropped first if it exists);
 #   3. serves one berth on it (127.0.0.1, a free port) and populates HOSTS Blazar hosts and
-#      LEASES leases with `berth-load create-leases`, then stops it;
+#      LEASES leases with `berth-load create-leases`, then stops it; or, with
+#      BENCH_PREPOPULATED=1, writes them straight into the database with `berth-load
+#      populate-store` (hosts cn00000..., single-reservation leases over 2027; no server);
 #   4. for each R in BENCH_REPLICAS starts R replicas over the database (each on 127.0.0.1, its
 #      own free port and data dir), times how long each takes to answer /healthz, runs
 #      `berth-load replicas` against them (--seed R, so each run writes new leases and
@@ -22,6 +24,7 @@
 #   5. stops every process it started by its pid and drops the database (trap on exit).
 #
 # Environment:
+#   BENCH_PREPOPULATED      1: populate with `berth-load populate-store`, not over HTTP [default: 0]
 #   BENCH_REPLICAS          replica counts to measure [default: "1 2 3"]
 #   BENCH_REQUESTS          writes of each kind per write scenario [default: 2000]
 #   BENCH_SAMPLES           samples per visibility / read-after-write scenario [default: 200]
@@ -41,6 +44,7 @@ cd "$ROOT"
 
 HOSTS=${1:-3000}
 LEASES=${2:-50000}
+PREPOPULATED=${BENCH_PREPOPULATED:-0}
 REPLICAS=${BENCH_REPLICAS:-"1 2 3"}
 REQUESTS=${BENCH_REQUESTS:-2000}
 SAMPLES=${BENCH_SAMPLES:-200}
@@ -60,6 +64,7 @@ die() {
 
 [[ $HOSTS =~ ^[0-9]+$ && $HOSTS -gt 0 ]] || die "HOSTS must be a positive number, got $HOSTS"
 [[ $LEASES =~ ^[0-9]+$ ]] || die "LEASES must be a number, got $LEASES"
+[[ $PREPOPULATED =~ ^[01]$ ]] || die "BENCH_PREPOPULATED must be 0 or 1, got $PREPOPULATED"
 [[ $DATABASE =~ ^[a-z_][a-z0-9_]*$ ]] || die "BENCH_DATABASE must be a plain lower-case name"
 [[ $POSTGRES =~ ^postgres(ql)?://([^@/]*@)?(127\.[0-9.]+|localhost)(:[0-9]+)?/?$ ]] ||
     die "BENCH_POSTGRES must be a loopback server URL without a database, got $POSTGRES"
@@ -158,6 +163,18 @@ forget_pids() {
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# rss_mib PID...: the resident memory of each process in MiB, comma-separated.
+rss_mib() {
+    local pid out=()
+    for pid in "$@"; do
+        out+=("$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status" 2>/dev/null || echo '?')")
+    done
+    (
+        IFS=,
+        echo "${out[*]}"
+    )
+}
+
 # --- 1. binaries and database -----------------------------------------------------------------
 
 cp "$BERTH" "$TMP/berth-bin"
@@ -171,8 +188,8 @@ mkdir -p "$RESULTS"
     printf 'berth %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     printf 'nproc %s\n' "$(nproc)"
     printf 'postgres %s\n' "$(psql_admin -c 'SHOW server_version')"
-    printf 'hosts %s leases %s requests %s samples %s clients %s\n' \
-        "$HOSTS" "$LEASES" "$REQUESTS" "$SAMPLES" "$CLIENTS"
+    printf 'hosts %s leases %s requests %s samples %s clients %s prepopulated %s\n' \
+        "$HOSTS" "$LEASES" "$REQUESTS" "$SAMPLES" "$CLIENTS" "$PREPOPULATED"
 } >"$RESULTS/notes.txt"
 
 log "==> database $DATABASE on $POSTGRES"
@@ -182,15 +199,24 @@ psql_admin -c "CREATE DATABASE $DATABASE"
 
 # --- 2. population ------------------------------------------------------------------------------
 
-start_replica populate
-printf 'load before populate %s\n' "$(loadavg)" >>"$RESULTS/notes.txt"
-log "==> berth-load create-leases --hosts $HOSTS --leases $LEASES"
-start=$SECONDS
-"$LOAD" create-leases --url "$REPLICA_URL" --hosts "$HOSTS" --leases "$LEASES" \
-    --concurrency 32 --max-seconds 3600 --json >"$RESULTS/populate.json"
-printf 'populate %s s, load after %s\n' $((SECONDS - start)) "$(loadavg)" >>"$RESULTS/notes.txt"
-stop_pids "$REPLICA_PID"
-forget_pids "$REPLICA_PID"
+if ((PREPOPULATED)); then
+    log "==> berth-load populate-store --hosts $HOSTS --leases $LEASES"
+    start=$SECONDS
+    "$LOAD" populate-store --database "$POSTGRES/$DATABASE" --hosts "$HOSTS" --leases "$LEASES" \
+        --json >"$RESULTS/populate-store.json"
+    printf 'populate-store %s s, load after %s\n' $((SECONDS - start)) "$(loadavg)" \
+        >>"$RESULTS/notes.txt"
+else
+    start_replica populate
+    printf 'load before populate %s\n' "$(loadavg)" >>"$RESULTS/notes.txt"
+    log "==> berth-load create-leases --hosts $HOSTS --leases $LEASES"
+    start=$SECONDS
+    "$LOAD" create-leases --url "$REPLICA_URL" --hosts "$HOSTS" --leases "$LEASES" \
+        --concurrency 32 --max-seconds 3600 --json >"$RESULTS/populate.json"
+    printf 'populate %s s, load after %s\n' $((SECONDS - start)) "$(loadavg)" >>"$RESULTS/notes.txt"
+    stop_pids "$REPLICA_PID"
+    forget_pids "$REPLICA_PID"
+fi
 
 # --- 3. replicas --------------------------------------------------------------------------------
 
@@ -205,8 +231,8 @@ for r in $REPLICAS; do
         started+=("$REPLICA_PID")
         ready+=("$READY_MS")
     done
-    printf 'replicas %s ready_ms %s load before %s\n' "$r" "${ready[*]}" "$(loadavg)" \
-        >>"$RESULTS/notes.txt"
+    printf 'replicas %s ready_ms %s rss_mib %s load before %s\n' "$r" "${ready[*]}" \
+        "$(rss_mib "${started[@]}")" "$(loadavg)" >>"$RESULTS/notes.txt"
     # Load average every 5 s during the run (a bounded sampler, stopped below).
     (for _ in $(seq 1 720); do
         printf '%s %s\n' "$(date +%T)" "$(loadavg)"
@@ -225,8 +251,8 @@ for r in $REPLICAS; do
         --seed "$r" --json >"$RESULTS/replicas-$r.json" || status=$?
     stop_pids "$sampler"
     forget_pids "$sampler"
-    printf 'replicas %s exit %s load after %s\n' "$r" "$status" "$(loadavg)" \
-        >>"$RESULTS/notes.txt"
+    printf 'replicas %s exit %s rss_mib %s load after %s\n' "$r" "$status" \
+        "$(rss_mib "${started[@]}")" "$(loadavg)" >>"$RESULTS/notes.txt"
     stop_pids "${started[@]}"
     forget_pids "${started[@]}"
 done
@@ -260,6 +286,10 @@ def cell(s):
 populate = load("populate")
 if populate:
     print(f"populate: {populate['ok']} leases at {populate['ok_per_s']:.0f}/s")
+store = load("populate-store")
+if store:
+    print(f"populate-store: {store['hosts']} hosts in {store['hosts_s']:.1f} s, "
+          f"{store['leases']} leases in {store['leases_s']:.1f} s")
 rows = [
     ("one writer: lease creates", lambda j: j["one_writer"]["lease_creates"]),
     ("one writer: allocation writes", lambda j: j["one_writer"]["allocation_writes"]),

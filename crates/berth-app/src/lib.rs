@@ -24,6 +24,8 @@ mod promise;
 mod replica;
 mod search;
 mod service;
+#[cfg(feature = "synthetic")]
+pub mod synthetic;
 
 pub use baremetal::{ClaimNode, EnrollNode};
 pub use deadline::Deadline;

@@ -28,6 +28,12 @@ pub(crate) struct Common {
     pub(crate) json: bool,
 }
 
+/// Whether a URL's host is a loopback address (127.0.0.0/8, ::1 or localhost).
+pub(crate) fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Microversion sent with every request.
 pub(crate) const MICROVERSION: &str = "placement 1.39";
 
@@ -47,11 +53,7 @@ impl Target {
         if url.scheme() != "http" {
             bail!("--url must be plain http, got {}", url.scheme());
         }
-        let host = url.host_str().unwrap_or_default();
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let loopback =
-            host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-        if !loopback {
+        if !is_loopback(url.host_str().unwrap_or_default()) {
             bail!("--url must name a loopback address (127.0.0.0/8, ::1 or localhost)");
         }
         let mut headers = HeaderMap::new();

@@ -1,8 +1,9 @@
 //! `berth-load`: a small load generator for Placement-compatible servers (berth or OpenStack
 //! Placement). It populates providers, times GETs and drives allocation writes, and on berth's
 //! Blazar surface creates leases and on its bare-metal surface claims nodes, and times writes
-//! and reads spread over several replicas of one database; always against loopback URLs and
-//! always bounded by a request count and a `--max-seconds` deadline.
+//! and reads spread over several replicas of one database, and writes a large Blazar population
+//! straight into a PostgreSQL database for them; always against loopback URLs and always
+//! bounded by a request count and a `--max-seconds` deadline (the population by its size).
 #![forbid(unsafe_code)]
 
 mod allocations;
@@ -13,6 +14,7 @@ mod get;
 mod leases;
 mod pool;
 mod populate;
+mod populate_store;
 mod replicas;
 mod stats;
 
@@ -138,6 +140,23 @@ enum Command {
         #[arg(long, value_enum, default_value_t = claims::ViewKind::Shared)]
         view: claims::ViewKind,
     },
+    /// Write H Blazar hosts and N single-reservation leases straight into an empty PostgreSQL
+    /// database (no server), for `replicas` at sizes HTTP population would take hours to reach.
+    PopulateStore {
+        /// The database, e.g. postgres://postgres@127.0.0.1:5432/berth (loopback addresses
+        /// only).
+        #[arg(long)]
+        database: String,
+        /// Hosts to enroll.
+        #[arg(long, default_value_t = 10_000)]
+        hosts: usize,
+        /// Leases to write.
+        #[arg(long, default_value_t = 1_000_000)]
+        leases: usize,
+        /// Print the result as one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Several replicas over one PostgreSQL database: writes to one replica and round robin,
     /// how soon a write shows on another replica, and the first read there after it.
     Replicas {
@@ -235,6 +254,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
             };
             claims::run(&target, &options).await
         }
+        Command::PopulateStore {
+            database,
+            hosts,
+            leases,
+            json,
+        } => populate_store::run(&database, hosts, leases, json).await,
         Command::Replicas { args } => replicas::run(&args).await,
     }
 }
