@@ -73,7 +73,7 @@ impl Berth {
                     None => self.store.catalog_seq().await,
                 };
                 if let Err(error) = match target {
-                    Ok(target) => self.follow(target).await.map(|_| ()),
+                    Ok(target) => self.follow(target).await,
                     Err(error) => Err(error.into()),
                 } {
                     tracing::warn!(%error, "applying other replicas' commits failed; will retry");

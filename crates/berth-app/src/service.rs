@@ -199,29 +199,27 @@ impl Berth {
 
     async fn refresh(&self) -> Result<(), AppError> {
         let stored = self.store.catalog_seq().await?;
-        self.follow(stored).await.map(|_| ())
+        self.follow(stored).await
     }
 
     /// Brings the readers' catalog up to the commit `target` at least (another replica's, or
     /// this process's own not yet applied): by applying the replication log's entries after
     /// the catalog's sequence, or, when the log cannot (pruned past it, or written before it),
-    /// by loading the catalog whole. Returns whether anything was applied or loaded.
-    pub(crate) async fn follow(&self, target: u64) -> Result<bool, AppError> {
+    /// by loading the catalog whole.
+    pub(crate) async fn follow(&self, target: u64) -> Result<(), AppError> {
         if self.read_now(Catalog::seq) >= target {
-            return Ok(false);
+            return Ok(());
         }
         let _following = self.following.lock().await;
-        let mut moved = false;
         // Each round applies at least one entry or ends, so it is bounded by the distance.
         loop {
             let have = self.read_now(Catalog::seq);
             if have >= target {
-                return Ok(moved);
+                return Ok(());
             }
             if let Tail::Entries(entries) = self.store.changes_after(have, CHANGE_LOG_PAGE).await? {
                 let applied = apply_entries(&self.catalog, &entries);
                 self.replication.applied(applied);
-                moved |= applied > 0;
                 // A batch of this process may have applied the same entries meanwhile.
                 if applied > 0 || self.read_now(Catalog::seq) > have {
                     self.lifecycle.notify_one();
@@ -232,7 +230,7 @@ impl Berth {
             replace_catalog(&self.catalog, Catalog::from_rows(rows));
             self.replication.reloaded();
             self.lifecycle.notify_one();
-            return Ok(true);
+            return Ok(());
         }
     }
 

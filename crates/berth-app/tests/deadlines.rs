@@ -6,31 +6,19 @@
 //! concurrent requests with one key make one lease.
 //! No test here waits on time: every step is ordered by the gate.
 
-use berth_app::{AppError, Berth, Clock, CreateLease, CreateProvider, Deadline, EnrollHost, IdGen};
+mod common;
+
+use berth_app::{AppError, Berth, CreateLease, CreateProvider, Deadline, EnrollHost};
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
 use berth_core::model::lease::LeaseRecord;
 use berth_core::model::lease::ReservationSpec;
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
+use common::{CountingIds, FixedClock};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use tokio::sync::{Notify, Semaphore};
-use uuid::Uuid;
-
-struct FixedClock;
-impl Clock for FixedClock {
-    fn now(&self) -> Instant {
-        Instant::from_micros(1_700_000_000_000_000)
-    }
-}
-
-struct CountingIds(AtomicU64);
-impl IdGen for CountingIds {
-    fn uuid(&self) -> Uuid {
-        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
-    }
-}
 
 /// Where commits wait: each commit says it arrived, then waits for a permit.
 struct Gate {

@@ -1,41 +1,21 @@
 //! Lease use cases and the lifecycle engine over the in-memory reference store, with a clock
 //! the tests move by hand.
 
-use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
+mod common;
+
+use berth_app::{AppError, Berth, CreateLease, EnrollHost};
 use berth_core::model::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
 use berth_core::{Instant, LeaseId, Rejection, ReservationId};
 use berth_store::MemStore;
+use common::{CountingIds, ManualClock};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use uuid::Uuid;
 
 const T0: i64 = 1_800_000_000_000_000;
 const SECOND: i64 = 1_000_000;
-
-#[derive(Clone)]
-struct ManualClock(Arc<AtomicI64>);
-impl ManualClock {
-    fn new() -> ManualClock {
-        ManualClock(Arc::new(AtomicI64::new(T0)))
-    }
-    fn set(&self, micros: i64) {
-        self.0.store(micros, Ordering::SeqCst);
-    }
-}
-impl Clock for ManualClock {
-    fn now(&self) -> Instant {
-        Instant::from_micros(self.0.load(Ordering::SeqCst))
-    }
-}
-
-struct CountingIds(AtomicU64);
-impl IdGen for CountingIds {
-    fn uuid(&self) -> Uuid {
-        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
-    }
-}
 
 async fn replica(store: &MemStore, clock: &ManualClock, first_id: u64) -> Arc<Berth> {
     let berth = Berth::open(
@@ -112,7 +92,7 @@ async fn kinds(berth: &Berth, id: LeaseId) -> Vec<String> {
 
 #[tokio::test]
 async fn events_fire_when_due_and_move_the_lease_through_its_lifecycle() {
-    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let berth = replica(&store, &clock, 0).await;
     enroll(&berth, "h1", "az1").await;
     let created = berth
@@ -159,7 +139,7 @@ async fn events_fire_when_due_and_move_the_lease_through_its_lifecycle() {
 
 #[tokio::test]
 async fn events_that_fell_due_while_down_fire_at_startup() {
-    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let berth = replica(&store, &clock, 0).await;
     enroll(&berth, "h1", "az1").await;
     let created = berth
@@ -211,7 +191,7 @@ async fn wait_for(berth: &Berth, id: LeaseId, wanted: LeaseStatus) -> bool {
 
 #[tokio::test]
 async fn two_replicas_fire_each_event_exactly_once() {
-    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let a = replica(&store, &clock, 0).await;
     let b = replica(&store, &clock, 1_000_000).await;
     enroll(&a, "h1", "az1").await;
@@ -241,7 +221,7 @@ async fn two_replicas_fire_each_event_exactly_once() {
 
 #[tokio::test]
 async fn a_request_that_does_not_fit_gets_a_counter_offer() {
-    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let berth = replica(&store, &clock, 0).await;
     enroll(&berth, "h1", "az1").await;
     enroll(&berth, "h2", "az1").await;
@@ -306,7 +286,7 @@ fn borrower(
 
 #[tokio::test]
 async fn preemptible_consumers_get_notice_then_make_way_for_a_reservation() {
-    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let berth = replica(&store, &clock, 0).await;
     enroll(&berth, "h1", "az1").await;
     let host = berth
@@ -542,7 +522,7 @@ async fn hold_a_slot(berth: &Berth, reservation: ReservationId) {
 
 #[tokio::test]
 async fn a_crash_at_start_or_end_leaves_all_or_nothing_and_the_retry_finishes() {
-    let (store, clock) = (MemStore::new(), ManualClock::new());
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let crashes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let berth = crashing(&store, &clock, &crashes, 0).await;
     enroll(&berth, "h1", "az1").await;

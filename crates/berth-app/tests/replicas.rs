@@ -6,16 +6,19 @@
 //!
 //! Runs when `BERTH_TEST_POSTGRES_URL` is set; otherwise it says loudly that it skipped.
 
-use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
+mod common;
+
+use berth_app::{AppError, Berth, CreateLease, EnrollHost};
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite};
 use berth_core::model::consumer::Allocations;
 use berth_core::model::lease::ReservationSpec;
 use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass};
 use berth_store::Store;
 use berth_store_postgres::{PostgresStore, scratch};
+use common::{CountingIds, ManualClock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use uuid::Uuid;
 
 const T0: i64 = 1_800_000_000_000_000;
@@ -26,21 +29,6 @@ const RETAINED: u64 = 16;
 const STEPS: usize = 160;
 /// Hosts enrolled at the start.
 const HOSTS: usize = 6;
-
-#[derive(Clone)]
-struct ManualClock(Arc<AtomicI64>);
-impl Clock for ManualClock {
-    fn now(&self) -> Instant {
-        Instant::from_micros(self.0.load(Ordering::SeqCst))
-    }
-}
-
-struct CountingIds(AtomicU64);
-impl IdGen for CountingIds {
-    fn uuid(&self) -> Uuid {
-        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
-    }
-}
 
 /// A small deterministic generator (xorshift), so a failure replays.
 struct Rng(u64);
@@ -228,7 +216,7 @@ type Replicas = Vec<Option<Replica>>;
 const HELD: usize = 2;
 
 async fn walk(url: String) {
-    let clock = ManualClock(Arc::new(AtomicI64::new(T0)));
+    let clock = ManualClock::at(T0);
     let mut replicas: Replicas = vec![
         Some(Replica::start(&url, &clock, 0, true).await),
         Some(Replica::start(&url, &clock, 1 << 40, true).await),

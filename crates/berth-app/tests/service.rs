@@ -1,25 +1,13 @@
 //! Use-case tests of the service over the in-memory reference store.
 
-use berth_app::{AppError, Berth, Clock, CreateProvider, IdGen};
-use berth_core::{Instant, Rejection};
+mod common;
+
+use berth_app::{AppError, Berth, CreateProvider};
+use berth_core::Rejection;
 use berth_store::{MemStore, Store};
+use common::{CountingIds, FixedClock};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use uuid::Uuid;
-
-struct FixedClock;
-impl Clock for FixedClock {
-    fn now(&self) -> Instant {
-        Instant::from_micros(1_700_000_000_000_000)
-    }
-}
-
-struct CountingIds(AtomicU64);
-impl IdGen for CountingIds {
-    fn uuid(&self) -> Uuid {
-        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
-    }
-}
+use std::sync::atomic::AtomicU64;
 
 async fn service(store: &MemStore) -> Berth {
     replica(store, 0).await
