@@ -7,14 +7,11 @@
 //! for capacity: this is a store's content, not a sequence of admitted requests.
 
 use berth_core::decide::inventory::{self as decide, NewHost};
-use berth_core::model::lease::{
-    Affinity, EventKind, EventStatus, Lease, LeaseEvent, LeaseStatus, Reservation, ReservationSpec,
-    ReservationStatus,
-};
-use berth_core::{Catalog, Change, Instant, LeaseId, ProviderId, ReservationId};
+use berth_core::model::lease::Lease;
+use berth_core::synthetic::{InstanceLease, Rng};
+use berth_core::{Catalog, Change, Instant, ProviderId};
 use berth_store::{Store, StoreError};
 use std::time::Duration;
-use uuid::Uuid;
 
 /// 2027-01-01T00:00:00Z: the start of the leases' year, and their creation time.
 pub const T0: i64 = 1_798_761_600_000_000;
@@ -28,85 +25,26 @@ const BATCH: usize = 50_000;
 const HOST_NAMESPACE: u128 = 0x4057 << 64;
 const LEASE_NAMESPACE: u128 = 0x1ea5e << 64;
 
-/// A small seeded generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    /// The next number below `n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
-    }
-}
-
 /// Synthetic lease number `idx` of `count`: one instance reservation of 1-2 slots on one random
 /// host of `hosts`, about seven reservations per host at any instant.
 fn lease(idx: usize, rng: &mut Rng, hosts: &[ProviderId], count: usize) -> Lease {
-    let id = |part: u128| Uuid::from_u128(LEASE_NAMESPACE | ((idx as u128) << 3) | part);
     let mean = ((7.0 * hosts.len() as f64 / count as f64 * YEAR as f64) as i64).clamp(HOUR, YEAR);
     let vcpus = 1 + rng.below(4);
     let slots = 1 + rng.below(2) as u32;
     let host = hosts[rng.below(hosts.len() as u64) as usize];
     let start = Instant::from_micros(T0 + rng.below(YEAR as u64) as i64);
     let end = Instant::from_micros(start.as_micros() + mean / 2 + rng.below(mean as u64) as i64);
-    let now = Instant::from_micros(T0);
-    let event = |part, kind, at| LeaseEvent {
-        id: id(part),
-        kind,
-        at,
-        status: EventStatus::Undone,
-        created_at: now,
-        updated_at: now,
-    };
-    Lease {
-        id: LeaseId::new(id(0)),
-        name: format!("lease-{idx}").into(),
-        project_id: "project".into(),
-        user_id: "user".into(),
+    InstanceLease {
+        idx,
+        namespace: LEASE_NAMESPACE,
+        vcpus,
+        slots,
+        host,
         start,
         end,
-        status: LeaseStatus::Pending,
-        status_reason: None,
-        degraded: false,
-        reservations: vec![Reservation {
-            id: ReservationId::new(id(1)),
-            spec: ReservationSpec::Instance {
-                vcpus,
-                memory_mb: vcpus * 2_048,
-                disk_gb: vcpus * 10,
-                amount: slots,
-                affinity: Affinity::Any,
-                resource_properties: String::new().into(),
-            },
-            status: ReservationStatus::Pending,
-            hosts: vec![(host, slots)].into(),
-            floating_ips: Box::default(),
-            missing: Box::default(),
-            resources_changed: false,
-            created_at: now,
-            updated_at: now,
-        }]
-        .into(),
-        events: vec![
-            event(2, EventKind::StartLease, start),
-            event(
-                3,
-                EventKind::BeforeEndLease,
-                Instant::from_micros(end.as_micros() - HOUR),
-            ),
-            event(4, EventKind::EndLease, end),
-        ]
-        .into(),
-        notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
-        preemption_noticed: false,
-        terms: None,
-        outcome: None,
-        created_at: now,
-        updated_at: now,
+        created: Instant::from_micros(T0),
     }
+    .build()
 }
 
 /// Enrolls hosts `cn00000...` (`count` of them) in one transaction; returns their uuids.

@@ -18,6 +18,8 @@ pub mod limits;
 pub mod model;
 pub mod query;
 pub mod rejection;
+#[cfg(feature = "synthetic")]
+pub mod synthetic;
 
 pub use catalog::Catalog;
 pub use change::{CHANGE_FORMAT, Change};

@@ -429,7 +429,7 @@ pub fn reshape_with(
         draft.apply(&batch);
         changes.extend(batch);
     };
-    let inventories_now = |draft: &Catalog, provider: ProviderId| {
+    let generation_of = |draft: &Catalog, provider: ProviderId| {
         draft
             .provider(provider)
             .map_or(0, crate::model::provider::Provider::generation)
@@ -443,7 +443,7 @@ pub fn reshape_with(
         let batch = crate::decide::inventory::set_inventories(
             &draft,
             write.provider,
-            Some(inventories_now(&draft, write.provider)),
+            Some(generation_of(&draft, write.provider)),
             interim,
             now,
         )?;
@@ -477,7 +477,7 @@ pub fn reshape_with(
         let batch = crate::decide::inventory::set_inventories(
             &draft,
             write.provider,
-            Some(inventories_now(&draft, write.provider)),
+            Some(generation_of(&draft, write.provider)),
             write.inventories.clone(),
             now,
         )?;

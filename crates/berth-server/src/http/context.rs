@@ -26,18 +26,25 @@ pub async fn middleware(
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let method = request.method().clone();
-    let accept = request
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let json = acceptance(accept.as_deref(), "application/json");
+    // How much the caller wants JSON and HTML: only Placement (WebOb) answers by `Accept`.
+    let (json, html) = match surface {
+        Surface::Placement => {
+            let accept = request
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            (
+                acceptance(accept, "application/json"),
+                acceptance(accept, "text/html"),
+            )
+        }
+        _ => (1.0, 0.0),
+    };
     let mut ctx = RequestCtx {
         request_id: request_id.clone(),
         surface,
         microversion: None,
-        html_errors: surface == Surface::Placement
-            && acceptance(accept.as_deref(), "text/html") > json,
+        html_errors: html > json,
     };
     let negotiated = match surface {
         Surface::Placement => {

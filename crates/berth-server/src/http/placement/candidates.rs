@@ -3,7 +3,7 @@
 //! the response shapes of every microversion, written straight from the borrowed catalog.
 
 use super::query;
-use super::schema::CANDIDATES_QUERY;
+use super::schema::{CANDIDATES_QUERY, repr};
 use super::wire::caching_headers;
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
@@ -181,7 +181,7 @@ fn check_shape(
         }
         let bad: Vec<String> = resourceless()
             .filter(|g| !same_subtree.iter().flatten().any(|s| *s == g.suffix))
-            .map(|g| python_str(&g.suffix))
+            .map(|g| repr(&serde_json::Value::String(g.suffix.clone())))
             .collect();
         if !bad.is_empty() {
             return Err(ApiError::bad_request(format!(
@@ -227,11 +227,6 @@ fn check_shape(
         ));
     }
     Ok(())
-}
-
-/// A suffix as Python prints a string in a list.
-fn python_str(text: &str) -> String {
-    format!("'{text}'")
 }
 
 fn parse_group(

@@ -49,8 +49,9 @@ async fn usages(
             "Invalid query string parameters: 'project_id' is a required property",
         )
     })?;
-    let all = last("consumer_type").is_some_and(|kind| kind == "all");
-    let consumer_type = last("consumer_type").filter(|_| !all);
+    let kind = last("consumer_type");
+    let all = kind.as_deref() == Some("all");
+    let consumer_type = kind.filter(|_| !all);
     let query = UsageQuery {
         project,
         user: last("user_id"),
