@@ -110,7 +110,7 @@ def build(file_name, host, port, fixture_module, intercept, inner_fixtures=None)
     )
     for index, test in enumerate(_tests(suite), start=1):
         type(test).gabbi_index = index
-    return suite, suite_dict.get("fixtures") or []
+    return suite
 
 
 def _tests(suite):
@@ -128,7 +128,7 @@ def run_placement(only):
 
     results = {}
     for name in gabbi_files(only):
-        suite, _ = build(
+        suite = build(
             name,
             None,
             None,
@@ -215,7 +215,7 @@ def run_berth(binary, only):
         server = Berth(binary, flags)
         try:
             berth_fixtures.BASE = "http://127.0.0.1:%d" % server.port
-            suite, _ = build(name, "127.0.0.1", server.port, fixtures, None)
+            suite = build(name, "127.0.0.1", server.port, fixtures, None)
             outcomes = Outcomes(name)
             suite.run(outcomes)
             results.update(outcomes.seen)

@@ -3,12 +3,13 @@
 //! `Location` URLs under the surface's mount.
 
 use crate::http::error::ApiError;
-use crate::http::extract::json_bytes;
+use crate::http::extract::unreadable;
 use crate::http::rejection::CONCURRENT_UPDATE;
 use crate::http::state::AppState;
 use crate::http::surface::Microversion;
 use axum::Json;
-use axum::extract::{FromRequestParts, Request};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -80,38 +81,38 @@ pub(super) fn absolute_url(headers: &HeaderMap, path: &str) -> String {
 /// type X is not supported, use application/json`, and one that is not JSON 400 `Malformed
 /// JSON: ...`.
 pub(super) async fn json_body(request: Request, state: &AppState) -> Result<Value, ApiError> {
-    {
-        let headers = request.headers();
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|text| text.split(';').next().unwrap_or("").trim().to_owned())
-            .filter(|text| !text.is_empty());
-        let length = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|text| text.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        match content_type {
-            None if length > 0 => {
-                return Err(ApiError::bad_request(
-                    "content-type header required when content-length > 0",
-                ));
-            }
-            Some(media) if media.eq_ignore_ascii_case("application/json") => {}
-            other => {
-                return Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "unsupported_media_type",
-                    format!(
-                        "The media type {} is not supported, use application/json",
-                        other.as_deref().unwrap_or("None")
-                    ),
-                ));
-            }
+    let headers = request.headers();
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|text| text.split(';').next().unwrap_or("").trim().to_owned())
+        .filter(|text| !text.is_empty());
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    match content_type {
+        None if length > 0 => {
+            return Err(ApiError::bad_request(
+                "content-type header required when content-length > 0",
+            ));
+        }
+        Some(media) if media.eq_ignore_ascii_case("application/json") => {}
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                format!(
+                    "The media type {} is not supported, use application/json",
+                    other.as_deref().unwrap_or("None")
+                ),
+            ));
         }
     }
-    let bytes = json_bytes(request, state).await?;
+    let bytes = Bytes::from_request(request, state)
+        .await
+        .map_err(unreadable)?;
     serde_json::from_slice(&bytes)
         .map_err(|error| ApiError::bad_request(format!("Malformed JSON: {error}")))
 }
