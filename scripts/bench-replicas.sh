@@ -244,9 +244,13 @@ for r in $REPLICAS; do
         IFS=,
         echo "${urls[*]}"
     )
-    log "    berth-load replicas --url $url_list"
+    pid_list=$(
+        IFS=,
+        echo "${started[*]}"
+    )
+    log "    berth-load replicas --url $url_list --pid $pid_list"
     status=0
-    "$LOAD" replicas --url "$url_list" --requests "$REQUESTS" --samples "$SAMPLES" \
+    "$LOAD" replicas --url "$url_list" --pid "$pid_list" --requests "$REQUESTS" --samples "$SAMPLES" \
         --concurrency "$CLIENTS" --scenario-seconds "$SCENARIO_SECONDS" --max-seconds 3000 \
         --seed "$r" --json >"$RESULTS/replicas-$r.json" || status=$?
     stop_pids "$sampler"
@@ -313,6 +317,10 @@ for r in counts:
         continue
     for title, pick in rows:
         print(f"  {title:<32} {cell(pick(j))}")
+        cpu = (pick(j) or {}).get("cpu")
+        if cpu:
+            print(f"  {'':<32} CPU: replicas {cpu['replicas_ms']} ms, "
+                  f"PostgreSQL {cpu['postgres_ms']} ms")
     for kind in ("lease_creates", "allocation_writes"):
         print(f"  visibility {kind}: most reads one sample needed "
               f"{j['visibility'][kind]['most_reads']}")

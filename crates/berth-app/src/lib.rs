@@ -40,6 +40,6 @@ pub use notify::{DELIVERIES_IN_FLIGHT, FeedPage, NOTIFY_POLL, Notifier, Subscrib
 pub use promise::{
     Asked, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation, PriorityGrant,
 };
-pub use replica::{FOLLOW_RETRY, ReplicaStatus};
+pub use replica::{FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus};
 pub use search::searches_in_flight;
-pub use service::{BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen};
+pub use service::{BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen, RECENT_COMMITS};

@@ -9,10 +9,16 @@
 use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::Catalog;
+use berth_store::CommitFeed;
 use std::time::Duration;
 
 /// How long the follower waits before listening again after the database connection failed.
 pub const FOLLOW_RETRY: Duration = Duration::from_secs(1);
+
+/// How long the follower lets announcements gather before it reads the log once for all of
+/// them: an idle replica then reads the log at most every this often, however fast the others
+/// commit. Reads do not wait for it (each applies the tail it finds itself).
+pub const FOLLOW_GATHER: Duration = Duration::from_millis(10);
 
 /// Where one replica stands against the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +35,9 @@ pub struct ReplicaStatus {
     pub entries_applied: u64,
     /// Whole-catalog loads since it started (besides the first).
     pub reloads: u64,
+    /// Log entries its writers read inside a write transaction, while every replica's writers
+    /// waited (the rest are applied before the transaction begins).
+    pub entries_under_lock: u64,
 }
 
 impl Berth {
@@ -44,6 +53,7 @@ impl Berth {
             log_retained,
             entries_applied: self.replication.entries_applied(),
             reloads: self.replication.reloads(),
+            entries_under_lock: self.replication.entries_under_lock(),
         })
     }
 
@@ -82,11 +92,12 @@ impl Berth {
                     () = &mut stop => return,
                     next = feed.next() => next,
                 };
-                match next {
-                    Ok(Some(seq)) => announced = Some(seq),
+                match gather(&mut *feed, next, &mut stop).await {
+                    Gathered::Stop => return,
+                    Gathered::Latest(seq) => announced = Some(seq),
                     // Announcements may have been missed: compare with the stored sequence.
-                    Ok(None) => {}
-                    Err(error) => {
+                    Gathered::Missed => {}
+                    Gathered::Failed(error) => {
                         tracing::warn!(%error, "the commit announcements stopped; listening again");
                         break;
                     }
@@ -97,5 +108,48 @@ impl Berth {
                 () = tokio::time::sleep(FOLLOW_RETRY) => {}
             }
         }
+    }
+}
+
+/// What the announcements gathered over [`FOLLOW_GATHER`] say.
+enum Gathered {
+    /// The latest commit announced.
+    Latest(u64),
+    /// Some may have been missed: the stored sequence tells.
+    Missed,
+    /// The feed failed.
+    Failed(berth_store::StoreError),
+    /// The replica stops.
+    Stop,
+}
+
+/// Starting from the announcement `first`, lets announcements gather for [`FOLLOW_GATHER`] and
+/// takes every one that arrived (bounded by what arrived in that time).
+async fn gather(
+    feed: &mut dyn CommitFeed,
+    first: Result<Option<u64>, berth_store::StoreError>,
+    stop: &mut (impl std::future::Future<Output = ()> + Unpin),
+) -> Gathered {
+    let mut latest = match first {
+        Ok(Some(seq)) => Some(seq),
+        Ok(None) => None,
+        Err(error) => return Gathered::Failed(error),
+    };
+    tokio::select! {
+        () = stop => return Gathered::Stop,
+        () = tokio::time::sleep(FOLLOW_GATHER) => {}
+    }
+    // The feed answers at once while announcements are buffered; a zero timeout ends the
+    // gathering at the first that is not.
+    while let Ok(next) = tokio::time::timeout(Duration::ZERO, feed.next()).await {
+        match next {
+            Ok(Some(seq)) => latest = latest.map(|held| held.max(seq)),
+            Ok(None) => latest = None,
+            Err(error) => return Gathered::Failed(error),
+        }
+    }
+    match latest {
+        Some(seq) => Gathered::Latest(seq),
+        None => Gathered::Missed,
     }
 }

@@ -74,6 +74,9 @@ pub struct Berth {
     following: Mutex<()>,
     /// How the readers' catalog has been brought forward (for `/metrics`).
     pub(crate) replication: Arc<Replication>,
+    /// Other replicas' latest commits as this one read them, for the writers' copy to catch up
+    /// from before its batch takes the database's writer lock.
+    recent: Arc<Recent>,
     /// The id of the next queued decision.
     next_pending: std::sync::atomic::AtomicU64,
     /// Wakes the lifecycle engine when a lease changes in this process.
@@ -116,6 +119,7 @@ impl Berth {
             queue: Arc::new(std::sync::Mutex::new(VecDeque::new())),
             following: Mutex::new(()),
             replication: Arc::new(Replication::default()),
+            recent: Arc::new(Recent::default()),
             next_pending: std::sync::atomic::AtomicU64::new(0),
             lifecycle: Notify::new(),
             fence_unreserved: std::sync::atomic::AtomicBool::new(true),
@@ -220,6 +224,7 @@ impl Berth {
             if let Tail::Entries(entries) = self.store.changes_after(have, CHANGE_LOG_PAGE).await? {
                 let applied = apply_entries(&self.catalog, &entries);
                 self.replication.applied(applied);
+                self.recent.remember(entries);
                 // A batch of this process may have applied the same entries meanwhile.
                 if applied > 0 || self.read_now(Catalog::seq) > have {
                     self.lifecycle.notify_one();
@@ -326,6 +331,7 @@ impl Berth {
             catalog: Arc::clone(&self.catalog),
             queue: Arc::clone(&self.queue),
             replication: Arc::clone(&self.replication),
+            recent: Arc::clone(&self.recent),
         }
     }
 
@@ -341,6 +347,7 @@ struct Batch {
     catalog: Arc<RwLock<Catalog>>,
     queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
     replication: Arc<Replication>,
+    recent: Arc<Recent>,
 }
 
 impl Batch {
@@ -373,20 +380,50 @@ impl Batch {
         self.commit_batch(&mut working, batch).await;
     }
 
+    /// Brings the writers' copy as far as the readers' catalog before the batch takes the
+    /// database's writer lock (which every replica's writers wait for): from the other
+    /// replicas' commits this process has read already, then from the log. What is left for
+    /// [`Batch::current`] to apply under the lock is only what was committed since.
+    async fn prepare(&self, working: &mut Working) -> Result<(), StoreError> {
+        if working.dirty {
+            // Cut short before: the readers' catalog holds only what was committed.
+            working.catalog = read(&self.catalog, Catalog::clone);
+            working.dirty = false;
+        }
+        let target = read(&self.catalog, Catalog::seq);
+        if working.catalog.seq() >= target {
+            return Ok(());
+        }
+        let known = self.recent.after(working.catalog.seq());
+        apply_in_order(&mut working.catalog, known.iter().map(AsRef::as_ref));
+        // Each round applies at least one entry or ends, so it is bounded by the distance.
+        while working.catalog.seq() < target {
+            let Tail::Entries(entries) = self
+                .store
+                .changes_after(working.catalog.seq(), CHANGE_LOG_PAGE)
+                .await?
+            else {
+                break;
+            };
+            if apply_in_order(&mut working.catalog, &entries) == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Brings the writers' copy up to the latest commit, under the writers' lock: other
     /// replicas' commits since its own come from the log (and go to the readers' catalog too:
     /// they are committed); the catalog is loaded whole only when the log cannot.
     async fn current(&self, tx: &mut dyn WriteTx, working: &mut Working) -> Result<(), StoreError> {
         let stored = tx.catalog_seq().await?;
-        if working.dirty {
-            // Cut short before: the readers' catalog holds only what was committed.
-            working.catalog = read(&self.catalog, Catalog::clone);
-        }
         match catch_up(tx, &mut working.catalog, stored).await? {
             Some(entries) => {
                 if !entries.is_empty() {
+                    self.replication.applied_under_lock(entries.len());
                     let applied = apply_entries(&self.catalog, &entries);
                     self.replication.applied(applied);
+                    self.recent.remember(entries);
                 }
             }
             None => {
@@ -401,6 +438,9 @@ impl Batch {
     async fn commit_batch(&self, working: &mut Working, batch: Vec<Pending>) {
         if batch.is_empty() {
             return;
+        }
+        if let Err(error) = self.prepare(working).await {
+            return fail(batch, &error);
         }
         let mut tx = match self.store.begin_write().await {
             Ok(tx) => tx,
@@ -464,9 +504,7 @@ impl Batch {
         };
         working.catalog.set_seq(seq);
         let own = Committed { seq, changes };
-        if apply_entries(&self.catalog, std::slice::from_ref(&own)) == 0
-            && read(&self.catalog, Catalog::seq) < seq
-        {
+        if apply_entries(&self.catalog, [&own]) == 0 && read(&self.catalog, Catalog::seq) < seq {
             // Behind by more than this commit (a reader's reload raced the batch): the working
             // copy is exactly the committed state.
             replace_catalog(&self.catalog, working.catalog.clone());
@@ -488,7 +526,10 @@ fn read<R>(catalog: &RwLock<Catalog>, f: impl FnOnce(&Catalog) -> R) -> R {
 
 /// Applies committed log entries to the readers' catalog, in order: those it already has are
 /// skipped, and it stops at a gap. Returns how many it applied.
-fn apply_entries(catalog: &RwLock<Catalog>, entries: &[Committed]) -> usize {
+fn apply_entries<'a>(
+    catalog: &RwLock<Catalog>,
+    entries: impl IntoIterator<Item = &'a Committed>,
+) -> usize {
     let mut catalog = catalog
         .write()
         .expect("invariant: catalog lock is never poisoned");
@@ -497,7 +538,10 @@ fn apply_entries(catalog: &RwLock<Catalog>, entries: &[Committed]) -> usize {
 
 /// Applies the entries that follow `catalog`'s sequence, in order, stopping at a gap; returns
 /// how many it applied.
-fn apply_in_order(catalog: &mut Catalog, entries: &[Committed]) -> usize {
+fn apply_in_order<'a>(
+    catalog: &mut Catalog,
+    entries: impl IntoIterator<Item = &'a Committed>,
+) -> usize {
     let mut applied = 0;
     for entry in entries {
         let next = catalog.seq() + 1;
@@ -542,9 +586,22 @@ async fn catch_up(
 pub(crate) struct Replication {
     applied: std::sync::atomic::AtomicU64,
     reloads: std::sync::atomic::AtomicU64,
+    under_lock: std::sync::atomic::AtomicU64,
 }
 
 impl Replication {
+    fn applied_under_lock(&self, entries: usize) {
+        let entries = u64::try_from(entries).unwrap_or(u64::MAX);
+        self.under_lock
+            .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Log entries the writers' copy read inside a write transaction (under the database's
+    /// writer lock) so far.
+    pub(crate) fn entries_under_lock(&self) -> u64 {
+        self.under_lock.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn applied(&self, entries: usize) {
         let entries = u64::try_from(entries).unwrap_or(u64::MAX);
         self.applied
@@ -564,6 +621,44 @@ impl Replication {
     /// Whole-catalog reloads so far.
     pub(crate) fn reloads(&self) -> u64 {
         self.reloads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// How many of the other replicas' latest commits a replica keeps in memory after applying
+/// them, for its writers' copy to catch up from without reading the log again.
+pub const RECENT_COMMITS: usize = 1_024;
+
+/// Other replicas' latest commits as this replica read them from the log, oldest first (at
+/// most [`RECENT_COMMITS`]; possibly with gaps where this replica committed itself).
+#[derive(Debug, Default)]
+struct Recent(std::sync::Mutex<VecDeque<Arc<Committed>>>);
+
+impl Recent {
+    /// Keeps `entries`, read from the log, dropping the oldest beyond the limit.
+    fn remember(&self, entries: Vec<Committed>) {
+        let mut recent = self
+            .0
+            .lock()
+            .expect("invariant: recent lock is never poisoned");
+        for entry in entries {
+            if recent.back().is_some_and(|last| last.seq >= entry.seq) {
+                continue;
+            }
+            if recent.len() == RECENT_COMMITS {
+                recent.pop_front();
+            }
+            recent.push_back(Arc::new(entry));
+        }
+    }
+
+    /// The kept commits after `seq`, oldest first.
+    fn after(&self, seq: u64) -> Vec<Arc<Committed>> {
+        let recent = self
+            .0
+            .lock()
+            .expect("invariant: recent lock is never poisoned");
+        let start = recent.partition_point(|entry| entry.seq <= seq);
+        recent.range(start..).cloned().collect()
     }
 }
 

@@ -80,6 +80,73 @@ pub(crate) struct ReplicaArgs {
     /// database.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// The process id of each replica, in the order of `--url` (repeat, or a comma list): the
+    /// write scenarios then report the CPU time each replica and PostgreSQL spent on them.
+    #[arg(long = "pid", value_delimiter = ',')]
+    pub(crate) pids: Vec<u32>,
+}
+
+/// CPU time (user and system, in milliseconds) of processes on this machine, read from
+/// `/proc`: each replica's, and PostgreSQL's (every process named `postgres`).
+#[derive(Clone, Debug, Default)]
+struct Cpu {
+    replicas: Vec<u64>,
+    postgres: u64,
+}
+
+/// Clock ticks per second of `/proc/*/stat` (Linux's `USER_HZ`, 100 on every architecture it
+/// exposes to user space).
+const USER_HZ: u64 = 100;
+
+impl Cpu {
+    /// Now, for the processes `pids`.
+    fn read(pids: &[u32]) -> Cpu {
+        let replicas = pids
+            .iter()
+            .map(|pid| cpu_millis(&format!("/proc/{pid}/stat")).map_or(0, |(_, ms)| ms))
+            .collect();
+        let mut postgres = 0;
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for entry in entries.flatten() {
+                let path = entry.path().join("stat");
+                if let Some(("postgres", ms)) = cpu_millis(&path.to_string_lossy())
+                    .as_ref()
+                    .map(|(name, ms)| (name.as_str(), *ms))
+                {
+                    postgres += ms;
+                }
+            }
+        }
+        Cpu { replicas, postgres }
+    }
+
+    /// What was spent between `self` and `later`.
+    fn spent_until(&self, later: &Cpu) -> Cpu {
+        Cpu {
+            replicas: later
+                .replicas
+                .iter()
+                .zip(&self.replicas)
+                .map(|(after, before)| after.saturating_sub(*before))
+                .collect(),
+            postgres: later.postgres.saturating_sub(self.postgres),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"replicas_ms": self.replicas, "postgres_ms": self.postgres})
+    }
+}
+
+/// The command name and CPU time (user + system, ms) in a `/proc/PID/stat` file.
+fn cpu_millis(path: &str) -> Option<(String, u64)> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let name = stat.get(stat.find('(')? + 1..stat.rfind(')')?)?.to_owned();
+    // The fields after the name: state is the first; utime and stime are the 12th and 13th.
+    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split(' ');
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((name, (utime + stime) * 1_000 / USER_HZ))
 }
 
 /// What is written.
@@ -555,6 +622,7 @@ async fn write_scenarios(
         };
         let mut object = serde_json::Map::new();
         for kind in [Kind::Lease, Kind::Allocation] {
+            let before = Cpu::read(&args.pids);
             let summary = writes(
                 bench,
                 kind,
@@ -564,6 +632,7 @@ async fn write_scenarios(
                 round_robin,
             )
             .await?;
+            let spent = before.spent_until(&Cpu::read(&args.pids));
             report.summary(
                 &format!(
                     "{what}: {} x{}, concurrency {}",
@@ -573,7 +642,15 @@ async fn write_scenarios(
                 ),
                 &summary,
             );
-            object.insert(kind.key().into(), summary.to_json());
+            let mut entry = summary.to_json();
+            if !args.pids.is_empty() {
+                report.line(&format!(
+                    "  CPU: replicas {:?} ms, PostgreSQL {} ms",
+                    spent.replicas, spent.postgres
+                ));
+                entry["cpu"] = spent.to_json();
+            }
+            object.insert(kind.key().into(), entry);
         }
         report.object.insert(key.into(), Value::Object(object));
     }
@@ -639,6 +716,9 @@ async fn sample_scenarios(bench: &Bench, args: &ReplicaArgs, report: &mut Report
 /// Runs the four scenarios and prints their figures; fails when an answer was not the expected
 /// one, a write never showed on another replica, or `--max-seconds` ran out.
 pub(crate) async fn run(args: &ReplicaArgs) -> anyhow::Result<()> {
+    if !args.pids.is_empty() && args.pids.len() != args.urls.len() {
+        bail!("give one --pid per --url, in the same order");
+    }
     let (bench, mut report) = setup(args).await?;
     write_scenarios(&bench, args, &mut report).await?;
     sample_scenarios(&bench, args, &mut report).await;

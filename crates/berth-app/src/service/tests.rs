@@ -130,6 +130,9 @@ async fn another_replicas_commits_are_applied_from_the_log() {
         (b.replication.entries_applied(), b.replication.reloads()),
         (8, 0)
     );
+    // Its writers' copy took the five it had read from memory; the three it had not read were
+    // read under the lock.
+    assert_eq!(b.replication.entries_under_lock(), 3);
     assert_eq!(a.read(Catalog::seq).await.expect("read"), 9);
     assert_eq!(
         (a.replication.entries_applied(), a.replication.reloads()),
@@ -167,4 +170,37 @@ async fn a_replica_behind_the_logs_retention_reloads() {
     let (held, stored) = rows_of(&b, &store).await;
     assert_eq!(held, stored);
     assert_eq!(held.providers.len(), 19);
+}
+
+/// A replica's writers bring their copy as far as its readers' before the batch takes the
+/// database's writer lock: what the replica read already (from memory, or from the log when
+/// more than it keeps) is not read again under the lock.
+#[tokio::test]
+async fn what_a_replica_has_read_is_not_read_again_under_the_lock() {
+    let store = MemStore::new();
+    let (a, b) = (open(&store).await, open(&store).await);
+    create_providers(&a, 1, 3).await;
+    assert_eq!(b.read(Catalog::seq).await.expect("read"), 3);
+    create_providers(&b, 4, 1).await;
+    assert_eq!(b.replication.entries_under_lock(), 0);
+
+    // More than it keeps in memory: the rest comes from the log, still before the lock.
+    let many = i64::try_from(RECENT_COMMITS).expect("small") + 10;
+    create_providers(&a, 5, many).await;
+    assert_eq!(
+        b.read(Catalog::seq).await.expect("read"),
+        4 + many.unsigned_abs()
+    );
+    create_providers(&b, 5 + many, 1).await;
+    assert_eq!(b.replication.entries_under_lock(), 0);
+    assert_eq!(b.replication.reloads(), 0);
+    let (held, stored) = rows_of(&b, &store).await;
+    assert_eq!(held, stored);
+
+    // Commits it had not read are read under the lock, and only those.
+    create_providers(&a, 6 + many, 2).await;
+    create_providers(&b, 8 + many, 1).await;
+    assert_eq!(b.replication.entries_under_lock(), 2);
+    let (held, stored) = rows_of(&b, &store).await;
+    assert_eq!(held, stored);
 }

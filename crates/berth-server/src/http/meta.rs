@@ -178,6 +178,12 @@ fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
             "Whole-catalog loads after start-up (a replica behind the log's retention).",
             status.reloads,
         ),
+        (
+            "berth_change_log_applied_under_lock_total",
+            "counter",
+            "Log entries this replica's writers read holding the database's writer lock.",
+            status.entries_under_lock,
+        ),
     ];
     let mut text = String::new();
     for (name, kind, help, value) in lines {
