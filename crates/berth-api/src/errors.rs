@@ -127,6 +127,25 @@ pub struct NodeRefusals {
     pub nodes: Vec<NodeRefusal>,
 }
 
+/// The members an instance refused for want of room in its reservation adds to its error body.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct NoRoomLeft {
+    /// What the reservation has left, in Promise's terms.
+    pub room: PoolRoom,
+}
+
+/// What a reservation has left for instances.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolRoom {
+    /// Instances.
+    pub num_vc_instances: u64,
+    /// Cores.
+    pub num_cpu_cores: u64,
+    /// Memory, MB.
+    pub virtual_mem_size: u64,
+}
+
 /// The members a refused capacity decrease adds to its error body.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct CapacityInUse {

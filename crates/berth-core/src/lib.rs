@@ -31,4 +31,4 @@ pub use model::provider::{
     AggregateRecord, AttrValue, HostRecord, Provider, ProviderCondition, ProviderStatus,
 };
 pub use model::time::{Instant, Span};
-pub use rejection::Rejection;
+pub use rejection::{Rejection, Room};

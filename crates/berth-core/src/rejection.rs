@@ -8,6 +8,18 @@ use crate::model::promise::PolicyBreach;
 use crate::model::time::Instant;
 use uuid::Uuid;
 
+/// What a reservation has left for instances: their count, and the cores and memory its
+/// compute reservations hold and no instance uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Room {
+    /// Instances.
+    pub instances: u64,
+    /// VCPUs.
+    pub vcpus: u64,
+    /// Memory, MB.
+    pub ram_mb: u64,
+}
+
 /// Every way an inventory command can be refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Rejection {
@@ -322,6 +334,19 @@ pub enum Rejection {
     /// An instance cannot be created; the text says why (Promise's rejection reason).
     #[error("{0}")]
     InstanceRefused(String),
+    /// A reservation has no room left for an instance of the flavor; what it has left.
+    #[error(
+        "Reservation {reservation} has no room left for flavor {flavor}: {} instance(s), {} cores and {} MB left",
+        room.instances, room.vcpus, room.ram_mb
+    )]
+    NoRoomLeft {
+        /// The reservation (its lease).
+        reservation: LeaseId,
+        /// The flavor asked for.
+        flavor: String,
+        /// What the reservation has left.
+        room: Room,
+    },
     /// No bare-metal node with that uuid or name.
     #[error("Node {0} could not be found")]
     NodeNotFound(String),

@@ -19,13 +19,12 @@ use crate::model::lease::{
 };
 use crate::model::name::ResourceClass;
 use crate::model::promise::{
-    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms, ceil_div,
-    zone_filter,
+    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms, zone_filter,
 };
 use crate::model::time::{Instant, Span};
 
 use crate::query::presentation::FencePolicy;
-use crate::rejection::Rejection;
+use crate::rejection::{Rejection, Room};
 use std::collections::BTreeSet;
 use uuid::Uuid;
 
@@ -50,14 +49,8 @@ pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<Reserv
     let filter = zone_filter(zone);
     let mut out = Vec::new();
     if let Some(pool) = ask.pool {
-        let instances = pool.slots();
-        out.push(slots(
-            ceil_div(pool.cores, instances),
-            ceil_div(pool.ram_mb, instances),
-            0,
-            instances,
-            &filter,
-        ));
+        let (units, vcpus, ram_mb) = pool.units();
+        out.push(slots(vcpus, ram_mb, 0, units, &filter));
     }
     for c in &ask.containers {
         out.push(slots(c.vcpus, c.ram_mb, c.disk_gb, 1, &filter));
@@ -70,14 +63,8 @@ pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<Reserv
         });
     }
     if let Some(storage) = ask.storage {
-        let volumes = storage.volumes.max(1);
-        out.push(slots(
-            0,
-            0,
-            ceil_div(storage.size_gb, volumes),
-            volumes,
-            &filter,
-        ));
+        let (units, disk_gb) = storage.units();
+        out.push(slots(0, 0, disk_gb, units, &filter));
     }
     out
 }
@@ -671,8 +658,13 @@ pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
         return Vec::new();
     }
     let mut lease = current.clone();
+    let in_use = catalog.instances_of(current).len() as u64;
     if let Some(terms) = &mut lease.terms {
         terms.expiry = None;
+        // The pool keeps room for the instances that use it, as it keeps their capacity.
+        if let Some(pool) = &mut terms.ask.pool {
+            pool.instances = in_use.max(1);
+        }
     }
     let mut released = Vec::new();
     for reservation in &mut lease.reservations {
@@ -792,16 +784,6 @@ fn write_on(
     }
 }
 
-/// Instances a lease's compute reservations hold room for (their slots).
-fn instance_slots(lease: &Lease) -> u64 {
-    lease
-        .reservations
-        .iter()
-        .filter(|r| is_compute(&r.spec))
-        .map(|r| r.hosts.iter().map(|(_, n)| u64::from(*n)).sum::<u64>())
-        .sum()
-}
-
 fn is_compute(spec: &ReservationSpec) -> bool {
     matches!(spec, ReservationSpec::Instance { vcpus, .. } if *vcpus > 0)
 }
@@ -869,11 +851,14 @@ fn against_reservation(
     }
     // Instances whose allocations are gone (the lease ended them) no longer count.
     let used = catalog.instances_of(lease).len() as u64;
-    let slots = instance_slots(lease);
+    let slots = crate::query::promise::instances_held(lease);
+    let no_room = || Rejection::NoRoomLeft {
+        reservation: id,
+        flavor: flavor.name.clone(),
+        room: room(catalog, lease, slots.saturating_sub(used), new.id),
+    };
     if used >= slots {
-        return Err(refused(format!(
-            "reservation {id} has no instance left: {used} of {slots} in use"
-        )));
+        return Err(no_room());
     }
     for reservation in lease.reservations.iter().filter(|r| is_compute(&r.spec)) {
         let disk =
@@ -887,10 +872,30 @@ fn against_reservation(
             }
         }
     }
-    Err(refused(format!(
-        "reservation {id} has no room left for flavor {} ({} vcpus, {} MB)",
-        flavor.name, flavor.vcpus, flavor.ram_mb
-    )))
+    Err(no_room())
+}
+
+/// What `lease`'s compute reservations hold and no instance (but `new`) uses, with
+/// `instances` left.
+fn room(catalog: &Catalog, lease: &Lease, instances: u64, new: Uuid) -> Room {
+    let mut room = Room {
+        instances,
+        ..Room::default()
+    };
+    let vcpu = ResourceClass::parse("VCPU").expect("invariant: a standard class");
+    let memory = ResourceClass::parse("MEMORY_MB").expect("invariant: a standard class");
+    for reservation in lease.reservations.iter().filter(|r| is_compute(&r.spec)) {
+        for (host, _) in &reservation.hosts {
+            let left = |class: &ResourceClass| {
+                crate::query::presentation::limit_on(reservation, *host, class).map_or(0, |held| {
+                    held.saturating_sub(catalog.reserved_use(reservation.id, *host, class, new))
+                })
+            };
+            room.vcpus += left(&vcpu);
+            room.ram_mb += left(&memory);
+        }
+    }
+    room
 }
 
 fn unreserved(
@@ -960,10 +965,10 @@ pub fn destroy_instance(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::promise::{PoolAsk, offered};
+    use crate::model::promise::{PoolAsk, StorageAsk, offered};
 
     #[test]
-    fn a_pool_becomes_instance_slots_of_its_average_shape() {
+    fn a_pool_is_held_as_one_unit_per_core() {
         let ask = Ask {
             pool: Some(PoolAsk {
                 cores: 20,
@@ -984,12 +989,32 @@ mod tests {
         else {
             panic!("a pool is instance slots")
         };
-        assert_eq!((*vcpus, *memory_mb, *amount), (4, 2048, 5));
+        assert_eq!((*vcpus, *memory_mb, *amount), (1, 512, 20));
         assert!(resource_properties.contains("az1"));
+        // Memory that does not divide by the cores is held rounded up per core; a pool without
+        // cores is its instances of the average memory.
+        let odd = PoolAsk {
+            cores: 3,
+            ram_mb: 1000,
+            instances: 2,
+        };
+        assert_eq!(odd.units(), (3, 1, 334));
+        let memory_only = PoolAsk {
+            cores: 0,
+            ram_mb: 1000,
+            instances: 4,
+        };
+        assert_eq!(memory_only.units(), (4, 0, 250));
+        let storage = StorageAsk {
+            size_gb: 100,
+            snapshots: 2,
+            volumes: 4,
+        };
+        assert_eq!(storage.units(), (100, 1));
     }
 
     #[test]
-    fn an_offer_keeps_the_shape_and_lowers_the_count() {
+    fn an_offer_is_the_same_pool_cut_to_what_fits() {
         let ask = Ask {
             pool: Some(PoolAsk {
                 cores: 20,
@@ -999,7 +1024,7 @@ mod tests {
             public_ips: 3,
             ..Ask::default()
         };
-        let offer = offered(&ask, &[2, 1]);
+        let offer = offered(&ask, &[8, 1]);
         assert_eq!(
             offer.pool,
             Some(PoolAsk {

@@ -5,13 +5,15 @@
 //! A Promise reservation is a lease like any other, so the Blazar surface sees and counts it and
 //! the ledger, the fence and the lifecycle engine serve it unchanged. What it asks for maps to
 //! (see [`crate::decide::promise::specs`]):
-//! - a compute pool (`numCpuCores`, `numVcInstances`, `virtualMemSize`): `numVcInstances` instance
-//!   slots of `ceil(cores / instances)` VCPU and `ceil(memory / instances)` MB, packed onto any
-//!   hosts of the zone;
+//! - a compute pool (`numCpuCores`, `numVcInstances`, `virtualMemSize`): its sums, held as one
+//!   unit per core (1 VCPU and `ceil(memory / cores)` MB each) packed onto as few hosts of the
+//!   zone as will hold them. Instances of any flavors draw on it while their cores, memory and
+//!   count fit in the pool (and each instance in one host's share): a pool of 20 cores and 3
+//!   instances takes 10 + 5 + 5 cores. Memory is held rounded up to whole MB per core;
 //! - a virtualisation container: one flavor-shaped instance slot;
 //! - public IPs: a floating-IP reservation;
-//! - a storage pool (`storageSize` GB over `numVolumes` volumes): `numVolumes` slots of
-//!   `ceil(size / volumes)` DISK_GB (snapshots live inside volumes and are only recorded).
+//! - a storage pool (`storageSize` GB over `numVolumes` volumes): its size, held as one unit per
+//!   GB (snapshots live inside volumes and are only recorded).
 
 use crate::model::id::{LeaseId, ProviderId};
 use crate::model::ledger::Window;
@@ -244,13 +246,50 @@ pub struct Ask {
 }
 
 impl PoolAsk {
-    /// The instance slots the pool is reserved as: `instances`, or one per core when it names
-    /// no instance count (at least one).
+    /// The instances the pool holds room for: `instances`, or one per core when it names no
+    /// instance count (at least one).
     pub fn slots(&self) -> u64 {
         match self.instances {
             0 => self.cores.max(1),
             n => n,
         }
+    }
+
+    /// How the pool is held in the ledger: `(units, VCPU per unit, MB per unit)`. One unit per
+    /// core, so that any mix of instances whose sums fit draws on it; a pool without cores is
+    /// held as its instances of the average memory.
+    pub fn units(&self) -> (u64, u64, u64) {
+        match self.cores {
+            0 => {
+                let instances = self.slots();
+                (instances, 0, ceil_div(self.ram_mb, instances))
+            }
+            cores => (cores, 1, ceil_div(self.ram_mb, cores)),
+        }
+    }
+
+    /// The same pool cut down to `units` of its units (a counter-offer): its memory and its
+    /// instances in proportion, none above what it asked.
+    pub fn cut_to(&self, units: u64) -> PoolAsk {
+        let (all, _, ram_per_unit) = self.units();
+        let units = units.min(all);
+        let instances = match self.instances {
+            0 => 0,
+            n => in_proportion(n, units, all),
+        };
+        PoolAsk {
+            cores: if self.cores == 0 { 0 } else { units },
+            ram_mb: (ram_per_unit * units).min(self.ram_mb),
+            instances,
+        }
+    }
+}
+
+impl StorageAsk {
+    /// How the pool is held in the ledger: `(units, GB per unit)`, one unit per GB (at least
+    /// one unit).
+    pub fn units(&self) -> (u64, u64) {
+        (self.size_gb.max(1), 1)
     }
 }
 
@@ -355,6 +394,18 @@ pub fn zone_filter(zone: Option<&str>) -> String {
     }
 }
 
+/// `count` cut to `part` of `whole`, rounded down but at least one while anything is left
+/// (`count` itself when nothing is cut).
+fn in_proportion(count: u64, part: u64, whole: u64) -> u64 {
+    match (part, count) {
+        (0, _) | (_, 0) => 0,
+        _ if part >= whole => count,
+        _ => u64::try_from(u128::from(count) * u128::from(part) / u128::from(whole))
+            .unwrap_or(count)
+            .max(1),
+    }
+}
+
 /// `total / parts` rounded up, with at least one part.
 pub(crate) fn ceil_div(total: u64, parts: u64) -> u64 {
     total.div_ceil(parts.max(1))
@@ -367,15 +418,7 @@ pub fn offered(ask: &Ask, amounts: &[u32]) -> Ask {
     let mut next = amounts.iter().map(|n| u64::from(*n));
     let mut out = ask.clone();
     if let Some(pool) = &mut out.pool {
-        let instances = pool.slots();
-        let got = next.next().unwrap_or(0).min(instances);
-        let cores = ceil_div(pool.cores, instances) * got;
-        let ram_mb = ceil_div(pool.ram_mb, instances) * got;
-        *pool = PoolAsk {
-            cores: cores.min(pool.cores),
-            ram_mb: ram_mb.min(pool.ram_mb),
-            instances: if pool.instances == 0 { 0 } else { got },
-        };
+        *pool = pool.cut_to(next.next().unwrap_or(0));
     }
     let kept: Vec<ContainerAsk> = out
         .containers
@@ -388,12 +431,11 @@ pub fn offered(ask: &Ask, amounts: &[u32]) -> Ask {
         out.public_ips = next.next().unwrap_or(0);
     }
     if let Some(storage) = &mut out.storage {
-        let volumes = storage.volumes.max(1);
-        let got = next.next().unwrap_or(0).min(volumes);
-        storage.size_gb = (ceil_div(storage.size_gb, volumes) * got).min(storage.size_gb);
-        if storage.volumes > 0 {
-            storage.volumes = got;
-        }
+        let (all, _) = storage.units();
+        let got = next.next().unwrap_or(0).min(all);
+        storage.volumes = in_proportion(storage.volumes, got, all);
+        storage.snapshots = in_proportion(storage.snapshots, got, all);
+        storage.size_gb = got.min(storage.size_gb);
     }
     out
 }

@@ -239,6 +239,10 @@ pub fn series(
             }
             return Ok(deltas.series());
         }
+        Measure::Instances | Measure::Volumes => {
+            counts(catalog, zone, measure, &skip, &mut deltas);
+            return Ok(deltas.series());
+        }
     };
     for provider in catalog
         .providers()
@@ -308,6 +312,92 @@ pub fn series(
     }
     Ok(deltas.series())
 }
+
+/// Instances or volumes, counted, over the providers of `zone` that hold them (in service, with
+/// `VCPU` for instances and `DISK_GB` for volumes):
+/// - `total` is the sum of their limits (`max_instances`, `max_volumes`);
+/// - `allocated` counts the consumers on them: every consumer allocating `VCPU` there for
+///   instances, every consumer of type `VOLUME` allocating `DISK_GB` there for volumes;
+/// - `reserved` counts, over each lease's window, the instances (a Promise reservation's pool
+///   and containers, a Blazar instance reservation's slots) or volumes (a storage pool's
+///   `numVolumes`) a lease holding those providers has room for, less the consumers that draw
+///   on it.
+///
+/// The counts are reported, not enforced: admission and instance creation go by cores,
+/// memory and disk, as in Nova, where the instance limit is a scheduler filter.
+fn counts(
+    catalog: &Catalog,
+    zone: Option<&str>,
+    measure: &Measure,
+    skip: &HashSet<ReservationId>,
+    deltas: &mut Deltas,
+) {
+    let instances = *measure == Measure::Instances;
+    let class = ResourceClass::parse(if instances { "VCPU" } else { "DISK_GB" })
+        .expect("invariant: a standard class");
+    let hosts: HashSet<ProviderId> = catalog
+        .providers()
+        .filter(|p| p.is_up() && in_zone(p, zone) && p.inventories().contains_key(&class))
+        .map(|p| {
+            let limit = match instances {
+                true => crate::model::capacity::instance_limit(p),
+                false => crate::model::capacity::volume_limit(p),
+            };
+            deltas.add(
+                deltas.window.start(),
+                deltas.window.end(),
+                TOTAL,
+                i64::try_from(limit).unwrap_or(i64::MAX),
+            );
+            p.uuid()
+        })
+        .collect();
+    let counted = |consumer: &crate::model::consumer::Consumer| {
+        (instances || consumer.consumer_type.as_deref() == Some(VOLUME))
+            && consumer
+                .allocations
+                .iter()
+                .any(|(host, amounts)| hosts.contains(host) && amounts.contains_key(&class))
+    };
+    let allocated = catalog.consumers().filter(|(_, c)| counted(c)).count();
+    deltas.add(
+        deltas.window.start(),
+        deltas.window.end(),
+        ALLOCATED,
+        i64::try_from(allocated).unwrap_or(i64::MAX),
+    );
+    let mut leases: Vec<&crate::model::lease::Lease> = hosts
+        .iter()
+        .flat_map(|host| catalog.leases_holding(*host))
+        .filter(|lease| lease.holds_capacity())
+        .collect();
+    leases.sort_unstable_by_key(|lease| lease.id);
+    leases.dedup_by_key(|lease| lease.id);
+    for lease in leases {
+        if lease.reservations.iter().any(|r| skip.contains(&r.id)) {
+            continue;
+        }
+        let held = match instances {
+            true => crate::query::promise::instances_held(lease),
+            false => lease
+                .terms
+                .as_ref()
+                .and_then(|terms| terms.ask.storage)
+                .map_or(0, |storage| storage.volumes),
+        };
+        let drawn = lease
+            .reservations
+            .iter()
+            .flat_map(|r| catalog.consumers_of_reservation(r.id))
+            .filter(|id| catalog.consumer(*id).is_some_and(counted))
+            .count() as u64;
+        let reserved = i64::try_from(held.saturating_sub(drawn)).unwrap_or(i64::MAX);
+        deltas.add(lease.start, lease.end, RESERVED, reserved);
+    }
+}
+
+/// The consumer type of volumes (Placement's `consumer_type`).
+pub const VOLUME: &str = "VOLUME";
 
 /// Where and when a capacity query looks.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -230,7 +230,6 @@ fn held(catalog: &Catalog, lease: &Lease) -> [i64; 4] {
                 let slots: i64 = r.hosts.iter().map(|(_, n)| i64::from(*n)).sum();
                 v[0] += *vcpus as i64 * slots;
                 v[1] += *memory_mb as i64 * slots;
-                v[2] += if *vcpus > 0 { slots } else { 0 };
             }
             ReservationSpec::Host { .. } => {
                 for (host, _) in &r.hosts {
@@ -248,7 +247,30 @@ fn held(catalog: &Catalog, lease: &Lease) -> [i64; 4] {
             ReservationSpec::FloatingIp { .. } => v[3] += r.floating_ips.len() as i64,
         }
     }
+    v[2] = i64::try_from(instances_held(lease)).unwrap_or(i64::MAX);
     v
+}
+
+/// The instances a lease holds room for: a Promise reservation's pool instances (one per core
+/// when it names no count) and containers, while its compute reservations hold anything;
+/// otherwise the slots of its instance reservations with CPUs.
+pub fn instances_held(lease: &Lease) -> u64 {
+    let compute = lease
+        .reservations
+        .iter()
+        .filter(|r| matches!(r.spec, ReservationSpec::Instance { vcpus, .. } if vcpus > 0));
+    match &lease.terms {
+        Some(terms) => {
+            if compute.flat_map(|r| &r.hosts).all(|(_, n)| *n == 0) {
+                return 0;
+            }
+            let ask = &terms.ask;
+            ask.pool.map_or(0, |pool| pool.slots()) + ask.containers.len() as u64
+        }
+        None => compute
+            .map(|r| r.hosts.iter().map(|(_, n)| u64::from(*n)).sum::<u64>())
+            .sum(),
+    }
 }
 
 /// The step function of what `leases` hold over `window` (or their whole span).
@@ -308,7 +330,7 @@ pub struct Drawn {
 /// What the live instances created against `lease` use (by their flavors), against what its
 /// instance reservations with CPUs hold.
 pub fn drawn(catalog: &Catalog, lease: &Lease) -> Drawn {
-    let mut held = [0u64; 3];
+    let mut held = [0, 0, instances_held(lease)];
     for r in &lease.reservations {
         if let ReservationSpec::Instance {
             vcpus, memory_mb, ..
@@ -318,7 +340,6 @@ pub fn drawn(catalog: &Catalog, lease: &Lease) -> Drawn {
             let slots: u64 = r.hosts.iter().map(|(_, n)| u64::from(*n)).sum();
             held[0] += vcpus * slots;
             held[1] += memory_mb * slots;
-            held[2] += slots;
         }
     }
     let mut used = [0u64; 3];

@@ -4,7 +4,7 @@
 use crate::http::error::{ApiError, UNDEFINED, members};
 use axum::http::StatusCode;
 use berth_api::errors::{
-    CapacityInUse, CounterOffer, LimitExceeded, NodeRefusal, NodeRefusals,
+    CapacityInUse, CounterOffer, LimitExceeded, NoRoomLeft, NodeRefusal, NodeRefusals, PoolRoom,
     Refusal as RefusalMembers, Shortfall,
 };
 use berth_api::time::lease_time;
@@ -92,6 +92,17 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::InstanceNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::FlavorExists(_) | Rejection::InstanceRefused(_) => {
             (StatusCode::CONFLICT, UNDEFINED)
+        }
+        Rejection::NoRoomLeft { room, .. } => {
+            return ApiError::new(StatusCode::CONFLICT, "no_room_left", detail).with_extra(
+                NoRoomLeft {
+                    room: PoolRoom {
+                        num_vc_instances: room.instances,
+                        num_cpu_cores: room.vcpus,
+                        virtual_mem_size: room.ram_mb,
+                    },
+                },
+            );
         }
         Rejection::SourceNotFound(_)
         | Rejection::PoolNotFound(_)

@@ -731,8 +731,13 @@ async fn the_rpc_surface_reserves_queries_and_cancels() {
     assert_eq!(inside["reservations"], json!([id]), "{inside}");
     let util = inside["utilization"].as_array().expect("utilization");
     assert_eq!(
-        util[0]["capacity"]["cores"], 6,
-        "3 slots of 2 cores: {inside}"
+        util[0]["capacity"]["cores"], 5,
+        "the pool's own cores: {inside}"
+    );
+    assert_eq!(util[0]["capacity"]["instances"], 3, "{inside}");
+    assert_eq!(
+        util[0]["capacity"]["ram"], 12_290,
+        "its memory, rounded up to whole MB per core: {inside}"
     );
     assert_eq!(util[0]["capacity"]["addresses"], 2);
     let (_, partly) = app
@@ -1266,4 +1271,182 @@ async fn an_oversized_body_is_413_and_errors_carry_no_placement_code() {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let body: serde_json::Value = response.json().await.expect("problem");
     assert_eq!(body["code"], "payload_too_large", "{body}");
+}
+
+/// A compute pool reserves its sums: instances of any flavors draw on it while their cores,
+/// memory and count fit in it, the one after is refused with what the pool has left, and a
+/// request beside it is offered exactly what is free.
+#[tokio::test]
+async fn a_pool_admits_any_mix_of_instances_whose_sums_fit() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "big", "az9", 64).await;
+    for (id, vcpus) in [("c10", 10), ("c5", 5)] {
+        let (status, body) = app
+            .post(
+                FLAVORS,
+                json!({"id": id, "name": id, "vcpus": vcpus, "ram": 512, "disk": 0}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let end = now_micros() + DAY;
+    let (status, created) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": "now", "endTime": rfc3339(end), "zoneId": "az9",
+               "computePoolReservation": {"numCpuCores": 20, "numVcInstances": 3,
+                                          "virtualMemSize": 4000}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["reservationData"]["reservationId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    wait_for(&app, "compute", &id, "active").await;
+    let instance = |name: &'static str, flavor: &'static str| json!({"name": name, "flavor": flavor, "reservation-id": id});
+    for (name, flavor) in [("ten", "c10"), ("five", "c5"), ("five-more", "c5")] {
+        let (status, made) = app
+            .post("/promise/create-instance", instance(name, flavor))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{name}: {made}");
+    }
+    let (status, fourth) = app
+        .post("/promise/create-instance", instance("one-too-many", "c5"))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{fourth}");
+    assert_eq!(fourth["status"], "rejected");
+    assert_eq!(
+        fourth["room"],
+        json!({"numVcInstances": 0, "numCpuCores": 0, "virtualMemSize": 2464}),
+        "{fourth}"
+    );
+    // The pool takes 20 of the host's 64 cores: a request for 60 is offered the 44 left.
+    let (status, refused) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": "now", "endTime": rfc3339(end), "zoneId": "az9",
+               "computePoolReservation": {"numCpuCores": 60, "numVcInstances": 6,
+                                          "virtualMemSize": 6000}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    let most = &refused["offer"]["maxCapacity"]["computePoolReserved"];
+    assert_eq!(most["numCpuCores"], 44, "{refused}");
+    assert_eq!(most["numVcInstances"], 4, "{refused}");
+    assert_eq!(most["virtualMemSize"], 4400, "{refused}");
+}
+
+/// The figures of a counted capacity (`vcInstances`, `volumes`) in `zone` over `[start, end)`,
+/// asked as the specification's examples ask, without a flavor or criteria.
+async fn counted(
+    app: &TestApp,
+    kind: &str,
+    type_id: &str,
+    zone: Option<&str>,
+    start: i64,
+    end: i64,
+) -> Value {
+    let mut body = json!({format!("{kind}ResourceTypeId"): type_id,
+                          "timePeriod": {"startTime": rfc3339(start), "stopTime": rfc3339(end)}});
+    if let Some(zone) = zone {
+        body["zoneId"] = json!(zone);
+    }
+    let (status, answer) = app
+        .call(
+            Method::GET,
+            &format!("/promise/capacity/{kind}/query"),
+            None,
+            Some(body),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    answer["capacityInformation"].clone()
+}
+
+/// Instances and volumes are counted capacities: each host takes up to its instance limit (50
+/// unless its `max_instances` says otherwise) and each storage provider up to its volume limit;
+/// reservations hold their `numVcInstances` and `numVolumes`, instances are allocated; and they
+/// can be subscribed to without a flavor.
+#[tokio::test]
+async fn instances_and_volumes_are_counted_capacity() {
+    let app = TestApp::spawn().await;
+    world(&app).await;
+    let (status, hosts) = app.get("/reservation/v1/os-hosts", None).await;
+    assert_eq!(status, StatusCode::OK, "{hosts}");
+    let cn2 = hosts["hosts"]
+        .as_array()
+        .and_then(|all| all.iter().find(|h| h["hypervisor_hostname"] == "cn2"))
+        .map(|h| h["id"].as_str().expect("id").to_owned())
+        .expect("cn2");
+    let (status, updated) = app
+        .call(
+            Method::PUT,
+            &format!("/reservation/v1/os-hosts/{cn2}"),
+            None,
+            Some(json!({"max_instances": 10})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    let start = tomorrow();
+    let end = start + DAY;
+    let before = counted(&app, "compute", "vcInstances", Some("az1"), start, end).await;
+    assert_eq!(
+        before,
+        json!({"total": 60, "reserved": 0, "allocated": 0, "available": 60})
+    );
+    let (status, pool) = app
+        .post(
+            "/promise/reservation/compute/create",
+            json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az1",
+               "computePoolReservation": {"numCpuCores": 4, "numVcInstances": 3,
+                                          "virtualMemSize": 2048}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{pool}");
+    let (status, made) = app
+        .post(
+            "/promise/create-instance",
+            json!({"name": "now", "flavor": "m1.small", "zone": "az1"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let during = counted(&app, "compute", "vcInstances", Some("az1"), start, end).await;
+    assert_eq!(
+        during,
+        json!({"total": 60, "reserved": 3, "allocated": 1, "available": 56})
+    );
+    let now = now_micros();
+    let today = counted(&app, "compute", "vcInstances", Some("az1"), now, now + HOUR).await;
+    assert_eq!(today["reserved"], 0, "the pool starts tomorrow: {today}");
+
+    // Volumes: three storage providers of 100 volumes each; a storage pool holds its volumes.
+    let volumes = counted(&app, "storage", "volumes", None, start, end).await;
+    assert_eq!(volumes["total"], 300, "{volumes}");
+    let (status, storage) = app
+        .post(
+            "/promise/reservation/storage/create",
+            json!({"startTime": rfc3339(start), "endTime": rfc3339(end), "zoneId": "az2",
+               "storagePoolReservation": {"storageSize": 10, "numSnapshots": 3, "numVolumes": 2}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{storage}");
+    let volumes = counted(&app, "storage", "volumes", Some("az2"), start, end).await;
+    assert_eq!(
+        volumes,
+        json!({"total": 100, "reserved": 2, "allocated": 0, "available": 98})
+    );
+
+    // Subscribed to as the specification's examples do: no flavor, no criteria.
+    let (status, subscribed) = app
+        .post(
+            "/promise/capacity/compute/subscribe",
+            json!({"zoneId": "az1", "computeResourceTypeId": "vcInstances",
+                   "callbackUri": "https://nfvo.example.com/capacity",
+                   "threshold": {"thresholdType": "absoluteValue",
+                                 "threshold": {"capacity_info": "available",
+                                               "condition": "lt", "value": 5}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{subscribed}");
 }

@@ -123,22 +123,14 @@ fn asked(kind: &str, body: &Map<String, Value>) -> Result<Asked, ApiError> {
     if let Some(measure) = berth_core::model::capacity::measure_of(resource, id) {
         return Ok(Asked::Measure(measure));
     }
-    Err(ApiError::bad_request(match (kind, id) {
-        ("compute", "vcInstances" | "instances") => {
-            "vcInstances counts instances of a shape: give flavorId or resourceCriteria".to_owned()
-        }
-        ("storage", "volumes" | "numVolumes") => {
-            "volumes counts volumes of a size: give resourceCriteria.sizeOfStorage".to_owned()
-        }
-        _ => {
-            let known = match kind {
-                "compute" => "numCpuCores, virtualMemSize, virtualDisk, vcInstances",
-                "network" => "publicIps",
-                _ => "storageSize, volumes",
-            };
-            format!("Unknown {type_field} {id}: use one of {known}")
-        }
-    }))
+    let known = match kind {
+        "compute" => "numCpuCores, virtualMemSize, virtualDisk, vcInstances",
+        "network" => "publicIps",
+        _ => "storageSize, volumes",
+    };
+    Err(ApiError::bad_request(format!(
+        "Unknown {type_field} {id}: use one of {known}"
+    )))
 }
 
 /// The members of an ETSI capacity query ([`EtsiCapacityQuery`]).
