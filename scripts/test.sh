@@ -94,5 +94,6 @@ fi
 echo "test.sh: BERTH_TEST_KEYSTONE_VENV=${BERTH_TEST_KEYSTONE_VENV:-<unset>}"
 
 cargo test --workspace --locked
+bash scripts/simulate.sh
 bash scripts/openstack-clients.sh
 bash scripts/placement-gabbi.sh

@@ -490,6 +490,17 @@ impl Batch {
         if let Err(broken) = working.catalog.check_invariants() {
             panic!("a decision would break an invariant; nothing was committed: {broken}");
         }
+        #[cfg(feature = "planted-defects")]
+        let accepted =
+            match berth_core::planted::planted(berth_core::planted::Defect::AnswerBeforeCommit) {
+                true => {
+                    for (reply, value) in accepted {
+                        let _ = reply.send(Ok(value));
+                    }
+                    Vec::new()
+                }
+                false => accepted,
+            };
         let committed = match tx.persist(&changes, now).await {
             Ok(()) => tx.commit().await,
             Err(error) => Err(error),

@@ -16,6 +16,8 @@ pub mod change;
 pub mod decide;
 pub mod limits;
 pub mod model;
+#[cfg(feature = "planted-defects")]
+pub mod planted;
 pub mod query;
 pub mod rejection;
 #[cfg(feature = "synthetic")]

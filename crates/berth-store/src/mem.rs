@@ -43,6 +43,20 @@ impl MemStore {
         }
     }
 
+    /// An independent store holding what this one holds now (for a simulated disk: what was
+    /// synced when it was taken).
+    pub async fn snapshot(&self) -> MemStore {
+        let state = self.state.lock().await;
+        MemStore {
+            state: Arc::new(Mutex::new(MemState {
+                catalog: state.catalog.clone(),
+                records: state.records.clone(),
+                log: state.log.clone(),
+                retained: state.retained,
+            })),
+        }
+    }
+
     /// An empty store whose replication log keeps `retained` commits (at least 1).
     pub fn with_change_log_retained(retained: u64) -> MemStore {
         let store = MemStore::new();

@@ -53,6 +53,10 @@ pub struct ConsumerWrite {
 }
 
 fn check_generation(catalog: &Catalog, write: &ConsumerWrite) -> Result<(), Rejection> {
+    #[cfg(feature = "planted-defects")]
+    if crate::planted::planted(crate::planted::Defect::SkipGenerationCheck) {
+        return Ok(());
+    }
     let actual = catalog.consumer(write.consumer).map(|c| c.generation);
     let expected = match write.generation {
         ConsumerGeneration::Unchecked => return Ok(()),
@@ -288,6 +292,10 @@ fn capacity_checked(catalog: &Catalog, writes: &[ConsumerWrite], now: Instant) -
             continue;
         };
         let used_after = found.used(class) - before + after;
+        #[cfg(feature = "planted-defects")]
+        if crate::planted::planted(crate::planted::Defect::SkipCapacityCheck) {
+            continue;
+        }
         if after > before && used_after as f64 > record.capacity_exact() {
             return Err(Rejection::CapacityExceeded {
                 provider: *provider,

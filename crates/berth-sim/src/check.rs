@@ -1,0 +1,176 @@
+//! The checks the simulator makes after every step, each written from the promise it proves and
+//! not from berth's own bookkeeping: capacity recomputed from the leases and consumers (a
+//! reference model of the ledger), the catalog against the disk, and what the clients were told
+//! against what the catalog holds.
+
+use berth_core::model::consumer::PREEMPTIBLE;
+use berth_core::model::lease::{Lease, ReservationSpec};
+use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How far each provider is promised beyond its capacity (0: not at all): the most, over its
+/// classes and over every instant from `now` on, by which what consumers use, or what instance
+/// reservations hold plus what unreserved consumers use, exceeds the capacity. Capacity can
+/// shrink under promises already made (a provider's inventory is what the infrastructure
+/// reports), so the excess is not always 0; what berth decides must never make it grow.
+/// Refused outright: a host held whole twice at one instant, or held whole beside anything else.
+pub(crate) fn excess(catalog: &Catalog, now: Instant) -> Result<BTreeMap<ProviderId, u64>, String> {
+    catalog.check_invariants()?;
+    let mut excess: BTreeMap<ProviderId, u64> = BTreeMap::new();
+    for provider in catalog.providers() {
+        for (class, inventory) in provider.inventories() {
+            let over = provider.used(class).saturating_sub(inventory.capacity());
+            let top = excess.entry(provider.uuid()).or_default();
+            *top = (*top).max(over);
+        }
+    }
+    let unreserved = unreserved_use(catalog);
+    let holding: Vec<&Lease> = catalog
+        .leases()
+        .filter(|l| l.holds_capacity() && l.end > now)
+        .collect();
+    for provider in catalog.providers() {
+        let host = provider.uuid();
+        let on_host: Vec<&Lease> = holding
+            .iter()
+            .filter(|l| {
+                l.reservations
+                    .iter()
+                    .any(|r| r.hosts.iter().any(|(h, _)| *h == host))
+            })
+            .copied()
+            .collect();
+        // The level changes only where a lease starts: checking there (and now) checks all.
+        let mut instants: BTreeSet<Instant> = BTreeSet::from([now]);
+        instants.extend(on_host.iter().map(|l| l.start.max(now)));
+        for at in instants {
+            let held = held_at(&on_host, host, at);
+            if held.whole > 1 || (held.whole == 1 && !held.amounts.is_empty()) {
+                return Err(format!(
+                    "host {host} held whole by {} reservation(s) beside {} instance hold(s) at {}",
+                    held.whole,
+                    held.amounts.len(),
+                    at.as_micros()
+                ));
+            }
+            for (class, inventory) in provider.inventories() {
+                let amount = held.amounts.get(class).copied().unwrap_or(0)
+                    + unreserved.get(&(host, class.clone())).copied().unwrap_or(0);
+                let top = excess.entry(host).or_default();
+                *top = (*top).max(amount.saturating_sub(inventory.capacity()));
+            }
+        }
+    }
+    Ok(excess)
+}
+
+/// What the reservations of `leases` hold on `host` at `at`.
+#[derive(Default)]
+struct Held {
+    whole: usize,
+    amounts: BTreeMap<ResourceClass, u64>,
+}
+
+fn held_at(leases: &[&Lease], host: ProviderId, at: Instant) -> Held {
+    let mut held = Held::default();
+    for lease in leases.iter().filter(|l| l.start <= at && at < l.end) {
+        for reservation in &lease.reservations {
+            let Some((_, slots)) = reservation.hosts.iter().find(|(h, _)| *h == host) else {
+                continue;
+            };
+            match &reservation.spec {
+                ReservationSpec::Host { .. } => held.whole += 1,
+                spec => {
+                    for (class, amount) in
+                        spec.instance_amounts(u64::from(*slots)).unwrap_or_default()
+                    {
+                        *held.amounts.entry(class).or_default() += amount;
+                    }
+                }
+            }
+        }
+    }
+    held
+}
+
+/// What consumers that present no reservation and cannot be evicted use, per provider and class.
+fn unreserved_use(catalog: &Catalog) -> BTreeMap<(ProviderId, ResourceClass), u64> {
+    let mut used = BTreeMap::new();
+    for (_, consumer) in catalog.consumers() {
+        if consumer.reservation.is_some() || consumer.consumer_type.as_deref() == Some(PREEMPTIBLE)
+        {
+            continue;
+        }
+        for (provider, class, amount) in consumer.entries() {
+            *used.entry((provider, class.clone())).or_default() += amount;
+        }
+    }
+    used
+}
+
+/// What a client was told, or could not be told, about an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Belief<T> {
+    /// The last answer says it is this.
+    Known(T),
+    /// No answer came (the process died): it is one of these.
+    OneOf(Vec<T>),
+}
+
+impl<T: Clone + PartialEq + std::fmt::Debug> Belief<T> {
+    /// After a write whose answer says `value`.
+    pub(crate) fn acked(value: T) -> Belief<T> {
+        Belief::Known(value)
+    }
+
+    /// After a write that got no answer and would make it `value`.
+    pub(crate) fn unknown(&self, value: T) -> Belief<T> {
+        let mut all = match self {
+            Belief::Known(held) => vec![held.clone()],
+            Belief::OneOf(all) => all.clone(),
+        };
+        if !all.contains(&value) {
+            all.push(value);
+        }
+        Belief::OneOf(all)
+    }
+
+    /// Checks what the catalog shows of `what` against the belief, and learns it.
+    pub(crate) fn observe(&mut self, seen: T, what: impl FnOnce() -> String) -> Result<(), String> {
+        let fits = match &*self {
+            Belief::Known(held) => *held == seen,
+            Belief::OneOf(all) => all.contains(&seen),
+        };
+        if !fits {
+            return Err(format!(
+                "{} is {seen:?}, but the clients were told {self:?}",
+                what()
+            ));
+        }
+        *self = Belief::Known(seen);
+        Ok(())
+    }
+}
+
+/// Lease events fired at most once each, and every due event fired.
+pub(crate) fn events_once(
+    records: &BTreeMap<LeaseId, Vec<String>>,
+    catalog: &Catalog,
+    now: Instant,
+) -> Result<(), String> {
+    for (lease, kinds) in records {
+        let mut seen = BTreeSet::new();
+        for kind in kinds.iter().filter(|k| k.starts_with("lease.event.")) {
+            if !seen.insert(kind) {
+                return Err(format!("lease {lease}: {kind} fired twice"));
+            }
+        }
+    }
+    if let Some((at, kind, lease)) = catalog.due_events(now).first() {
+        return Err(format!(
+            "lease {lease}: {kind:?} due at {} never fired",
+            at.as_micros()
+        ));
+    }
+    Ok(())
+}

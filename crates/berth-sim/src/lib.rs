@@ -1,0 +1,862 @@
+//! A deterministic simulator of berth's write path.
+//!
+//! The real core and the real [`Berth`] write path (its queue, group commit and catalogs) run
+//! over a simulated store ([`store::SimStore`]: the in-memory reference store as the disk) on a
+//! single-threaded runtime, with a simulated clock and counted ids. One `u64` seed derives
+//! everything: the hosts, the providers, and a stream of writes of every kind the write path
+//! takes here (allocations created, changed with current and stale generations, and deleted;
+//! inventories changed with current and stale generations; leases of whole hosts and of instance
+//! slots created, retried with their idempotency key and deleted; the clock moved, and the
+//! lifecycle events that fall due fired), some issued together so that they share a batch. The
+//! process is made to die at chosen commits, before the write, between the write and the sync, or
+//! between the sync and the answer; the simulator then reopens berth over what the disk kept.
+//!
+//! After every step it checks: (1) no capacity is promised twice, recomputed from the leases
+//! and consumers ([`check::capacity`]); (2) every acknowledged write is in the catalog and
+//! (3) nothing is there that was never asked for ([`check::Belief`]: what each client was told);
+//! (4) the catalog in memory equals the disk's; and at the end (5) every lifecycle event fired
+//! exactly once. A run is replayed bit for bit from its seed (`berth-sim --seed N`).
+
+mod check;
+pub mod store;
+
+use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
+use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite};
+use berth_core::model::consumer::Allocations;
+use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
+use berth_core::model::inventory::Inventory;
+use berth_core::model::lease::{Affinity, ReservationSpec};
+use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass, Span};
+use check::Belief;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use store::{Boundary, Durability, SimStore, StoreDefect};
+use uuid::Uuid;
+
+/// What a run does.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The seed everything derives from.
+    pub seed: u64,
+    /// Steps (each one write, a few writes together, or a clock move).
+    pub steps: usize,
+    /// How the disk keeps commits.
+    pub durability: Durability,
+    /// A defect planted for a negative control: the checkers must find it.
+    pub defect: Option<Defect>,
+    /// Print every write and what it was told, to standard error.
+    pub trace: bool,
+}
+
+/// A defect planted on purpose (a negative control).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defect {
+    /// Recovery drops the last commit (in the simulated store).
+    LoseLastCommit,
+    /// Allocations are not checked against capacity (in the core; feature `planted`).
+    SkipCapacityCheck,
+    /// Consumer generations are not checked (in the core; feature `planted`).
+    SkipGenerationCheck,
+    /// A batch answers before it commits (in the write path; feature `planted`).
+    AnswerBeforeCommit,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Writes issued.
+    pub writes: usize,
+    /// Writes acknowledged.
+    pub acked: usize,
+    /// Writes refused (an answer).
+    pub refused: usize,
+    /// Writes that got no answer (the process died).
+    pub unanswered: usize,
+    /// Times the process died and was reopened.
+    pub crashes: usize,
+    /// Lifecycle events fired.
+    pub events: usize,
+}
+
+/// A failed check: the seed to replay, the step, and what broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The seed.
+    pub seed: u64,
+    /// The step after which the check failed.
+    pub step: usize,
+    /// What broke.
+    pub what: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed {} failed after step {}: {}",
+            self.seed, self.step, self.what
+        )
+    }
+}
+
+/// Runs one simulation.
+pub fn run(config: &Config) -> Result<Report, Failure> {
+    plant(config)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("invariant: a current-thread runtime builds");
+    runtime.block_on(Sim::new(config).run())
+}
+
+/// Plants the defect a run asks for in berth itself (or none).
+#[cfg(feature = "planted")]
+fn plant(config: &Config) -> Result<(), Failure> {
+    use berth_core::planted::{Defect as Planted, plant};
+    plant(match config.defect {
+        Some(Defect::SkipCapacityCheck) => Some(Planted::SkipCapacityCheck),
+        Some(Defect::SkipGenerationCheck) => Some(Planted::SkipGenerationCheck),
+        Some(Defect::AnswerBeforeCommit) => Some(Planted::AnswerBeforeCommit),
+        Some(Defect::LoseLastCommit) | None => None,
+    });
+    Ok(())
+}
+
+/// Without the feature `planted`, only the store's defect can be planted.
+#[cfg(not(feature = "planted"))]
+fn plant(config: &Config) -> Result<(), Failure> {
+    match config.defect {
+        Some(Defect::LoseLastCommit) | None => Ok(()),
+        Some(other) => Err(Failure {
+            seed: config.seed,
+            step: 0,
+            what: format!(
+                "{other:?} is planted in berth itself: build berth-sim with --features planted"
+            ),
+        }),
+    }
+}
+
+/// The first instant of every run: 2030-01-01.
+const T0: i64 = 1_893_456_000_000_000;
+const MINUTE: i64 = 60_000_000;
+/// Consumers the allocations are written for.
+const CONSUMERS: u64 = 24;
+const PROJECT: &str = "sim";
+
+/// The simulated clock: moved only by the simulator.
+#[derive(Debug, Clone)]
+struct SimClock(Arc<AtomicI64>);
+impl Clock for SimClock {
+    fn now(&self) -> Instant {
+        Instant::from_micros(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// Ids counted from 1, shared across restarts so that none repeats.
+#[derive(Debug, Clone)]
+struct SimIds(Arc<AtomicU64>);
+impl IdGen for SimIds {
+    fn uuid(&self) -> Uuid {
+        Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
+    }
+}
+
+/// A small deterministic generator (xorshift64*).
+#[derive(Debug, Clone)]
+struct Rng(u64);
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
+        items.get(usize::try_from(self.below(items.len() as u64)).ok()?)
+    }
+    fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+}
+
+/// A lease the simulator asked for, by its name.
+#[derive(Debug, Clone)]
+struct Asked {
+    cmd: CreateLease,
+    /// Its id, once an answer named it.
+    id: Option<LeaseId>,
+    present: Belief<bool>,
+}
+
+/// One write and what became of it.
+#[derive(Debug)]
+enum Write {
+    Allocate {
+        consumer: Uuid,
+        write: ConsumerWrite,
+        /// Sent with the generation after the consumer's: must be refused.
+        stale: bool,
+    },
+    Release {
+        consumer: Uuid,
+    },
+    Inventory {
+        provider: ProviderId,
+        generation: u64,
+        stale: bool,
+        vcpus: u64,
+    },
+    CreateLease {
+        name: String,
+    },
+    DeleteLease {
+        name: String,
+    },
+}
+
+struct Sim {
+    config: Config,
+    rng: Rng,
+    store: SimStore,
+    clock: SimClock,
+    ids: SimIds,
+    berth: Option<Arc<Berth>>,
+    hosts: Vec<ProviderId>,
+    consumers: BTreeMap<Uuid, Belief<Option<BTreeMap<ProviderId, u64>>>>,
+    inventories: BTreeMap<ProviderId, Belief<u64>>,
+    leases: BTreeMap<String, Asked>,
+    /// How far each provider was promised beyond its capacity after the last step.
+    excess: BTreeMap<ProviderId, u64>,
+    /// Providers whose inventory a write of this step may have changed.
+    resized: Vec<ProviderId>,
+    report: Report,
+    step: usize,
+}
+
+/// The uuid of consumer `n`.
+fn consumer_id(n: u64) -> Uuid {
+    Uuid::from_u128(1u128 << 64 | u128::from(n))
+}
+
+fn vcpu() -> ResourceClass {
+    ResourceClass::parse("VCPU").expect("invariant: a standard class")
+}
+
+/// What became of a write.
+#[derive(Debug)]
+enum Outcome {
+    /// Acknowledged, with the lease it made (lease creates).
+    Acked(Option<LeaseId>),
+    /// Refused: an answer, nothing changed.
+    Refused,
+    /// No answer: the process died.
+    Unanswered,
+}
+
+fn outcome<T>(result: Result<T, AppError>, id: impl FnOnce(T) -> Option<LeaseId>) -> Outcome {
+    match result {
+        Ok(value) => Outcome::Acked(id(value)),
+        Err(AppError::Rejected(_)) => Outcome::Refused,
+        Err(_) => Outcome::Unanswered,
+    }
+}
+
+impl Sim {
+    fn new(config: &Config) -> Sim {
+        Sim {
+            config: config.clone(),
+            rng: Rng::new(config.seed),
+            store: SimStore::new(
+                config.durability,
+                (config.defect == Some(Defect::LoseLastCommit))
+                    .then_some(StoreDefect::LoseLastCommitOnRecovery),
+            ),
+            clock: SimClock(Arc::new(AtomicI64::new(T0))),
+            ids: SimIds(Arc::new(AtomicU64::new(0))),
+            berth: None,
+            hosts: Vec::new(),
+            consumers: BTreeMap::new(),
+            inventories: BTreeMap::new(),
+            leases: BTreeMap::new(),
+            excess: BTreeMap::new(),
+            resized: Vec::new(),
+            report: Report::default(),
+            step: 0,
+        }
+    }
+
+    fn fail(&self, what: impl Into<String>) -> Failure {
+        Failure {
+            seed: self.config.seed,
+            step: self.step,
+            what: what.into(),
+        }
+    }
+
+    fn berth(&self) -> Arc<Berth> {
+        Arc::clone(self.berth.as_ref().expect("invariant: berth is open"))
+    }
+
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Opens berth over what the disk holds, as a restarted process does.
+    async fn open(&mut self) -> Result<(), Failure> {
+        let berth = Berth::open(
+            Arc::new(self.store.clone()),
+            Arc::new(self.clock.clone()),
+            Arc::new(self.ids.clone()),
+        )
+        .await
+        .map_err(|e| self.fail(format!("berth does not open over the disk: {e}")))?;
+        self.berth = Some(Arc::new(berth));
+        Ok(())
+    }
+
+    /// Enrolls two to four hosts before anything can crash.
+    async fn setup(&mut self) -> Result<(), Failure> {
+        let count = 2 + self.rng.below(3);
+        for n in 0..count {
+            let vcpus = 8 + self.rng.below(25);
+            let id = self
+                .berth()
+                .enroll_host(EnrollHost {
+                    name: format!("host-{n}"),
+                    vcpus: Some(vcpus),
+                    memory_mb: Some(65_536),
+                    local_gb: Some(1_000),
+                    availability_zone: Some("az1".into()),
+                    hypervisor_type: None,
+                    service_name: None,
+                    attributes: BTreeMap::new(),
+                    reservable: true,
+                })
+                .await
+                .map_err(|e| self.fail(format!("enrolling a host: {e}")))?;
+            let uuid = self
+                .berth()
+                .read_local(|c| c.provider_by_id(id).map(|p| p.uuid()))
+                .ok_or_else(|| self.fail("an enrolled host is not in the catalog"))?;
+            self.hosts.push(uuid);
+            self.inventories.insert(uuid, Belief::acked(vcpus));
+        }
+        Ok(())
+    }
+
+    /// Runs the steps, then moves the clock past every lease and checks the events.
+    async fn run(mut self) -> Result<Report, Failure> {
+        self.open().await?;
+        self.setup().await?;
+        for step in 0..self.config.steps {
+            self.step = step;
+            if self.rng.chance(12) {
+                let boundary = *self.rng.pick(&Boundary::ALL).expect("three boundaries");
+                self.store.crash_at(1 + self.rng.below(3), boundary);
+            }
+            self.one_step().await?;
+            if self.store.has_crashed() {
+                self.restart().await?;
+            }
+            self.check().await?;
+        }
+        self.finish().await?;
+        Ok(self.report)
+    }
+
+    /// The process died: reopen berth over what the disk kept.
+    async fn restart(&mut self) -> Result<(), Failure> {
+        self.berth = None;
+        self.store.recover().await;
+        self.report.crashes += 1;
+        self.open().await
+    }
+
+    async fn one_step(&mut self) -> Result<(), Failure> {
+        match self.rng.below(10) {
+            0 => self.tick().await,
+            _ => {
+                let together = 1 + self.rng.below(4);
+                let writes: Vec<Write> = (0..together).map(|_| self.next_write()).collect();
+                self.issue(writes).await
+            }
+        }
+    }
+
+    /// Moves the clock 1 to 90 minutes and fires what fell due.
+    async fn tick(&mut self) -> Result<(), Failure> {
+        let minutes = 1 + i64::try_from(self.rng.below(90)).expect("small");
+        self.clock.0.fetch_add(minutes * MINUTE, Ordering::Relaxed);
+        self.fire().await
+    }
+
+    /// Fires the lifecycle events due now; a failure is only allowed when the process died.
+    async fn fire(&mut self) -> Result<(), Failure> {
+        match self.berth().fire_due_events().await {
+            Ok(fired) => self.report.events += fired,
+            Err(_) if self.store.has_crashed() => {}
+            Err(e) => return Err(self.fail(format!("firing due events failed: {e}"))),
+        }
+        Ok(())
+    }
+}
+
+impl Sim {
+    /// The next write, drawn from the seed.
+    fn next_write(&mut self) -> Write {
+        match self.rng.below(9) {
+            0..=2 => self.allocate(),
+            3 => Write::Release {
+                consumer: consumer_id(self.rng.below(CONSUMERS)),
+            },
+            4 => self.inventory(),
+            5 | 6 => self.new_lease(),
+            7 => match self.unanswered_lease() {
+                Some(name) => Write::CreateLease { name },
+                None => self.new_lease(),
+            },
+            _ => match self.lease_names().pop() {
+                Some(_) => {
+                    let names = self.lease_names();
+                    let name = self.rng.pick(&names).cloned().expect("not empty");
+                    Write::DeleteLease { name }
+                }
+                None => self.new_lease(),
+            },
+        }
+    }
+
+    fn lease_names(&self) -> Vec<String> {
+        self.leases.keys().cloned().collect()
+    }
+
+    /// A lease create that got no answer, to retry with its key.
+    fn unanswered_lease(&mut self) -> Option<String> {
+        let open: Vec<String> = self
+            .leases
+            .iter()
+            .filter(|(_, a)| matches!(a.present, Belief::OneOf(_)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.rng.pick(&open).cloned()
+    }
+
+    /// An allocation for one of the consumers: new, or a change with its current generation or
+    /// (sometimes) a stale one.
+    fn allocate(&mut self) -> Write {
+        let consumer = consumer_id(self.rng.below(CONSUMERS));
+        let host = *self.rng.pick(&self.hosts).expect("hosts are enrolled");
+        let amount = 1 + self.rng.below(4);
+        let current = self
+            .berth()
+            .read_local(|c| c.consumer(consumer).map(|found| found.generation));
+        let stale = current.is_some() && self.rng.chance(5);
+        let generation = match current {
+            None => ConsumerGeneration::New,
+            Some(g) => ConsumerGeneration::Is(g + u64::from(stale)),
+        };
+        let mut allocations = Allocations::new();
+        allocations.entry(host).or_default().insert(vcpu(), amount);
+        Write::Allocate {
+            consumer,
+            stale,
+            write: ConsumerWrite {
+                consumer,
+                // Not the leases' project: an allocation of their project on a host a lease
+                // holds would present the lease's reservation and end with it.
+                project_id: "tenant".into(),
+                user_id: "u".into(),
+                consumer_type: Some("INSTANCE".into()),
+                generation,
+                allocations,
+                reservation: None,
+            },
+        }
+    }
+
+    /// A change of one host's VCPU total, with its generation or (sometimes) a stale one.
+    fn inventory(&mut self) -> Write {
+        let provider = *self.rng.pick(&self.hosts).expect("hosts are enrolled");
+        let generation = self
+            .berth()
+            .read_local(|c| c.provider(provider).map(|p| p.generation()))
+            .unwrap_or(0);
+        let stale = self.rng.chance(4);
+        Write::Inventory {
+            provider,
+            generation: generation + u64::from(stale),
+            stale,
+            vcpus: 4 + self.rng.below(29),
+        }
+    }
+
+    /// A new lease: one whole host, or one to three instance slots, in the next hours.
+    fn new_lease(&mut self) -> Write {
+        let name = format!("lease-{}", self.leases.len());
+        let start = self.now().as_micros()
+            + (1 + i64::try_from(self.rng.below(240)).expect("small")) * MINUTE;
+        let end = start + (10 + i64::try_from(self.rng.below(240)).expect("small")) * MINUTE;
+        let spec = match self.rng.chance(3) {
+            true => ReservationSpec::Host {
+                min: 1,
+                max: 1,
+                hypervisor_properties: String::new().into(),
+                resource_properties: String::new().into(),
+                before_end: "default".into(),
+            },
+            false => ReservationSpec::Instance {
+                vcpus: 1 + self.rng.below(4),
+                memory_mb: 512,
+                disk_gb: 0,
+                amount: 1 + u32::try_from(self.rng.below(3)).expect("small"),
+                affinity: Affinity::Any,
+                resource_properties: String::new().into(),
+            },
+        };
+        let cmd = CreateLease {
+            name: name.clone(),
+            project_id: PROJECT.into(),
+            user_id: "u".into(),
+            start: Instant::from_micros(start),
+            end: Instant::from_micros(end),
+            before_end: None,
+            reservations: vec![spec],
+            horizon: Span::from_hours(1),
+            idempotency: Some(Idempotent {
+                key: IdempotencyKey {
+                    project_id: PROJECT.into(),
+                    route: "POST /reservation/v1/leases".into(),
+                    key: name.clone(),
+                },
+                fingerprint: name.clone(),
+            }),
+        };
+        self.leases.insert(
+            name.clone(),
+            Asked {
+                cmd,
+                id: None,
+                present: Belief::acked(false),
+            },
+        );
+        Write::CreateLease { name }
+    }
+}
+
+impl Sim {
+    /// Sends `writes` together (they may share a batch) and learns what each was told.
+    async fn issue(&mut self, writes: Vec<Write>) -> Result<(), Failure> {
+        let berth = self.berth();
+        let mut tasks = Vec::with_capacity(writes.len());
+        for write in &writes {
+            let berth = Arc::clone(&berth);
+            let task = match write {
+                Write::Allocate { write, .. } => {
+                    let write = write.clone();
+                    tokio::spawn(async move {
+                        outcome(berth.set_allocations(vec![write]).await, |()| None)
+                    })
+                }
+                Write::Release { consumer } => {
+                    let consumer = *consumer;
+                    tokio::spawn(async move {
+                        outcome(berth.delete_allocations(consumer).await, |()| None)
+                    })
+                }
+                Write::Inventory {
+                    provider,
+                    generation,
+                    vcpus,
+                    ..
+                } => {
+                    let mut inventories = berth.read_local(|c| {
+                        c.provider(*provider)
+                            .map(|p| p.inventories().clone())
+                            .unwrap_or_default()
+                    });
+                    inventories.insert(vcpu(), Inventory::simple(*vcpus));
+                    let (provider, generation) = (*provider, *generation);
+                    tokio::spawn(async move {
+                        let result = berth.set_inventories(provider, generation, inventories);
+                        outcome(result.await, |()| None)
+                    })
+                }
+                Write::CreateLease { name } => {
+                    let cmd = self.leases[name].cmd.clone();
+                    tokio::spawn(async move {
+                        outcome(berth.create_lease(cmd).await, |lease| Some(lease.id))
+                    })
+                }
+                Write::DeleteLease { name } => {
+                    let id = self.leases[name].id;
+                    tokio::spawn(async move {
+                        match id {
+                            Some(id) => outcome(berth.delete_lease(id).await, |()| None),
+                            None => Outcome::Refused,
+                        }
+                    })
+                }
+            };
+            tasks.push(task);
+        }
+        // A stale generation is only stale alone: an earlier write of the same batch may have
+        // moved the generation to it.
+        let alone = writes.len() == 1;
+        for (write, task) in writes.into_iter().zip(tasks) {
+            let told = task.await.expect("invariant: a write task does not panic");
+            self.learn(write, told, alone)?;
+        }
+        Ok(())
+    }
+
+    /// Updates what the clients were told after one write.
+    fn learn(&mut self, write: Write, told: Outcome, alone: bool) -> Result<(), Failure> {
+        if self.config.trace {
+            eprintln!(
+                "step {} at {}: {write:?} -> {told:?}",
+                self.step,
+                self.now().as_micros()
+            );
+        }
+        self.report.writes += 1;
+        match &told {
+            Outcome::Acked(_) => self.report.acked += 1,
+            Outcome::Refused => self.report.refused += 1,
+            Outcome::Unanswered => self.report.unanswered += 1,
+        }
+        match write {
+            Write::Allocate {
+                consumer,
+                write,
+                stale,
+            } => {
+                if stale && alone && matches!(told, Outcome::Acked(_)) {
+                    return Err(self.fail(format!(
+                        "an allocation with a stale consumer generation was accepted for {consumer}"
+                    )));
+                }
+                let new: BTreeMap<ProviderId, u64> = write
+                    .allocations
+                    .iter()
+                    .map(|(p, by_class)| (*p, by_class.values().sum()))
+                    .collect();
+                if !(stale && alone) {
+                    self.believe_consumer(consumer, &told, Some(new));
+                }
+            }
+            Write::Release { consumer } => self.believe_consumer(consumer, &told, None),
+            Write::Inventory {
+                provider,
+                stale,
+                vcpus,
+                ..
+            } => {
+                if !matches!(told, Outcome::Refused) {
+                    self.resized.push(provider);
+                }
+                let belief = self.inventories.get_mut(&provider).expect("a host");
+                match (&told, stale && alone) {
+                    (Outcome::Acked(_), true) => {
+                        return Err(self.fail(format!(
+                            "an inventory write with a stale generation was accepted on {provider}"
+                        )));
+                    }
+                    (Outcome::Acked(_), false) => *belief = Belief::acked(vcpus),
+                    (Outcome::Unanswered, false) => *belief = belief.unknown(vcpus),
+                    _ => {}
+                }
+            }
+            Write::CreateLease { name } => {
+                let known = self.leases[&name].id;
+                if let Outcome::Acked(id) = told
+                    && known.is_some()
+                    && known != id
+                {
+                    return Err(
+                        self.fail(format!("{name} was created twice: {known:?} and {id:?}"))
+                    );
+                }
+                let asked = self.leases.get_mut(&name).expect("asked");
+                match told {
+                    Outcome::Acked(id) => {
+                        asked.id = id;
+                        asked.present = Belief::acked(true);
+                    }
+                    Outcome::Refused => asked.present = Belief::acked(false),
+                    Outcome::Unanswered => asked.present = asked.present.unknown(true),
+                }
+            }
+            Write::DeleteLease { name } => {
+                let asked = self.leases.get_mut(&name).expect("asked");
+                match told {
+                    Outcome::Acked(_) => asked.present = Belief::acked(false),
+                    Outcome::Refused => {}
+                    Outcome::Unanswered => asked.present = asked.present.unknown(false),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn believe_consumer(
+        &mut self,
+        consumer: Uuid,
+        told: &Outcome,
+        new: Option<BTreeMap<ProviderId, u64>>,
+    ) {
+        let belief = self
+            .consumers
+            .entry(consumer)
+            .or_insert(Belief::Known(None));
+        match told {
+            Outcome::Acked(_) => *belief = Belief::acked(new),
+            Outcome::Refused => {}
+            Outcome::Unanswered => *belief = belief.unknown(new),
+        }
+    }
+}
+
+impl Sim {
+    /// The checks after every step.
+    async fn check(&mut self) -> Result<(), Failure> {
+        let berth = self.berth();
+        let now = self.now();
+        let (excess, mut held) = berth.read_local(|c| (check::excess(c, now), c.to_rows()));
+        let excess = excess.map_err(|e| self.fail(format!("capacity promised twice: {e}")))?;
+        for (host, over) in &excess {
+            let before = self.excess.get(host).copied().unwrap_or(0);
+            if *over > before && !self.resized.contains(host) {
+                return Err(self.fail(format!(
+                    "capacity promised twice: {host} is promised {over} beyond its capacity, {before} before this step"
+                )));
+            }
+        }
+        self.excess = excess;
+        self.resized.clear();
+        let mut disk = self.store.rows().await;
+        held.normalize();
+        disk.normalize();
+        if held != disk {
+            return Err(self.fail("the catalog in memory differs from the disk's"));
+        }
+        berth.read_local(|c| self.check_told(c))
+    }
+
+    /// Every object is as its clients were told (or one of the outcomes a write without an
+    /// answer allows), and nothing is there that nobody asked for.
+    fn check_told(&mut self, catalog: &Catalog) -> Result<(), Failure> {
+        for (uuid, consumer) in catalog.consumers() {
+            if !self.consumers.contains_key(&uuid) {
+                return Err(self.fail(format!("consumer {uuid} was never written")));
+            }
+            let _ = consumer;
+        }
+        let consumers: Vec<Uuid> = self.consumers.keys().copied().collect();
+        for uuid in consumers {
+            let seen = catalog.consumer(uuid).map(|c| {
+                c.allocations
+                    .iter()
+                    .map(|(p, by_class)| (*p, by_class.values().sum()))
+                    .collect::<BTreeMap<ProviderId, u64>>()
+            });
+            let belief = self.consumers.get_mut(&uuid).expect("listed");
+            if let Err(e) = belief.observe(seen, || format!("consumer {uuid}")) {
+                return Err(self.fail(e));
+            }
+        }
+        let hosts = self.hosts.clone();
+        for host in hosts {
+            let seen = catalog
+                .provider(host)
+                .and_then(|p| p.inventories().get(&vcpu()).map(Inventory::total))
+                .unwrap_or(0);
+            let belief = self.inventories.get_mut(&host).expect("a host");
+            if let Err(e) = belief.observe(seen, || format!("the VCPU total of {host}")) {
+                return Err(self.fail(e));
+            }
+        }
+        self.check_leases(catalog)
+    }
+
+    fn check_leases(&mut self, catalog: &Catalog) -> Result<(), Failure> {
+        let mut by_name: BTreeMap<&str, Vec<LeaseId>> = BTreeMap::new();
+        for lease in catalog.leases() {
+            by_name.entry(&lease.name).or_default().push(lease.id);
+        }
+        for (name, ids) in &by_name {
+            if !self.leases.contains_key(*name) {
+                return Err(self.fail(format!("lease {name} was never asked for")));
+            }
+            if ids.len() > 1 {
+                return Err(self.fail(format!("lease {name} exists {} times", ids.len())));
+            }
+        }
+        let names = self.lease_names();
+        for name in names {
+            let found = by_name
+                .get(name.as_str())
+                .and_then(|ids| ids.first().copied());
+            let asked = self.leases.get_mut(&name).expect("listed");
+            if let (Some(id), Some(told)) = (found, asked.id)
+                && id != told
+            {
+                return Err(self.fail(format!(
+                    "lease {name} is {id}, but its client was told {told}"
+                )));
+            }
+            asked.id = asked.id.or(found);
+            let result = asked
+                .present
+                .observe(found.is_some(), || format!("lease {name}"));
+            if let Err(e) = result {
+                return Err(self.fail(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the clock past every lease, fires what falls due (again after any crash), and
+    /// checks every event fired exactly once.
+    async fn finish(&mut self) -> Result<(), Failure> {
+        self.step = self.config.steps;
+        let last_end = self
+            .berth()
+            .read_local(|c| c.leases().map(|l| l.end.as_micros()).max())
+            .unwrap_or(T0);
+        self.clock.0.store(
+            last_end.max(self.now().as_micros()) + MINUTE,
+            Ordering::Relaxed,
+        );
+        // Each pass fires what is due; a crash during one leaves the rest to the next.
+        for _ in 0..8 {
+            self.fire().await?;
+            if self.store.has_crashed() {
+                self.restart().await?;
+                continue;
+            }
+            break;
+        }
+        self.check().await?;
+        let berth = self.berth();
+        let ids: Vec<LeaseId> = berth.read_local(|c| c.leases().map(|l| l.id).collect());
+        let mut records = BTreeMap::new();
+        for id in ids {
+            let kinds = berth
+                .lease_records(id)
+                .await
+                .map_err(|e| self.fail(format!("reading the record of {id}: {e}")))?;
+            records.insert(id, kinds.into_iter().map(|r| r.kind).collect());
+        }
+        let now = self.now();
+        berth
+            .read_local(|c| check::events_once(&records, c, now))
+            .map_err(|e| self.fail(e))
+    }
+}
