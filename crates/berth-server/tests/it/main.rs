@@ -25,6 +25,7 @@ mod placement_providers;
 mod placement_traits;
 mod postgres;
 mod promise;
+mod seed_examples;
 mod server;
 mod staying_up;
 mod support;

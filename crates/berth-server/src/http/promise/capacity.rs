@@ -14,7 +14,7 @@ use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use berth_api::promise::{
     CapacityAnswer, CapacityInformation, CapacityLevels, CapacityQueryResult, CapacityStep,
     EtsiCapacityQuery, Figures as FigureSet, FiguresStep, InstancesAvailable, Names, QueryCapacity,
@@ -54,7 +54,7 @@ pub(super) fn register(routes: &mut Routes) {
             rpc_query,
         )
         .accepts::<QueryCapacity>()
-        .answers::<RpcAnswer<CapacityAnswer>>(200);
+        .answers::<RpcAnswer<CapacityAnswer>>(201);
 }
 
 /// The window a query names, or the current instant (one second from now) when it names none.
@@ -304,11 +304,12 @@ pub(super) fn rpc_window(body: &Map<String, Value>, now: Instant) -> Result<Wind
     window(start, end, now)
 }
 
+/// Answers 201, as the seed's example of `query-capacity` shows (Annex C 12.10).
 async fn rpc_query(
     State(state): State<AppState>,
     _caller: Caller,
     Input(body): Input,
-) -> Result<Json<RpcAnswer<CapacityAnswer>>, ApiError> {
+) -> Result<(StatusCode, Json<RpcAnswer<CapacityAnswer>>), ApiError> {
     let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();
     let parsed = (|| {
@@ -362,7 +363,7 @@ async fn rpc_query(
             .collect(),
         false => Vec::new(),
     };
-    Ok(Json(RpcAnswer::ok(
+    let answer = RpcAnswer::ok(
         "capacity query answered",
         CapacityAnswer {
             capacity,
@@ -374,7 +375,8 @@ async fn rpc_query(
                 .collect(),
             utilization: steps,
         },
-    )))
+    );
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 #[cfg(test)]
