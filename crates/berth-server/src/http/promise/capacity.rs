@@ -5,7 +5,8 @@
 //! step function of each, `utilization`) and renders the answer.
 
 use super::wire::{
-    Input, documented, flag, names, object, rpc_error, rpc_read_error, size, text, time, uuids,
+    Input, RpcInput, documented, flag, names, object, rpc_error, rpc_read_error, size, text, time,
+    uuids,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -308,7 +309,7 @@ pub(super) fn rpc_window(body: &Map<String, Value>, now: Instant) -> Result<Wind
 async fn rpc_query(
     State(state): State<AppState>,
     _caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<(StatusCode, Json<RpcAnswer<CapacityAnswer>>), ApiError> {
     let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();
