@@ -289,8 +289,22 @@ async fn no_surface_but_placement_answers_with_a_placement_code() {
         let [_, untyped] = oversized_and_untyped(rpc, Rpc);
         cases.push(untyped);
     }
+    let twice = "/promise/create-reservation?twice";
+    cases.push(case(
+        Method::POST,
+        twice,
+        json!({"capacity": {"cores": 1}}),
+        StatusCode::BAD_REQUEST,
+        Rpc,
+    ));
     for case in &cases {
         let mut request = app.request(case.method.clone(), &case.path, None);
+        // An Idempotency-Key given twice is refused before the RPC's handler reads its body.
+        if case.path == twice {
+            request = request
+                .header("idempotency-key", "a")
+                .header("idempotency-key", "b");
+        }
         if let Some(body) = &case.body {
             request = request
                 .header("content-type", case.content_type)
@@ -306,6 +320,10 @@ async fn no_surface_but_placement_answers_with_a_placement_code() {
             .to_owned();
         let text = response.text().await.expect("body");
         check(case, status, &content_type, &text);
+        assert!(
+            case.path != twice || text.contains("Idempotency-Key"),
+            "{text}"
+        );
     }
 }
 

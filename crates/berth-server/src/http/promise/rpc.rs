@@ -133,11 +133,11 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    key: IdempotencyHeader,
+    key: Result<IdempotencyHeader, ApiError>,
     RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<ReservationAccepted>>, ApiError> {
     let now = state.berth.now();
-    let idempotency = key.bind(&caller, &body);
+    let idempotency = key.map_err(rpc_error)?.bind(&caller, &body);
     let body = documented(body, &CREATE_FIELDS);
     let parsed = (|| {
         let ask =
