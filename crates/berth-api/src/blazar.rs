@@ -530,6 +530,13 @@ pub struct LeaseRequest {
     /// End of the window (required to create).
     #[serde(default)]
     pub end_date: Option<String>,
+    /// `start_date` as the instance-reservation seed names it (read when `start_date` is
+    /// absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// `end_date` as the instance-reservation seed names it (read when `end_date` is absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
     /// When the `before_end` event fires.
     #[serde(default)]
     pub before_end_date: Option<String>,

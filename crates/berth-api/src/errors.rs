@@ -3,9 +3,254 @@
 //!
 //! A Blazar or problem body may carry machine-readable members beside these (a refusal's
 //! shortfalls and counter-offer, a limit, the affected leases), merged in by the server.
+//!
+//! Every error berth answers has one code of [`ERROR_CODES`]: the table the README shows. Each
+//! surface renders it in its upstream's envelope: Placement's `errors` list carries the
+//! code's Placement code, Blazar's body carries only the status, and problem details carry
+//! the code itself (with Promise's `result` and `message` beside it on the Promise RPCs).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// One code of berth's error table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorCode {
+    /// The code, as problem details carry it.
+    pub code: &'static str,
+    /// The HTTP status it is answered with.
+    pub status: u16,
+    /// What it means.
+    pub meaning: &'static str,
+    /// The code Placement's envelope carries for it (`placement.undefined_code` for the
+    /// generic ones).
+    pub placement: &'static str,
+}
+
+/// Every error code berth answers, by status.
+pub const ERROR_CODES: &[ErrorCode] = &[
+    ErrorCode {
+        code: "bad_request",
+        status: 400,
+        meaning: "The request is malformed or invalid; the detail names the field and the problem",
+        placement: "placement.undefined_code",
+    },
+    ErrorCode {
+        code: "query_bad_value",
+        status: 400,
+        meaning: "A query parameter has a value that cannot be used",
+        placement: "placement.query.bad_value",
+    },
+    ErrorCode {
+        code: "query_duplicate_key",
+        status: 400,
+        meaning: "A query parameter is given twice where it may be given once",
+        placement: "placement.query.duplicate_key",
+    },
+    ErrorCode {
+        code: "query_missing_value",
+        status: 400,
+        meaning: "A query parameter that needs a value has none",
+        placement: "placement.query.missing_value",
+    },
+    ErrorCode {
+        code: "limit_exceeded",
+        status: 400,
+        meaning: "The request is over a named limit; the body names it (`limit`) and what it allows (`max`)",
+        placement: "limit_exceeded",
+    },
+    ErrorCode {
+        code: "policy_violation",
+        status: 400,
+        meaning: "The window breaks the reservation policy; the detail names the rule",
+        placement: "policy_violation",
+    },
+    ErrorCode {
+        code: "unauthorized",
+        status: 401,
+        meaning: "No credentials, or credentials berth does not accept",
+        placement: "unauthorized",
+    },
+    ErrorCode {
+        code: "forbidden",
+        status: 403,
+        meaning: "The caller's roles do not allow the request, or the reservation it presents is another project's",
+        placement: "forbidden",
+    },
+    ErrorCode {
+        code: "not_found",
+        status: 404,
+        meaning: "The route, or the object the request names, does not exist (or is another project's)",
+        placement: "placement.undefined_code",
+    },
+    ErrorCode {
+        code: "resource_provider_not_found",
+        status: 404,
+        meaning: "The resource provider named does not exist",
+        placement: "placement.resource_provider.not_found",
+    },
+    ErrorCode {
+        code: "method_not_allowed",
+        status: 405,
+        meaning: "The route does not serve the method; `Allow` lists those it serves",
+        placement: "placement.undefined_code",
+    },
+    ErrorCode {
+        code: "not_acceptable",
+        status: 406,
+        meaning: "The `Accept` header refuses JSON, or the Placement microversion is not served",
+        placement: "placement.undefined_code",
+    },
+    ErrorCode {
+        code: "conflict",
+        status: 409,
+        meaning: "The request conflicts with the current state: the object exists, is in use, or the capacity is not there",
+        placement: "placement.undefined_code",
+    },
+    ErrorCode {
+        code: "concurrent_update",
+        status: 409,
+        meaning: "The generation sent is stale: read the object again and retry",
+        placement: "placement.concurrent_update",
+    },
+    ErrorCode {
+        code: "duplicate_name",
+        status: 409,
+        meaning: "Another object has this name or uuid",
+        placement: "placement.duplicate_name",
+    },
+    ErrorCode {
+        code: "inventory_inuse",
+        status: 409,
+        meaning: "The inventory to remove or shrink is allocated",
+        placement: "placement.inventory.inuse",
+    },
+    ErrorCode {
+        code: "resource_provider_inuse",
+        status: 409,
+        meaning: "The resource provider to delete has allocations",
+        placement: "placement.resource_provider.inuse",
+    },
+    ErrorCode {
+        code: "resource_provider_cannot_delete_parent",
+        status: 409,
+        meaning: "The resource provider to delete has children",
+        placement: "placement.resource_provider.cannot_delete_parent",
+    },
+    ErrorCode {
+        code: "not_enough_resources",
+        status: 409,
+        meaning: "The reservation does not fit; the body lists each shortfall and the counter-offer",
+        placement: "not_enough_resources",
+    },
+    ErrorCode {
+        code: "capacity_in_use",
+        status: 409,
+        meaning: "The capacity decrease would leave reservations short; the body lists them (`affected`)",
+        placement: "capacity_in_use",
+    },
+    ErrorCode {
+        code: "no_room_left",
+        status: 409,
+        meaning: "The reservation has no room left for the instance; the body says what it has left (`room`)",
+        placement: "no_room_left",
+    },
+    ErrorCode {
+        code: "invalid_state_transition",
+        status: 409,
+        meaning: "The node cannot move to that provision state from its own",
+        placement: "invalid_state_transition",
+    },
+    ErrorCode {
+        code: "claim_required",
+        status: 409,
+        meaning: "Deploying the node needs its live claim",
+        placement: "claim_required",
+    },
+    ErrorCode {
+        code: "node_in_use",
+        status: 409,
+        meaning: "The node is claimed, deployed or reserved",
+        placement: "node_in_use",
+    },
+    ErrorCode {
+        code: "no_node_available",
+        status: 409,
+        meaning: "No candidate node can be claimed; the body says why, per node (`nodes`)",
+        placement: "no_node_available",
+    },
+    ErrorCode {
+        code: "idempotency_key_object_gone",
+        status: 410,
+        meaning: "The object an `Idempotency-Key` created is gone",
+        placement: "idempotency_key_object_gone",
+    },
+    ErrorCode {
+        code: "payload_too_large",
+        status: 413,
+        meaning: "The body is larger than the server accepts",
+        placement: "payload_too_large",
+    },
+    ErrorCode {
+        code: "unsupported_media_type",
+        status: 415,
+        meaning: "The body is not `application/json`",
+        placement: "unsupported_media_type",
+    },
+    ErrorCode {
+        code: "idempotency_key_reused",
+        status: 422,
+        meaning: "The `Idempotency-Key` was sent before with a different request",
+        placement: "idempotency_key_reused",
+    },
+    ErrorCode {
+        code: "internal",
+        status: 500,
+        meaning: "berth failed; the cause is in its log, never in the answer",
+        placement: "internal",
+    },
+    ErrorCode {
+        code: "busy",
+        status: 503,
+        meaning: "The database is busy; retrying shortly is safe",
+        placement: "busy",
+    },
+    ErrorCode {
+        code: "identity_unavailable",
+        status: 503,
+        meaning: "The identity service (Keystone) could not be reached to check the token",
+        placement: "identity_unavailable",
+    },
+    ErrorCode {
+        code: "timeout_not_committed",
+        status: 503,
+        meaning: "The request timed out before it was decided: nothing changed, retrying is safe",
+        placement: "timeout_not_committed",
+    },
+    ErrorCode {
+        code: "timeout_outcome_unknown",
+        status: 503,
+        meaning: "The request timed out while its write was being committed: read before retrying",
+        placement: "timeout_outcome_unknown",
+    },
+];
+
+/// The row of `code`.
+pub fn error_code(code: &str) -> Option<&'static ErrorCode> {
+    ERROR_CODES.iter().find(|row| row.code == code)
+}
+
+/// The table as the README shows it (a Markdown table).
+pub fn error_table() -> String {
+    let mut table =
+        String::from("| code | status | meaning | Placement's code |\n|---|---|---|---|\n");
+    for row in ERROR_CODES {
+        table.push_str(&format!(
+            "| `{}` | {} | {} | `{}` |\n",
+            row.code, row.status, row.meaning, row.placement
+        ));
+    }
+    table
+}
 
 /// One error of Placement's envelope.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -151,4 +396,40 @@ pub struct PoolRoom {
 pub struct CapacityInUse {
     /// The leases that hold what the change would take away.
     pub affected: Vec<uuid::Uuid>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_each_status_has_one_generic_code() {
+        let mut codes: Vec<&str> = ERROR_CODES.iter().map(|row| row.code).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), ERROR_CODES.len(), "a code twice");
+        let mut generic: Vec<u16> = ERROR_CODES
+            .iter()
+            .filter(|row| row.placement == "placement.undefined_code")
+            .map(|row| row.status)
+            .collect();
+        let count = generic.len();
+        generic.dedup();
+        assert_eq!(generic.len(), count, "one generic code per status");
+        assert!(
+            ERROR_CODES.windows(2).all(|w| w[0].status <= w[1].status),
+            "the table is by status"
+        );
+    }
+
+    /// The README shows the table exactly.
+    #[test]
+    fn the_readme_shows_the_table() {
+        let readme = include_str!("../../../README.md");
+        assert!(
+            readme.contains(&error_table()),
+            "README.md's error table differs from berth_api::errors::ERROR_CODES; it should read:\n{}",
+            error_table()
+        );
+    }
 }

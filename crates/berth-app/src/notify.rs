@@ -62,8 +62,8 @@ pub struct Subscribe {
     pub project_id: String,
     /// What it is about.
     pub topic: Topic,
-    /// `callbackUri`.
-    pub callback: String,
+    /// `callbackUri`; `None`: feed-only.
+    pub callback: Option<String>,
     /// Signing secret.
     pub secret: Option<String>,
     /// The project whose leases a reservation filter may name (`None`: an admin, any).
@@ -200,7 +200,7 @@ impl Berth {
                     let s = c.subscription(d.subscription)?;
                     Some((
                         d.id.clone(),
-                        s.callback.clone(),
+                        s.callback.clone()?,
                         d.body.clone(),
                         s.secret.clone(),
                     ))

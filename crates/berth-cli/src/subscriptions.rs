@@ -45,9 +45,10 @@ pub enum SubscriptionVerb {
 /// `berth subscription create`.
 #[derive(Debug, Args)]
 pub struct CreateSubscription {
-    /// Where notifications are POSTed: an absolute http or https URL.
+    /// Where notifications are POSTed: an absolute http or https URL. Without it the
+    /// subscription is feed-only: its notifications are read with `berth notification list`.
     #[arg(long)]
-    pub callback: String,
+    pub callback: Option<String>,
     /// Secret signing each notification (`X-Berth-Signature`).
     #[arg(long)]
     pub secret: Option<String>,
@@ -164,7 +165,10 @@ fn show(ctx: &Ctx, subscription: &Value) -> Result<(), CliError> {
 
 /// The path and body of a subscribe request.
 fn request(create: &CreateSubscription) -> Result<(String, Value), CliError> {
-    let mut body = json!({ "callbackUri": create.callback });
+    let mut body = json!({});
+    if let Some(callback) = &create.callback {
+        body["callbackUri"] = json!(callback);
+    }
     if let Some(secret) = &create.secret {
         body["authentication"] = json!({ "secret": secret });
     }
@@ -290,15 +294,26 @@ pub(crate) async fn run_notification(ctx: &Ctx, verb: NotificationVerb) -> Resul
             items(&a["notifications"]),
             |entry| {
                 let n = &entry["notification"];
+                // A capacity notification says when it crossed and which way.
                 let at = n["timeStamp"]
                     .as_i64()
+                    .or_else(|| n["capacityChangeTime"].as_i64())
                     .and_then(|micros| jiff::Timestamp::from_microsecond(micros).ok())
                     .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
                     .unwrap_or_default();
                 vec![
                     get(entry, "cursor"),
                     get(n, "notificationType"),
-                    get(n, "changeType"),
+                    match n["changeType"].as_str() {
+                        Some(change) => change.to_owned(),
+                        None => format!(
+                            "{} {} {} {}",
+                            get(n, "crossing"),
+                            get(&n["threshold"], "capacity_info"),
+                            get(&n["threshold"], "condition"),
+                            get(&n["threshold"], "value")
+                        ),
+                    },
                     get(n, "reservationId"),
                     at,
                 ]

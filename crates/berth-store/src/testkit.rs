@@ -222,7 +222,7 @@ async fn notification_state_round_trips<S: Store>(store: &S, catalog: &mut Catal
         topic: Topic::Reservations {
             ids: vec![LeaseId::from_u128(9)],
         },
-        callback: "http://127.0.0.1:9/hook".into(),
+        callback: Some("http://127.0.0.1:9/hook".into()),
         secret: Some("s".into()),
         triggered: None,
         fired: 0,

@@ -37,14 +37,26 @@ pub struct VirtualCpu {
 pub struct VirtualMemory {
     /// MB.
     pub virtual_mem_size: u64,
+    /// `"True"` when the container's flavor pins NUMA nodes (`hw:numa_nodes`), else
+    /// `"False"` (absent from a counter-offer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_enabled: Option<String>,
 }
 
 /// A container's disk.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualDisks {
+    /// The disk's id: `<containerId>:disk`.
+    pub storage_id: String,
+    /// The storage flavour: the container's flavor, which gives the disk its size.
+    pub flavour_id: Option<String>,
+    /// `volume`: the instance's disk, reserved on its host.
+    pub type_of_storage: String,
     /// GB.
     pub size_of_storage: u64,
+    /// `enabled`.
+    pub operational_state: String,
 }
 
 /// One of `virtualizationContainerReserved`: an instance of a shape.

@@ -70,8 +70,10 @@ pub enum SubscriptionTopic {
 pub struct Subscription {
     /// Its id.
     pub subscription_id: Uuid,
-    /// Where notifications are POSTed.
-    pub callback_uri: String,
+    /// Where notifications are POSTed; absent for a feed-only subscription, whose
+    /// notifications are read from `GET /promise/notifications`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_uri: Option<String>,
     /// Whether notifications are signed.
     pub authentication: bool,
     /// Owning project.
@@ -234,13 +236,24 @@ pub struct CapacityNotification {
     pub zone_id: Option<String>,
 }
 
+/// A notification of the feed: a change of a reservation, or a capacity threshold crossed,
+/// each as its subscription's callback receives it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum FeedNotification {
+    /// A change of a reservation (`changeId`, `reservationId`, ...).
+    Reservation(ReservationNotification),
+    /// A capacity threshold crossed (`notificationType` `CapacityChange`).
+    Capacity(CapacityNotification),
+}
+
 /// An entry of the notification feed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct FeedEntry {
     /// Its position in the feed.
     pub cursor: u64,
-    /// The notification, as a reservation subscription's callback receives it.
-    pub notification: ReservationNotification,
+    /// The notification, as its subscription's callback receives it.
+    pub notification: FeedNotification,
 }
 
 /// `GET /promise/notifications`.
@@ -302,8 +315,9 @@ pub struct SubscribeCapacity {
     /// The threshold (required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<ThresholdRequest>,
-    /// Where notifications are POSTed (required): an absolute `http` or `https` URL without
-    /// user info, to a destination the server lets callbacks reach.
+    /// Where notifications are POSTed: an absolute `http` or `https` URL without user info, to
+    /// a destination the server lets callbacks reach. Absent: a feed-only subscription, whose
+    /// notifications are read from `GET /promise/notifications` and never POSTed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_uri: Option<Text>,
     /// How notifications are signed; when given, `secret` beside it is ignored.
@@ -339,8 +353,9 @@ pub struct SubscribeReservations {
     /// The reservations watched (required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_filter: Option<InputFilter>,
-    /// Where notifications are POSTed (required): an absolute `http` or `https` URL without
-    /// user info, to a destination the server lets callbacks reach.
+    /// Where notifications are POSTed: an absolute `http` or `https` URL without user info, to
+    /// a destination the server lets callbacks reach. Absent: a feed-only subscription, whose
+    /// notifications are read from `GET /promise/notifications` and never POSTed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_uri: Option<Text>,
     /// How notifications are signed; when given, `secret` beside it is ignored.

@@ -1,16 +1,22 @@
 //! Decisions about subscriptions and notifications: subscribe and unsubscribe, expand the
 //! outbox into deliveries (and evaluate capacity thresholds) exactly once, and record the
 //! outcome of a delivery attempt. See [`crate::model::notify`].
+//!
+//! Only a subscription with a callback gets deliveries; every notification is in the feed
+//! anyway: reservation notifications are the outbox entries themselves, and a capacity
+//! notification is recorded as an outbox entry of its own ([`CAPACITY_RECORD_KIND`]).
 
 use crate::catalog::Catalog;
 use crate::change::Change;
 use crate::decide::admission::instances_that_fit;
 use crate::limits::{DELIVERY_ATTEMPTS_MAX, SUBSCRIPTIONS_PER_PROJECT_MAX};
 use crate::model::capacity::{Figures, measure_of};
+use crate::model::id::LeaseId;
 use crate::model::lease::{EventKind, LeaseRecord};
 use crate::model::ledger::Window;
 use crate::model::notify::{
-    Delivery, DeliveryStatus, Subscription, Threshold, Topic, reservation_body, retry_delay, wants,
+    CAPACITY_RECORD_KIND, Delivery, DeliveryStatus, Subscription, Threshold, Topic,
+    reservation_body, retry_delay, wants,
 };
 use crate::model::time::Instant;
 use crate::query::capacity;
@@ -133,7 +139,7 @@ pub fn expand(
         });
         for subscription in catalog
             .subscriptions()
-            .filter(|s| wants(s, record, project.as_deref()))
+            .filter(|s| s.callback.is_some() && wants(s, record, project.as_deref()))
         {
             let id = format!("{seq}.{}", subscription.id);
             let body = reservation_body(&id, *seq, record, remaining(catalog, record));
@@ -217,8 +223,26 @@ fn threshold_body(
     })
 }
 
-/// Capacity subscriptions whose threshold was crossed: a notification each, and their new
-/// state.
+/// The outbox entry of a capacity notification: it names the subscription, and its details are
+/// the notification with the subscription's project (whose members alone see it in the feed).
+fn capacity_record(subscription: &Subscription, body: &serde_json::Value, now: Instant) -> Change {
+    let mut details = body.clone();
+    if let serde_json::Value::Object(members) = &mut details {
+        members.insert(
+            "project_id".to_owned(),
+            serde_json::Value::String(subscription.project_id.clone()),
+        );
+    }
+    Change::LeaseRecorded(LeaseRecord {
+        lease_id: LeaseId::new(subscription.id),
+        kind: CAPACITY_RECORD_KIND.to_owned(),
+        at: now,
+        details: details.to_string(),
+    })
+}
+
+/// Capacity subscriptions whose threshold was crossed: a notification each (an outbox entry,
+/// and a delivery when the subscription has a callback), and their new state.
 fn thresholds(catalog: &Catalog, now: Instant) -> Vec<Change> {
     let mut changes = Vec::new();
     for subscription in catalog.subscriptions() {
@@ -242,7 +266,10 @@ fn thresholds(catalog: &Catalog, now: Instant) -> Vec<Change> {
             updated.fired += 1;
             let id = format!("{}.c{}", subscription.id, updated.fired);
             let body = threshold_body(&id, subscription, threshold, &figures, holds, now);
-            changes.push(pending(subscription, id, &body, now));
+            changes.push(capacity_record(subscription, &body, now));
+            if subscription.callback.is_some() {
+                changes.push(pending(subscription, id, &body, now));
+            }
         }
         changes.push(Change::SubscriptionSet {
             id: subscription.id,
@@ -319,7 +346,7 @@ mod tests {
             id: Uuid::from_u128(1),
             project_id: "p".into(),
             topic: Topic::Reservations { ids: Vec::new() },
-            callback: "http://127.0.0.1:9/x".into(),
+            callback: Some("http://127.0.0.1:9/x".into()),
             secret: None,
             triggered: None,
             fired: 0,

@@ -182,8 +182,11 @@ pub struct Subscription {
     pub project_id: String,
     /// What it is about.
     pub topic: Topic,
-    /// Where notifications are POSTed (`callbackUri`).
-    pub callback: String,
+    /// Where notifications are POSTed (`callbackUri`); `None`: a feed-only subscription,
+    /// whose notifications are read from the feed and never delivered by HTTP. Stored
+    /// subscriptions made before it was optional name one.
+    #[serde(default)]
+    pub callback: Option<String>,
     /// The secret notifications are signed with, if any.
     pub secret: Option<String>,
     /// Capacity subscriptions: whether the condition held at the last evaluation.
@@ -262,8 +265,22 @@ pub fn reservation_body(
     body
 }
 
-/// Whether a reservation subscription wants an outbox entry.
+/// The kind of the outbox entry a capacity notification is recorded as: its `lease_id` names
+/// the subscription, its details are the notification with the subscription's `project_id`.
+pub const CAPACITY_RECORD_KIND: &str = "capacity.threshold";
+
+/// Whether an outbox entry is a capacity notification ([`CAPACITY_RECORD_KIND`]) rather than
+/// a change of a reservation.
+pub fn is_capacity_record(record: &LeaseRecord) -> bool {
+    record.kind == CAPACITY_RECORD_KIND
+}
+
+/// Whether a reservation subscription wants an outbox entry (never a capacity notification:
+/// those belong to their own subscription, which has had them already).
 pub fn wants(subscription: &Subscription, record: &LeaseRecord, project: Option<&str>) -> bool {
+    if is_capacity_record(record) {
+        return false;
+    }
     match &subscription.topic {
         Topic::Reservations { ids } => {
             project == Some(subscription.project_id.as_str())
@@ -310,6 +327,30 @@ mod tests {
             "at the threshold is not clear of it"
         );
         assert!(t.clear(&figures(42)));
+    }
+
+    /// Subscriptions are stored as JSON documents: those stored when every one had a callback
+    /// keep loading with it, and a feed-only one has none.
+    #[test]
+    fn stored_subscriptions_load_with_or_without_a_callback() {
+        let stored = r#"{"id":"00000000-0000-0000-0000-000000000001","project_id":"p",
+            "topic":{"Reservations":{"ids":[]}},"callback":"http://127.0.0.1:9/x",
+            "secret":null,"triggered":null,"fired":0,"created_at":0}"#;
+        let old: Subscription = serde_json::from_str(stored).expect("an old document loads");
+        assert_eq!(old.callback.as_deref(), Some("http://127.0.0.1:9/x"));
+        let feed_only = stored.replace(r#""callback":"http://127.0.0.1:9/x","#, "");
+        let new: Subscription = serde_json::from_str(&feed_only).expect("loads");
+        assert_eq!(new.callback, None);
+        let record = LeaseRecord {
+            lease_id: LeaseId::from_u128(1),
+            kind: CAPACITY_RECORD_KIND.to_owned(),
+            at: Instant::from_micros(0),
+            details: r#"{"project_id":"p"}"#.to_owned(),
+        };
+        assert!(
+            !wants(&new, &record, Some("p")),
+            "a reservation subscription never gets a capacity notification"
+        );
     }
 
     #[test]

@@ -44,7 +44,12 @@ pub fn unauthorized(failure: AuthFailure) -> ApiError {
 /// The refusal of an unauthenticated request as a response: in `keystone` mode a 401 carries
 /// `WWW-Authenticate: Keystone uri="..."`.
 pub fn refusal(state: &AppState, failure: AuthFailure) -> Response {
-    let mut response = unauthorized(failure).into_response();
+    refuse(state, failure, false)
+}
+
+/// [`refusal`], with Promise's `result` and `message` when `rpc` (a Promise RPC's route).
+fn refuse(state: &AppState, failure: AuthFailure, rpc: bool) -> Response {
+    let mut response = in_envelope(unauthorized(failure), rpc).into_response();
     if response.status() == StatusCode::UNAUTHORIZED
         && let Some(keystone) = state.auth.keystone()
         && let Ok(value) = HeaderValue::from_str(&format!(
@@ -65,13 +70,17 @@ pub async fn middleware(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let rpc = request
+        .extensions()
+        .get::<MatchedPath>()
+        .is_some_and(|path| crate::http::promise_rpc::is_rpc(path.as_str()));
     let guarded = match state.auth.mode() {
         AuthMode::Noauth => browser_guard(request.method(), request.headers()),
         AuthMode::Noauth2 => host_guard(request.headers()),
         _ => Ok(()),
     };
     if let Err(error) = guarded {
-        return error.into_response();
+        return in_envelope(error, rpc).into_response();
     }
     let Some(path) = request.extensions().get::<MatchedPath>().cloned() else {
         return next.run(request).await;
@@ -88,21 +97,29 @@ pub async fn middleware(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0.ip());
     if let Err(failure) = state.auth.trusts(peer) {
-        return refusal(&state, failure);
+        return refuse(&state, failure, rpc);
     }
     let identity: Identity = match state.auth.identify(request.headers()).await {
         Ok(identity) => identity,
-        Err(failure) => return refusal(&state, failure),
+        Err(failure) => return refuse(&state, failure, rpc),
     };
     let named_project = match rule.reads_named_project() {
         true => named_project(request.uri().query()),
         false => None,
     };
     if !rule.admits(&identity, named_project.as_deref()) {
-        return ApiError::forbidden().into_response();
+        return in_envelope(ApiError::forbidden(), rpc).into_response();
     }
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// `error` as the route answers its own: with Promise's `result` and `message` on a Promise RPC.
+fn in_envelope(error: ApiError, rpc: bool) -> ApiError {
+    match rpc {
+        true => crate::http::promise_rpc::rpc_error(error),
+        false => error,
+    }
 }
 
 /// The project a request names: the last `project_id` of its query string, as Placement reads

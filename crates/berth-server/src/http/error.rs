@@ -194,10 +194,27 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The code an error carries on berth's own surfaces: Placement's codes are Placement's, so a
-/// `placement.` code loses its prefix (`placement.concurrent_update` is `concurrent_update`) and
-/// Placement's generic one becomes the status's own (`bad_request`, `not_found`, ...).
+/// The code an error carries on berth's own surfaces, a code of berth's table
+/// ([`berth_api::errors::ERROR_CODES`]): Placement's codes are Placement's, so a `placement.`
+/// code is its row's (`placement.concurrent_update` is `concurrent_update`) and Placement's
+/// generic one becomes the status's own (`bad_request`, `not_found`, ...). A code missing from
+/// the table is a bug, caught in debug builds.
 fn berth_code(status: StatusCode, code: &str) -> String {
+    let berth = table_code(status, code);
+    debug_assert!(
+        berth_api::errors::error_code(&berth).is_some(),
+        "error code {berth} ({status}) is not in berth_api::errors::ERROR_CODES"
+    );
+    berth
+}
+
+fn table_code(status: StatusCode, code: &str) -> String {
+    if let Some(row) = berth_api::errors::ERROR_CODES
+        .iter()
+        .find(|row| row.placement == code && code != UNDEFINED)
+    {
+        return row.code.to_owned();
+    }
     match code {
         UNDEFINED => status
             .canonical_reason()
@@ -276,6 +293,16 @@ mod tests {
             berth_code(StatusCode::CONFLICT, "not_enough_resources"),
             "not_enough_resources"
         );
+    }
+
+    /// Every code of the table renders as itself, and every Placement code of it as its row's.
+    #[test]
+    fn every_code_of_the_table_renders_as_itself() {
+        for row in berth_api::errors::ERROR_CODES {
+            let status = StatusCode::from_u16(row.status).expect("a status");
+            assert_eq!(berth_code(status, row.code), row.code);
+            assert_eq!(berth_code(status, row.placement), row.code, "{row:?}");
+        }
     }
 
     #[test]

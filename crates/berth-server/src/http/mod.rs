@@ -21,6 +21,7 @@ pub mod idempotency;
 pub mod meta;
 pub mod placement;
 pub mod promise;
+pub mod promise_rpc;
 pub mod rejection;
 pub mod routes;
 pub mod state;

@@ -702,17 +702,16 @@ async fn subscriptions_and_the_notification_feed() {
     )
     .await;
     assert_eq!(subscription["type"], "reservation");
+    // Feed-only: no callback; the condition holds at once, so it fires at once.
     ok(
         &app,
         &[
             "subscription",
             "create",
-            "--callback",
-            "http://127.0.0.1:9/hook",
             "--capacity",
             "compute",
             "--threshold",
-            "available < 8",
+            "available < 1000",
             "--zone",
             "az1",
         ],
@@ -729,7 +728,7 @@ async fn subscriptions_and_the_notification_feed() {
         "{table}"
     );
     assert!(
-        line(&table, "capacity").contains("available numCpuCores in az1 lt 8"),
+        line(&table, "capacity").contains("available numCpuCores in az1 lt 1000"),
         "{table}"
     );
     let lease = json(
@@ -755,6 +754,19 @@ async fn subscriptions_and_the_notification_feed() {
             .iter()
             .all(|n| n["cursor"].as_u64() > page["next"].as_u64()),
         "{rest}"
+    );
+    let mut crossed = String::new();
+    for _ in 0..100 {
+        let feed = ok(&app, &["notification", "list"]).await;
+        if let Some(row) = feed.lines().find(|l| l.contains("CapacityChange")) {
+            crossed = row.to_owned();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        crossed.contains("entered available lt 1000"),
+        "the feed-only capacity subscription's notification: {crossed:?}"
     );
     let id = subscription["subscriptionId"].as_str().expect("id");
     ok(&app, &["subscription", "delete", id]).await;

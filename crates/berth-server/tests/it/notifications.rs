@@ -756,3 +756,222 @@ async fn a_flavor_threshold_watches_how_many_instances_fit() {
     );
     server.abort();
 }
+
+/// The feed entries `who` reads after cursor 0, once at least `wanted` capacity notifications
+/// are among them (at most about 10 s).
+async fn feed_with_capacity(app: &TestApp, who: Who<'_>, wanted: usize) -> Vec<Value> {
+    for _ in 0..200 {
+        let (status, feed) = app
+            .call_as(who, Method::GET, "/promise/notifications?limit=1000", None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{feed}");
+        let entries = feed["notifications"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let capacity = entries
+            .iter()
+            .filter(|e| e["notification"]["notificationType"] == "CapacityChange")
+            .count();
+        if capacity >= wanted {
+            return entries;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{wanted} capacity notifications never reached {who:?}'s feed");
+}
+
+#[tokio::test]
+async fn feed_only_subscriptions_are_read_from_the_feed_and_nothing_is_posted() {
+    let app = TestApp::spawn_with(Options {
+        auth: Some(AuthMode::Headers),
+        callback_allow: vec![LOOPBACK.to_owned()],
+        ..Options::default()
+    })
+    .await;
+    let admin = Who {
+        project: "admin",
+        user: "root",
+        roles: "admin",
+    };
+    let member = Who {
+        project: "p1",
+        user: "u1",
+        roles: "member",
+    };
+    let other = Who {
+        project: "p2",
+        user: "u2",
+        roles: "member",
+    };
+    for name in ["cn1", "cn2"] {
+        let body = json!({"name": name, "availability_zone": "az1", "vcpus": 16,
+                          "memory_mb": 16384, "local_gb": 100});
+        let (status, made) = app
+            .call_as(admin, Method::POST, "/reservation/v1/os-hosts", Some(body))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+    }
+    let threshold = json!({"thresholdType": "absoluteValue",
+        "threshold": {"capacity_info": "available", "condition": "lt", "value": 20}});
+    // Feed-only: no callbackUri, as the seed's examples subscribe.
+    let (status, quiet) = app
+        .call_as(
+            member,
+            Method::POST,
+            "/promise/capacity/compute/subscribe",
+            Some(
+                json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores",
+                        "threshold": threshold}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{quiet}");
+    assert!(
+        quiet["subscription"].get("callbackUri").is_none(),
+        "{quiet}"
+    );
+    let quiet_id = quiet["capacityChangeSubscriptionId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (status, changes) = app
+        .call_as(
+            member,
+            Method::POST,
+            "/promise/reservation/subscribe",
+            Some(json!({"inputFilter": "all"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{changes}");
+    // The same threshold with a callback: POSTed, and in the feed too.
+    let (url, received, server) = receiver(0).await;
+    let (status, loud) = app
+        .call_as(
+            member,
+            Method::POST,
+            "/promise/capacity/compute/subscribe",
+            Some(
+                json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores",
+                        "threshold": threshold, "callbackUri": url}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{loud}");
+    let loud_id = loud["capacityChangeSubscriptionId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (status, listed) = app
+        .call_as(member, Method::GET, "/promise/subscriptions", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let listed = listed["subscriptions"].as_array().expect("list");
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    let without: Vec<&Value> = listed
+        .iter()
+        .filter(|s| s.get("callbackUri").is_none())
+        .collect();
+    assert_eq!(without.len(), 2, "the feed-only ones name no callback");
+    let (status, shown) = app
+        .call_as(
+            member,
+            Method::GET,
+            &format!("/promise/subscriptions/{quiet_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    assert!(
+        shown["subscription"].get("callbackUri").is_none(),
+        "{shown}"
+    );
+    // Reserving half the zone's cores takes available capacity below 20.
+    let (status, made) = app
+        .call_as(
+            member,
+            Method::POST,
+            "/promise/reservation/compute/create",
+            Some(
+                json!({"endTime": rfc3339(now_micros() + 3_600_000_000), "zoneId": "az1",
+                        "computePoolReservation": {"numCpuCores": 16, "numVcInstances": 8,
+                                                   "virtualMemSize": 8192}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let reservation = made["reservationData"]["reservationId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let feed = feed_with_capacity(&app, member, 2).await;
+    let capacity: Vec<&Value> = feed
+        .iter()
+        .map(|e| &e["notification"])
+        .filter(|n| n["notificationType"] == "CapacityChange")
+        .collect();
+    for id in [&quiet_id, &loud_id] {
+        let mine: Vec<&&Value> = capacity
+            .iter()
+            .filter(|n| {
+                n["notificationId"]
+                    .as_str()
+                    .is_some_and(|i| i.starts_with(id.as_str()))
+            })
+            .collect();
+        assert_eq!(mine.len(), 1, "one crossing for {id}: {capacity:?}");
+        assert_eq!(mine[0]["crossing"], "entered");
+        assert_eq!(mine[0]["capacityInformation"]["available"], 16);
+        assert_eq!(
+            mine[0]["resourceDescriptor"]["computeResourceTypeId"],
+            "numCpuCores"
+        );
+        assert!(mine[0].get("project_id").is_none(), "{:?}", mine[0]);
+    }
+    // In order with the reservation's own entries: its creation comes first.
+    let position = |wanted: &dyn Fn(&Value) -> bool| {
+        feed.iter()
+            .position(|e| wanted(&e["notification"]))
+            .expect("present")
+    };
+    let created = position(&|n| n["reservationId"] == reservation.as_str());
+    let crossed = position(&|n| n["notificationType"] == "CapacityChange");
+    assert!(created < crossed, "{feed:?}");
+    let cursors: Vec<u64> = feed.iter().filter_map(|e| e["cursor"].as_u64()).collect();
+    assert!(cursors.windows(2).all(|w| w[0] < w[1]), "{cursors:?}");
+    // Another project sees none of it; an admin sees it all.
+    let (status, theirs) = app
+        .call_as(
+            other,
+            Method::GET,
+            "/promise/notifications?limit=1000",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{theirs}");
+    assert_eq!(theirs["notifications"], json!([]), "{theirs}");
+    let everything = feed_with_capacity(&app, admin, 2).await;
+    assert!(everything.len() >= feed.len(), "{everything:?}");
+    // The callback got its own notification, as the feed shows it; the feed-only subscriptions
+    // have no delivery, pending or dead.
+    wait_until(&received, |got| !got.is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = received.got.lock().expect("lock").clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].0["notificationId"]
+            .as_str()
+            .is_some_and(|i| i.starts_with(loud_id.as_str())),
+        "{got:?}"
+    );
+    assert!(
+        capacity.contains(&&got[0].0),
+        "the feed shows the body POSTed"
+    );
+    let (status, deliveries) = app
+        .call_as(admin, Method::GET, "/promise/deliveries", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deliveries}");
+    assert_eq!(deliveries["deliveries"], json!([]), "{deliveries}");
+    server.abort();
+}

@@ -307,7 +307,7 @@ async fn blazar_and_promise_reservations_are_counted_together() {
                "window": {"start": rfc3339(start), "end": rfc3339(end)}}),
         )
         .await;
-    assert_eq!(status, StatusCode::OK, "{rpc}");
+    assert_eq!(status, StatusCode::CREATED, "{rpc}");
     assert_eq!(rpc["capacity"]["reserved"]["cores"], 10, "{rpc}");
     assert_eq!(rpc["collections"].as_array().map(Vec::len), Some(2));
     // Unknown zone: 404.

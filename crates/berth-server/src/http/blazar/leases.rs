@@ -126,13 +126,24 @@ fn name_field(body: &Map<String, Value>) -> Result<String, ApiError> {
     }
 }
 
-/// The window of a request: `start_date` (default `now`) and `end_date`, neither in the past.
+/// The name a request gives a date: Blazar's (`start_date`), or the seed's (`start`) when it
+/// gives only that.
+fn date_name<'a>(body: &Map<String, Value>, blazar: &'a str, seed: &'a str) -> &'a str {
+    match (body.contains_key(blazar), body.contains_key(seed)) {
+        (false, true) => seed,
+        _ => blazar,
+    }
+}
+
+/// The window of a request: `start_date` (default `now`) and `end_date`, neither in the past;
+/// `start` and `end`, as the instance-reservation seed names them, when those are absent.
 fn window(body: &Map<String, Value>, now: Instant) -> Result<(Instant, Instant), ApiError> {
-    let start = match body.get("start_date") {
+    let start_name = date_name(body, "start_date", "start");
+    let start = match body.get(start_name) {
         None => return Err(ApiError::bad_request("Missing parameter: start_date")),
-        Some(_) => date_field(body, "start_date", now)?.unwrap_or(now),
+        Some(_) => date_field(body, start_name, now)?.unwrap_or(now),
     };
-    let end = date_field(body, "end_date", now)?
+    let end = date_field(body, date_name(body, "end_date", "end"), now)?
         .ok_or_else(|| ApiError::bad_request("Missing parameter: end_date"))?;
     // `now` is resolved before the request is queued; a minute of slack covers clock reads.
     if start.as_micros() < now.as_micros() - 60_000_000 {

@@ -5,7 +5,8 @@
 //! step function of each, `utilization`) and renders the answer.
 
 use super::wire::{
-    Input, documented, flag, names, object, rpc_error, rpc_read_error, size, text, time, uuids,
+    Input, RpcInput, documented, flag, names, object, rpc_error, rpc_read_error, size, text, time,
+    uuids,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -14,7 +15,7 @@ use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use berth_api::promise::{
     CapacityAnswer, CapacityInformation, CapacityLevels, CapacityQueryResult, CapacityStep,
     EtsiCapacityQuery, Figures as FigureSet, FiguresStep, InstancesAvailable, Names, QueryCapacity,
@@ -54,7 +55,7 @@ pub(super) fn register(routes: &mut Routes) {
             rpc_query,
         )
         .accepts::<QueryCapacity>()
-        .answers::<RpcAnswer<CapacityAnswer>>(200);
+        .answers::<RpcAnswer<CapacityAnswer>>(201);
 }
 
 /// The window a query names, or the current instant (one second from now) when it names none.
@@ -296,11 +297,12 @@ pub(super) fn rpc_window(body: &Map<String, Value>, now: Instant) -> Result<Wind
     window(start, end, now)
 }
 
+/// Answers 201, as the seed's example of `query-capacity` shows (Annex C 12.10).
 async fn rpc_query(
     State(state): State<AppState>,
     _caller: Caller,
-    Input(body): Input,
-) -> Result<Json<RpcAnswer<CapacityAnswer>>, ApiError> {
+    RpcInput(body): RpcInput,
+) -> Result<(StatusCode, Json<RpcAnswer<CapacityAnswer>>), ApiError> {
     let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();
     let parsed = (|| {
@@ -354,7 +356,7 @@ async fn rpc_query(
             .collect(),
         false => Vec::new(),
     };
-    Ok(Json(RpcAnswer::ok(
+    let answer = RpcAnswer::ok(
         "capacity query answered",
         CapacityAnswer {
             capacity,
@@ -366,7 +368,8 @@ async fn rpc_query(
                 .collect(),
             utilization: steps,
         },
-    )))
+    );
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `GET /promise/instances`: instances created against a reservation or from unreserved
 //! capacity, recorded as placement allocations.
 
-use super::wire::{Input, read_as, rpc_error, text, time};
+use super::wire::{RpcInput, read_as, rpc_error, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -86,7 +86,7 @@ fn uuid_field(body: &Map<String, Value>, field: &str) -> Result<Option<Uuid>, Ap
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<InstanceCreated>>, ApiError> {
     let cmd = (|| {
         let body = read_as::<CreateRequest>(body)?;
@@ -120,7 +120,7 @@ async fn create(
 async fn destroy(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<Nothing>>, ApiError> {
     let id = read_as::<DestroyInstance>(body)
         .and_then(|body| uuid_field(&body, "instance-id"))

@@ -2,7 +2,7 @@
 //! (Promise RPC, admin), and `/promise/pools` to list, show and withdraw them.
 
 use super::reservations::vector_classes;
-use super::wire::{Input, date, flag, object, read_as, rpc_error, size, text, time};
+use super::wire::{RpcInput, date, flag, object, read_as, rpc_error, size, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -174,7 +174,7 @@ async fn change(
 async fn increase(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<CapacityChanged>>, ApiError> {
     change(state, caller, body, true).await
 }
@@ -182,7 +182,7 @@ async fn increase(
 async fn decrease(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<CapacityChanged>>, ApiError> {
     change(state, caller, body, false).await
 }

@@ -135,7 +135,21 @@ fn addresses(catalog: &Catalog, lease: &Lease) -> Vec<String> {
         .collect()
 }
 
-fn ask_json(ask: &Ask, zone: Option<&str>) -> Reserved {
+/// Whether `flavor` pins NUMA nodes, as ETSI's `numaEnabled` says it.
+fn numa_enabled(catalog: &Catalog, flavor: Option<&str>) -> String {
+    let pinned = flavor
+        .and_then(|f| catalog.flavor(f))
+        .is_some_and(|f| f.extra_specs.contains_key("hw:numa_nodes"));
+    match pinned {
+        true => "True",
+        false => "False",
+    }
+    .to_owned()
+}
+
+/// An ask in ETSI terms; with the catalog, a container also says whether its flavor pins NUMA
+/// nodes.
+fn ask_json(catalog: Option<&Catalog>, ask: &Ask, zone: Option<&str>) -> Reserved {
     let zone = zone.map(str::to_owned);
     let container = |c: &ContainerAsk| ContainerReserved {
         container_id: c.container_id.clone(),
@@ -146,9 +160,14 @@ fn ask_json(ask: &Ask, zone: Option<&str>) -> Reserved {
         },
         virtual_memory: VirtualMemory {
             virtual_mem_size: c.ram_mb,
+            numa_enabled: catalog.map(|catalog| numa_enabled(catalog, c.flavor_id.as_deref())),
         },
         virtual_disks: VirtualDisks {
+            storage_id: format!("{}:disk", c.container_id),
+            flavour_id: c.flavor_id.clone(),
+            type_of_storage: "volume".to_owned(),
             size_of_storage: c.disk_gb,
+            operational_state: "enabled".to_owned(),
         },
         zone_id: zone.clone(),
     };
@@ -199,10 +218,24 @@ fn missing_json(missing: &Missing) -> MissingResources {
     }
 }
 
+/// The zone of a reservation that named none: the one zone of every host it holds, if they
+/// share one.
+fn held_zone(catalog: &Catalog, lease: &Lease) -> Option<String> {
+    let mut zones = lease
+        .reservations
+        .iter()
+        .flat_map(|r| r.hosts.iter())
+        .map(|(host, _)| catalog.provider(*host).and_then(|p| p.availability_zone()));
+    let first = zones.next()??;
+    zones.all(|z| z == Some(first)).then(|| first.to_owned())
+}
+
 /// `reservationData`: the reservation as both styles show it.
 pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationData {
     let terms = lease.terms.as_deref();
-    let zone = terms.and_then(|t| t.zone.clone());
+    let zone = terms
+        .and_then(|t| t.zone.clone())
+        .or_else(|| held_zone(catalog, lease));
     let drawn = query::promise::drawn(catalog, lease);
     let ips = addresses(catalog, lease);
     let missing = missing::of_lease(catalog, lease, None);
@@ -223,7 +256,9 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         allocations: drawn.instances,
         created_on: time(lease.created_at),
         modified_on: time(lease.updated_at),
-        reserved: terms.map_or_else(Reserved::default, |t| ask_json(&t.ask, zone.as_deref())),
+        reserved: terms.map_or_else(Reserved::default, |t| {
+            ask_json(Some(catalog), &t.ask, zone.as_deref())
+        }),
         capacity: terms.map(|t| vector(&t.ask)),
         public_ips: (!ips.is_empty()).then_some(ips),
         status_reason: lease.status_reason.clone(),
@@ -251,7 +286,7 @@ pub(super) fn offer(ask: &Ask, refusal: &Refusal, start: Instant, end: Instant) 
         }
     });
     Offer {
-        max_capacity: ask_json(&most, None),
+        max_capacity: ask_json(None, &most, None),
         capacity: vector(&most),
         window: TimeWindow {
             start_time: time(start),
@@ -568,6 +603,7 @@ pub(super) async fn update_with(
     change: ReservationChange,
 ) -> Result<Lease, ApiError> {
     let project = caller.project_scope();
+    let change = open_ended(state, id, change).await?;
     let error = match state
         .berth
         .update_reservation(
@@ -593,6 +629,30 @@ pub(super) async fn update_with(
     let start = change.start.unwrap_or(current.start);
     let end = change.end.unwrap_or(current.end);
     Err(refused(error, &ask, start, end.max(start)))
+}
+
+/// A reservation made without an end lasts as long as the policy allows; an update that moves
+/// its start and names no end keeps it so, rather than stretching it past what the policy
+/// allows (the seed's updates give `startTime` alone).
+async fn open_ended(
+    state: &AppState,
+    id: Uuid,
+    mut change: ReservationChange,
+) -> Result<ReservationChange, ApiError> {
+    let (Some(start), None) = (change.start, change.end) else {
+        return Ok(change);
+    };
+    let now = state.berth.now();
+    change.end = state
+        .berth
+        .read(move |c| {
+            let lease = c.lease(LeaseId::new(id))?;
+            let policy = c.policy();
+            (lease.end == policy.default_end(lease.start, lease.created_at))
+                .then(|| policy.default_end(start, now))
+        })
+        .await?;
+    Ok(change)
 }
 
 async fn terminate(

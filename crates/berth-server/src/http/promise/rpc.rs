@@ -5,7 +5,7 @@
 use super::capacity::rpc_window;
 use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
 use super::wire::{
-    Input, count, date, documented, flag, object, rpc_error, size, text, time, uuids,
+    RpcInput, count, date, documented, flag, object, rpc_error, size, text, time, uuids,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -133,11 +133,11 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    key: IdempotencyHeader,
-    Input(body): Input,
+    key: Result<IdempotencyHeader, ApiError>,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<ReservationAccepted>>, ApiError> {
     let now = state.berth.now();
-    let idempotency = key.bind(&caller, &body);
+    let idempotency = key.map_err(rpc_error)?.bind(&caller, &body);
     let body = documented(body, &CREATE_FIELDS);
     let parsed = (|| {
         let ask =
@@ -188,7 +188,7 @@ fn rpc_id(body: &Map<String, Value>) -> Result<Uuid, ApiError> {
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<ReservationUpdated>>, ApiError> {
     let body = documented(body, &UPDATE_FIELDS);
     let now = state.berth.now();
@@ -217,7 +217,7 @@ async fn update(
 async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<Nothing>>, ApiError> {
     let body = documented(body, &CANCEL_FIELDS);
     let id = rpc_id(&body).map_err(rpc_error)?;
@@ -296,7 +296,7 @@ fn held_json(step: &HeldStep) -> HeldStepBody {
 async fn query(
     State(state): State<AppState>,
     caller: Caller,
-    Input(body): Input,
+    RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<ReservationsMatched>>, ApiError> {
     let body = documented(body, &QUERY_FIELDS);
     let now = state.berth.now();

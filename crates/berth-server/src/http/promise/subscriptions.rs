@@ -3,6 +3,10 @@
 //! and delete under `/promise/subscriptions`, the dead letters under `/promise/deliveries`, and
 //! `GET /promise/notifications?after=&limit=&wait=` for consumers that cannot take callbacks.
 //!
+//! A subscription without `callbackUri` is feed-only: nothing is POSTed for it, and its
+//! notifications are read from the feed, which holds every notification (reservation changes
+//! and capacity thresholds crossed), each visible to its project's members and to admins.
+//!
 //! A `callbackUri` whose host is a literal address the destination policy refuses is refused
 //! here (the policy comes as a request extension); host names are checked at delivery.
 
@@ -18,16 +22,18 @@ use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_api::promise::{
-    CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed, FeedEntry,
-    ReservationNotification, ReservationRef, ReservationSubscribed, SubscribeCapacity,
-    SubscribeReservations, Subscription as SubscriptionBody, SubscriptionEnvelope,
-    SubscriptionList, SubscriptionThreshold, SubscriptionTopic, ThresholdCondition,
+    CapacityNotification, CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed,
+    FeedEntry, FeedNotification, ReservationNotification, ReservationRef, ReservationSubscribed,
+    SubscribeCapacity, SubscribeReservations, Subscription as SubscriptionBody,
+    SubscriptionEnvelope, SubscriptionList, SubscriptionThreshold, SubscriptionTopic,
+    ThresholdCondition,
 };
 use berth_app::Subscribe;
 use berth_core::LeaseId;
 use berth_core::model::lease::LeaseRecord;
 use berth_core::model::notify::{
-    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic, reservation_body,
+    CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic, is_capacity_record,
+    reservation_body,
 };
 use berth_core::query::notify::sees;
 use serde_json::{Map, Value};
@@ -146,12 +152,17 @@ fn subscription_json(s: &Subscription) -> SubscriptionBody {
     }
 }
 
-/// `callbackUri`: an absolute `http` or `https` URL with a host, without user info, whose host,
-/// when it is a literal address, `destinations` lets through (an `https` receiver's certificate
-/// is verified against the system's roots and the configured callback CA file).
-fn callback(body: &Map<String, Value>, destinations: &Destinations) -> Result<String, ApiError> {
-    let text = text(body, "callbackUri")?
-        .ok_or_else(|| ApiError::bad_request("callbackUri is missing"))?;
+/// `callbackUri`, when given (absent: a feed-only subscription): an absolute `http` or `https`
+/// URL with a host, without user info, whose host, when it is a literal address, `destinations`
+/// lets through (an `https` receiver's certificate is verified against the system's roots and
+/// the configured callback CA file).
+fn callback(
+    body: &Map<String, Value>,
+    destinations: &Destinations,
+) -> Result<Option<String>, ApiError> {
+    let Some(text) = text(body, "callbackUri")? else {
+        return Ok(None);
+    };
     let parsed = url::Url::parse(&text).map_err(|e| {
         ApiError::bad_request(format!("callbackUri {text} is not an absolute URL: {e}"))
     })?;
@@ -166,7 +177,7 @@ fn callback(body: &Map<String, Value>, destinations: &Destinations) -> Result<St
     destinations
         .check_url(&parsed)
         .map_err(|refused| ApiError::bad_request(format!("callbackUri: {refused}")))?;
-    Ok(text)
+    Ok(Some(text))
 }
 
 fn secret(body: &Map<String, Value>) -> Result<Option<String>, ApiError> {
@@ -421,6 +432,20 @@ fn notification_json(
         .expect("invariant: the core's notification body is a ReservationNotification (tested)")
 }
 
+/// The notification of a feed entry: a capacity notification as its callback received it (the
+/// entry's details, less the project they carry), or a reservation's change.
+fn feed_notification(seq: u64, record: &LeaseRecord) -> FeedNotification {
+    let capacity = is_capacity_record(record)
+        .then(|| serde_json::from_str::<CapacityNotification>(&record.details).ok())
+        .flatten();
+    match capacity {
+        Some(notification) => FeedNotification::Capacity(notification),
+        None => {
+            FeedNotification::Reservation(notification_json(&seq.to_string(), seq, record, None))
+        }
+    }
+}
+
 /// Query of the feed.
 #[derive(Debug, serde::Deserialize)]
 struct FeedQuery {
@@ -462,7 +487,7 @@ async fn feed(
             .iter()
             .map(|(seq, r)| FeedEntry {
                 cursor: *seq,
-                notification: notification_json(&seq.to_string(), *seq, r, None),
+                notification: feed_notification(*seq, r),
             })
             .collect();
         if let Some(last) = page.last_read {
@@ -514,6 +539,31 @@ mod tests {
             let written = serde_json::to_string(&typed).expect("serializes");
             assert_eq!(written, body.to_string(), "{kind}");
         }
+    }
+
+    /// A feed entry is a reservation's change written exactly as before, or a capacity
+    /// notification as its callback received it (without the project its entry carries).
+    #[test]
+    fn feed_entries_are_reservation_or_capacity_notifications() {
+        let change = LeaseRecord {
+            lease_id: LeaseId::new(Uuid::from_u128(7)),
+            kind: "lease.create".to_owned(),
+            at: berth_core::Instant::from_micros(1_700_000_000_000_000),
+            details: r#"{"project_id":"p","status":"PENDING"}"#.to_owned(),
+        };
+        let entry = serde_json::to_string(&feed_notification(3, &change)).expect("serializes");
+        let before =
+            serde_json::to_string(&notification_json("3", 3, &change, None)).expect("serializes");
+        assert_eq!(entry, before);
+        let sent = r#"{"capacityChangeTime":1,"capacityInformation":{"allocated":0,"available":4,"reserved":12,"total":16},"crossing":"entered","flavorId":null,"notificationId":"s.c1","notificationType":"CapacityChange","resourceDescriptor":{"computeResourceTypeId":"numCpuCores"},"threshold":{"capacity_info":"available","condition":"lt","value":5},"zoneId":"az1"}"#;
+        let crossed = LeaseRecord {
+            kind: berth_core::model::notify::CAPACITY_RECORD_KIND.to_owned(),
+            details: format!(r#"{},"project_id":"p"}}"#, &sent[..sent.len() - 1]),
+            ..change
+        };
+        let entry = feed_notification(4, &crossed);
+        assert!(matches!(entry, FeedNotification::Capacity(_)), "{entry:?}");
+        assert_eq!(serde_json::to_string(&entry).expect("serializes"), sent);
     }
 
     /// The members the subscriptions read are exactly those their wire types document.

@@ -4,11 +4,12 @@
 
 use crate::http::error::ApiError;
 use crate::http::fields::parse_date;
+pub(super) use crate::http::promise_rpc::rpc_error;
 use crate::http::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
-use berth_api::promise::{Count, Flag, Names, RpcFailure, Text};
+use berth_api::promise::{Count, Flag, Names, Text};
 use berth_app::AppError;
 use berth_core::Instant;
 use berth_core::limits::REQUEST_QUANTITY_MAX;
@@ -69,6 +70,22 @@ impl FromRequest<AppState> for Input {
             merge_param(&mut body, &key, value);
         }
         Ok(Input(body))
+    }
+}
+
+/// [`Input`] of a Promise RPC: a body that cannot be read (too large, not JSON) is refused as
+/// the RPC's own errors are, with Promise's `result` and `message`.
+#[derive(Debug, Default)]
+pub(super) struct RpcInput(pub Map<String, Value>);
+
+impl FromRequest<AppState> for RpcInput {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<RpcInput, ApiError> {
+        Input::from_request(request, state)
+            .await
+            .map(|Input(body)| RpcInput(body))
+            .map_err(rpc_error)
     }
 }
 
@@ -258,20 +275,6 @@ pub(super) fn time(at: Instant) -> String {
     jiff::Timestamp::from_microsecond(at.as_micros())
         .map(|t| t.to_string())
         .unwrap_or_default()
-}
-
-/// An RPC error: the problem document carries Promise's `result` (`conflict` for 409, else
-/// `error`) and `message` as well.
-pub(super) fn rpc_error(error: ApiError) -> ApiError {
-    let result = match error.status() {
-        axum::http::StatusCode::CONFLICT => "conflict",
-        _ => "error",
-    };
-    let failure = RpcFailure {
-        result: result.to_owned(),
-        message: error.detail().to_owned(),
-    };
-    error.merge_extra(failure)
 }
 
 /// The error of an RPC's read: a rejection of the query carries Promise's `result` and
