@@ -236,6 +236,8 @@ struct Sim {
     excess: BTreeMap<ProviderId, u64>,
     /// Providers whose inventory a write of this step may have changed.
     resized: Vec<ProviderId>,
+    /// The leases in the catalog after the last step.
+    before: std::collections::BTreeSet<LeaseId>,
     report: Report,
     step: usize,
 }
@@ -287,6 +289,7 @@ impl Sim {
             leases: BTreeMap::new(),
             excess: BTreeMap::new(),
             resized: Vec::new(),
+            before: std::collections::BTreeSet::new(),
             report: Report::default(),
             step: 0,
         }
@@ -732,14 +735,36 @@ impl Sim {
         let excess = excess.map_err(|e| self.fail(format!("capacity promised twice: {e}")))?;
         for (host, over) in &excess {
             let before = self.excess.get(host).copied().unwrap_or(0);
-            if *over > before && !self.resized.contains(host) {
+            if *over <= before {
+                continue;
+            }
+            if !self.resized.contains(host) {
                 return Err(self.fail(format!(
                     "capacity promised twice: {host} is promised {over} beyond its capacity, {before} before this step"
+                )));
+            }
+            // Its inventory shrank under what is promised on it: every lease that held it from
+            // now on before the step must say it is short.
+            let silent = berth.read_local(|c| {
+                c.leases()
+                    .filter(|l| l.holds_capacity() && l.end > now && !l.degraded)
+                    .filter(|l| self.before.contains(&l.id))
+                    .find(|l| {
+                        l.reservations
+                            .iter()
+                            .any(|r| r.hosts.iter().any(|(h, _)| h == host))
+                    })
+                    .map(|l| l.id)
+            });
+            if let Some(lease) = silent {
+                return Err(self.fail(format!(
+                    "the inventory of {host} shrank under lease {lease}, which is not marked degraded"
                 )));
             }
         }
         self.excess = excess;
         self.resized.clear();
+        self.before = berth.read_local(|c| c.leases().map(|l| l.id).collect());
         let mut disk = self.store.rows().await;
         held.normalize();
         disk.normalize();

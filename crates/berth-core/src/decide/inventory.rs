@@ -6,6 +6,7 @@ use crate::change::{Change, Decision};
 use crate::limits;
 use crate::model::id::ProviderId;
 use crate::model::inventory::Inventory;
+use crate::model::ledger::Window;
 use crate::model::name::{ResourceClass, STANDARD_RESOURCE_CLASSES, TraitName, is_custom_name};
 use crate::model::provider::Attributes;
 use crate::model::provider::{AggregateRecord, AttrValue, HostRecord, Provider, ProviderRow};
@@ -239,10 +240,53 @@ pub fn set_inventories(
             class: names.join(", "),
         });
     }
-    Ok(vec![
-        Change::InventoriesReplaced { uuid, inventories },
-        Change::ProviderUpdated(bumped(current, now)),
-    ])
+    let mut changes = shrunk_under_leases(catalog, current, &inventories, now);
+    changes.push(Change::InventoriesReplaced { uuid, inventories });
+    changes.push(Change::ProviderUpdated(bumped(current, now)));
+    Ok(changes)
+}
+
+/// Capacity a provider reports can shrink under what leases hold on it (Placement accepts any
+/// inventory its provider reports): the leases the new `inventories` leave short from `now` on
+/// are marked degraded, with a `lease.degraded` record, as when a planned decrease is forced.
+fn shrunk_under_leases(
+    catalog: &Catalog,
+    current: &Provider,
+    inventories: &BTreeMap<ResourceClass, Inventory>,
+    now: Instant,
+) -> Vec<Change> {
+    if !catalog.ledger().holds_any(current.uuid) {
+        return Vec::new();
+    }
+    let capacity = |record: Option<&Inventory>| record.map_or(0, |r| r.capacity() as i64);
+    let deltas: Vec<(ProviderId, String, i64)> = current
+        .inventories
+        .iter()
+        .map(|(class, before)| {
+            let after = capacity(inventories.get(class));
+            (
+                current.uuid,
+                class.as_str().to_owned(),
+                after - capacity(Some(before)),
+            )
+        })
+        .filter(|(_, _, delta)| *delta < 0)
+        .collect();
+    let Some(window) = Window::new(now, Instant::from_micros(i64::MAX)) else {
+        return Vec::new();
+    };
+    let short = crate::decide::pools::short(catalog, &deltas, window);
+    let reduced: Vec<String> = deltas
+        .iter()
+        .map(|(_, class, delta)| format!("{class} by {}", -delta))
+        .collect();
+    let reason = format!(
+        "the inventory of {} was reduced ({}): this reservation is short",
+        current.uuid,
+        reduced.join(", ")
+    );
+    let details = serde_json::json!({"provider": current.uuid, "reduced": reduced});
+    crate::decide::pools::degrade(catalog, &short, &reason, &details, now)
 }
 
 /// Adds one inventory record; the class must not have one yet.

@@ -185,7 +185,11 @@ fn merge(deltas: Vec<(ProviderId, String, i64)>) -> Vec<(ProviderId, String, i64
 }
 
 /// The leases a set of decreases leaves short over `window`.
-fn short(catalog: &Catalog, deltas: &[(ProviderId, String, i64)], window: Window) -> Vec<LeaseId> {
+pub(crate) fn short(
+    catalog: &Catalog,
+    deltas: &[(ProviderId, String, i64)],
+    window: Window,
+) -> Vec<LeaseId> {
     let mut leases = BTreeSet::new();
     for (uuid, class, delta) in deltas.iter().filter(|(_, _, d)| *d < 0) {
         let (Some(provider), Some(class)) = (catalog.provider(*uuid), ResourceClass::parse(class))
@@ -253,35 +257,45 @@ pub fn change_capacity(
         project_id: change.project_id.clone(),
         created_at: now,
     };
-    let mut changes = Vec::new();
-    for id in &affected {
-        let Some(current) = catalog.lease(*id) else {
-            continue;
-        };
-        let mut lease = current.clone();
-        lease.degraded = true;
-        lease.status_reason = Some(format!(
-            "capacity decreased by pool {} from {} leaves this reservation short",
-            pool.id,
-            start.as_micros()
-        ));
-        lease.updated_at = now;
-        changes.push(record(
-            &lease,
-            "lease.degraded",
-            now,
-            serde_json::json!({"pool": pool.id, "source": pool.source}),
-        ));
-        changes.push(Change::LeaseSet {
-            id: lease.id,
-            lease: Some(Box::new(lease)),
-        });
-    }
+    let reason = format!(
+        "capacity decreased by pool {} from {} leaves this reservation short",
+        pool.id,
+        start.as_micros()
+    );
+    let details = serde_json::json!({"pool": pool.id, "source": pool.source});
+    let mut changes = degrade(catalog, &affected, &reason, &details, now);
     changes.push(Change::PoolSet {
         id: pool.id,
         pool: Some(pool.clone()),
     });
     Ok((changes, pool))
+}
+
+/// Marks `leases` degraded with `reason`, each with a `lease.degraded` record carrying
+/// `details`, so that their holders hear it.
+pub(crate) fn degrade(
+    catalog: &Catalog,
+    leases: &[LeaseId],
+    reason: &str,
+    details: &serde_json::Value,
+    now: Instant,
+) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for id in leases {
+        let Some(current) = catalog.lease(*id) else {
+            continue;
+        };
+        let mut lease = current.clone();
+        lease.degraded = true;
+        lease.status_reason = Some(reason.to_owned());
+        lease.updated_at = now;
+        changes.push(record(&lease, "lease.degraded", now, details.clone()));
+        changes.push(Change::LeaseSet {
+            id: lease.id,
+            lease: Some(Box::new(lease)),
+        });
+    }
+    changes
 }
 
 /// Withdraws a planned capacity change.

@@ -382,3 +382,65 @@ async fn provider_status_on_the_placement_surface_and_bad_requests() {
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "an unknown lease: {answer}");
 }
+
+/// A host's inventory shrinks under what a lease holds on it (Placement accepts what a host
+/// reports): the lease is marked degraded, with the reason and a `lease.degraded` record, and a
+/// shrink that leaves every reservation whole changes nothing.
+#[tokio::test]
+async fn an_inventory_shrunk_under_a_lease_degrades_it() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "cn1", false).await;
+    let (_, providers) = app
+        .get("/placement/resource_providers?name=cn1", Some("1.39"))
+        .await;
+    let provider = providers["resource_providers"][0]["uuid"]
+        .as_str()
+        .expect("the host's provider")
+        .to_owned();
+    let start = now_micros() + 24 * HOUR;
+    let created = create(
+        &app,
+        lease_body(
+            "slots",
+            &minutes(start),
+            &minutes(start + HOUR),
+            json!([{"resource_type": "virtual:instance", "vcpus": 2, "memory_mb": 1024,
+                    "disk_gb": 10, "amount": 3, "affinity": null}]),
+        ),
+    )
+    .await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    let url = format!("/placement/resource_providers/{provider}/inventories");
+    // Sets the host's VCPU total (its other inventories as enrolled); answers the new generation.
+    let set_vcpus = |vcpus: u64, generation: u64| {
+        let body = json!({"resource_provider_generation": generation, "inventories": {
+            "VCPU": {"total": vcpus}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}}});
+        let (app, url) = (&app, &url);
+        async move {
+            let (status, set) = app.call(Method::PUT, url, Some("1.39"), Some(body)).await;
+            assert_eq!(status, StatusCode::OK, "{set}");
+            set["resource_provider_generation"]
+                .as_u64()
+                .expect("generation")
+        }
+    };
+    let (_, before) = app.get(&url, Some("1.39")).await;
+    let generation = before["resource_provider_generation"]
+        .as_u64()
+        .expect("generation");
+    // 6 VCPUs still hold the lease's 3 slots of 2: nothing changes.
+    let generation = set_vcpus(6, generation).await;
+    assert_eq!(lease(&app, &id).await["degraded"], false);
+    // 4 do not.
+    set_vcpus(4, generation).await;
+    let short = lease(&app, &id).await;
+    assert_eq!(short["degraded"], true, "{short}");
+    let (status, records) = app
+        .call(Method::GET, &format!("{LEASES}/{id}/events"), None, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{records}");
+    assert!(
+        records.to_string().contains("lease.degraded"),
+        "a lease.degraded record: {records}"
+    );
+}
