@@ -10,6 +10,7 @@ mod blazar_hosts;
 mod blazar_leases;
 mod callback_destinations;
 mod cli;
+mod crash;
 mod error_codes;
 mod failures;
 mod fence;
