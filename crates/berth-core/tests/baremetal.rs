@@ -61,6 +61,7 @@ fn request(w: &mut World, instance: Uuid, project: &str, nodes: Vec<ProviderId>)
         project_id: project.into(),
         user_id: "u".into(),
         ttl: berth_core::Span::from_micros(TTL),
+        allocation: None,
     }
 }
 
@@ -232,6 +233,7 @@ fn a_claim_by_class_and_traits_takes_a_matching_node() {
     by_class.candidates = Candidates::Class {
         resource_class: "baremetal-gold".into(),
         traits: vec!["CUSTOM_GPU".into()],
+        among: Vec::new(),
     };
     assert_eq!(
         claim_in(&mut w, &by_class).expect("n0").node_uuid,

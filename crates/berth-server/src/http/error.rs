@@ -1,13 +1,16 @@
 //! The HTTP error type. One error value renders in the format of the surface that served the
-//! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, or RFC 9457
-//! problem details for berth's own endpoints. How the service's errors become `ApiError`s is
+//! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, Ironic's
+//! `{"error_message": "<JSON-encoded fault>"}`, or RFC 9457 problem details for berth's own
+//! endpoints. How the service's errors become `ApiError`s is
 //! `http::rejection`'s.
 
 use crate::http::surface::{self, PLACEMENT_MAX, PLACEMENT_MIN, Surface, VersionError};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use berth_api::errors::{BlazarError, PlacementError, PlacementErrors, Problem};
+use berth_api::errors::{
+    BlazarError, IronicError, IronicFault, PlacementError, PlacementErrors, Problem,
+};
 use serde_json::{Map, Value};
 
 /// An error response.
@@ -162,6 +165,22 @@ impl IntoResponse for ApiError {
                     error_code: self.status.as_u16(),
                     error_message: self.detail,
                     error_name: self.status.as_u16(),
+                };
+                (self.status, Json(with_members(&body, self.extra))).into_response()
+            }
+            Surface::Ironic => {
+                let fault = IronicFault {
+                    faultstring: self.detail,
+                    faultcode: match self.status.is_server_error() {
+                        true => "Server",
+                        false => "Client",
+                    }
+                    .to_owned(),
+                    debuginfo: None,
+                };
+                let body = IronicError {
+                    error_message: serde_json::to_string(&fault)
+                        .expect("invariant: wire types serialize"),
                 };
                 (self.status, Json(with_members(&body, self.extra))).into_response()
             }

@@ -14,6 +14,7 @@ mod failures;
 mod fence;
 mod https_callbacks;
 mod idempotency;
+mod ironic;
 mod keystone;
 mod limits;
 mod notifications;
