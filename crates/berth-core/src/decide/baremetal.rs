@@ -432,9 +432,10 @@ fn try_node(
         ));
     }
     if let Some(claim) = catalog.claim_on(uuid) {
-        let detail = match claim.live_at(now) {
-            true => format!("claimed by reservation {}", claim.uuid),
-            false => format!("claim {} expired and is being released", claim.uuid),
+        let detail = match (claim.allocation.is_some(), claim.live_at(now)) {
+            (true, _) => format!("held by allocation {}", claim.uuid),
+            (false, true) => format!("claimed by reservation {}", claim.uuid),
+            (false, false) => format!("claim {} expired and is being released", claim.uuid),
         };
         return Err(unclaimable(uuid, "claimed", detail));
     }

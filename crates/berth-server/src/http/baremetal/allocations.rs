@@ -41,6 +41,14 @@ pub(super) fn register(routes: &mut Routes) {
         )
         .answers::<AllocationList>(200)
         .add(
+            Method::GET,
+            "/baremetal/v1/allocations/",
+            Rule::PROJECT_READER,
+            "List allocations (the path python-ironicclient gives a filtered listing)",
+            list,
+        )
+        .answers::<AllocationList>(200)
+        .add(
             Method::POST,
             ALLOCATIONS,
             Rule::PROJECT_MEMBER,

@@ -37,6 +37,14 @@ pub(super) fn register(routes: &mut Routes) {
         )
         .answers::<NodeList>(200)
         .add(
+            Method::GET,
+            "/baremetal/v1/nodes/",
+            Rule::SYSTEM_READER,
+            "List nodes (the path python-ironicclient gives a filtered listing)",
+            list,
+        )
+        .answers::<NodeList>(200)
+        .add(
             Method::POST,
             "/baremetal/v1/nodes",
             Rule::SYSTEM_ADMIN,
