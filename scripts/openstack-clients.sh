@@ -875,6 +875,15 @@ for service_type in ("placement", "reservation", "baremetal"):
     check "[r['name'] for r in d] == ['ks-node-1'] and d[0]['provision_state'] == 'available'"
     ok "keystone: openstack baremetal node show (member)" "${KS_MEMBER[@]}" baremetal node show ks-node-1 -f json
     check "d['name'] == 'ks-node-1' and d['resource_class'] == 'baremetal-gold'"
+    # A member's allocation is its project's; the admin sees every project's.
+    ok "keystone: openstack baremetal allocation create (member)" \
+        "${KS_MEMBER[@]}" baremetal allocation create --resource-class baremetal-gold --name ks-alloc -f json
+    check "d['state'] == 'active' and d['owner'] == '$demo_id' and d['name'] == 'ks-alloc'"
+    ok "keystone: openstack baremetal allocation list (admin)" \
+        "${KS_ADMIN[@]}" baremetal allocation list -f json
+    check "[r['name'] for r in d] == ['ks-alloc']"
+    ok "keystone: openstack baremetal allocation delete (member)" \
+        "${KS_MEMBER[@]}" baremetal allocation delete ks-alloc
     fails "keystone: wrong password (refused by Keystone)" "HTTP 401" \
         "$OPENSTACK" "${cloud[@]}" --os-username demo-member --os-password wrong --os-project-name demo \
         baremetal node list
