@@ -111,15 +111,16 @@ impl Berth {
         }
     }
 
-    /// Changes an allocation's name or extra; returns its uuid.
+    /// Changes an allocation's name or extra as `edit` says from its current record, under the
+    /// writer lock; returns its uuid.
     pub async fn update_allocation(
         &self,
         ident: String,
         project: Option<String>,
-        patch: AllocationPatch,
+        edit: impl FnOnce(&AllocationRecord) -> Result<AllocationPatch, Rejection> + Send + 'static,
     ) -> Result<Uuid, AppError> {
         self.write(move |catalog, now| {
-            decide::update_allocation(catalog, &ident, project.as_deref(), &patch, now)
+            decide::update_allocation(catalog, &ident, project.as_deref(), edit, now)
         })
         .await
     }

@@ -155,12 +155,13 @@ pub struct AllocationPatch {
 }
 
 /// Changes the name or extra of the allocation `ident` that a caller of `project` sees
-/// (`None`: an admin); a name another allocation has is refused (409).
+/// (`None`: an admin), as `edit` says from its current record (so a change made from what the
+/// record is now is never lost to another); a name another allocation has is refused (409).
 pub fn update_allocation(
     catalog: &Catalog,
     ident: &str,
     project: Option<&str>,
-    patch: &AllocationPatch,
+    edit: impl FnOnce(&AllocationRecord) -> Result<AllocationPatch, Rejection>,
     now: Instant,
 ) -> Result<(Vec<Change>, Uuid), Rejection> {
     let claim = find_allocation(catalog, ident, project)
@@ -169,6 +170,7 @@ pub fn update_allocation(
         .allocation
         .clone()
         .expect("invariant: find_allocation finds allocations");
+    let patch = edit(&record)?;
     if let Some(name) = &patch.name {
         if let Some(new) = name
             && record.name.as_ref() != Some(new)

@@ -18,6 +18,7 @@ use axum::http::{Method, StatusCode};
 use berth_api::baremetal::{Allocation, AllocationList, CreateAllocation, PatchOperation};
 use berth_api::common::Link;
 use berth_app::{AllocateNode, Allocated, FailedAllocation};
+use berth_core::Rejection;
 use berth_core::decide::baremetal::find_node;
 use berth_core::decide::node_allocation::AllocationPatch;
 use berth_core::model::baremetal::{AllocationRecord, NodeClaim};
@@ -482,9 +483,13 @@ async fn show(
 
 /// The changes of a JSON Patch on an allocation: `add`, `replace` or `remove` of `/name`,
 /// `/extra` or `/extra/<key>`; anything else is refused, as Ironic refuses it.
-fn allocation_patch(current: &Allocation, ops: &[Value]) -> Result<AllocationPatch, ApiError> {
+fn allocation_patch(
+    current: &AllocationRecord,
+    ops: &[Value],
+) -> Result<AllocationPatch, ApiError> {
     let mut patch = AllocationPatch::default();
-    let mut extra = current.extra.clone();
+    let before = extra_of(current);
+    let mut extra = before.clone();
     for op in ops {
         let kind = op["op"].as_str().unwrap_or_default();
         let path = op["path"].as_str().unwrap_or_default();
@@ -537,7 +542,7 @@ fn allocation_patch(current: &Allocation, ops: &[Value]) -> Result<AllocationPat
             }
         }
     }
-    if extra != current.extra {
+    if extra != before {
         patch.extra = Some(Value::Object(extra).to_string());
     }
     Ok(patch)
@@ -551,23 +556,24 @@ async fn update(
     PatchJson(body): PatchJson<Value>,
 ) -> Result<Json<Allocation>, ApiError> {
     version.require(IRONIC_ALLOCATIONS)?;
-    // Another project's allocation does not exist for the caller, whatever the body says.
-    let project = caller.project_scope();
-    let current = state
-        .berth
-        .read(|catalog| {
-            baremetal::find_allocation(catalog, &ident, project.as_deref()).map(allocation_json)
-        })
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("Allocation {ident} could not be found.")))?;
-    let ops = body.as_array().ok_or_else(|| {
-        ApiError::bad_request("The body must be a JSON Patch: a list of operations")
-    })?;
-    let _: Vec<PatchOperation> = read_documented(&body)?;
-    let patch = allocation_patch(&current, ops)?;
+    // The patch applies to the record as it is under the writer lock, and only once the
+    // allocation is known to be the caller's: another project's does not exist for it,
+    // whatever the body says.
+    let ops = match (
+        body.as_array(),
+        read_documented::<Vec<PatchOperation>, _>(&body),
+    ) {
+        (Some(ops), Ok(_)) => Ok(ops.clone()),
+        (None, _) => Err("The body must be a JSON Patch: a list of operations".to_owned()),
+        (Some(_), Err(error)) => Err(error.detail().to_owned()),
+    };
+    let edit = move |record: &AllocationRecord| {
+        ops.and_then(|ops| allocation_patch(record, &ops).map_err(|e| e.detail().to_owned()))
+            .map_err(Rejection::BadNode)
+    };
     let uuid = state
         .berth
-        .update_allocation(current.uuid.to_string(), project, patch)
+        .update_allocation(ident.clone(), caller.project_scope(), edit)
         .await?;
     let shown = state
         .berth
