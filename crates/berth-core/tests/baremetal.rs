@@ -551,10 +551,13 @@ fn an_allocation_is_a_claim_that_never_expires_and_whose_name_is_unique() {
         node_allocation::delete_allocation(&w.catalog, "renamed", Some("p"), w.at()).expect("gone");
     w.apply(&changes);
     let again = allocation(&mut w, "a4", &[], vec![node_uuid(3)]);
-    assert_eq!(
-        allocate_in(&mut w, &again).expect("n3 again").node_uuid,
-        node_uuid(3)
-    );
+    let made = allocate_in(&mut w, &again).expect("n3 again");
+    assert_eq!(made.node_uuid, node_uuid(3));
+    // Deploying with an allocation keeps it, as Ironic's stays with the deployed node.
+    let changes = deploy(&w.catalog, "n3", made.uuid, made.uuid, None, w.at()).expect("deployed");
+    w.apply(&changes);
+    assert_eq!(state(&w, node_uuid(3)), ProvisionState::Active);
+    assert!(w.catalog.claim(made.uuid).is_some(), "the allocation stays");
 }
 
 #[test]

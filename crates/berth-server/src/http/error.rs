@@ -297,6 +297,44 @@ mod tests {
         );
     }
 
+    /// On `/baremetal` an error is Ironic's: `error_message`, a JSON-encoded fault whose
+    /// `faultcode` is `Client` for a 4xx and `Server` for a 5xx, as `application/json`.
+    #[tokio::test]
+    async fn bare_metal_errors_are_ironics_faults() {
+        let ctx = surface::RequestCtx {
+            request_id: "req-1".to_owned(),
+            surface: Surface::Ironic,
+            microversion: None,
+            html_errors: false,
+        };
+        for (status, faultcode) in [
+            (StatusCode::NOT_FOUND, "Client"),
+            (StatusCode::CONFLICT, "Client"),
+            (StatusCode::INTERNAL_SERVER_ERROR, "Server"),
+            (StatusCode::SERVICE_UNAVAILABLE, "Server"),
+        ] {
+            let response = surface::scope(ctx.clone(), async {
+                ApiError::new(status, UNDEFINED, "what went wrong").into_response()
+            })
+            .await;
+            assert_eq!(response.status(), status);
+            assert_eq!(response.headers()["content-type"], "application/json");
+            let bytes = axum::body::to_bytes(response.into_body(), 4096)
+                .await
+                .expect("body");
+            let body: Value = serde_json::from_slice(&bytes).expect("JSON");
+            let text = body["error_message"].as_str().expect("a string");
+            let fault: Value = serde_json::from_str(text).expect("JSON-encoded");
+            assert_eq!(
+                fault,
+                serde_json::json!({"faultstring": "what went wrong", "faultcode": faultcode,
+                                   "debuginfo": null}),
+                "{status}"
+            );
+            assert_eq!(body.as_object().map(Map::len), Some(1), "{body}");
+        }
+    }
+
     #[test]
     fn a_version_error_keeps_its_status_and_detail() {
         for error in [
