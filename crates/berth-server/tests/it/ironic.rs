@@ -341,6 +341,23 @@ async fn an_allocation_takes_the_first_eligible_node_and_is_listed_changed_and_d
     assert!(made["created_at"].is_string(), "{made}");
     assert_eq!(made["updated_at"], Value::Null);
     let first = made["uuid"].as_str().expect("uuid").to_owned();
+    let (_, headers, _) = send(
+        &app,
+        None,
+        Some("latest"),
+        Method::POST,
+        ALLOCATIONS,
+        Some(json!({"resource_class": "silver", "name": "located"})),
+    )
+    .await;
+    let location = headers["location"].to_str().expect("ascii").to_owned();
+    let (status, located) = call(&app, None, Method::GET, &location, None).await;
+    assert_eq!(
+        (status, &located["name"]),
+        (StatusCode::OK, &json!("located"))
+    );
+    let (status, _) = call(&app, None, Method::DELETE, &location, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
     assert_eq!(made["links"][0]["href"], format!("{ALLOCATIONS}/{first}"));
     let (_, node) = call(&app, None, Method::GET, &format!("{NODES}/{gpu}"), None).await;
     assert_eq!(node["allocation_uuid"], first.as_str(), "{node}");

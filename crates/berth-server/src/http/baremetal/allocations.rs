@@ -14,6 +14,7 @@ use crate::http::surface::{IRONIC_ALLOCATIONS, Microversion};
 use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use axum::http::header::{HeaderName, LOCATION};
 use axum::http::{Method, StatusCode};
 use berth_api::baremetal::{Allocation, AllocationList, CreateAllocation, PatchOperation};
 use berth_api::common::Link;
@@ -307,7 +308,7 @@ async fn create(
     version: Microversion,
     caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
-) -> Result<(StatusCode, Json<Allocation>), ApiError> {
+) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Allocation>), ApiError> {
     version.require(IRONIC_ALLOCATIONS)?;
     let cmd = allocation_command(&caller, &body)?;
     let _: CreateAllocation = read_documented(&body)?;
@@ -315,7 +316,9 @@ async fn create(
         Allocated::Active(claim) => allocation_json(&claim),
         Allocated::Failed(failed) => failed_json(&failed),
     };
-    Ok((StatusCode::CREATED, Json(shown)))
+    // As Ironic, `Location` names the allocation (one in `error` is not kept: it is 404 there).
+    let location = format!("{ALLOCATIONS}/{}", shown.uuid);
+    Ok((StatusCode::CREATED, [(LOCATION, location)], Json(shown)))
 }
 
 /// The largest page of allocations (Ironic's `api.max_limit`).
