@@ -3,6 +3,8 @@
 #   - `openstack resource ...` (python-openstackclient + osc-placement) against /placement
 #   - `blazar host-...`, `blazar lease-...`, `blazar allocation-list` and the
 #     `openstack reservation ...` equivalents (python-blazarclient) against /reservation/v1
+#   - `openstack baremetal node ...` and `openstack baremetal allocation ...`
+#     (python-ironicclient, negotiating Ironic's microversion) against /baremetal
 # first without authentication (`--os-auth-type none --os-endpoint ...`), then in Keystone mode:
 # a real Keystone (scripts/keystone.sh) with berth's services in its catalog, berth with
 # `--auth keystone`, and `openstack resource ...`, `blazar ...` / `openstack reservation ...` and
@@ -156,6 +158,7 @@ start_server
 PLACEMENT=("$OPENSTACK" --os-auth-type none --os-endpoint "$BASE/placement")
 PLACEMENT_139=("${PLACEMENT[@]}" --os-placement-api-version 1.39)
 RESERVATION=("$BLAZAR" --os-auth-type none --os-endpoint "$BASE/reservation/v1")
+BAREMETAL=("$OPENSTACK" --os-auth-type none --os-endpoint "$BASE/baremetal")
 
 # --- checks -----------------------------------------------------------------------------------
 
@@ -659,6 +662,95 @@ ok "host-list (empty)" \
     "${RESERVATION[@]}" host-list -f json
 check "d == []"
 
+# --- 3. bare metal: openstack baremetal node ... and allocation ... -----------------------------
+
+BM2_UUID=b2b2b2b2-0000-4000-8000-00000000b002
+
+ok "baremetal node create bm-1" \
+    "${BAREMETAL[@]}" baremetal node create --driver fake-hardware --name bm-1 \
+    --resource-class baremetal-gold --property cpus=8 -f json
+check "d['name'] == 'bm-1' and d['resource_class'] == 'baremetal-gold' and d['provision_state'] == 'enroll'"
+check "d['maintenance'] is False and d['properties'] == {'cpus': 8} and d['allocation_uuid'] is None"
+BM1_UUID=$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["uuid"])' 2>/dev/null) \
+    || BM1_UUID=unknown
+ok "baremetal node create bm-2 --uuid" \
+    "${BAREMETAL[@]}" baremetal node create --driver fake-hardware --name bm-2 --uuid "$BM2_UUID" \
+    --resource-class baremetal-gold -f json
+check "d['uuid'] == '$BM2_UUID' and d['name'] == 'bm-2'"
+for node in bm-1 bm-2; do
+    ok "baremetal node manage $node" "${BAREMETAL[@]}" baremetal node manage "$node"
+    ok "baremetal node provide $node" "${BAREMETAL[@]}" baremetal node provide "$node"
+done
+ok "baremetal node list (negotiated microversion)" \
+    "${BAREMETAL[@]}" --debug baremetal node list -f json
+check "sorted(by('name')) == ['bm-1', 'bm-2'] and all(r['provision_state'] == 'available' for r in d)"
+check "by('name')['bm-2']['uuid'] == '$BM2_UUID' and all(r['maintenance'] is False for r in d)"
+check "'X-OpenStack-Ironic-API-Version: 1.115' in err and 'x-openstack-ironic-api-version: 1.60' in err.lower()"
+ok "baremetal node show bm-1" \
+    "${BAREMETAL[@]}" baremetal node show bm-1 -f json
+check "d['uuid'] == '$BM1_UUID' and d['provision_state'] == 'available' and d['properties'] == {'cpus': 8}"
+ok "baremetal node set --property rack=r7" \
+    "${BAREMETAL[@]}" baremetal node set --property rack=r7 bm-1
+ok "baremetal node show after set" \
+    "${BAREMETAL[@]}" baremetal node show bm-1 -f json
+check "d['properties'] == {'cpus': 8, 'rack': 'r7'}"
+ok "baremetal node maintenance set --reason" \
+    "${BAREMETAL[@]}" baremetal node maintenance set --reason 'fan failure' bm-2
+ok "baremetal node show in maintenance" \
+    "${BAREMETAL[@]}" baremetal node show "$BM2_UUID" -f json
+check "d['maintenance'] is True and d['maintenance_reason'] == 'fan failure'"
+ok "baremetal node list --maintenance" \
+    "${BAREMETAL[@]}" baremetal node list --maintenance -f json
+check "[r['name'] for r in d] == ['bm-2']"
+
+ok "baremetal allocation create (the node not in maintenance)" \
+    "${BAREMETAL[@]}" baremetal allocation create --resource-class baremetal-gold --name alloc-1 \
+    --extra team=web -f json
+check "d['state'] == 'active' and d['node_uuid'] == '$BM1_UUID' and d['name'] == 'alloc-1'"
+check "d['extra'] == {'team': 'web'} and d['resource_class'] == 'baremetal-gold' and d['last_error'] is None"
+ok "baremetal allocation create (no node left: error)" \
+    "${BAREMETAL[@]}" baremetal allocation create --resource-class baremetal-gold -f json
+check "d['state'] == 'error' and d['node_uuid'] is None and d['last_error'].startswith('No available nodes')"
+ok "baremetal node maintenance unset" \
+    "${BAREMETAL[@]}" baremetal node maintenance unset bm-2
+ok "baremetal node show out of maintenance" \
+    "${BAREMETAL[@]}" baremetal node show bm-2 -f json
+check "d['maintenance'] is False and d['maintenance_reason'] is None"
+ok "baremetal allocation create --candidate-node" \
+    "${BAREMETAL[@]}" baremetal allocation create --resource-class baremetal-gold \
+    --candidate-node bm-2 --name alloc-2 -f json
+check "d['state'] == 'active' and d['node_uuid'] == '$BM2_UUID' and d['candidate_nodes'] == ['$BM2_UUID']"
+ok "baremetal allocation list" \
+    "${BAREMETAL[@]}" baremetal allocation list -f json
+check "sorted(by('name')) == ['alloc-1', 'alloc-2'] and all(r['state'] == 'active' for r in d)"
+ok "baremetal allocation list --node" \
+    "${BAREMETAL[@]}" baremetal allocation list --node bm-2 -f json
+check "[r['name'] for r in d] == ['alloc-2']"
+ok "baremetal allocation show by name" \
+    "${BAREMETAL[@]}" baremetal allocation show alloc-1 -f json
+check "d['node_uuid'] == '$BM1_UUID' and d['extra'] == {'team': 'web'} and d['state'] == 'active'"
+ALLOC1_UUID=$(printf '%s' "$OUT" | python3 -c 'import json, sys; print(json.load(sys.stdin)["uuid"])' 2>/dev/null) \
+    || ALLOC1_UUID=unknown
+ok "baremetal node show carries its allocation" \
+    "${BAREMETAL[@]}" baremetal node show bm-1 -f json
+check "d['allocation_uuid'] == '$ALLOC1_UUID'"
+fails "baremetal allocation show (unknown)" "Allocation nowhere could not be found" \
+    "${BAREMETAL[@]}" baremetal allocation show nowhere
+fails "baremetal node delete (allocated node)" "HTTP 409" \
+    "${BAREMETAL[@]}" baremetal node delete bm-1
+ok "baremetal allocation delete" \
+    "${BAREMETAL[@]}" baremetal allocation delete alloc-1 alloc-2
+ok "baremetal allocation list (empty)" \
+    "${BAREMETAL[@]}" baremetal allocation list -f json
+check "d == []"
+ok "baremetal node delete" \
+    "${BAREMETAL[@]}" baremetal node delete bm-1 "$BM2_UUID"
+ok "baremetal node list (empty)" \
+    "${BAREMETAL[@]}" baremetal node list -f json
+check "d == []"
+fails "baremetal node show (deleted)" "could not be found (HTTP 404)" \
+    "${BAREMETAL[@]}" baremetal node show bm-1
+
 # --- 4. Keystone mode: password authentication, berth found through the catalog --------------
 
 keystone_mode() {
@@ -783,6 +875,15 @@ for service_type in ("placement", "reservation", "baremetal"):
     check "[r['name'] for r in d] == ['ks-node-1'] and d[0]['provision_state'] == 'available'"
     ok "keystone: openstack baremetal node show (member)" "${KS_MEMBER[@]}" baremetal node show ks-node-1 -f json
     check "d['name'] == 'ks-node-1' and d['resource_class'] == 'baremetal-gold'"
+    # A member's allocation is its project's; the admin sees every project's.
+    ok "keystone: openstack baremetal allocation create (member)" \
+        "${KS_MEMBER[@]}" baremetal allocation create --resource-class baremetal-gold --name ks-alloc -f json
+    check "d['state'] == 'active' and d['owner'] == '$demo_id' and d['name'] == 'ks-alloc'"
+    ok "keystone: openstack baremetal allocation list (admin)" \
+        "${KS_ADMIN[@]}" baremetal allocation list -f json
+    check "[r['name'] for r in d] == ['ks-alloc']"
+    ok "keystone: openstack baremetal allocation delete (member)" \
+        "${KS_MEMBER[@]}" baremetal allocation delete ks-alloc
     fails "keystone: wrong password (refused by Keystone)" "HTTP 401" \
         "$OPENSTACK" "${cloud[@]}" --os-username demo-member --os-password wrong --os-project-name demo \
         baremetal node list

@@ -22,7 +22,7 @@ impl Link {
     }
 }
 
-/// One version of an API in its version list, as Blazar and the bare-metal API show it.
+/// One version of an API in its version list, as Blazar shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(rename = "ApiVersion")]
 pub struct Version {
@@ -34,7 +34,7 @@ pub struct Version {
     pub links: Vec<Link>,
 }
 
-/// An API's version list (`GET /reservation`, `GET /baremetal`).
+/// An API's version list (`GET /reservation`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(rename = "ApiVersionList")]
 pub struct VersionList {

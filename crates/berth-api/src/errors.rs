@@ -1,5 +1,6 @@
 //! The error envelopes, one a surface: Placement's `errors` list, Blazar's `error_code` body,
-//! and RFC 9457 problem details for berth's own endpoints (Promise and bare-metal too).
+//! Ironic's `error_message` (for the bare-metal API), and RFC 9457 problem details for berth's
+//! own endpoints (Promise too).
 //!
 //! A Blazar or problem body may carry machine-readable members beside these (a refusal's
 //! shortfalls and counter-offer, a limit, the affected leases), merged in by the server.
@@ -290,6 +291,25 @@ pub struct BlazarError {
     pub error_message: String,
     /// The HTTP status again, as Blazar sends it.
     pub error_name: u16,
+}
+
+/// Ironic's error body, as the bare-metal API answers errors: the fault, JSON-encoded into a
+/// string, as Ironic sends it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct IronicError {
+    /// An [`IronicFault`] as JSON text.
+    pub error_message: String,
+}
+
+/// What [`IronicError::error_message`] encodes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct IronicFault {
+    /// What went wrong.
+    pub faultstring: String,
+    /// `Client` for a 4xx answer, `Server` for a 5xx one.
+    pub faultcode: String,
+    /// Always null: berth shows no debugging information.
+    pub debuginfo: Option<String>,
 }
 
 /// RFC 9457 problem details, for berth's own endpoints.

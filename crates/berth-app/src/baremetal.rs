@@ -108,6 +108,7 @@ impl Berth {
                 || Span::from_micros(self.claim_ttl_micros.load(Ordering::Relaxed)),
                 crate::service::span,
             ),
+            allocation: None,
         };
         let policy = self.fence_policy();
         // A claim that no listed node can satisfy in the committed catalog is refused without

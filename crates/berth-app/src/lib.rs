@@ -18,6 +18,7 @@ mod health;
 mod idempotency;
 mod inventory;
 mod leases;
+mod node_allocation;
 mod notify;
 mod placement;
 mod promise;
@@ -36,6 +37,7 @@ pub use leases::{
     Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
     RegisterFloatingIp, SEARCH_HORIZON_DEFAULT, ZoneCapacity,
 };
+pub use node_allocation::{AllocateNode, Allocated, FailedAllocation};
 pub use notify::{DELIVERIES_IN_FLIGHT, FeedPage, NOTIFY_POLL, Notifier, Subscribe};
 pub use promise::{
     Asked, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation, PriorityGrant,

@@ -25,9 +25,15 @@ pub(crate) fn report(error: &CliError, format: Format) {
     }
 }
 
-/// berth's reason for an error answer, from any surface's error format.
+/// berth's reason for an error answer, from any surface's error format (the bare-metal API's
+/// `error_message` is Ironic's fault, JSON-encoded, whose `faultstring` is the reason).
 pub(crate) fn reason(body: &Value) -> String {
+    let fault: Option<Value> = body
+        .get("error_message")
+        .and_then(Value::as_str)
+        .and_then(|text| serde_json::from_str(text).ok());
     let candidates = [
+        fault.as_ref().and_then(|f| f.get("faultstring")),
         body.get("error_message"),
         body.pointer("/errors/0/detail"),
         body.get("detail"),
@@ -147,6 +153,11 @@ mod tests {
         assert_eq!(reason(&json!({"detail": "bad", "message": "worse"})), "bad");
         assert_eq!(reason(&json!("plain text")), "plain text");
         assert_eq!(reason(&json!(null)), "no reason given");
+        let ironic = r#"{"faultstring": "Node n9 could not be found", "faultcode": "Client", "debuginfo": null}"#;
+        assert_eq!(
+            reason(&json!({"error_message": ironic})),
+            "Node n9 could not be found"
+        );
     }
 
     #[test]

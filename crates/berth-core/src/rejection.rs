@@ -369,6 +369,9 @@ pub enum Rejection {
     /// No node claim with that uuid.
     #[error("Reservation {0} could not be found")]
     ClaimNotFound(Uuid),
+    /// No Ironic allocation with that uuid or name (or none the caller may see).
+    #[error("Allocation {0} could not be found.")]
+    AllocationNotFound(String),
     /// None of the listed nodes can be claimed; why, per node, in list order.
     #[error("None of the nodes can be reserved: {}", unclaimable(.0))]
     NoNodeClaimable(Vec<Unclaimable>),

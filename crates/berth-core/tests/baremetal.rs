@@ -4,7 +4,8 @@
 //! and provision states move only along explicit transitions. As a property: random claims,
 //! releases, deployments, teardowns and time passing never leave a node claimed twice, never
 //! let a claim and an instance share a node, and every claim's node is allocated to its
-//! instance.
+//! instance. Ironic allocations are claims that never expire, with unique names, backfilled
+//! for deployed nodes and ended by a teardown.
 
 mod support;
 
@@ -13,9 +14,11 @@ use berth_core::decide::baremetal::{
     release_claim, update_node,
 };
 use berth_core::decide::lease::{NewLease, create_lease};
-use berth_core::model::baremetal::{NodeClaim, ProvisionState};
+use berth_core::decide::node_allocation::{self, AllocationPatch, Backfill};
+use berth_core::model::baremetal::{AllocationRecord, NodeClaim, ProvisionState};
 use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
+use berth_core::query::baremetal::find_allocation;
 use berth_core::query::presentation::FencePolicy;
 use berth_core::{AttrValue, Instant, LeaseId, ProviderId, Rejection, ReservationId};
 use proptest::prelude::*;
@@ -61,6 +64,7 @@ fn request(w: &mut World, instance: Uuid, project: &str, nodes: Vec<ProviderId>)
         project_id: project.into(),
         user_id: "u".into(),
         ttl: berth_core::Span::from_micros(TTL),
+        allocation: None,
     }
 }
 
@@ -232,6 +236,7 @@ fn a_claim_by_class_and_traits_takes_a_matching_node() {
     by_class.candidates = Candidates::Class {
         resource_class: "baremetal-gold".into(),
         traits: vec!["CUSTOM_GPU".into()],
+        among: Vec::new(),
     };
     assert_eq!(
         claim_in(&mut w, &by_class).expect("n0").node_uuid,
@@ -438,4 +443,176 @@ proptest! {
             check(&w);
         }
     }
+}
+
+/// An Ironic allocation of class `baremetal-gold` with `traits`, among `among` (any when empty).
+fn allocation(w: &mut World, name: &str, traits: &[&str], among: Vec<ProviderId>) -> ClaimRequest {
+    let uuid = w.id();
+    let record = AllocationRecord {
+        name: Some(name.into()),
+        resource_class: "baremetal-gold".into(),
+        candidate_nodes: among.clone(),
+        traits: traits.iter().map(|t| (*t).to_owned()).collect(),
+        extra: "{}".into(),
+        owner: Some("p".into()),
+    };
+    ClaimRequest {
+        uuid,
+        instance_uuid: uuid,
+        candidates: Candidates::Class {
+            resource_class: record.resource_class.clone(),
+            traits: record.traits.clone(),
+            among,
+        },
+        project_id: "p".into(),
+        user_id: "u".into(),
+        ttl: berth_core::Span::ZERO,
+        allocation: Some(record),
+    }
+}
+
+fn allocate_in(w: &mut World, request: &ClaimRequest) -> Result<NodeClaim, Rejection> {
+    let (changes, made) =
+        node_allocation::allocate(&w.catalog, request, w.at(), FencePolicy::Enforced)?;
+    w.apply(&changes);
+    Ok(made)
+}
+
+#[test]
+fn an_allocation_is_a_claim_that_never_expires_and_whose_name_is_unique() {
+    let mut w = world(4);
+    let gpu = allocation(&mut w, "a0", &["CUSTOM_GPU"], Vec::new());
+    let made = allocate_in(&mut w, &gpu).expect("n0");
+    assert_eq!(made.node_uuid, node_uuid(0));
+    assert_eq!(made.expires_at, NodeClaim::NEVER);
+    assert_eq!(
+        w.catalog.next_due(),
+        None,
+        "nothing for the lifecycle engine"
+    );
+    // Among candidates: the first eligible one of the class.
+    let among = allocation(&mut w, "a1", &[], vec![node_uuid(3), node_uuid(0)]);
+    assert_eq!(
+        allocate_in(&mut w, &among).expect("n3").node_uuid,
+        node_uuid(3)
+    );
+    // Time passes: both still hold.
+    w.now += 100;
+    w.fire_due();
+    assert_eq!(w.catalog.claims().count(), 2);
+    let twice = allocation(&mut w, "a0", &[], Vec::new());
+    assert!(
+        matches!(allocate_in(&mut w, &twice), Err(Rejection::NodeInUse(_))),
+        "a name is taken once"
+    );
+    let mut same_uuid = allocation(&mut w, "a2", &[], Vec::new());
+    same_uuid.uuid = made.uuid;
+    assert!(matches!(
+        allocate_in(&mut w, &same_uuid),
+        Err(Rejection::NodeInUse(_))
+    ));
+    let none = allocation(
+        &mut w,
+        "a3",
+        &["CUSTOM_GPU"],
+        vec![node_uuid(0), node_uuid(1)],
+    );
+    match allocate_in(&mut w, &none) {
+        Err(Rejection::NoNodeClaimable(reasons)) => {
+            assert_eq!(reasons.len(), 1, "n1 has no GPU: {reasons:?}");
+            assert_eq!(reasons[0].reason, "claimed");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A renamed allocation keeps the rest; the edit sees the record as it is.
+    let (changes, _) = node_allocation::update_allocation(
+        &w.catalog,
+        "a1",
+        Some("p"),
+        |record| {
+            assert_eq!(record.candidate_nodes, vec![node_uuid(3), node_uuid(0)]);
+            Ok(AllocationPatch {
+                name: Some(Some("renamed".into())),
+                extra: Some(r#"{"k":"v"}"#.into()),
+            })
+        },
+        w.at(),
+    )
+    .expect("renamed");
+    w.apply(&changes);
+    let renamed = find_allocation(&w.catalog, "renamed", None).expect("found by its new name");
+    assert_eq!(renamed.node_uuid, node_uuid(3));
+    assert!(
+        find_allocation(&w.catalog, "renamed", Some("q")).is_none(),
+        "not another project's"
+    );
+    // Deleting frees the node for the next.
+    let changes =
+        node_allocation::delete_allocation(&w.catalog, "renamed", Some("p"), w.at()).expect("gone");
+    w.apply(&changes);
+    let again = allocation(&mut w, "a4", &[], vec![node_uuid(3)]);
+    let made = allocate_in(&mut w, &again).expect("n3 again");
+    assert_eq!(made.node_uuid, node_uuid(3));
+    // Deploying with an allocation keeps it, as Ironic's stays with the deployed node.
+    let changes = deploy(&w.catalog, "n3", made.uuid, made.uuid, None, w.at()).expect("deployed");
+    w.apply(&changes);
+    assert_eq!(state(&w, node_uuid(3)), ProvisionState::Active);
+    assert!(w.catalog.claim(made.uuid).is_some(), "the allocation stays");
+}
+
+#[test]
+fn a_backfilled_allocation_records_a_deployed_node_and_goes_with_its_teardown() {
+    let mut w = world(2);
+    let instance = Uuid::from_u128(0x1D);
+    let first = request(&mut w, instance, "p", vec![node_uuid(0)]);
+    let held = claim_in(&mut w, &first).expect("claimed");
+    let changes = deploy(&w.catalog, "n0", held.uuid, instance, None, w.at()).expect("deployed");
+    w.apply(&changes);
+    let backfill = |w: &mut World, node: &str| Backfill {
+        uuid: w.id(),
+        node: node.into(),
+        record: AllocationRecord {
+            name: None,
+            resource_class: String::new(),
+            candidate_nodes: Vec::new(),
+            traits: Vec::new(),
+            extra: "{}".into(),
+            owner: None,
+        },
+        project_id: "p".into(),
+        user_id: "u".into(),
+    };
+    let idle = backfill(&mut w, "n1");
+    assert!(matches!(
+        node_allocation::backfill(&w.catalog, &idle, w.at()),
+        Err(Rejection::BadNode(_))
+    ));
+    let deployed = backfill(&mut w, "n0");
+    let (changes, made) = node_allocation::backfill(&w.catalog, &deployed, w.at()).expect("made");
+    w.apply(&changes);
+    assert_eq!(
+        (made.instance_uuid, made.node_uuid),
+        (instance, node_uuid(0))
+    );
+    let record = made.allocation.as_ref().expect("an allocation");
+    assert_eq!(record.resource_class, "baremetal-gold", "the node's class");
+    let twice = backfill(&mut w, "n0");
+    assert!(matches!(
+        node_allocation::backfill(&w.catalog, &twice, w.at()),
+        Err(Rejection::NodeInUse(_))
+    ));
+    edit(
+        &mut w,
+        node_uuid(0),
+        NodeChange::ProvisionState(ProvisionState::Cleaning),
+    )
+    .expect("torn down");
+    assert!(
+        w.catalog.claim(made.uuid).is_none(),
+        "the teardown ended it"
+    );
+    assert!(
+        w.catalog.consumer(instance).is_none(),
+        "and the instance's allocation"
+    );
 }

@@ -140,6 +140,7 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
         project_id: "p".into(),
         user_id: "u".into(),
         ttl: berth_core::Span::from_secs(60),
+        allocation: None,
     };
     let (changes, _) = claim(
         &catalog,
@@ -153,6 +154,40 @@ async fn nodes_and_claims_round_trip<S: Store>(store: &S) {
     let rows = store.load_catalog().await.expect("load");
     assert_eq!((rows.nodes.len(), rows.claims.len()), (1, 1));
     let changes = release_claim(&catalog, uuid(0xC0), None, T0).expect("released");
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    // An Ironic allocation is a claim with Ironic's fields that never expires.
+    let record = berth_core::model::baremetal::AllocationRecord {
+        name: Some("allocation-0".into()),
+        resource_class: "baremetal gold".into(),
+        candidate_nodes: vec![pid(0xB0)],
+        traits: Vec::new(),
+        extra: r#"{"purpose":"ci"}"#.into(),
+        owner: Some("p".into()),
+    };
+    let allocation = ClaimRequest {
+        uuid: uuid(0xC2),
+        instance_uuid: uuid(0xC2),
+        allocation: Some(record.clone()),
+        ..request
+    };
+    let (changes, made) = claim(
+        &catalog,
+        &allocation,
+        T0,
+        berth_core::query::presentation::FencePolicy::Enforced,
+    )
+    .expect("allocated");
+    assert_eq!(
+        made.expires_at,
+        berth_core::model::baremetal::NodeClaim::NEVER
+    );
+    write_changes(store, &mut catalog, changes).await;
+    assert_same(store, &catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.claims.len(), 1);
+    assert_eq!(rows.claims[0].allocation, Some(record));
+    let changes = release_claim(&catalog, uuid(0xC2), None, T0).expect("released");
     write_changes(store, &mut catalog, changes).await;
     assert_same(store, &catalog).await;
     let changes = delete_node(&catalog, "node-0").expect("deleted");

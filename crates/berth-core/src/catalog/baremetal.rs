@@ -25,7 +25,9 @@ impl Catalog {
 
     pub(super) fn insert_claim(&mut self, claim: NodeClaim) {
         self.node_claims.insert(claim.node_uuid, claim.uuid);
-        self.claim_due.insert((claim.expires_at, claim.uuid));
+        if claim.expires() {
+            self.claim_due.insert((claim.expires_at, claim.uuid));
+        }
         self.claims.insert(claim.uuid, claim);
     }
 

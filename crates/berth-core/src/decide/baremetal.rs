@@ -14,7 +14,7 @@ use crate::decide::health::{self, Effects};
 use crate::decide::inventory::{self, NewHost, enroll_host};
 use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX};
 use crate::model::baremetal::{
-    NodeClaim, NodeRecord, ProvisionState, Unclaimable, placement_class,
+    AllocationRecord, NodeClaim, NodeRecord, ProvisionState, Unclaimable, placement_class,
 };
 use crate::model::consumer::Allocations;
 use crate::model::id::ProviderId;
@@ -287,6 +287,15 @@ fn transition(
         )));
     }
     let mut changes = Vec::new();
+    // A teardown ends the node's allocation (Ironic's), as it ends its instance.
+    if node.provision_state == ProvisionState::Active
+        && let Some(claim) = catalog.claim_on(uuid)
+    {
+        changes.push(Change::ClaimSet {
+            uuid: claim.uuid,
+            claim: None,
+        });
+    }
     if node.provision_state == ProvisionState::Active
         && let Some(instance) = node.instance_uuid.take()
         && catalog.consumer(instance).is_some()
@@ -335,6 +344,8 @@ pub enum Candidates {
         resource_class: String,
         /// Required traits.
         traits: Vec<String>,
+        /// Only among these nodes (empty: any node of the class).
+        among: Vec<ProviderId>,
     },
 }
 
@@ -351,8 +362,10 @@ pub struct ClaimRequest {
     pub project_id: String,
     /// The claiming user.
     pub user_id: String,
-    /// How long it holds.
+    /// How long it holds (an allocation holds until it is deleted).
     pub ttl: Span,
+    /// Present when the claim is an Ironic allocation.
+    pub allocation: Option<AllocationRecord>,
 }
 
 fn unclaimable(
@@ -419,9 +432,10 @@ fn try_node(
         ));
     }
     if let Some(claim) = catalog.claim_on(uuid) {
-        let detail = match claim.live_at(now) {
-            true => format!("claimed by reservation {}", claim.uuid),
-            false => format!("claim {} expired and is being released", claim.uuid),
+        let detail = match (claim.allocation.is_some(), claim.live_at(now)) {
+            (true, _) => format!("held by allocation {}", claim.uuid),
+            (false, true) => format!("claimed by reservation {}", claim.uuid),
+            (false, false) => format!("claim {} expired and is being released", claim.uuid),
         };
         return Err(unclaimable(uuid, "claimed", detail));
     }
@@ -474,6 +488,7 @@ fn candidates(catalog: &Catalog, request: &ClaimRequest) -> Result<Vec<ProviderI
         Candidates::Class {
             resource_class,
             traits,
+            among,
         } => {
             let class = check_resource_class(resource_class)?;
             let wanted: Vec<TraitName> = traits
@@ -485,6 +500,7 @@ fn candidates(catalog: &Catalog, request: &ClaimRequest) -> Result<Vec<ProviderI
                 .filter(|p| p.node().is_some() && p.inventories().contains_key(&class))
                 .filter(|p| wanted.iter().all(|t| p.traits().contains(t)))
                 .map(Provider::uuid)
+                .filter(|uuid| among.is_empty() || among.contains(uuid))
                 .collect())
         }
     }
@@ -498,7 +514,7 @@ pub fn claim(
     now: Instant,
     policy: FencePolicy,
 ) -> Result<(Vec<Change>, NodeClaim), Rejection> {
-    if request.ttl.is_zero() {
+    if request.allocation.is_none() && request.ttl.is_zero() {
         return Err(bad("ttl must be a positive number of seconds"));
     }
     let nodes = candidates(catalog, request)?;
@@ -520,7 +536,11 @@ pub fn claim(
                     user_id: request.user_id.clone(),
                     created_at: now,
                     updated_at: now,
-                    expires_at: now + request.ttl,
+                    expires_at: match request.allocation {
+                        Some(_) => NodeClaim::NEVER,
+                        None => now + request.ttl,
+                    },
+                    allocation: request.allocation.clone(),
                 };
                 changes.push(Change::ClaimSet {
                     uuid: claim.uuid,
@@ -579,7 +599,8 @@ pub fn expire_claim(catalog: &Catalog, uuid: Uuid, now: Instant) -> Vec<Change> 
 }
 
 /// Deploys the instance of a live claim on its node: the node becomes `active` with the
-/// instance, the claim is used up and the allocation stays (the instance holds the node).
+/// instance, the claim is used up (an Ironic allocation stays, as it does in Ironic) and the
+/// Placement allocation stays (the instance holds the node).
 /// Anything else is refused with 409: no claim, someone else's, another node's or another
 /// instance's, or one that expired.
 pub fn deploy(
@@ -624,10 +645,14 @@ pub fn deploy(
             provider.status().as_str()
         ));
     }
+    let kept = claim.allocation.as_ref().map(|_| NodeClaim {
+        updated_at: now,
+        ..claim.clone()
+    });
     Ok(vec![
         Change::ClaimSet {
             uuid: claim_uuid,
-            claim: None,
+            claim: kept,
         },
         Change::NodeSet {
             uuid,

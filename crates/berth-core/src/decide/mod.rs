@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod inventory;
 pub mod lease;
 pub mod lifecycle;
+pub mod node_allocation;
 pub mod notify;
 pub mod pools;
 pub mod promise;

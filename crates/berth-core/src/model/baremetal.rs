@@ -12,6 +12,11 @@
 //! expires. The claim is a Placement allocation of the node's one unit to the instance (the
 //! consumer), so no other claim, allocation or lease admission can take the node meanwhile,
 //! and the fence keeps nodes reserved by another project's lease out of reach.
+//!
+//! An Ironic allocation is a node claim with an [`AllocationRecord`]: it is taken by the same
+//! decision (the first eligible node, under the writer lock, through the node's one unit), but
+//! it never expires (it lasts until it is deleted or its node is torn down), and it carries
+//! Ironic's fields (name, resource class, candidate nodes, traits, extra, owner).
 
 use crate::model::id::ProviderId;
 use crate::model::time::Instant;
@@ -116,15 +121,44 @@ pub struct NodeClaim {
     pub created_at: Instant,
     /// Last change.
     pub updated_at: Instant,
-    /// When it lapses (the node is released unless it was deployed).
+    /// When it lapses (the node is released unless it was deployed); [`NodeClaim::NEVER`] for
+    /// an allocation.
     pub expires_at: Instant,
+    /// Present when the claim is an Ironic allocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<AllocationRecord>,
 }
 
 impl NodeClaim {
+    /// The expiry of a claim that never expires (an allocation).
+    pub const NEVER: Instant = Instant::from_micros(i64::MAX);
+
     /// Whether the claim still holds at `now`.
     pub fn live_at(&self, now: Instant) -> bool {
         now < self.expires_at
     }
+
+    /// Whether the lifecycle engine expires it (an allocation never expires).
+    pub fn expires(&self) -> bool {
+        self.allocation.is_none()
+    }
+}
+
+/// What makes a node claim an Ironic allocation: the fields Ironic's allocation API shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocationRecord {
+    /// Its unique name, if it has one.
+    pub name: Option<String>,
+    /// The Ironic resource class asked for (the node's, for a backfilled allocation).
+    pub resource_class: String,
+    /// The nodes it could take (empty: any node of the class).
+    pub candidate_nodes: Vec<ProviderId>,
+    /// The traits the node had to have.
+    pub traits: Vec<String>,
+    /// Ironic's `extra`: the JSON text of an object, which berth keeps and never reads.
+    pub extra: String,
+    /// The project that owns it, as Ironic shows it (`None`: made by an admin for no project).
+    pub owner: Option<String>,
 }
 
 /// The Placement class of an Ironic resource class, as Nova names it: upper case, every

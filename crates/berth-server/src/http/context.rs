@@ -1,14 +1,16 @@
 //! The context middleware, outermost of berth's: gives each request its context
-//! (`http::surface`: request id, surface, negotiated Placement microversion), echoes the version
-//! headers, records metrics, and renders bare 404/405 responses in the surface's error format.
+//! (`http::surface`: request id, surface, negotiated Placement or bare-metal microversion),
+//! echoes the version headers, records metrics, and renders bare 404/405 responses in the
+//! surface's error format.
 
 use crate::http::error::{ApiError, UNDEFINED};
 use crate::http::state::AppState;
 use crate::http::surface::{
-    self, PLACEMENT_MIN, RequestCtx, Surface, acceptance, negotiate, surface_of,
+    self, IRONIC_MAX, IRONIC_MIN, PLACEMENT_MIN, RequestCtx, Surface, VersionError, acceptance,
+    negotiate, negotiate_ironic, surface_of,
 };
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -46,19 +48,21 @@ pub async fn middleware(
         microversion: None,
         html_errors: html > json,
     };
-    let negotiated = match surface {
-        Surface::Placement => {
-            let value = request
-                .headers()
-                .get("openstack-api-version")
-                .and_then(|v| v.to_str().ok());
-            Some(negotiate(value))
-        }
-        _ => None,
-    };
+    let negotiated = negotiated(surface, request.headers());
     let mut response = match negotiated {
         Some(Err(error)) => {
-            surface::scope(ctx.clone(), async { ApiError::from(error).into_response() }).await
+            surface::scope(ctx.clone(), async {
+                version_error(surface, error).into_response()
+            })
+            .await
+        }
+        Some(Ok(mv)) if surface == Surface::Ironic => {
+            ctx.microversion = Some(mv);
+            request.extensions_mut().insert(mv);
+            surface::scope(ctx.clone(), async {
+                shape(next.run(request).await, &method)
+            })
+            .await
         }
         Some(Ok(mv)) => {
             ctx.microversion = Some(mv);
@@ -94,6 +98,33 @@ pub async fn middleware(
         "x-openstack-request-id",
         HeaderValue::from_str(&request_id).expect("invariant: ascii id"),
     );
+    version_headers(headers, &ctx);
+    state
+        .metrics
+        .observe(&method, &route, response.status(), started.elapsed());
+    response
+}
+
+/// The microversion a request asks of its surface, for the surfaces that have them.
+fn negotiated(
+    surface: Surface,
+    headers: &HeaderMap,
+) -> Option<Result<surface::Microversion, VersionError>> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    match surface {
+        Surface::Placement => Some(negotiate(header("openstack-api-version"))),
+        Surface::Ironic => Some(negotiate_ironic(
+            header("x-openstack-ironic-api-version"),
+            header("openstack-api-version"),
+        )),
+        _ => None,
+    }
+}
+
+/// The version headers of a surface's answers: Placement's `OpenStack-API-Version`, or
+/// Ironic's range and negotiated version.
+fn version_headers(headers: &mut HeaderMap, ctx: &RequestCtx) {
+    let surface = ctx.surface;
     if surface == Surface::Placement {
         let version = ctx.microversion.unwrap_or(PLACEMENT_MIN);
         let value = HeaderValue::from_str(&format!("placement {version}"))
@@ -104,10 +135,41 @@ pub async fn middleware(
             HeaderValue::from_static("openstack-api-version"),
         );
     }
-    state
-        .metrics
-        .observe(&method, &route, response.status(), started.elapsed());
-    response
+    if surface == Surface::Ironic {
+        let version = |v: surface::Microversion| {
+            HeaderValue::from_str(&v.to_string()).expect("invariant: ascii version")
+        };
+        headers.insert(
+            "x-openstack-ironic-api-minimum-version",
+            version(IRONIC_MIN),
+        );
+        headers.insert(
+            "x-openstack-ironic-api-maximum-version",
+            version(IRONIC_MAX),
+        );
+        // As Ironic: a request whose version was refused has no negotiated version.
+        if let Some(negotiated) = ctx.microversion {
+            headers.insert("x-openstack-ironic-api-version", version(negotiated));
+        }
+    }
+}
+
+/// A refused version in the surface's words: Placement's, or Ironic's (whose range the
+/// response's headers also carry).
+fn version_error(surface: Surface, error: VersionError) -> ApiError {
+    match (surface, error) {
+        (Surface::Ironic, VersionError::Unsupported(version)) => ApiError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            UNDEFINED,
+            format!(
+                "Version {version} was requested but the minor version is not supported by this service. The supported version range is: [{IRONIC_MIN}, {IRONIC_MAX}]."
+            ),
+        ),
+        (Surface::Ironic, VersionError::Malformed(version)) => ApiError::bad_request(format!(
+            "Invalid value for X-OpenStack-Ironic-API-Version header: {version:?}"
+        )),
+        (_, error) => ApiError::from(error),
+    }
 }
 
 /// Placement's `Allow` on a 405: the methods the route serves, without the `HEAD` every `GET`

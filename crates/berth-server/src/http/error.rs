@@ -1,13 +1,16 @@
 //! The HTTP error type. One error value renders in the format of the surface that served the
-//! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, or RFC 9457
-//! problem details for berth's own endpoints. How the service's errors become `ApiError`s is
+//! request: Placement's `{"errors": [...]}`, Blazar's `{"error_code", ...}`, Ironic's
+//! `{"error_message": "<JSON-encoded fault>"}`, or RFC 9457 problem details for berth's own
+//! endpoints. How the service's errors become `ApiError`s is
 //! `http::rejection`'s.
 
 use crate::http::surface::{self, PLACEMENT_MAX, PLACEMENT_MIN, Surface, VersionError};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use berth_api::errors::{BlazarError, PlacementError, PlacementErrors, Problem};
+use berth_api::errors::{
+    BlazarError, IronicError, IronicFault, PlacementError, PlacementErrors, Problem,
+};
 use serde_json::{Map, Value};
 
 /// An error response.
@@ -165,6 +168,22 @@ impl IntoResponse for ApiError {
                 };
                 (self.status, Json(with_members(&body, self.extra))).into_response()
             }
+            Surface::Ironic => {
+                let fault = IronicFault {
+                    faultstring: self.detail,
+                    faultcode: match self.status.is_server_error() {
+                        true => "Server",
+                        false => "Client",
+                    }
+                    .to_owned(),
+                    debuginfo: None,
+                };
+                let body = IronicError {
+                    error_message: serde_json::to_string(&fault)
+                        .expect("invariant: wire types serialize"),
+                };
+                (self.status, Json(with_members(&body, self.extra))).into_response()
+            }
             Surface::Berth => {
                 let code = berth_code(self.status, self.code);
                 let body = Problem {
@@ -302,6 +321,44 @@ mod tests {
             let status = StatusCode::from_u16(row.status).expect("a status");
             assert_eq!(berth_code(status, row.code), row.code);
             assert_eq!(berth_code(status, row.placement), row.code, "{row:?}");
+        }
+    }
+
+    /// On `/baremetal` an error is Ironic's: `error_message`, a JSON-encoded fault whose
+    /// `faultcode` is `Client` for a 4xx and `Server` for a 5xx, as `application/json`.
+    #[tokio::test]
+    async fn bare_metal_errors_are_ironics_faults() {
+        let ctx = surface::RequestCtx {
+            request_id: "req-1".to_owned(),
+            surface: Surface::Ironic,
+            microversion: None,
+            html_errors: false,
+        };
+        for (status, faultcode) in [
+            (StatusCode::NOT_FOUND, "Client"),
+            (StatusCode::CONFLICT, "Client"),
+            (StatusCode::INTERNAL_SERVER_ERROR, "Server"),
+            (StatusCode::SERVICE_UNAVAILABLE, "Server"),
+        ] {
+            let response = surface::scope(ctx.clone(), async {
+                ApiError::new(status, UNDEFINED, "what went wrong").into_response()
+            })
+            .await;
+            assert_eq!(response.status(), status);
+            assert_eq!(response.headers()["content-type"], "application/json");
+            let bytes = axum::body::to_bytes(response.into_body(), 4096)
+                .await
+                .expect("body");
+            let body: Value = serde_json::from_slice(&bytes).expect("JSON");
+            let text = body["error_message"].as_str().expect("a string");
+            let fault: Value = serde_json::from_str(text).expect("JSON-encoded");
+            assert_eq!(
+                fault,
+                serde_json::json!({"faultstring": "what went wrong", "faultcode": faultcode,
+                                   "debuginfo": null}),
+                "{status}"
+            );
+            assert_eq!(body.as_object().map(Map::len), Some(1), "{body}");
         }
     }
 

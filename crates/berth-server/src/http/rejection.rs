@@ -124,6 +124,7 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::ReservationForbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
         Rejection::NodeNotFound(_)
         | Rejection::ClaimNotFound(_)
+        | Rejection::AllocationNotFound(_)
         | Rejection::BadNode(_)
         | Rejection::NodeTransition { .. }
         | Rejection::NodeInUse(_)
@@ -193,9 +194,9 @@ fn limit_error(limit: &str, max: u64, detail: String) -> ApiError {
 /// The status and code of a bare-metal rejection; a refused claim lists why, per node.
 fn node_error(rejection: &Rejection, detail: String) -> ApiError {
     let (status, code) = match rejection {
-        Rejection::NodeNotFound(_) | Rejection::ClaimNotFound(_) => {
-            (StatusCode::NOT_FOUND, UNDEFINED)
-        }
+        Rejection::NodeNotFound(_)
+        | Rejection::ClaimNotFound(_)
+        | Rejection::AllocationNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::BadNode(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
         Rejection::NodeTransition { .. } => (StatusCode::CONFLICT, "invalid_state_transition"),
         Rejection::DeployRefused(_) => (StatusCode::CONFLICT, "claim_required"),

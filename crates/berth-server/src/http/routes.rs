@@ -9,7 +9,7 @@ use axum::Router;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter};
-use berth_api::errors::{BlazarError, PlacementErrors, Problem};
+use berth_api::errors::{BlazarError, IronicError, PlacementErrors, Problem};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -204,6 +204,7 @@ fn responses(documented: &[(u16, Body)], tag: &str, generator: &mut SchemaGenera
             generator.subschema_for::<PlacementErrors>(),
         ),
         "reservation" => ("application/json", generator.subschema_for::<BlazarError>()),
+        "baremetal" => ("application/json", generator.subschema_for::<IronicError>()),
         _ => (
             "application/problem+json",
             generator.subschema_for::<Problem>(),
@@ -233,6 +234,8 @@ fn tag_of(path: &str) -> &'static str {
         "placement"
     } else if path.starts_with("/reservation") {
         "reservation"
+    } else if path.starts_with("/baremetal") {
+        "baremetal"
     } else {
         "berth"
     }

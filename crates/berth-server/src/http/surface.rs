@@ -1,5 +1,6 @@
 //! The context of the current request: its request id, the surface that serves its path, and
-//! (for Placement) the negotiated microversion, held in a task-local for the whole request.
+//! (for Placement and the bare-metal API) the negotiated microversion, held in a task-local for
+//! the whole request.
 //! The context middleware (`http::context`) sets it; error rendering reads it.
 
 use axum::extract::FromRequestParts;
@@ -14,6 +15,8 @@ pub enum Surface {
     Placement,
     /// `/reservation`.
     Blazar,
+    /// `/baremetal` (Ironic's dialect).
+    Ironic,
     /// Everything else.
     Berth,
 }
@@ -23,7 +26,16 @@ pub const PLACEMENT_MIN: Microversion = Microversion(0);
 /// Highest Placement microversion.
 pub const PLACEMENT_MAX: Microversion = Microversion(39);
 
-/// A Placement microversion `1.N`.
+/// Lowest bare-metal (Ironic) microversion.
+pub const IRONIC_MIN: Microversion = Microversion(1);
+/// Highest bare-metal (Ironic) microversion: 1.60, the version by which every field of the
+/// resources berth serves exists (allocations 1.52, their `PATCH` 1.57, backfilling 1.58, their
+/// owner 1.60); later versions add fields and resources berth does not serve.
+pub const IRONIC_MAX: Microversion = Microversion(60);
+/// The first bare-metal microversion with allocations.
+pub const IRONIC_ALLOCATIONS: u16 = 52;
+
+/// A Placement or bare-metal (Ironic) microversion `1.N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Microversion(u16);
 
@@ -108,7 +120,7 @@ pub struct RequestCtx {
     pub request_id: String,
     /// The serving surface.
     pub surface: Surface,
-    /// The negotiated Placement microversion.
+    /// The negotiated Placement or bare-metal microversion.
     pub microversion: Option<Microversion>,
     /// Whether the caller's `Accept` prefers HTML to JSON, so that Placement's errors are
     /// rendered as a page (as WebOb renders them).
@@ -172,6 +184,8 @@ pub fn surface_of(path: &str) -> Surface {
         Surface::Placement
     } else if path.starts_with("/reservation/") || path == "/reservation" {
         Surface::Blazar
+    } else if path.starts_with("/baremetal/") || path == "/baremetal" {
+        Surface::Ironic
     } else {
         Surface::Berth
     }
@@ -204,6 +218,39 @@ pub fn negotiate(header_value: Option<&str>) -> Result<Microversion, VersionErro
     Ok(Microversion(minor))
 }
 
+/// Parses the bare-metal API's version: `X-OpenStack-Ironic-API-Version: 1.N` (or `latest`),
+/// else `OpenStack-API-Version: baremetal 1.N`; none means the lowest, as Ironic.
+pub fn negotiate_ironic(
+    ironic_header: Option<&str>,
+    openstack_header: Option<&str>,
+) -> Result<Microversion, VersionError> {
+    let named = || {
+        openstack_header?
+            .split(',')
+            .map(str::trim)
+            .find_map(|entry| {
+                let (service, version) = entry.split_once(char::is_whitespace)?;
+                service
+                    .eq_ignore_ascii_case("baremetal")
+                    .then(|| version.trim())
+            })
+    };
+    let Some(version) = ironic_header.map(str::trim).or_else(named) else {
+        return Ok(IRONIC_MIN);
+    };
+    if version.eq_ignore_ascii_case("latest") {
+        return Ok(IRONIC_MAX);
+    }
+    let malformed = || VersionError::Malformed(version.to_owned());
+    let (major, minor) = version.split_once('.').ok_or_else(malformed)?;
+    let major: u16 = major.parse().map_err(|_| malformed())?;
+    let minor: u16 = minor.parse().map_err(|_| malformed())?;
+    if major != 1 || !(IRONIC_MIN.0..=IRONIC_MAX.0).contains(&minor) {
+        return Err(VersionError::Unsupported(version.to_owned()));
+    }
+    Ok(Microversion(minor))
+}
+
 /// Microversions for unit tests elsewhere in the crate.
 #[cfg(test)]
 pub mod tests_support {
@@ -216,6 +263,47 @@ pub mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_metal_negotiation_follows_ironic() {
+        assert_eq!(negotiate_ironic(None, None).expect("none"), IRONIC_MIN);
+        assert_eq!(
+            negotiate_ironic(Some("latest"), None).expect("latest"),
+            IRONIC_MAX
+        );
+        assert_eq!(
+            negotiate_ironic(Some("1.52"), None).expect("1.52").minor(),
+            52
+        );
+        assert_eq!(
+            negotiate_ironic(None, Some("compute 2.1, baremetal 1.58"))
+                .expect("named")
+                .minor(),
+            58
+        );
+        assert_eq!(
+            negotiate_ironic(Some("1.31"), Some("baremetal 1.58"))
+                .expect("Ironic's own header first")
+                .minor(),
+            31
+        );
+        for bad in ["abc", "1", "1.x", ""] {
+            assert_eq!(
+                negotiate_ironic(Some(bad), None).expect_err(bad).status(),
+                StatusCode::BAD_REQUEST,
+                "{bad}"
+            );
+        }
+        for unsupported in ["1.0", "1.61", "1.115", "2.1"] {
+            assert_eq!(
+                negotiate_ironic(Some(unsupported), None)
+                    .expect_err(unsupported)
+                    .status(),
+                StatusCode::NOT_ACCEPTABLE,
+                "{unsupported}"
+            );
+        }
+    }
 
     #[test]
     fn negotiation_follows_placement() {

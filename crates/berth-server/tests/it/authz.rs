@@ -77,7 +77,8 @@ async fn send(
 ) -> (StatusCode, String) {
     let mut builder = app
         .request(method.clone(), path, None)
-        .header("OpenStack-API-Version", "placement latest");
+        .header("OpenStack-API-Version", "placement latest")
+        .header("X-OpenStack-Ironic-API-Version", "latest");
     if let Some(who) = who {
         builder = builder
             .header("x-project-id", who.project)
@@ -187,6 +188,31 @@ async fn fixtures(app: &TestApp) -> Vec<(&'static str, String)> {
         .as_str()
         .expect("claim uuid")
         .to_owned();
+    ok_as(
+        app,
+        ADMIN,
+        Method::POST,
+        "/baremetal/v1/nodes",
+        json!({"name": "n2", "resource_class": "baremetal-gold", "provision_state": "available"}),
+    )
+    .await;
+    let allocation = app
+        .request(Method::POST, "/baremetal/v1/allocations", None)
+        .header("X-OpenStack-Ironic-API-Version", "1.60")
+        .header("x-project-id", P1.project)
+        .header("x-user-id", P1.user)
+        .header("x-roles", P1.roles)
+        .json(&json!({"resource_class": "baremetal-gold", "name": "p1-allocation"}))
+        .send()
+        .await
+        .expect("allocate");
+    assert_eq!(allocation.status(), StatusCode::CREATED);
+    let allocation: Value = allocation.json().await.expect("allocation");
+    assert_eq!(allocation["state"], "active", "{allocation}");
+    let allocation_id = allocation["uuid"]
+        .as_str()
+        .expect("allocation uuid")
+        .to_owned();
     vec![
         ("host_id", host_id),
         ("uuid", provider),
@@ -196,15 +222,17 @@ async fn fixtures(app: &TestApp) -> Vec<(&'static str, String)> {
         ("reservation_id", promise_id),
         ("subscription_id", subscription_id),
         ("reservation_uuid", claim_id),
+        ("allocation_ident", allocation_id),
     ]
 }
 
 /// The ids of p1's own objects among the fixtures (what p2 must never see).
-const P1_OBJECTS: [&str; 4] = [
+const P1_OBJECTS: [&str; 5] = [
     "lease_id",
     "reservation_id",
     "subscription_id",
     "reservation_uuid",
+    "allocation_ident",
 ];
 
 fn fill(path: &str, ids: &[(&'static str, String)]) -> (String, bool) {

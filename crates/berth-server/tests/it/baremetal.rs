@@ -609,7 +609,7 @@ async fn capacity_queries_count_nodes_of_a_class() {
 }
 
 #[tokio::test]
-async fn json_patch_is_accepted_under_its_own_media_type_and_errors_carry_berth_codes() {
+async fn json_patch_is_accepted_under_its_own_media_type_and_errors_are_ironics() {
     let app = TestApp::spawn().await;
     let node = enroll_node(&app, "patch-media", "available").await;
     let response = app
@@ -631,7 +631,7 @@ async fn json_patch_is_accepted_under_its_own_media_type_and_errors_carry_berth_
         .await
         .expect("patch");
     assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    // berth's surfaces never answer with Placement's codes.
+    // The bare-metal API answers errors in Ironic's envelope, never with Placement's codes.
     let (status, body) = app
         .call(
             Method::GET,
@@ -641,5 +641,9 @@ async fn json_patch_is_accepted_under_its_own_media_type_and_errors_carry_berth_
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-    assert_eq!(body["code"], "not_found", "{body}");
+    let fault: Value =
+        serde_json::from_str(body["error_message"].as_str().expect("Ironic's envelope"))
+            .expect("a JSON-encoded fault");
+    assert_eq!(fault["faultcode"], "Client", "{body}");
+    assert!(!body.to_string().contains("placement."), "{body}");
 }

@@ -193,7 +193,13 @@ async fn a_retried_node_claim_answers_with_the_first_claim() {
     other["instance_uuid"] = json!(uuid::Uuid::from_u128(2).to_string());
     let (status, refused) = send(&app, P1, claims, Some("c-1"), &other).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
-    assert_eq!(refused["code"], "idempotency_key_reused", "{refused}");
+    // The bare-metal API answers in Ironic's envelope, which has no code: the fault says it.
+    assert!(
+        refused["error_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was already used for a different request")),
+        "{refused}"
+    );
     // Another project's same key is its own: it takes the other node.
     let theirs = json!({"instance_uuid": uuid::Uuid::from_u128(3).to_string(), "node_uuid": nodes});
     let (status, theirs) = send(&app, P2, claims, Some("c-1"), &theirs).await;
@@ -210,7 +216,12 @@ async fn a_retried_node_claim_answers_with_the_first_claim() {
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, gone) = send(&app, P1, claims, Some("c-1"), &body).await;
     assert_eq!(status, StatusCode::GONE, "{gone}");
-    assert_eq!(gone["code"], "idempotency_key_object_gone", "{gone}");
+    assert!(
+        gone["error_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no longer exists")),
+        "{gone}"
+    );
     assert_eq!(count(&app, P1, claims, "reservations").await, 0);
 }
 

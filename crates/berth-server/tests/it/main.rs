@@ -16,6 +16,7 @@ mod failures;
 mod fence;
 mod https_callbacks;
 mod idempotency;
+mod ironic;
 mod keystone;
 mod limits;
 mod notifications;

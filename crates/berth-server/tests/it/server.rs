@@ -136,8 +136,8 @@ async fn openapi_describes_bodies_with_schemas() {
     );
     let claim = &spec["paths"]["/baremetal/v1/reservations"]["post"]["responses"]["default"];
     assert_eq!(
-        claim["content"]["application/problem+json"]["schema"]["$ref"],
-        "#/components/schemas/Problem"
+        claim["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/IronicError"
     );
     let shown = &spec["components"]["schemas"]["ResourceProvider"]["properties"];
     for field in ["uuid", "name", "generation", "links"] {

@@ -116,6 +116,7 @@ fn candidates(body: &Map<String, Value>) -> Result<Candidates, ApiError> {
                     .collect::<Result<_, _>>()?,
                 Some(_) => return Err(ApiError::bad_request("traits must be a list of strings")),
             },
+            among: Vec::new(),
         }),
         (None, Some(_)) => Err(ApiError::bad_request("resource_class must be a string")),
         (None, None) => Err(ApiError::bad_request(

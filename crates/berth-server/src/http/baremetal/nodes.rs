@@ -1,5 +1,6 @@
 //! `/baremetal/v1/nodes`: bare-metal nodes. Anyone may list and show them; enrolling, changing
-//! and deleting are for admins; deploying is for the holder of the node's claim.
+//! (JSON Patch, Ironic's maintenance and provision-state actions) and deleting are for admins;
+//! deploying is for the holder of the node's claim.
 
 use super::wire::{time, uuid_field};
 use crate::http::attributes::{self, attr_json};
@@ -13,7 +14,9 @@ use crate::policy::Rule;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
-use berth_api::baremetal::{DeployNode, EnrolNode, Node, NodeList, PatchOperation};
+use berth_api::baremetal::{
+    DeployNode, EnrolNode, Node, NodeList, PatchOperation, ProvisionTarget, SetMaintenance,
+};
 use berth_api::common::Link;
 use berth_app::EnrollNode;
 use berth_core::decide::baremetal::{NodeChange, find_node};
@@ -30,6 +33,14 @@ pub(super) fn register(routes: &mut Routes) {
             "/baremetal/v1/nodes",
             Rule::SYSTEM_READER,
             "List nodes",
+            list,
+        )
+        .answers::<NodeList>(200)
+        .add(
+            Method::GET,
+            "/baremetal/v1/nodes/",
+            Rule::SYSTEM_READER,
+            "List nodes (the path python-ironicclient gives a filtered listing)",
             list,
         )
         .answers::<NodeList>(200)
@@ -75,7 +86,33 @@ pub(super) fn register(routes: &mut Routes) {
             deploy,
         )
         .accepts::<DeployNode>()
-        .answers::<Node>(200);
+        .answers::<Node>(200)
+        .add(
+            Method::PUT,
+            "/baremetal/v1/nodes/{node_ident}/maintenance",
+            Rule::SYSTEM_ADMIN,
+            "Put a node into maintenance (Ironic's action)",
+            set_maintenance,
+        )
+        .accepts::<SetMaintenance>()
+        .answers_empty(202)
+        .add(
+            Method::DELETE,
+            "/baremetal/v1/nodes/{node_ident}/maintenance",
+            Rule::SYSTEM_ADMIN,
+            "Take a node out of maintenance (Ironic's action)",
+            unset_maintenance,
+        )
+        .answers_empty(202)
+        .add(
+            Method::PUT,
+            "/baremetal/v1/nodes/{node_ident}/states/provision",
+            Rule::SYSTEM_ADMIN,
+            "Move a node by Ironic's provision action: manage, provide, or deleted (tear down)",
+            provision,
+        )
+        .accepts::<ProvisionTarget>()
+        .answers_empty(202);
 }
 
 /// A node property: a string, a number or a boolean.
@@ -96,9 +133,9 @@ pub(super) fn node_json(
 ) -> Option<Node> {
     let node = provider.node()?;
     let claim = catalog.claim_on(provider.uuid());
-    let claim_uuid = claim
-        .filter(|c| project.is_none_or(|p| p == c.project_id))
-        .map(|c| c.uuid);
+    let seen = claim.filter(|c| project.is_none_or(|p| p == c.project_id));
+    let claim_uuid = seen.filter(|c| c.allocation.is_none()).map(|c| c.uuid);
+    let allocation_uuid = seen.filter(|c| c.allocation.is_some()).map(|c| c.uuid);
     let condition = provider.condition();
     Some(Node {
         uuid: provider.uuid().uuid(),
@@ -110,6 +147,7 @@ pub(super) fn node_json(
         instance_uuid: node.instance_uuid,
         claimed: claim.is_some(),
         claim_uuid,
+        allocation_uuid,
         properties: provider
             .attributes()
             .iter()
@@ -191,7 +229,8 @@ async fn show(
     Ok(Json(node))
 }
 
-const NODE_FIELDS: [&str; 7] = [
+const NODE_FIELDS: [&str; 8] = [
+    "driver",
     "uuid",
     "name",
     "resource_class",
@@ -244,6 +283,8 @@ fn enrolment(body: &Map<String, Value>) -> Result<EnrollNode, ApiError> {
             NODE_FIELDS.join(", ")
         )));
     }
+    // berth drives no hardware: Ironic's hardware type is read (it must be a string) and dropped.
+    text(body, "driver")?;
     let provision_state = match text(body, "provision_state")? {
         None => ProvisionState::Enroll,
         Some(text) => ProvisionState::parse(&text)
@@ -402,6 +443,51 @@ async fn deploy(
         .berth
         .read_local(|catalog| shown(catalog, &ident, project.as_deref()))?;
     Ok(Json(node))
+}
+
+async fn set_maintenance(
+    State(state): State<AppState>,
+    Path(ident): Path<String>,
+    ApiJson(body): ApiJson<SetMaintenance>,
+) -> Result<StatusCode, ApiError> {
+    let change = NodeChange::Maintenance(true, body.reason);
+    state.berth.update_node(ident, vec![change]).await?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+async fn unset_maintenance(
+    State(state): State<AppState>,
+    Path(ident): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let change = NodeChange::Maintenance(false, None);
+    state.berth.update_node(ident, vec![change]).await?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// The provision states an Ironic action moves a node through (decided at once: berth has no
+/// conductor, so `provide` and a teardown's cleaning end where Ironic's would).
+fn provision_path(target: &str) -> Result<Vec<ProvisionState>, ApiError> {
+    match target {
+        "manage" => Ok(vec![ProvisionState::Manageable]),
+        "provide" => Ok(vec![ProvisionState::Available]),
+        "deleted" | "undeploy" => Ok(vec![ProvisionState::Cleaning, ProvisionState::Available]),
+        other => Err(ApiError::bad_request(format!(
+            "The requested action \"{other}\" is not supported: berth serves manage, provide and deleted"
+        ))),
+    }
+}
+
+async fn provision(
+    State(state): State<AppState>,
+    Path(ident): Path<String>,
+    ApiJson(body): ApiJson<ProvisionTarget>,
+) -> Result<StatusCode, ApiError> {
+    let changes = provision_path(&body.target)?
+        .into_iter()
+        .map(NodeChange::ProvisionState)
+        .collect();
+    state.berth.update_node(ident, changes).await?;
+    Ok(StatusCode::ACCEPTED)
 }
 
 #[cfg(test)]
