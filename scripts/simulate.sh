@@ -3,7 +3,8 @@
 # of seeds with crashes at every commit boundary that must all pass, then the negative controls,
 # which must each be caught within 200 seeds: a disk that answers before it syncs, a recovery that
 # drops the last commit, and (a second build, `--features planted`) allocations not checked
-# against capacity, consumer generations not checked, a batch that answers before it commits.
+# against capacity, consumer generations not checked, a batch that answers before it commits, a
+# restarted berth that forgets which lease events fired.
 #
 # Usage: bash scripts/simulate.sh                  # CI: 1,000 seeds of 450 steps, the controls
 #        SIM_MINUTES=60 bash scripts/simulate.sh   # a long campaign: seeds until an hour passed
@@ -61,4 +62,6 @@ control "lost last commit" "were told" "$SIM" --defect lose-last-commit
 control "no capacity check" "capacity promised twice" "$PLANTED" --defect skip-capacity-check
 control "no generation check" "stale consumer generation was accepted" "$PLANTED" --defect skip-generation-check
 control "answer before commit" "were told" "$PLANTED" --defect answer-before-commit
+control "events fired again after a restart" "fired twice\|differs from the disk" "$PLANTED" \
+    --defect refire-after-recovery
 echo "simulate: passed"

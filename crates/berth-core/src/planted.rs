@@ -14,6 +14,9 @@ pub enum Defect {
     SkipGenerationCheck = 2,
     /// A batch answers its callers before its commit.
     AnswerBeforeCommit = 3,
+    /// A catalog loaded from the store forgets which lease events fired, so they fire again
+    /// after a restart.
+    RefireAfterRecovery = 4,
 }
 
 static PLANTED: AtomicU8 = AtomicU8::new(0);

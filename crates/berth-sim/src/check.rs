@@ -24,44 +24,81 @@ pub(crate) fn excess(catalog: &Catalog, now: Instant) -> Result<BTreeMap<Provide
             *top = (*top).max(over);
         }
     }
+    let (unreserved, holding) = promised(catalog, now);
+    for provider in catalog.providers() {
+        let over = over_at(provider, &holding, &unreserved, now)?;
+        let top = excess.entry(provider.uuid()).or_default();
+        *top = (*top).max(over.iter().map(|(_, by)| *by).max().unwrap_or(0));
+    }
+    Ok(excess)
+}
+
+/// The instants from `now` on at which `host` is promised beyond its capacity.
+pub(crate) fn over_instants(catalog: &Catalog, host: ProviderId, now: Instant) -> Vec<Instant> {
+    let (unreserved, holding) = promised(catalog, now);
+    catalog
+        .provider(host)
+        .and_then(|provider| over_at(provider, &holding, &unreserved, now).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, by)| *by > 0)
+        .map(|(at, _)| at)
+        .collect()
+}
+
+type Unreserved = BTreeMap<(ProviderId, ResourceClass), u64>;
+
+/// What is promised: unreserved use, and the leases that hold capacity from `now` on.
+fn promised(catalog: &Catalog, now: Instant) -> (Unreserved, Vec<&Lease>) {
     let unreserved = unreserved_use(catalog);
     let holding: Vec<&Lease> = catalog
         .leases()
         .filter(|l| l.holds_capacity() && l.end > now)
         .collect();
-    for provider in catalog.providers() {
-        let host = provider.uuid();
-        let on_host: Vec<&Lease> = holding
-            .iter()
-            .filter(|l| {
-                l.reservations
-                    .iter()
-                    .any(|r| r.hosts.iter().any(|(h, _)| *h == host))
-            })
-            .copied()
-            .collect();
-        // The level changes only where a lease starts: checking there (and now) checks all.
-        let mut instants: BTreeSet<Instant> = BTreeSet::from([now]);
-        instants.extend(on_host.iter().map(|l| l.start.max(now)));
-        for at in instants {
-            let held = held_at(&on_host, host, at);
-            if held.whole > 1 || (held.whole == 1 && !held.amounts.is_empty()) {
-                return Err(format!(
-                    "host {host} held whole by {} reservation(s) beside {} instance hold(s) at {}",
-                    held.whole,
-                    held.amounts.len(),
-                    at.as_micros()
-                ));
-            }
-            for (class, inventory) in provider.inventories() {
-                let amount = held.amounts.get(class).copied().unwrap_or(0)
-                    + unreserved.get(&(host, class.clone())).copied().unwrap_or(0);
-                let top = excess.entry(host).or_default();
-                *top = (*top).max(amount.saturating_sub(inventory.capacity()));
-            }
+    (unreserved, holding)
+}
+
+/// How far `provider` is promised beyond its capacity at each instant from `now` on where the
+/// level changes; refused outright: a host held whole twice, or beside anything else.
+fn over_at(
+    provider: &berth_core::model::provider::Provider,
+    holding: &[&Lease],
+    unreserved: &Unreserved,
+    now: Instant,
+) -> Result<Vec<(Instant, u64)>, String> {
+    let host = provider.uuid();
+    let on_host: Vec<&Lease> = holding
+        .iter()
+        .filter(|l| {
+            l.reservations
+                .iter()
+                .any(|r| r.hosts.iter().any(|(h, _)| *h == host))
+        })
+        .copied()
+        .collect();
+    // The level changes only where a lease starts: checking there (and now) checks all.
+    let mut instants: BTreeSet<Instant> = BTreeSet::from([now]);
+    instants.extend(on_host.iter().map(|l| l.start.max(now)));
+    let mut out = Vec::with_capacity(instants.len());
+    for at in instants {
+        let held = held_at(&on_host, host, at);
+        if held.whole > 1 || (held.whole == 1 && !held.amounts.is_empty()) {
+            return Err(format!(
+                "host {host} held whole by {} reservation(s) beside {} instance hold(s) at {}",
+                held.whole,
+                held.amounts.len(),
+                at.as_micros()
+            ));
         }
+        let mut by = 0;
+        for (class, inventory) in provider.inventories() {
+            let amount = held.amounts.get(class).copied().unwrap_or(0)
+                + unreserved.get(&(host, class.clone())).copied().unwrap_or(0);
+            by = by.max(amount.saturating_sub(inventory.capacity()));
+        }
+        out.push((at, by));
     }
-    Ok(excess)
+    Ok(out)
 }
 
 /// What the reservations of `leases` hold on `host` at `at`.

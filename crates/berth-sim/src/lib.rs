@@ -26,6 +26,7 @@ use berth_core::model::consumer::Allocations;
 use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
 use berth_core::model::inventory::Inventory;
 use berth_core::model::lease::{Affinity, ReservationSpec};
+use berth_core::model::provider::ProviderStatus;
 use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass, Span};
 use check::Belief;
 use std::collections::BTreeMap;
@@ -60,6 +61,8 @@ pub enum Defect {
     SkipGenerationCheck,
     /// A batch answers before it commits (in the write path; feature `planted`).
     AnswerBeforeCommit,
+    /// A restarted process forgets which lease events fired (in the core; feature `planted`).
+    RefireAfterRecovery,
 }
 
 /// What a run did.
@@ -117,6 +120,7 @@ fn plant(config: &Config) -> Result<(), Failure> {
         Some(Defect::SkipCapacityCheck) => Some(Planted::SkipCapacityCheck),
         Some(Defect::SkipGenerationCheck) => Some(Planted::SkipGenerationCheck),
         Some(Defect::AnswerBeforeCommit) => Some(Planted::AnswerBeforeCommit),
+        Some(Defect::RefireAfterRecovery) => Some(Planted::RefireAfterRecovery),
         Some(Defect::LoseLastCommit) | None => None,
     });
     Ok(())
@@ -219,6 +223,11 @@ enum Write {
     DeleteLease {
         name: String,
     },
+    /// A host fails, is taken into maintenance, or comes back.
+    HostStatus {
+        host: ProviderId,
+        status: ProviderStatus,
+    },
 }
 
 struct Sim {
@@ -238,6 +247,9 @@ struct Sim {
     resized: Vec<ProviderId>,
     /// The leases in the catalog after the last step.
     before: std::collections::BTreeSet<LeaseId>,
+    /// The lifecycle record read so far: where, and each lease event seen in it.
+    records_read: u64,
+    fired: std::collections::BTreeSet<(LeaseId, String)>,
     report: Report,
     step: usize,
 }
@@ -290,6 +302,8 @@ impl Sim {
             excess: BTreeMap::new(),
             resized: Vec::new(),
             before: std::collections::BTreeSet::new(),
+            records_read: 0,
+            fired: std::collections::BTreeSet::new(),
             report: Report::default(),
             step: 0,
         }
@@ -414,7 +428,18 @@ impl Sim {
 impl Sim {
     /// The next write, drawn from the seed.
     fn next_write(&mut self) -> Write {
-        match self.rng.below(9) {
+        match self.rng.below(10) {
+            9 => Write::HostStatus {
+                host: *self.rng.pick(&self.hosts).expect("hosts are enrolled"),
+                status: *self
+                    .rng
+                    .pick(&[
+                        ProviderStatus::Up,
+                        ProviderStatus::Down,
+                        ProviderStatus::Maintenance,
+                    ])
+                    .expect("three"),
+            },
             0..=2 => self.allocate(),
             3 => Write::Release {
                 consumer: consumer_id(self.rng.below(CONSUMERS)),
@@ -597,6 +622,18 @@ impl Sim {
                         outcome(berth.create_lease(cmd).await, |lease| Some(lease.id))
                     })
                 }
+                Write::HostStatus { host, status } => {
+                    let (host, status) = (*host, *status);
+                    let id = berth.read_local(|c| c.provider(host).map(|p| p.id()));
+                    tokio::spawn(async move {
+                        match id {
+                            Some(id) => {
+                                outcome(berth.set_host_status(id, status, None).await, |_| None)
+                            }
+                            None => Outcome::Refused,
+                        }
+                    })
+                }
                 Write::DeleteLease { name } => {
                     let id = self.leases[name].id;
                     tokio::spawn(async move {
@@ -696,6 +733,8 @@ impl Sim {
                     Outcome::Unanswered => asked.present = asked.present.unknown(true),
                 }
             }
+            // A status change moves or flags leases; what they hold is checked as always.
+            Write::HostStatus { .. } => {}
             Write::DeleteLease { name } => {
                 let asked = self.leases.get_mut(&name).expect("asked");
                 match told {
@@ -743,18 +782,21 @@ impl Sim {
                     "capacity promised twice: {host} is promised {over} beyond its capacity, {before} before this step"
                 )));
             }
-            // Its inventory shrank under what is promised on it: every lease that held it from
-            // now on before the step must say it is short.
+            // Its inventory shrank under what is promised on it: every lease that held it before
+            // the step, at an instant where it is now promised beyond its capacity, must say it
+            // is short.
             let silent = berth.read_local(|c| {
+                let over = check::over_instants(c, *host, now);
                 c.leases()
-                    .filter(|l| l.holds_capacity() && l.end > now && !l.degraded)
-                    .filter(|l| self.before.contains(&l.id))
-                    .find(|l| {
+                    .filter(|l| l.holds_capacity() && !l.degraded && self.before.contains(&l.id))
+                    .filter(|l| over.iter().any(|at| l.start <= *at && *at < l.end))
+                    .filter(|l| {
                         l.reservations
                             .iter()
                             .any(|r| r.hosts.iter().any(|(h, _)| h == host))
                     })
                     .map(|l| l.id)
+                    .min()
             });
             if let Some(lease) = silent {
                 return Err(self.fail(format!(
@@ -765,6 +807,7 @@ impl Sim {
         self.excess = excess;
         self.resized.clear();
         self.before = berth.read_local(|c| c.leases().map(|l| l.id).collect());
+        self.check_fired_once().await?;
         let mut disk = self.store.rows().await;
         held.normalize();
         disk.normalize();
@@ -883,5 +926,34 @@ impl Sim {
         berth
             .read_local(|c| check::events_once(&records, c, now))
             .map_err(|e| self.fail(e))
+    }
+}
+
+impl Sim {
+    /// Reads the lifecycle record committed since the last step: no lease event may be in it
+    /// twice.
+    async fn check_fired_once(&mut self) -> Result<(), Failure> {
+        use berth_store::Store;
+        loop {
+            let page = self
+                .store
+                .records_after(self.records_read, 1_000)
+                .await
+                .map_err(|e| self.fail(format!("reading the lifecycle record: {e}")))?;
+            let Some((last, _)) = page.last() else {
+                return Ok(());
+            };
+            self.records_read = *last;
+            for (_, record) in page {
+                if !record.kind.starts_with("lease.event.") {
+                    continue;
+                }
+                let key = (record.lease_id, record.kind);
+                if self.fired.contains(&key) {
+                    return Err(self.fail(format!("lease {}: {} fired twice", key.0, key.1)));
+                }
+                self.fired.insert(key);
+            }
+        }
     }
 }

@@ -52,6 +52,8 @@ enum Defect {
     SkipGenerationCheck,
     /// A batch answers before it commits (needs `--features planted`).
     AnswerBeforeCommit,
+    /// A restarted berth forgets which lease events fired (needs `--features planted`).
+    RefireAfterRecovery,
 }
 
 fn main() -> std::process::ExitCode {
@@ -83,6 +85,7 @@ fn main() -> std::process::ExitCode {
                 Defect::SkipCapacityCheck => Planted::SkipCapacityCheck,
                 Defect::SkipGenerationCheck => Planted::SkipGenerationCheck,
                 Defect::AnswerBeforeCommit => Planted::AnswerBeforeCommit,
+                Defect::RefireAfterRecovery => Planted::RefireAfterRecovery,
             }),
             trace: args.trace,
         };

@@ -105,6 +105,8 @@ impl CatalogRows {
 impl Catalog {
     /// Rebuilds the catalog from storage rows. Rows naming unknown providers are a storage bug.
     pub fn from_rows(rows: CatalogRows) -> Catalog {
+        #[cfg(feature = "planted-defects")]
+        let rows = forget_fired(rows);
         let mut catalog = Catalog::new();
         catalog.seq = rows.seq;
         let mut providers = rows.providers;
@@ -249,4 +251,21 @@ impl Catalog {
         rows.normalize();
         rows
     }
+}
+
+/// The planted defect [`crate::planted::Defect::RefireAfterRecovery`]: every lease event loaded
+/// is taken as not yet fired.
+#[cfg(feature = "planted-defects")]
+fn forget_fired(mut rows: CatalogRows) -> CatalogRows {
+    use crate::model::lease::EventStatus;
+    use crate::planted::{Defect, planted};
+    if planted(Defect::RefireAfterRecovery) {
+        for lease in &mut rows.leases {
+            let lease = Arc::make_mut(lease);
+            for event in &mut lease.events {
+                event.status = EventStatus::Undone;
+            }
+        }
+    }
+    rows
 }

@@ -217,7 +217,20 @@ fn restore(catalog: &Catalog, provider: &Provider, now: Instant) -> (Vec<Change>
                 reservation.updated_at = now;
             }
         }
-        if lease.reservations.iter().all(|r| r.missing.is_empty()) {
+        // Degraded also when a host it holds has less capacity than is promised on it (its
+        // inventory shrank, or a forced decrease): that does not return with this provider.
+        let short = || {
+            let Some(window) = Window::new(now.max(lease.start), lease.end) else {
+                return false;
+            };
+            lease
+                .reservations
+                .iter()
+                .flat_map(|r| r.hosts.iter().map(|(h, _)| *h))
+                .filter_map(|h| catalog.provider(h))
+                .any(|p| crate::decide::pools::over_capacity(catalog, p, window))
+        };
+        if lease.reservations.iter().all(|r| r.missing.is_empty()) && !short() {
             lease.degraded = false;
         }
         lease.updated_at = now;

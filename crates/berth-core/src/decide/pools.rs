@@ -102,6 +102,15 @@ fn headroom(
     (capacity, held + unreserved as i64)
 }
 
+/// Whether `provider` holds, in some class over `window`, less than what is promised on it
+/// (reservations' holds and unreserved use): the leases there are short.
+pub(crate) fn over_capacity(catalog: &Catalog, provider: &Provider, window: Window) -> bool {
+    provider.inventories().keys().any(|class| {
+        let (capacity, taken) = headroom(catalog, provider, class, window);
+        taken > capacity
+    })
+}
+
 /// Spreads `amount` of `class` over `providers`: an increase evenly, a decrease from the most
 /// headroom first (so as few reservations as possible are left short).
 fn spread(
