@@ -122,7 +122,9 @@ pub struct CapacityAnswer {
     pub capacity: SelectedCapacity,
     /// The zone asked about, or every zone.
     pub zone: Option<String>,
-    /// The reservations holding capacity in the window (`ResourceReservation:<id>`).
+    /// The resource collections in the window: the planned capacity changes in force
+    /// (`ResourcePool:<id>`, as `increase-capacity` and `decrease-capacity` answer them), then the
+    /// reservations holding capacity (`ResourceReservation:<id>`).
     pub collections: Vec<String>,
     /// The step function of the figure (empty unless asked for).
     pub utilization: Vec<CapacityStep>,

@@ -435,9 +435,12 @@ pub struct VectorCapacity {
     pub gigabytes: Series,
     /// Public addresses.
     pub addresses: Series,
-    /// The leases holding capacity in the window (those left out aside), in no particular
-    /// order.
+    /// The leases holding capacity in the window on the zone's hosts (those left out aside), in
+    /// no particular order.
     pub collections: Vec<LeaseId>,
+    /// The planned capacity changes in force in the window on the zone's providers (Promise's
+    /// `ResourcePool`s), oldest first.
+    pub pools: Vec<Uuid>,
 }
 
 impl VectorCapacity {
@@ -509,7 +512,36 @@ pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Reje
             .leases()
             .filter(|l| l.holds_capacity() && l.window().overlaps(&extent.window))
             .filter(|l| !extent.without.contains(&l.id.uuid()))
+            .filter(|l| {
+                zone.is_none()
+                    || l.reservations.iter().any(|r| {
+                        r.hosts
+                            .iter()
+                            .any(|(h, _)| catalog.provider(*h).is_some_and(|p| in_zone(p, zone)))
+                    })
+            })
             .map(|l| l.id)
             .collect(),
+        pools: pools_in(catalog, extent),
     })
+}
+
+/// The planned capacity changes in force in `extent`'s window on a provider of its zone, oldest
+/// first (those left out aside).
+fn pools_in(catalog: &Catalog, extent: &Extent) -> Vec<Uuid> {
+    let zone = extent.zone.as_deref();
+    let mut pools: Vec<_> = catalog
+        .pools()
+        .filter(|pool| pool.window().overlaps(&extent.window))
+        .filter(|pool| !extent.without.contains(&pool.id))
+        .filter(|pool| {
+            pool.deltas.iter().any(|(provider, _, _)| {
+                catalog
+                    .provider(*provider)
+                    .is_some_and(|p| in_zone(p, zone))
+            })
+        })
+        .collect();
+    pools.sort_by_key(|pool| (pool.created_at, pool.id));
+    pools.into_iter().map(|pool| pool.id).collect()
 }

@@ -1047,6 +1047,32 @@ async fn planned_capacity_changes_move_the_total_and_guard_reservations() {
     assert_eq!(steps[1]["total"], 16, "{answer}");
     assert_eq!(steps[1]["reserved"], 16, "{answer}");
     adds_up(&answer);
+    // query-capacity names the pool in force first, as the specification's example does, then
+    // the reservation; in another zone, or outside the window, neither.
+    let query = |zone: &str, from: i64, to: i64| json!({"zone": zone, "window": {"start": rfc3339(from), "end": rfc3339(to)}});
+    let (status, vector) = app
+        .post("/promise/query-capacity", query("az2", start, end))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{vector}");
+    let reservation = admitted["reservationData"]["reservationId"]
+        .as_str()
+        .expect("id");
+    assert_eq!(
+        vector["collections"],
+        json!([
+            format!("ResourcePool:{grown_id}"),
+            format!("ResourceReservation:{reservation}")
+        ]),
+        "{vector}"
+    );
+    let (_, elsewhere) = app
+        .post("/promise/query-capacity", query("az1", start, end))
+        .await;
+    assert_eq!(elsewhere["collections"], json!([]), "{elsewhere}");
+    let (_, later) = app
+        .post("/promise/query-capacity", query("az2", end, end + HOUR))
+        .await;
+    assert_eq!(later["collections"], json!([]), "{later}");
     // A decrease under the Blazar lease on cn1 is refused and names it; forced, it degrades it.
     let lease = lease_body(
         "on-cn1",

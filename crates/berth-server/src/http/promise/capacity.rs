@@ -362,9 +362,15 @@ async fn rpc_query(
             capacity,
             zone,
             collections: vector
-                .collections
+                .pools
                 .iter()
-                .map(|id| format!("ResourceReservation:{id}"))
+                .map(|id| format!("ResourcePool:{id}"))
+                .chain(
+                    vector
+                        .collections
+                        .iter()
+                        .map(|id| format!("ResourceReservation:{id}")),
+                )
                 .collect(),
             utilization: steps,
         },
