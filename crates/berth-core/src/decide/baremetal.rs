@@ -12,7 +12,7 @@ use crate::change::{Change, Decision};
 use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
 use crate::decide::health::{self, Effects};
 use crate::decide::inventory::{self, NewHost, enroll_host};
-use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX};
+use crate::limits::{CLAIM_CANDIDATES_MAX, RESOURCE_CLASS_LEN_MAX, TRAITS_PER_PROVIDER_MAX};
 use crate::model::baremetal::{
     AllocationRecord, NodeClaim, NodeRecord, ProvisionState, Unclaimable, placement_class,
 };
@@ -491,6 +491,18 @@ fn candidates(catalog: &Catalog, request: &ClaimRequest) -> Result<Vec<ProviderI
             among,
         } => {
             let class = check_resource_class(resource_class)?;
+            // Both are the caller's, and the filter below runs under the writer lock.
+            if among.len() > CLAIM_CANDIDATES_MAX {
+                return Err(bad(format!(
+                    "candidate_nodes lists more than {CLAIM_CANDIDATES_MAX} nodes"
+                )));
+            }
+            if traits.len() > TRAITS_PER_PROVIDER_MAX {
+                return Err(bad(format!(
+                    "traits lists more than {TRAITS_PER_PROVIDER_MAX} traits"
+                )));
+            }
+            let among: BTreeSet<ProviderId> = among.iter().copied().collect();
             let wanted: Vec<TraitName> = traits
                 .iter()
                 .map(|t| TraitName::parse(t).ok_or_else(|| bad(format!("Invalid trait {t:?}"))))

@@ -7,6 +7,7 @@
 use crate::catalog::Catalog;
 use crate::change::{Change, Decision};
 use crate::decide::baremetal::{ClaimRequest, find_node};
+use crate::limits::CLAIM_CANDIDATES_MAX;
 use crate::model::baremetal::{AllocationRecord, NodeClaim, ProvisionState};
 use crate::model::id::ProviderId;
 use crate::model::name::TraitName;
@@ -38,12 +39,19 @@ fn check_unique(catalog: &Catalog, uuid: Uuid, name: Option<&str>) -> Result<(),
 }
 
 /// The nodes named (uuids or names), each of which must exist (400 otherwise, as Ironic).
+/// At most [`CLAIM_CANDIDATES_MAX`] of them.
 pub fn candidate_nodes(catalog: &Catalog, idents: &[String]) -> Result<Vec<ProviderId>, Rejection> {
+    if idents.len() > CLAIM_CANDIDATES_MAX {
+        return Err(bad(format!(
+            "candidate_nodes lists more than {CLAIM_CANDIDATES_MAX} nodes"
+        )));
+    }
+    let mut seen = std::collections::BTreeSet::new();
     let mut nodes = Vec::with_capacity(idents.len());
     for ident in idents {
         let node = find_node(catalog, ident)
             .map_err(|_| bad(format!("Candidate node {ident} could not be found")))?;
-        if !nodes.contains(&node.uuid()) {
+        if seen.insert(node.uuid()) {
             nodes.push(node.uuid());
         }
     }
@@ -210,4 +218,24 @@ pub fn delete_allocation(
     let claim = find_allocation(catalog, ident, project)
         .ok_or_else(|| Rejection::AllocationNotFound(ident.to_owned()))?;
     crate::decide::baremetal::release_claim(catalog, claim.uuid, project, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A caller's list of candidate nodes is bounded before any is looked up.
+    #[test]
+    fn too_many_candidate_nodes_are_refused() {
+        let idents: Vec<String> = (0..=CLAIM_CANDIDATES_MAX)
+            .map(|n| format!("n{n}"))
+            .collect();
+        let refused = candidate_nodes(&Catalog::new(), &idents).expect_err("too many");
+        assert!(refused.to_string().contains("more than 1000"), "{refused}");
+        let unknown = candidate_nodes(&Catalog::new(), &idents[..1]).expect_err("unknown");
+        assert!(
+            unknown.to_string().contains("could not be found"),
+            "{unknown}"
+        );
+    }
 }
