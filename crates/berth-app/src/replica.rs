@@ -111,6 +111,9 @@ impl Berth {
     }
 }
 
+/// Most announcements one gathering takes.
+const GATHERED_MAX: usize = 4_096;
+
 /// What the announcements gathered over [`FOLLOW_GATHER`] say.
 enum Gathered {
     /// The latest commit announced.
@@ -140,8 +143,12 @@ async fn gather(
         () = tokio::time::sleep(FOLLOW_GATHER) => {}
     }
     // The feed answers at once while announcements are buffered; a zero timeout ends the
-    // gathering at the first that is not.
-    while let Ok(next) = tokio::time::timeout(Duration::ZERO, feed.next()).await {
+    // gathering at the first that is not, and a bound ends it under a flood (the rest are
+    // gathered next time: the catalog is brought to the latest sequence either way).
+    for _ in 0..GATHERED_MAX {
+        let Ok(next) = tokio::time::timeout(Duration::ZERO, feed.next()).await else {
+            break;
+        };
         match next {
             Ok(Some(seq)) => latest = latest.map(|held| held.max(seq)),
             Ok(None) => latest = None,
