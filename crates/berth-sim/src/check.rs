@@ -5,7 +5,7 @@
 
 use berth_core::model::consumer::PREEMPTIBLE;
 use berth_core::model::lease::{Lease, ReservationSpec};
-use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass};
+use berth_core::{Catalog, Instant, ProviderId, ResourceClass};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How far each provider is promised beyond its capacity (0: not at all): the most, over its
@@ -189,25 +189,13 @@ impl<T: Clone + PartialEq + std::fmt::Debug> Belief<T> {
     }
 }
 
-/// Lease events fired at most once each, and every due event fired.
-pub(crate) fn events_once(
-    records: &BTreeMap<LeaseId, Vec<String>>,
-    catalog: &Catalog,
-    now: Instant,
-) -> Result<(), String> {
-    for (lease, kinds) in records {
-        let mut seen = BTreeSet::new();
-        for kind in kinds.iter().filter(|k| k.starts_with("lease.event.")) {
-            if !seen.insert(kind) {
-                return Err(format!("lease {lease}: {kind} fired twice"));
-            }
-        }
-    }
-    if let Some((at, kind, lease)) = catalog.due_events(now).first() {
-        return Err(format!(
+/// Every lifecycle event due at `now` has fired.
+pub(crate) fn none_due(catalog: &Catalog, now: Instant) -> Result<(), String> {
+    match catalog.due_events(now).first() {
+        Some((at, kind, lease)) => Err(format!(
             "lease {lease}: {kind:?} due at {} never fired",
             at.as_micros()
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
