@@ -53,6 +53,9 @@ pub enum SqliteSynchronous {
     Normal,
     /// A commit is durable against power loss too: each commit waits for an fsync of the WAL.
     Full,
+    /// Nothing is synced: a power loss may lose any commit or corrupt the database. Unsafe: the
+    /// power-cut campaign's negative control.
+    Off,
 }
 
 impl SqliteSynchronous {
@@ -61,6 +64,7 @@ impl SqliteSynchronous {
         match self {
             SqliteSynchronous::Normal => berth_store_sqlite::Synchronous::Normal,
             SqliteSynchronous::Full => berth_store_sqlite::Synchronous::Full,
+            SqliteSynchronous::Off => berth_store_sqlite::Synchronous::Off,
         }
     }
 }
@@ -93,8 +97,8 @@ pub struct ServeArgs {
     #[arg(long, env = "BERTH_DATABASE")]
     pub database: Option<String>,
     /// SQLite's `synchronous` setting: `normal` (a process crash loses nothing; a power loss
-    /// or OS crash may lose the last commits) or `full` (commits survive power loss; each
-    /// commit waits for an fsync) [default: normal].
+    /// or OS crash may lose the last commits), `full` (commits survive power loss; each
+    /// commit waits for an fsync) or `off` (never syncs; unsafe, for testing) [default: normal].
     #[arg(long, env = "BERTH_SQLITE_SYNCHRONOUS", value_enum)]
     pub sqlite_synchronous: Option<SqliteSynchronous>,
     /// Authentication mode [default: noauth on loopback, otherwise required].

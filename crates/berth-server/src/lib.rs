@@ -33,6 +33,11 @@ pub async fn open_store(
 ) -> anyhow::Result<Arc<dyn Store>> {
     match storage {
         StorageUrl::Sqlite(path) => {
+            if synchronous == SqliteSynchronous::Off {
+                tracing::warn!(
+                    "--sqlite-synchronous off: nothing is synced, so a power loss may lose any answered write or corrupt the database"
+                );
+            }
             let store = berth_store_sqlite::SqliteStore::open_with(path, synchronous.store())
                 .await
                 .with_context(|| format!("opening SQLite database {}", path.display()))?;

@@ -199,3 +199,100 @@ pub(crate) fn none_due(catalog: &Catalog, now: Instant) -> Result<(), String> {
         None => Ok(()),
     }
 }
+
+/// Whether a lease of one reservation over `[start, end)` fits, by a reference model of
+/// admission written from its rules and not from berth's ledger: a whole host is free when it is
+/// in service and reservable, nothing else uses it now (preemptible work aside), and no lease
+/// holds it at any instant of the window; a host offers, per class, `(capacity - unreserved use
+/// now - the most leases hold at any instant of the window) / size` instance slots, none while a
+/// lease holds it whole. The holds are recomputed from the leases.
+pub(crate) fn fits(
+    catalog: &Catalog,
+    spec: &ReservationSpec,
+    start: Instant,
+    end: Instant,
+) -> bool {
+    let unreserved = unreserved_use(catalog);
+    let overlapping: Vec<&Lease> = catalog
+        .leases()
+        .filter(|l| l.holds_capacity() && l.start < end && start < l.end)
+        .collect();
+    let hosts = catalog
+        .providers()
+        .filter(|p| p.is_up() && p.host().is_some_and(|h| h.reservable));
+    match spec {
+        ReservationSpec::Host { min, .. } => {
+            let free = hosts
+                .filter(|p| {
+                    let uuid = p.uuid();
+                    !unreserved
+                        .iter()
+                        .any(|((h, _), used)| *h == uuid && *used > 0)
+                        && !overlapping.iter().any(|l| holds_host(l, uuid))
+                })
+                .count();
+            free >= usize::try_from(*min).unwrap_or(usize::MAX)
+        }
+        ReservationSpec::Instance { amount, .. } => {
+            let size = spec.instance_amounts(1).unwrap_or_default();
+            let mut slots = 0u64;
+            for provider in hosts {
+                slots += instance_slots(provider, &overlapping, &unreserved, &size, start);
+            }
+            slots >= u64::from(*amount)
+        }
+        _ => unreachable!("the simulator asks for hosts and instances only"),
+    }
+}
+
+/// Whether `lease` has a reservation on `host`.
+fn holds_host(lease: &Lease, host: ProviderId) -> bool {
+    lease
+        .reservations
+        .iter()
+        .any(|r| r.hosts.iter().any(|(h, _)| *h == host))
+}
+
+/// The instance slots of `size` that `provider` offers beside the leases `overlapping` a window
+/// starting at `start`, and its unreserved use now.
+fn instance_slots(
+    provider: &berth_core::model::provider::Provider,
+    overlapping: &[&Lease],
+    unreserved: &Unreserved,
+    size: &[(ResourceClass, u64)],
+    start: Instant,
+) -> u64 {
+    let host = provider.uuid();
+    let on_host: Vec<&Lease> = overlapping
+        .iter()
+        .filter(|l| holds_host(l, host))
+        .copied()
+        .collect();
+    // The level changes only where a lease starts: its most is at the window's start or at one.
+    let mut instants: BTreeSet<Instant> = BTreeSet::from([start]);
+    instants.extend(on_host.iter().map(|l| l.start.max(start)));
+    let mut peak: BTreeMap<ResourceClass, u64> = BTreeMap::new();
+    for at in instants {
+        let held = held_at(&on_host, host, at);
+        if held.whole > 0 {
+            return 0;
+        }
+        for (class, amount) in held.amounts {
+            let top = peak.entry(class).or_default();
+            *top = (*top).max(amount);
+        }
+    }
+    let mut slots = u64::MAX;
+    for (class, each) in size {
+        let Some(inventory) = provider.inventories().get(class) else {
+            return 0;
+        };
+        if !inventory.fits_unit_rules(*each) {
+            return 0;
+        }
+        let taken = peak.get(class).copied().unwrap_or(0)
+            + unreserved.get(&(host, class.clone())).copied().unwrap_or(0);
+        slots = slots.min(inventory.capacity().saturating_sub(taken) / each);
+    }
+    slots
+}

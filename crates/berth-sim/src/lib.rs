@@ -14,18 +14,22 @@
 //! After every step it checks: (1) no capacity is promised twice, recomputed from the leases
 //! and consumers ([`check::capacity`]); (2) every acknowledged write is in the catalog and
 //! (3) nothing is there that was never asked for ([`check::Belief`]: what each client was told);
-//! (4) the catalog in memory equals the disk's; and at the end (5) every lifecycle event fired
-//! exactly once. A run is replayed bit for bit from its seed (`berth-sim --seed N`).
+//! (4) the catalog in memory equals the disk's; (5) no lifecycle event fired twice, and at the
+//! end none due is left; (6) a new lease sent alone is admitted exactly when a reference model
+//! of admission ([`check::fits`], holds recomputed from the leases) says it fits. A run is replayed bit for bit from its seed (`berth-sim --seed N`).
 
 mod check;
 pub mod store;
 
-use berth_app::{AppError, Berth, Clock, CreateLease, EnrollHost, IdGen};
+use berth_app::{
+    AppError, Berth, Clock, CreateLease, CreateReservation, EnrollHost, IdGen, PriorityGrant,
+};
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite};
 use berth_core::model::consumer::Allocations;
 use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
 use berth_core::model::inventory::Inventory;
 use berth_core::model::lease::{Affinity, ReservationSpec};
+use berth_core::model::promise::{Ask, PoolAsk, PromiseKind};
 use berth_core::model::provider::ProviderStatus;
 use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass, Span};
 use check::Belief;
@@ -80,6 +84,8 @@ pub struct Report {
     pub crashes: usize,
     /// Lifecycle events fired.
     pub events: usize,
+    /// Lease decisions checked against the reference model of admission.
+    pub admissions: usize,
 }
 
 /// A failed check: the seed to replay, the step, and what broke.
@@ -193,10 +199,27 @@ impl Rng {
 /// A lease the simulator asked for, by its name.
 #[derive(Debug, Clone)]
 struct Asked {
-    cmd: CreateLease,
-    /// Its id, once an answer named it.
+    cmd: Asking,
+    /// Its id, once an answer (or, after none, its idempotency record) named it.
     id: Option<LeaseId>,
     present: Belief<bool>,
+}
+
+/// How a lease is asked for: a Blazar lease (named by the simulator) or a Promise reservation
+/// (named `promise-<kind>` by berth, so known by its id, or by its idempotency key's record).
+#[derive(Debug, Clone)]
+enum Asking {
+    Lease(CreateLease),
+    Promise(CreateReservation),
+}
+
+impl Asking {
+    fn key(&self) -> Option<&IdempotencyKey> {
+        match self {
+            Asking::Lease(cmd) => cmd.idempotency.as_ref().map(|i| &i.key),
+            Asking::Promise(cmd) => cmd.idempotency.as_ref().map(|i| &i.key),
+        }
+    }
 }
 
 /// One write and what became of it.
@@ -252,6 +275,18 @@ struct Sim {
     fired: std::collections::BTreeSet<(LeaseId, String)>,
     report: Report,
     step: usize,
+}
+
+/// The idempotency key of the create named `name` on `route` (its name is its key).
+fn keyed(name: &str, route: &str) -> Option<Idempotent> {
+    Some(Idempotent {
+        key: IdempotencyKey {
+            project_id: PROJECT.into(),
+            route: route.into(),
+            key: name.into(),
+        },
+        fingerprint: name.into(),
+    })
 }
 
 /// The uuid of consumer `n`.
@@ -445,7 +480,11 @@ impl Sim {
                 consumer: consumer_id(self.rng.below(CONSUMERS)),
             },
             4 => self.inventory(),
-            5 | 6 => self.new_lease(),
+            5 => self.new_lease(),
+            6 => match self.rng.chance(2) {
+                true => self.new_reservation(),
+                false => self.new_lease(),
+            },
             7 => match self.unanswered_lease() {
                 Some(name) => Write::CreateLease { name },
                 None => self.new_lease(),
@@ -548,7 +587,7 @@ impl Sim {
                 resource_properties: String::new().into(),
             },
         };
-        let cmd = CreateLease {
+        let cmd = Asking::Lease(CreateLease {
             name: name.clone(),
             project_id: PROJECT.into(),
             user_id: "u".into(),
@@ -557,31 +596,89 @@ impl Sim {
             before_end: None,
             reservations: vec![spec],
             horizon: Span::from_hours(1),
-            idempotency: Some(Idempotent {
-                key: IdempotencyKey {
-                    project_id: PROJECT.into(),
-                    route: "POST /reservation/v1/leases".into(),
-                    key: name.clone(),
-                },
-                fingerprint: name.clone(),
-            }),
+            idempotency: keyed(&name, "POST /reservation/v1/leases"),
+        });
+        self.ask(name, cmd)
+    }
+
+    /// Records a create the simulator is about to send, and the write that sends it.
+    fn ask(&mut self, name: String, cmd: Asking) -> Write {
+        let asked = Asked {
+            cmd,
+            id: None,
+            present: Belief::acked(false),
         };
-        self.leases.insert(
-            name.clone(),
-            Asked {
-                cmd,
-                id: None,
-                present: Belief::acked(false),
-            },
-        );
+        self.leases.insert(name.clone(), asked);
         Write::CreateLease { name }
     }
 }
 
 impl Sim {
+    /// A new Promise reservation: a compute pool of one to eight cores (sometimes with an
+    /// instance count), in the next hours, of priority 0 to 2 (so that it may displace the
+    /// simulator's leases, of priority 0, that have not started), sometimes with a claim
+    /// deadline (at which what no instance draws on is given back).
+    fn new_reservation(&mut self) -> Write {
+        let name = format!("reservation-{}", self.leases.len());
+        let start = self.now().as_micros()
+            + (1 + i64::try_from(self.rng.below(240)).expect("small")) * MINUTE;
+        let end = start + (10 + i64::try_from(self.rng.below(240)).expect("small")) * MINUTE;
+        let cores = 1 + self.rng.below(8);
+        let instances = match self.rng.chance(2) {
+            true => 1 + self.rng.below(cores),
+            false => 0,
+        };
+        let expiry = self
+            .rng
+            .chance(3)
+            .then(|| start + (1 + i64::try_from(self.rng.below(30)).expect("small")) * MINUTE);
+        let cmd = Asking::Promise(CreateReservation {
+            kind: PromiseKind::Compute,
+            ask: Ask {
+                pool: Some(PoolAsk {
+                    cores,
+                    ram_mb: cores * 512,
+                    instances,
+                }),
+                ..Ask::default()
+            },
+            start: Some(Instant::from_micros(start)),
+            end: Some(Instant::from_micros(end)),
+            expiry: expiry.map(Instant::from_micros),
+            zone: None,
+            priority: u32::try_from(self.rng.below(3)).expect("small"),
+            grant: PriorityGrant {
+                ceiling: 100,
+                across_projects: false,
+            },
+            project_id: PROJECT.into(),
+            user_id: "u".into(),
+            horizon_micros: Span::from_hours(1).as_micros(),
+            idempotency: keyed(&name, "POST /promise/reservation/compute"),
+        });
+        self.ask(name, cmd)
+    }
+
     /// Sends `writes` together (they may share a batch) and learns what each was told.
     async fn issue(&mut self, writes: Vec<Write>) -> Result<(), Failure> {
+        // A Promise reservation is first admitted over a snapshot on a blocking thread: sent
+        // with others, the order of their decisions would depend on the threads, so it goes alone.
+        let (promises, writes): (Vec<Write>, Vec<Write>) = writes
+            .into_iter()
+            .partition(|w| matches!(w, Write::CreateLease { name } if matches!(self.leases[name].cmd, Asking::Promise(_))));
+        for promise in promises {
+            self.send(vec![promise]).await?;
+        }
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.send(writes).await
+    }
+
+    /// Sends `writes` together, and learns what each was told.
+    async fn send(&mut self, writes: Vec<Write>) -> Result<(), Failure> {
         let berth = self.berth();
+        let expected = self.expected_admission(&writes);
         let mut tasks = Vec::with_capacity(writes.len());
         for write in &writes {
             let berth = Arc::clone(&berth);
@@ -616,12 +713,14 @@ impl Sim {
                         outcome(result.await, |()| None)
                     })
                 }
-                Write::CreateLease { name } => {
-                    let cmd = self.leases[name].cmd.clone();
-                    tokio::spawn(async move {
+                Write::CreateLease { name } => match self.leases[name].cmd.clone() {
+                    Asking::Lease(cmd) => tokio::spawn(async move {
                         outcome(berth.create_lease(cmd).await, |lease| Some(lease.id))
-                    })
-                }
+                    }),
+                    Asking::Promise(cmd) => tokio::spawn(async move {
+                        outcome(berth.create_reservation(cmd).await, |lease| Some(lease.id))
+                    }),
+                },
                 Write::HostStatus { host, status } => {
                     let (host, status) = (*host, *status);
                     let id = berth.read_local(|c| c.provider(host).map(|p| p.id()));
@@ -651,7 +750,55 @@ impl Sim {
         let alone = writes.len() == 1;
         for (write, task) in writes.into_iter().zip(tasks) {
             let told = task.await.expect("invariant: a write task does not panic");
+            if let (Some(fits), Write::CreateLease { name }) = (expected, &write) {
+                self.check_admission(name, fits, &told)?;
+            }
             self.learn(write, told, alone)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the reference model of admission says `writes` is a new lease that fits, when it
+    /// is one sent alone: what the model sees is then exactly the catalog its decision sees.
+    fn expected_admission(&self, writes: &[Write]) -> Option<bool> {
+        let [Write::CreateLease { name }] = writes else {
+            return None;
+        };
+        let asked = &self.leases[name];
+        if asked.present != Belief::acked(false) {
+            return None;
+        }
+        match &asked.cmd {
+            Asking::Lease(cmd) => {
+                let [spec] = cmd.reservations.as_slice() else {
+                    unreachable!("the simulator's leases have one reservation");
+                };
+                Some(
+                    self.berth()
+                        .read_local(|c| check::fits(c, spec, cmd.start, cmd.end)),
+                )
+            }
+            // Promise reservations are checked against capacity as every lease is.
+            Asking::Promise(_) => None,
+        }
+    }
+
+    /// A lease that fits by the reference model of admission is admitted, and one that does not
+    /// is refused.
+    fn check_admission(&mut self, name: &str, fits: bool, told: &Outcome) -> Result<(), Failure> {
+        let answered = match told {
+            Outcome::Acked(_) => true,
+            Outcome::Refused => false,
+            Outcome::Unanswered => return Ok(()),
+        };
+        self.report.admissions += 1;
+        if answered != fits {
+            let verb = if answered { "admitted" } else { "refused" };
+            let model = if fits { "fits" } else { "does not fit" };
+            return Err(self.fail(format!(
+                "{name} was {verb}, but by the reference model of admission it {model}: {:?}",
+                self.leases[name].cmd
+            )));
         }
         Ok(())
     }
@@ -853,8 +1000,31 @@ impl Sim {
     }
 
     fn check_leases(&mut self, catalog: &Catalog) -> Result<(), Failure> {
+        // A Promise reservation berth names itself: one whose create got no answer is known by
+        // its idempotency key's record, committed with it.
+        let mut reservations: BTreeMap<LeaseId, String> = BTreeMap::new();
+        for (name, asked) in &mut self.leases {
+            if !matches!(asked.cmd, Asking::Promise(_)) {
+                continue;
+            }
+            if asked.id.is_none() {
+                let key = asked.cmd.key().expect("reservations are sent with a key");
+                asked.id = catalog
+                    .idempotency_record(key)
+                    .map(|record| LeaseId::new(record.object_id));
+            }
+            if let Some(id) = asked.id {
+                reservations.insert(id, name.clone());
+            }
+        }
         let mut by_name: BTreeMap<&str, Vec<LeaseId>> = BTreeMap::new();
         for lease in catalog.leases() {
+            if lease.name.starts_with("promise-") {
+                if !reservations.contains_key(&lease.id) {
+                    return Err(self.fail(format!("reservation {} was never asked for", lease.id)));
+                }
+                continue;
+            }
             by_name.entry(&lease.name).or_default().push(lease.id);
         }
         for (name, ids) in &by_name {
@@ -867,10 +1037,13 @@ impl Sim {
         }
         let names = self.lease_names();
         for name in names {
-            let found = by_name
-                .get(name.as_str())
-                .and_then(|ids| ids.first().copied());
             let asked = self.leases.get_mut(&name).expect("listed");
+            let found = match asked.cmd {
+                Asking::Lease(_) => by_name
+                    .get(name.as_str())
+                    .and_then(|ids| ids.first().copied()),
+                Asking::Promise(_) => asked.id.filter(|id| catalog.lease(*id).is_some()),
+            };
             if let (Some(id), Some(told)) = (found, asked.id)
                 && id != told
             {

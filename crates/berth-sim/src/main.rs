@@ -128,6 +128,7 @@ fn main() -> std::process::ExitCode {
                             tally.report.unanswered += report.unanswered;
                             tally.report.crashes += report.crashes;
                             tally.report.events += report.events;
+                            tally.report.admissions += report.admissions;
                             tally.seeds += 1;
                         }
                         Err(failure) => {
@@ -152,7 +153,7 @@ fn main() -> std::process::ExitCode {
     }
     let total = tally.report;
     println!(
-        "{} seeds from {} passed in {:.1} s ({jobs} jobs): {} writes ({} acknowledged, {} refused, {} unanswered), {} crashes, {} lifecycle events",
+        "{} seeds from {} passed in {:.1} s ({jobs} jobs): {} writes ({} acknowledged, {} refused, {} unanswered), {} crashes, {} lifecycle events, {} admissions checked against the reference model",
         tally.seeds,
         args.seed,
         started.elapsed().as_secs_f64(),
@@ -161,7 +162,8 @@ fn main() -> std::process::ExitCode {
         total.refused,
         total.unanswered,
         total.crashes,
-        total.events
+        total.events,
+        total.admissions
     );
     std::process::ExitCode::SUCCESS
 }

@@ -21,7 +21,7 @@ fn seeds_pass_with_crashes_at_every_boundary() {
     for seed in 1..=12 {
         let report = run(&config(seed, 200)).unwrap_or_else(|failure| panic!("{failure}"));
         assert!(
-            report.acked > 0 && report.refused > 0,
+            report.acked > 0 && report.refused > 0 && report.admissions > 0,
             "seed {seed}: {report:?}"
         );
         crashes += report.crashes;

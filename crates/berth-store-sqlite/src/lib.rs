@@ -47,6 +47,9 @@ pub enum Synchronous {
     /// The WAL is synced at each commit: a commit survives power loss too, at the cost of an
     /// fsync per write.
     Full,
+    /// Nothing is ever synced: a power loss may lose any commit, or corrupt the database. Unsafe;
+    /// the negative control of the power-cut campaign, which must see it lose answered writes.
+    Off,
 }
 
 /// A berth store in one SQLite file.
@@ -76,6 +79,7 @@ impl SqliteStore {
             .synchronous(match synchronous {
                 Synchronous::Normal => SqliteSynchronous::Normal,
                 Synchronous::Full => SqliteSynchronous::Full,
+                Synchronous::Off => SqliteSynchronous::Off,
             })
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
@@ -252,7 +256,12 @@ mod tests {
     #[tokio::test]
     async fn the_synchronous_setting_is_applied() {
         let dir = tempfile::tempdir().expect("dir");
-        for (setting, pragma) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+        let settings = [
+            (Synchronous::Off, 0),
+            (Synchronous::Normal, 1),
+            (Synchronous::Full, 2),
+        ];
+        for (setting, pragma) in settings {
             let path = dir.path().join(format!("{setting:?}.db"));
             let store = SqliteStore::open_with(&path, setting).await.expect("open");
             // Every pooled connection has it: hold several at once.
