@@ -10,7 +10,9 @@ use crate::model::{State, step};
 use std::collections::{BTreeMap, HashSet};
 
 /// The most search steps (an operation tried or undone) spent on one key's history.
-pub const SEARCH_STEPS_MAX: u64 = 20_000_000;
+/// Each step may remember one (linearized set, state) pair, so this also bounds the search's
+/// memory: about 2 GB for a key of 5,000 operations.
+pub const SEARCH_STEPS_MAX: u64 = 2_000_000;
 
 /// The verdict on one key's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,8 +29,8 @@ pub enum Verdict {
 /// The verdicts of a whole history, key by key.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// Each key's verdict and the number of its operations.
-    pub keys: BTreeMap<Key, (Verdict, usize)>,
+    /// Each key's verdict, the number of its operations and the search steps it took.
+    pub keys: BTreeMap<Key, (Verdict, usize, u64)>,
 }
 
 impl Report {
@@ -36,7 +38,7 @@ impl Report {
     pub fn anomalies(&self) -> Vec<(Key, &Op)> {
         self.keys
             .iter()
-            .filter_map(|(key, (verdict, _))| match verdict {
+            .filter_map(|(key, (verdict, _, _))| match verdict {
                 Verdict::Anomaly { around } => Some((*key, around.as_ref())),
                 _ => None,
             })
@@ -47,7 +49,7 @@ impl Report {
     pub fn unchecked(&self) -> Vec<Key> {
         self.keys
             .iter()
-            .filter(|(_, (verdict, _))| *verdict == Verdict::TooLarge)
+            .filter(|(_, (verdict, _, _))| *verdict == Verdict::TooLarge)
             .map(|(key, _)| *key)
             .collect()
     }
@@ -69,8 +71,8 @@ pub fn check(ops: &[Op], capacity: u32) -> Report {
                 Key::Provider(_) => State::Provider(BTreeMap::new()),
                 Key::Host(_) => State::Host(BTreeMap::new()),
             };
-            let verdict = check_key(&ops, capacity, initial, SEARCH_STEPS_MAX);
-            (key, (verdict, ops.len()))
+            let (verdict, steps) = search(&ops, capacity, initial, SEARCH_STEPS_MAX);
+            (key, (verdict, ops.len(), steps))
         })
         .collect();
     Report { keys }
@@ -184,8 +186,13 @@ impl Bits {
     }
 }
 
-/// The Wing–Gong search over one key's operations.
+/// The Wing–Gong search over one key's operations, at most `steps_max` steps.
 pub fn check_key(ops: &[Op], capacity: u32, initial: State, steps_max: u64) -> Verdict {
+    search(ops, capacity, initial, steps_max).0
+}
+
+/// The Wing–Gong search, and the steps it took.
+fn search(ops: &[Op], capacity: u32, initial: State, steps_max: u64) -> (Verdict, u64) {
     let mut list = Entries::new(ops);
     let mut state = initial;
     let mut linearized = Bits(vec![0; ops.len().div_ceil(64)]);
@@ -198,11 +205,11 @@ pub fn check_key(ops: &[Op], capacity: u32, initial: State, steps_max: u64) -> V
     while list.returns_left > 0 {
         steps += 1;
         if steps > steps_max {
-            return Verdict::TooLarge;
+            return (Verdict::TooLarge, steps);
         }
         let Some(at) = cursor else {
             // Unreachable while a return is left: the scan meets it first.
-            return Verdict::TooLarge;
+            return (Verdict::TooLarge, steps);
         };
         let entry = list.entries[at];
         if entry.is_call {
@@ -225,9 +232,8 @@ pub fn check_key(ops: &[Op], capacity: u32, initial: State, steps_max: u64) -> V
             }
             let Some((op, previous)) = stack.pop() else {
                 let around = deepest.1.unwrap_or(entry.op);
-                return Verdict::Anomaly {
-                    around: Box::new(ops[around].clone()),
-                };
+                let around = Box::new(ops[around].clone());
+                return (Verdict::Anomaly { around }, steps);
             };
             state = previous;
             linearized.flip(op);
@@ -235,7 +241,7 @@ pub fn check_key(ops: &[Op], capacity: u32, initial: State, steps_max: u64) -> V
             cursor = list.entries[list.of_op[op].0].next;
         }
     }
-    Verdict::Linearizable
+    (Verdict::Linearizable, steps)
 }
 
 #[cfg(test)]

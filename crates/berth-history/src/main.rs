@@ -97,7 +97,7 @@ async fn main() -> std::process::ExitCode {
         .count();
     let operations: usize = reports
         .iter()
-        .flat_map(|r| r.check.keys.values().map(|(_, n)| n))
+        .flat_map(|r| r.check.keys.values().map(|(_, n, _)| n))
         .sum();
     let faults: usize = reports.iter().map(|r| r.faults.len()).sum();
     println!(

@@ -70,12 +70,20 @@ impl RunReport {
             *by_kind.entry(format!("{:?}", injected.fault)).or_default() += 1;
         }
         let faults: Vec<String> = by_kind.iter().map(|(k, n)| format!("{k}×{n}")).collect();
-        let ops: usize = self.check.keys.values().map(|(_, n)| n).sum();
+        let ops: usize = self.check.keys.values().map(|(_, n, _)| n).sum();
+        let steps = self
+            .check
+            .keys
+            .values()
+            .map(|(_, _, s)| *s)
+            .max()
+            .unwrap_or(0);
         format!(
-            "seed {}: {} operations checked over {} keys ({} writes ok, {} refused, {} unknown; {} reads, {} unanswered), faults [{}], {} anomalies, {} keys unchecked, {} final-state violations, {:.0} s",
+            "seed {}: {} operations checked over {} keys (at most {} search steps a key; {} writes ok, {} refused, {} unknown; {} reads, {} unanswered), faults [{}], {} anomalies, {} keys unchecked, {} final-state violations, {:.0} s",
             self.seed,
             ops,
             self.check.keys.len(),
+            steps,
             self.counts.ok,
             self.counts.refused,
             self.counts.unknown,
