@@ -74,3 +74,65 @@ impl Drop for Proxy {
         self.cut();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An upstream that echoes what it reads.
+    async fn echo() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut read, mut write) = stream.split();
+                    let _ = tokio::io::copy(&mut read, &mut write).await;
+                });
+            }
+        });
+        port
+    }
+
+    /// Whether a round trip through `stream` comes back.
+    async fn round_trip(stream: &mut TcpStream) -> bool {
+        if stream.write_all(b"ping").await.is_err() {
+            return false;
+        }
+        let mut back = [0_u8; 4];
+        let read = tokio::time::timeout(Duration::from_secs(2), stream.read_exact(&mut back)).await;
+        matches!(read, Ok(Ok(_))) && &back == b"ping"
+    }
+
+    #[tokio::test]
+    async fn a_cut_drops_every_connection_and_refuses_new_ones_until_healed() {
+        let proxy = Proxy::start(echo().await).await.expect("the proxy");
+        let mut before = TcpStream::connect(("127.0.0.1", proxy.port))
+            .await
+            .expect("connect");
+        assert!(round_trip(&mut before).await, "the proxy passes traffic");
+        proxy.cut();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !round_trip(&mut before).await,
+            "a connection open at the cut is dropped"
+        );
+        let mut during = TcpStream::connect(("127.0.0.1", proxy.port))
+            .await
+            .expect("accepted, then closed");
+        assert!(
+            !round_trip(&mut during).await,
+            "a connection made during the cut is closed"
+        );
+        proxy.heal();
+        let mut after = TcpStream::connect(("127.0.0.1", proxy.port))
+            .await
+            .expect("connect");
+        assert!(
+            round_trip(&mut after).await,
+            "healed, the proxy passes traffic again"
+        );
+    }
+}

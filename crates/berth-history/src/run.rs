@@ -264,3 +264,65 @@ pub async fn campaign(
     }
     Ok(reports)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn op(client: usize, key: Key, action: Action, outcome: Outcome) -> Op {
+        Op {
+            client,
+            key,
+            action,
+            invoked: Duration::ZERO,
+            completed: Some(Duration::from_millis(1)),
+            outcome,
+        }
+    }
+
+    #[test]
+    fn the_final_reads_are_checked_against_the_capacity_invariant() {
+        let host = Key::Host(0);
+        let created = |name, slots| op(0, host, Action::CreateLease { name, slots }, Outcome::Ok);
+        let listed = |names: &[u32]| {
+            let names: BTreeSet<u32> = names.iter().copied().collect();
+            op(
+                9,
+                host,
+                Action::ReadLeases,
+                Outcome::Read(Observation::Leases(names)),
+            )
+        };
+        let usage = |used| {
+            op(
+                9,
+                Key::Provider(0),
+                Action::ReadUsage,
+                Outcome::Read(Observation::Usage(used)),
+            )
+        };
+        let fine = [
+            created(1, 0b0011),
+            created(2, 0b1100),
+            listed(&[1, 2]),
+            usage(6),
+        ];
+        assert!(final_violations(&fine, 9, 6).is_empty());
+        let wrong = [
+            created(1, 0b0011),
+            created(2, 0b0110),
+            listed(&[1, 2]),
+            usage(7),
+        ];
+        assert_eq!(final_violations(&wrong, 9, 6).len(), 2);
+        // Only the reader's final reads count.
+        let during = [op(
+            3,
+            Key::Provider(0),
+            Action::ReadUsage,
+            Outcome::Read(Observation::Usage(7)),
+        )];
+        assert!(final_violations(&during, 9, 6).is_empty());
+    }
+}
