@@ -2,7 +2,8 @@
 # Runs every test berth has: unit and property tests, the store conformance suite on SQLite and
 # PostgreSQL, the end-to-end HTTP tests (including two replicas over PostgreSQL), the real
 # OpenStack command-line clients against a running berth, and Placement's own gabbi suite
-# against real Placement and berth (scripts/placement-gabbi.sh).
+# against real Placement and berth (scripts/placement-gabbi.sh), and histories of three
+# replicas checked under faults (crates/berth-history, with its own private PostgreSQL).
 #
 # PostgreSQL: uses BERTH_TEST_POSTGRES_URL when set; otherwise the local server on
 # 127.0.0.1:5432 (user postgres), starting it, or installing it from Debian's packages, if
@@ -93,6 +94,12 @@ if [ -z "${BERTH_TEST_KEYSTONE_VENV:-}" ]; then
 fi
 echo "test.sh: BERTH_TEST_KEYSTONE_VENV=${BERTH_TEST_KEYSTONE_VENV:-<unset>}"
 
+# The negative control of the fault harness (crates/berth-history/tests/faults.rs) runs a berth
+# with a planted defect: built apart with berth-server's `planted-defects`, kept as berth-planted
+# beside berth (which the workspace build below rebuilds without it).
+bin_dir="${CARGO_TARGET_DIR:-target}/debug"
+cargo build --locked -p berth-server --features planted-defects --bin berth
+cp "$bin_dir/berth" "$bin_dir/berth-planted"
 cargo test --workspace --locked
 bash scripts/simulate.sh
 bash scripts/openstack-clients.sh

@@ -49,7 +49,27 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Plants the defect `BERTH_PLANTED_DEFECT` names (`skip-capacity-check`,
+/// `skip-generation-check`, `answer-before-commit`), in a build with the feature
+/// `planted-defects` only: the fault harness's negative controls.
+#[cfg(feature = "planted-defects")]
+fn plant_from_env() {
+    use berth_core::planted::{Defect, plant};
+    let defect = match std::env::var("BERTH_PLANTED_DEFECT").as_deref() {
+        Ok("skip-capacity-check") => Some(Defect::SkipCapacityCheck),
+        Ok("skip-generation-check") => Some(Defect::SkipGenerationCheck),
+        Ok("answer-before-commit") => Some(Defect::AnswerBeforeCommit),
+        _ => None,
+    };
+    if let Some(defect) = defect {
+        eprintln!("berth: the defect {defect:?} is planted (a negative control)");
+    }
+    plant(defect);
+}
+
 async fn run() -> std::process::ExitCode {
+    #[cfg(feature = "planted-defects")]
+    plant_from_env();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {
