@@ -20,6 +20,7 @@ mod inventory;
 mod leases;
 mod node_allocation;
 mod notify;
+mod parked;
 mod placement;
 mod promise;
 mod replica;
@@ -39,6 +40,7 @@ pub use leases::{
 };
 pub use node_allocation::{AllocateNode, Allocated, FailedAllocation};
 pub use notify::{DELIVERIES_IN_FLIGHT, FeedPage, NOTIFY_POLL, Notifier, Subscribe};
+pub use parked::{AskHold, HoldOutcome};
 pub use promise::{
     Asked, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation, PriorityGrant,
 };

@@ -565,6 +565,7 @@ impl Sim {
                 },
                 fingerprint: name.clone(),
             }),
+            hold: None,
         };
         self.leases.insert(
             name.clone(),
