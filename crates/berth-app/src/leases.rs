@@ -64,6 +64,27 @@ pub struct CreateLease {
     pub hold: Option<LeaseId>,
 }
 
+/// A hold asked of an availability search.
+#[derive(Debug, Clone)]
+pub struct AskHold {
+    /// The project the hold is for.
+    pub project_id: String,
+    /// The user asking.
+    pub user_id: String,
+    /// How long it lasts (1 to `limits::HOLD_MINUTES_MAX` minutes; checked by the caller).
+    pub minutes: u32,
+}
+
+/// What became of a hold asked of an availability search.
+#[derive(Debug, Clone)]
+pub enum HoldOutcome {
+    /// The offer is held: the hold (a lease in `HELD`), whose id is the `hold_id`.
+    Held(Box<Lease>),
+    /// Nothing was held: why (nothing fits within the horizon, or the offer was taken between
+    /// the search and the decision).
+    NotHeld(String),
+}
+
 /// A floating IP to register.
 #[derive(Debug, Clone)]
 pub struct RegisterFloatingIp {
@@ -98,7 +119,7 @@ pub struct Availability {
     /// Free capacity per availability zone over the window.
     pub zones: Vec<ZoneCapacity>,
     /// What became of the hold asked for, when one was.
-    pub hold: Option<crate::parked::HoldOutcome>,
+    pub hold: Option<HoldOutcome>,
 }
 
 /// A lease as it is now (an idempotent create's replay): the key's record names it by its uuid.
@@ -286,7 +307,7 @@ impl Berth {
         end: Instant,
         specs: Vec<ReservationSpec>,
         horizon: Span,
-        hold: Option<crate::parked::AskHold>,
+        hold: Option<AskHold>,
     ) -> Result<Availability, AppError> {
         let window = Window::new(start, end)
             .ok_or_else(|| Rejection::BadLease("End date must be later than start date.".into()))?;

@@ -8,7 +8,9 @@
 //! counter-offer is searched after it, over a snapshot.
 
 use crate::error::AppError;
-use crate::leases::{Availability, CreateLease, find_lease, horizon_end, lease_id};
+use crate::leases::{
+    AskHold, Availability, CreateLease, HoldOutcome, find_lease, horizon_end, lease_id,
+};
 use crate::service::Berth;
 use berth_core::decide::admission::Search;
 use berth_core::decide::lease::{self as decide};
@@ -17,27 +19,6 @@ use berth_core::model::ledger::Window;
 use berth_core::rejection::Refusal;
 use berth_core::{Catalog, Instant, LeaseId, Rejection, Span};
 use uuid::Uuid;
-
-/// A hold asked of an availability search.
-#[derive(Debug, Clone)]
-pub struct AskHold {
-    /// The project the hold is for.
-    pub project_id: String,
-    /// The user asking.
-    pub user_id: String,
-    /// How long it lasts (1 to `limits::HOLD_MINUTES_MAX` minutes; checked by the caller).
-    pub minutes: u32,
-}
-
-/// What became of a hold asked of an availability search.
-#[derive(Debug, Clone)]
-pub enum HoldOutcome {
-    /// The offer is held: the hold (a lease in `HELD`), whose id is the `hold_id`.
-    Held(Box<Lease>),
-    /// Nothing was held: why (nothing fits within the horizon, or the offer was taken between
-    /// the search and the decision).
-    NotHeld(String),
-}
 
 /// A waitlisted lease's replay answers with the lease as it is now, with no refusal.
 fn find_waited(catalog: &Catalog, id: Uuid) -> Option<(Lease, Option<Refusal>)> {

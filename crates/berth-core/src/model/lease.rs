@@ -693,7 +693,8 @@ impl Lease {
     }
 
     /// When the preemption notice is due, while it has not gone out and the lease has not
-    /// started (floating-IP-only leases evict nobody).
+    /// started (floating-IP-only leases evict nobody; a hold, a waitlisted lease and one that
+    /// holds nothing give no notice).
     pub fn notice_at(&self) -> Option<Instant> {
         let fences = self
             .reservations

@@ -4,9 +4,8 @@
 //! lease is admitted as asked when capacity frees, in first-come order; either lapses once at
 //! its `lapses_at`.
 
-use super::checks::bad;
-use super::create::{assemble, create_lease, create_lease_with, window_of};
-use super::{NewLease, wanted};
+use super::checks::{bad, wanted};
+use super::create::{NewLease, assemble, create_lease, create_lease_with, window_of};
 use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
