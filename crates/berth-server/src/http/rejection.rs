@@ -221,7 +221,7 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
 
 /// Why a request does not fit and the counter-offer, as berth adds them to a 409.
 pub fn refusal_json(refusal: &Refusal) -> Value {
-    members(&refusal_members(refusal))
+    members(refusal_members(refusal))
 }
 
 /// A refused request's shortfalls and counter-offer, as their wire type.

@@ -322,9 +322,10 @@ async fn create(
     let lease = state
         .berth
         .read_local(|catalog| wire_lease(&lease, catalog));
-    let status = match waitlisted {
-        Some(_) => StatusCode::ACCEPTED,
-        None => StatusCode::CREATED,
+    // A waitlisted lease (a replayed key's too) is accepted, not yet created.
+    let status = match lease.status == LeaseStatus::Waiting.as_str() {
+        true => StatusCode::ACCEPTED,
+        false => StatusCode::CREATED,
     };
     let waitlisted = waitlisted.as_ref().map(refusal_members);
     Ok((status, Json(LeaseEnvelope { lease, waitlisted })))
