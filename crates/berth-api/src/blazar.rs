@@ -427,6 +427,10 @@ pub struct Lease {
     pub reservations: Vec<Reservation>,
     /// Its lifecycle events.
     pub events: Vec<Event>,
+    /// When a `HELD` or `WAITING` lease lapses (berth): a hold's expiry, a waitlisted lease's
+    /// `wait_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapses_at: Option<String>,
 }
 
 /// `{"lease": ...}`.
@@ -434,6 +438,10 @@ pub struct Lease {
 pub struct LeaseEnvelope {
     /// The lease.
     pub lease: Lease,
+    /// Why a lease created with `on_conflict: "wait"` is `WAITING` (berth): the shortfalls and
+    /// the counter-offer, as the `not_enough_resources` error carries them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waitlisted: Option<crate::errors::Refusal>,
 }
 
 /// `GET /reservation/v1/leases`.
@@ -549,6 +557,18 @@ pub struct LeaseRequest {
     /// How far ahead to look for the earliest start of a counter-offer, in days (berth).
     #[serde(default)]
     pub search_horizon_days: Option<Integer>,
+    /// The hold (berth) the new lease is made from: an availability search's `hold.hold_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_id: Option<String>,
+    /// What a new lease that does not fit does (berth): `refuse` (the default: 409 with a
+    /// counter-offer) or `wait` (kept `WAITING` until `wait_until`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_conflict: Option<String>,
+    /// With `on_conflict: "wait"`: how long the lease may wait (berth; required with `wait`,
+    /// not in the past, before `end_date` and at most `WAIT_PAST_START_MAX_MINUTES` after
+    /// `start_date`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_until: Option<String>,
 }
 
 /// `POST /reservation/v1/availability` (berth): whether a lease request would fit.
@@ -567,6 +587,40 @@ pub struct AvailabilityRequest {
     /// How far ahead to look for the earliest start of a counter-offer, in days.
     #[serde(default)]
     pub search_horizon_days: Option<Integer>,
+    /// Whether to hold the offer for the caller's project (default `false`; implied by
+    /// `hold_minutes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<bool>,
+    /// How long to hold the offer, in minutes (1 to `HOLD_MINUTES_MAX`, 60; default
+    /// `HOLD_MINUTES_DEFAULT`, 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_minutes: Option<Integer>,
+}
+
+/// What became of the hold an availability search asked for (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarHold")]
+pub struct Hold {
+    /// Whether the offer is held.
+    pub held: bool,
+    /// The hold's id, to create the lease with (`hold_id`); the hold is a lease in `HELD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_id: Option<Uuid>,
+    /// Start of the held window (the window asked, or the counter-offer's earliest start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_date: Option<String>,
+    /// End of the held window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_date: Option<String>,
+    /// When the hold lapses and frees what it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapses_at: Option<String>,
+    /// Per reservation, the hosts held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<OfferedHosts>,
+    /// Why nothing is held, when nothing is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Free capacity of one availability zone over a window.
@@ -629,6 +683,9 @@ pub struct Availability {
     /// The offer or the refusal.
     #[serde(flatten)]
     pub outcome: AvailabilityOutcome,
+    /// The hold, when one was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Hold>,
 }
 
 /// Blazar's error body.

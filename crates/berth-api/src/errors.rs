@@ -144,6 +144,18 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "not_enough_resources",
     },
     ErrorCode {
+        code: "hold_mismatch",
+        status: 409,
+        meaning: "A lease made from a hold (`hold_id`) asks for more than, or other than, what was held, or the hold lapsed; the detail says which",
+        placement: "hold_mismatch",
+    },
+    ErrorCode {
+        code: "too_many_holds",
+        status: 409,
+        meaning: "The project already keeps the most open holds it may (`HOLDS_PER_PROJECT_MAX`); use or release one first",
+        placement: "too_many_holds",
+    },
+    ErrorCode {
         code: "capacity_in_use",
         status: 409,
         meaning: "The capacity decrease would leave reservations short; the body lists them (`affected`)",

@@ -60,6 +60,29 @@ pub struct CreateLease {
     pub horizon: Span,
     /// The request's `Idempotency-Key`, if any: a retry answers with the lease it created.
     pub idempotency: Option<Idempotent>,
+    /// The hold (berth) the lease is made from: the hold becomes the lease in one decision.
+    pub hold: Option<LeaseId>,
+}
+
+/// A hold asked of an availability search.
+#[derive(Debug, Clone)]
+pub struct AskHold {
+    /// The project the hold is for.
+    pub project_id: String,
+    /// The user asking.
+    pub user_id: String,
+    /// How long it lasts (1 to `limits::HOLD_MINUTES_MAX` minutes; checked by the caller).
+    pub minutes: u32,
+}
+
+/// What became of a hold asked of an availability search.
+#[derive(Debug, Clone)]
+pub enum HoldOutcome {
+    /// The offer is held: the hold (a lease in `HELD`), whose id is the `hold_id`.
+    Held(Box<Lease>),
+    /// Nothing was held: why (nothing fits within the horizon, or the offer was taken between
+    /// the search and the decision).
+    NotHeld(String),
 }
 
 /// A floating IP to register.
@@ -95,6 +118,8 @@ pub struct Availability {
     pub hosts: Vec<Vec<(ProviderId, u32)>>,
     /// Free capacity per availability zone over the window.
     pub zones: Vec<ZoneCapacity>,
+    /// What became of the hold asked for, when one was.
+    pub hold: Option<HoldOutcome>,
 }
 
 /// A lease as it is now (an idempotent create's replay): the key's record names it by its uuid.
@@ -107,6 +132,7 @@ pub(crate) fn lease_id(lease: &Lease) -> Uuid {
     lease.id.uuid()
 }
 
+/// The horizon's end for a search from `start`.
 pub(crate) fn horizon_end(start: Instant, horizon: Span) -> Instant {
     start + horizon
 }
@@ -126,22 +152,10 @@ impl Berth {
     pub async fn create_lease(&self, cmd: CreateLease) -> Result<Lease, AppError> {
         decide::check_limits(cmd.reservations.iter())?;
         decide::check_horizon(cmd.horizon)?;
-        let new = NewLease {
-            id: LeaseId::new(self.new_uuid()),
-            name: cmd.name,
-            project_id: cmd.project_id,
-            user_id: cmd.user_id,
-            start: cmd.start,
-            end: cmd.end,
-            before_end: cmd.before_end,
-            reservations: cmd
-                .reservations
-                .into_iter()
-                .map(|spec| (ReservationId::new(self.new_uuid()), spec))
-                .collect(),
-            event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
-            notice_lead: self.notice_lead(),
-        };
+        if let Some(hold) = cmd.hold {
+            return self.create_lease_from_hold(cmd, hold).await;
+        }
+        let new = self.new_lease(&cmd);
         let horizon = horizon_end(cmd.start, cmd.horizon);
         let now = self.now();
         let key = cmd.idempotency;
@@ -180,6 +194,26 @@ impl Berth {
         };
         self.lifecycle.notify_one();
         Ok(lease)
+    }
+
+    /// The new lease `cmd` asks for, with fresh ids.
+    pub(crate) fn new_lease(&self, cmd: &CreateLease) -> NewLease {
+        NewLease {
+            id: LeaseId::new(self.new_uuid()),
+            name: cmd.name.clone(),
+            project_id: cmd.project_id.clone(),
+            user_id: cmd.user_id.clone(),
+            start: cmd.start,
+            end: cmd.end,
+            before_end: cmd.before_end,
+            reservations: cmd
+                .reservations
+                .iter()
+                .map(|spec| (ReservationId::new(self.new_uuid()), spec.clone()))
+                .collect(),
+            event_ids: [self.new_uuid(), self.new_uuid(), self.new_uuid()],
+            notice_lead: self.notice_lead(),
+        }
     }
 
     /// Updates a lease, re-admitting it atomically when its window or amounts change. Nothing
@@ -273,13 +307,15 @@ impl Berth {
         end: Instant,
         specs: Vec<ReservationSpec>,
         horizon: Span,
+        hold: Option<AskHold>,
     ) -> Result<Availability, AppError> {
         let window = Window::new(start, end)
             .ok_or_else(|| Rejection::BadLease("End date must be later than start date.".into()))?;
         decide::check_limits(specs.iter())?;
         decide::check_horizon(horizon)?;
         let horizon = horizon_end(start, horizon);
-        let answer = self
+        let asked = hold.as_ref().map(|_| specs.clone());
+        let mut answer = self
             .search(move |catalog, stop| {
                 let want = decide::wanted(catalog, specs.iter().map(|spec| (spec, None)))?;
                 let search = crate::search::search_until(horizon, stop);
@@ -293,9 +329,13 @@ impl Berth {
                     refusal,
                     hosts,
                     zones,
+                    hold: None,
                 })
             })
             .await??;
+        if let (Some(hold), Some(specs)) = (hold, asked) {
+            answer.hold = Some(self.hold_offer(&answer, window, specs, hold).await?);
+        }
         Ok(answer)
     }
 

@@ -20,6 +20,7 @@ mod inventory;
 mod leases;
 mod node_allocation;
 mod notify;
+mod parked;
 mod placement;
 mod promise;
 mod replica;
@@ -34,8 +35,8 @@ pub use error::AppError;
 pub use health::{Reallocation, Requester};
 pub use inventory::{CreateProvider, EnrollHost};
 pub use leases::{
-    Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, LIFECYCLE_POLL,
-    RegisterFloatingIp, SEARCH_HORIZON_DEFAULT, ZoneCapacity,
+    AskHold, Availability, CreateLease, EVENT_ATTEMPTS_MAX, EVENT_RETRY_FIRST, HoldOutcome,
+    LIFECYCLE_POLL, RegisterFloatingIp, SEARCH_HORIZON_DEFAULT, ZoneCapacity,
 };
 pub use node_allocation::{AllocateNode, Allocated, FailedAllocation};
 pub use notify::{DELIVERIES_IN_FLIGHT, FeedPage, NOTIFY_POLL, Notifier, Subscribe};

@@ -470,6 +470,7 @@ impl Batch {
                 }
             }
         }
+        admit_waiting(&mut working.catalog, &mut changes, now);
         let refuse = |refused: Vec<(Reply, Rejection)>| {
             for (reply, rejection) in refused {
                 let _ = reply.send(Err(AppError::Rejected(rejection)));
@@ -687,6 +688,27 @@ fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
 
 /// The answer of a decision whose batch task ended without answering (it panicked): whether
 /// its batch committed is unknown, so it is a storage failure, not a retryable refusal.
+/// After a batch's decisions, when one of them may have freed capacity and leases are
+/// waitlisted: admits waitlisted leases that fit now, in the core's fair order, with at most
+/// [`berth_core::limits::WAITLIST_ATTEMPTS_MAX`] admissions as asked (no search) in all. Their
+/// changes join the batch's, so they commit with the decisions that freed the capacity.
+fn admit_waiting(catalog: &mut Catalog, changes: &mut Vec<Change>, now: Instant) {
+    if !catalog.has_waiting() || !changes.iter().any(Change::may_free_capacity) {
+        return;
+    }
+    let mut budget = berth_core::limits::WAITLIST_ATTEMPTS_MAX;
+    // Each round admits one lease or ends, and spends at least one attempt.
+    while budget > 0 {
+        let (admitted, used) = berth_core::decide::lease::admit_waiting(catalog, now, budget);
+        budget = budget.saturating_sub(used.max(1));
+        if admitted.is_empty() {
+            break;
+        }
+        catalog.apply(&admitted);
+        changes.extend(admitted);
+    }
+}
+
 fn abandoned() -> AppError {
     AppError::Store(StoreError::Backend(
         "the write batch ended without an answer".into(),

@@ -318,6 +318,7 @@ fn keyed_lease(key: &str) -> CreateLease {
             },
             fingerprint: "request".into(),
         }),
+        hold: None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use berth_app::{AppError, Berth, CreateLease, EnrollHost};
+use berth_app::{AppError, AskHold, Berth, CreateLease, EnrollHost, HoldOutcome};
 use berth_core::model::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
 use berth_core::{Instant, LeaseId, Rejection, ReservationId};
 use berth_store::MemStore;
@@ -66,6 +66,7 @@ fn lease(start: i64, end: i64, reservations: Vec<ReservationSpec>) -> CreateLeas
         reservations,
         horizon: berth_app::SEARCH_HORIZON_DEFAULT,
         idempotency: None,
+        hold: None,
     }
 }
 
@@ -589,4 +590,145 @@ async fn a_crash_at_start_or_end_leaves_all_or_nothing_and_the_retry_finishes() 
         1,
         "{records:?}"
     );
+}
+
+/// A hold of `n` whole hosts over `[start, end)` for `minutes`, asked by project `p1`.
+async fn hold(berth: &Berth, start: i64, end: i64, n: u32, minutes: u32) -> LeaseId {
+    let answer = berth
+        .availability(
+            Instant::from_micros(start),
+            Instant::from_micros(end),
+            vec![hosts(n, n)],
+            berth_core::Span::from_days(1),
+            Some(AskHold {
+                project_id: "p1".into(),
+                user_id: "u1".into(),
+                minutes,
+            }),
+        )
+        .await
+        .expect("searched");
+    match answer.hold {
+        Some(HoldOutcome::Held(lease)) => lease.id,
+        other => panic!("not held: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_hold_fences_its_window_until_it_lapses_once_and_frees_it() {
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    let (start, end) = (T0 + 3_600 * SECOND, T0 + 7_200 * SECOND);
+    let held = hold(&berth, start, end, 1, 10).await;
+    assert_eq!(
+        status(&berth, held).await,
+        (LeaseStatus::Held, vec![ReservationStatus::Pending], 1)
+    );
+    let refused = berth
+        .create_lease(lease(start, end, vec![hosts(1, 1)]))
+        .await;
+    assert!(
+        matches!(refused, Err(AppError::Rejected(Rejection::DoesNotFit(_)))),
+        "the held host is taken: {refused:?}"
+    );
+    clock.set(T0 + 10 * 60 * SECOND - 1);
+    assert_eq!(
+        berth.fire_due_events().await.expect("fire"),
+        0,
+        "not due yet"
+    );
+    clock.set(T0 + 10 * 60 * SECOND);
+    assert_eq!(berth.fire_due_events().await.expect("fire"), 1);
+    assert_eq!(
+        berth.fire_due_events().await.expect("fire"),
+        0,
+        "lapses once"
+    );
+    let (lapsed, _, ledger) = status(&berth, held).await;
+    assert_eq!(
+        (lapsed, ledger),
+        (LeaseStatus::Expired, 0),
+        "it holds nothing"
+    );
+    assert_eq!(
+        kinds(&berth, held).await,
+        ["lease.hold", "lease.hold.lapsed"]
+    );
+    let admitted = berth
+        .create_lease(lease(start, end, vec![hosts(1, 1)]))
+        .await
+        .expect("the freed host is admitted");
+    assert_eq!(admitted.status, LeaseStatus::Pending);
+}
+
+#[tokio::test]
+async fn a_lease_from_a_hold_keeps_the_capacity_and_the_hold_is_gone() {
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    let (start, end) = (T0 + 3_600 * SECOND, T0 + 7_200 * SECOND);
+    let held = hold(&berth, start, end, 1, 10).await;
+    let mut from_hold = lease(start, end, vec![hosts(1, 1)]);
+    from_hold.hold = Some(held);
+    let created = berth.create_lease(from_hold).await.expect("from the hold");
+    assert_eq!(created.status, LeaseStatus::Pending);
+    assert_eq!(created.reservations[0].hosts.len(), 1);
+    let gone = berth.read(|c| c.lease(held).is_none()).await.expect("read");
+    assert!(gone, "the hold became the lease");
+    // Its lapse, due later, finds nothing to do.
+    clock.set(T0 + 10 * 60 * SECOND);
+    assert_eq!(berth.fire_due_events().await.expect("fire"), 0);
+    assert_eq!(status(&berth, created.id).await.0, LeaseStatus::Pending);
+}
+
+#[tokio::test]
+async fn the_waitlist_admits_first_come_first_and_a_later_small_lease_never_overtakes() {
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
+    let berth = replica(&store, &clock, 0).await;
+    enroll(&berth, "h1", "az1").await;
+    enroll(&berth, "h2", "az1").await;
+    let (start, end) = (T0 + 3_600 * SECOND, T0 + 7_200 * SECOND);
+    let until = Instant::from_micros(start);
+    let a = berth
+        .create_lease(lease(start, end, vec![hosts(1, 1)]))
+        .await
+        .expect("a");
+    let b = berth
+        .create_lease(lease(start, end, vec![hosts(1, 1)]))
+        .await
+        .expect("b");
+    // The large one waits first, then a small one.
+    let (large, refusal) = berth
+        .create_lease_or_wait(lease(start, end, vec![hosts(2, 2)]), until)
+        .await
+        .expect("large waits");
+    assert_eq!(large.status, LeaseStatus::Waiting);
+    assert!(refusal.is_some(), "with the counter-offer");
+    let (small, _) = berth
+        .create_lease_or_wait(lease(start, end, vec![hosts(1, 1)]), until)
+        .await
+        .expect("small waits");
+    assert_eq!(small.status, LeaseStatus::Waiting);
+    // One host frees: the small one would fit, but the large one came first for that window.
+    berth.delete_lease(a.id).await.expect("deleted");
+    assert_eq!(status(&berth, large.id).await.0, LeaseStatus::Waiting);
+    assert_eq!(status(&berth, small.id).await.0, LeaseStatus::Waiting);
+    // The second host frees: the large one is admitted, the small one keeps waiting.
+    berth.delete_lease(b.id).await.expect("deleted");
+    assert_eq!(status(&berth, large.id).await.0, LeaseStatus::Pending);
+    assert_eq!(status(&berth, small.id).await.0, LeaseStatus::Waiting);
+    assert_eq!(
+        kinds(&berth, large.id).await,
+        ["lease.create", "lease.admitted"]
+    );
+    // At its wait_until, the small one expires, once.
+    clock.set(start);
+    berth.fire_due_events().await.expect("fire");
+    assert_eq!(status(&berth, small.id).await.0, LeaseStatus::Expired);
+    assert_eq!(
+        kinds(&berth, small.id).await,
+        ["lease.create", "lease.wait.expired"]
+    );
+    assert_eq!(status(&berth, large.id).await.0, LeaseStatus::Active);
 }

@@ -139,6 +139,7 @@ fn lease(start: i64, seconds: i64) -> CreateLease {
         }],
         horizon: berth_app::SEARCH_HORIZON_DEFAULT,
         idempotency: None,
+        hold: None,
     }
 }
 

@@ -39,6 +39,10 @@ pub struct AvailabilityArgs {
     /// How many days ahead to search for a start [default: berth's, 30].
     #[arg(long)]
     pub horizon_days: Option<u32>,
+    /// Hold the offer for this long (whole minutes, 1m to 60m: `10m`, `1h`); the answer's
+    /// hold id makes the lease (`berth lease create --hold-id`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub hold: Option<SignedDuration>,
 }
 
 /// Runs `berth availability`: exit 0 when the request is free now or later, 1 when it is not
@@ -72,6 +76,15 @@ pub(crate) async fn run(ctx: &Ctx, args: &AvailabilityArgs) -> Result<(), CliErr
     });
     if let Some(days) = args.horizon_days {
         body["search_horizon_days"] = json!(days);
+    }
+    if let Some(hold) = args.hold {
+        let seconds = hold.as_secs();
+        if seconds <= 0 || seconds % 60 != 0 {
+            return Err(CliError::Usage(
+                "--hold takes whole minutes, as 10m or 1h".to_owned(),
+            ));
+        }
+        body["hold_minutes"] = json!(seconds / 60);
     }
     let answer = ctx
         .client
@@ -147,6 +160,7 @@ fn text(args: &AvailabilityArgs, answer: &Value) -> String {
             shortfalls(answer)
         ),
     };
+    out.push_str(&held(answer));
     let zones = Table::of(
         &["ZONE", "HOSTS", "FREE_HOSTS"],
         items(&answer["availability_zones"]),
@@ -163,6 +177,23 @@ fn text(args: &AvailabilityArgs, answer: &Value) -> String {
     );
     out.push_str(&zones.render());
     out
+}
+
+/// What became of the hold asked for, in words (nothing when none was asked for).
+fn held(answer: &Value) -> String {
+    let hold = &answer["hold"];
+    match hold["held"].as_bool() {
+        Some(true) => format!(
+            "Held from {} to {} UTC until {} UTC: hold id {} (berth lease create --hold-id {}).\n",
+            time::show(&get(hold, "start_date")),
+            time::show(&get(hold, "end_date")),
+            time::show(&get(hold, "lapses_at")),
+            get(hold, "hold_id"),
+            get(hold, "hold_id"),
+        ),
+        Some(false) => format!("Not held: {}.\n", get(hold, "reason")),
+        None => String::new(),
+    }
 }
 
 /// Why the request does not fit now, in a few words.

@@ -94,6 +94,13 @@ pub struct CreateLease {
     /// How long `--wait` waits at most.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub wait_timeout: SignedDuration,
+    /// Make the lease from this hold (the hold id `berth availability --hold` printed).
+    #[arg(long, value_name = "HOLD_ID")]
+    pub hold_id: Option<String>,
+    /// When it does not fit, keep it waiting (`WAITING`) until this time instead of refusing
+    /// it; admitted as soon as capacity frees.
+    #[arg(long, value_parser = parse_when, conflicts_with = "hold_id")]
+    pub wait_until: Option<When>,
 }
 
 /// `berth lease update`.
@@ -531,7 +538,25 @@ async fn create(ctx: &Ctx, create: &CreateLease) -> Result<(), CliError> {
     if let Some(days) = create.horizon_days {
         body["search_horizon_days"] = json!(days);
     }
-    let mut lease = ctx.client.post(LEASES, &body).await?["lease"].take();
+    if let Some(hold) = &create.hold_id {
+        body["hold_id"] = json!(hold);
+    }
+    if let Some(until) = create.wait_until {
+        body["on_conflict"] = json!("wait");
+        body["wait_until"] = Value::String(until.wire());
+    }
+    let mut answer = ctx.client.post(LEASES, &body).await?;
+    let mut lease = answer["lease"].take();
+    if lease["status"] == "WAITING" {
+        eprintln!(
+            "Lease {} does not fit now and is WAITING until {} UTC (earliest start that fits: {}).",
+            get(&lease, "name"),
+            time::show(&get(&lease, "lapses_at")),
+            answer["waitlisted"]["counter_offer"]["earliest_start"]
+                .as_str()
+                .map_or_else(|| "none found".to_owned(), time::show),
+        );
+    }
     if create.wait {
         lease = wait_active(ctx, &lease, create.wait_timeout).await?;
     }
@@ -558,7 +583,7 @@ async fn wait_active(ctx: &Ctx, lease: &Value, timeout: SignedDuration) -> Resul
                 eprintln!("Lease {} is ACTIVE.", get(&current, "name"));
                 return Ok(current);
             }
-            Some("PENDING") | None => {}
+            Some("PENDING" | "WAITING") | None => {}
             Some(other) => {
                 spinner.finish_and_clear();
                 return Err(CliError::Failed(format!(

@@ -156,6 +156,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             notice_lead: berth_core::Span::ZERO,
             preemption_noticed: true,
             terms: None,
+            lapses_at: None,
             outcome: None,
             created_at: now,
             updated_at: now,

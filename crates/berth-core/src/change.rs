@@ -188,6 +188,28 @@ pub enum Change {
     },
 }
 
+impl Change {
+    /// Whether the change may free capacity a waitlisted lease could take: a lease deleted or
+    /// changed after its creation (ended, shrunk, moved, healed, lapsed), an allocation
+    /// released, a provider's inventory, condition or enrollment changed, a planned capacity
+    /// change made or withdrawn. A lease's creation frees nothing.
+    pub fn may_free_capacity(&self) -> bool {
+        match self {
+            Change::LeaseSet { lease: None, .. }
+            | Change::ConsumerSet { consumer: None, .. }
+            | Change::InventoriesReplaced { .. }
+            | Change::ProviderConditionSet { .. }
+            | Change::HostSet { .. }
+            | Change::PoolSet { .. }
+            | Change::ClaimSet { claim: None, .. } => true,
+            Change::LeaseSet {
+                lease: Some(lease), ..
+            } => lease.updated_at != lease.created_at,
+            _ => false,
+        }
+    }
+}
+
 /// An entry of `lease`'s lifecycle record, as the change that appends it. The details always
 /// carry the lease's `project_id` (the record outlives the lease; notifications are routed by
 /// project).

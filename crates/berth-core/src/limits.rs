@@ -118,3 +118,20 @@ pub const IDEMPOTENCY_KEY_LEN_MAX: usize = 255;
 pub const IDEMPOTENCY_PRUNE_MAX: usize = 16;
 
 const _: () = assert!(IDEMPOTENCY_PRUNE_MAX > 1, "pruning outpaces recording");
+
+/// Longest a hold (`hold_minutes` of an availability search) may last, in minutes.
+pub const HOLD_MINUTES_MAX: u32 = 60;
+/// How long a hold lasts when the search asks for one without `hold_minutes`, in minutes.
+pub const HOLD_MINUTES_DEFAULT: u32 = 10;
+/// Most open holds (leases in `HELD`) one project may keep at once.
+pub const HOLDS_PER_PROJECT_MAX: u32 = 16;
+/// Latest a waitlisted lease may wait (`wait_until`) past its requested start, in minutes
+/// (7 days).
+pub const WAIT_PAST_START_MAX_MINUTES: i64 = 7 * 24 * 60;
+/// Most waitlisted leases tried for admission (each admission as asked, no search) after one
+/// batch of writes that may have freed capacity: the work per freed unit is bounded.
+pub const WAITLIST_ATTEMPTS_MAX: usize = 32;
+
+const _: () = assert!(HOLD_MINUTES_DEFAULT >= 1 && HOLD_MINUTES_DEFAULT <= HOLD_MINUTES_MAX);
+const _: () = assert!(HOLDS_PER_PROJECT_MAX > 0);
+const _: () = assert!(WAITLIST_ATTEMPTS_MAX > 0);

@@ -246,6 +246,18 @@ pub enum Rejection {
     /// A lease parameter that can no longer change.
     #[error("{0}")]
     CantUpdate(String),
+    /// A lease made from a hold asks for more than, or other than, what was held, or the hold
+    /// lapsed; the text says which.
+    #[error("The lease does not match its hold: {0}")]
+    HoldMismatch(String),
+    /// The project already keeps the most open holds it may.
+    #[error(
+        "The project already keeps {max} open holds (HOLDS_PER_PROJECT_MAX); use or release one first"
+    )]
+    TooManyHolds {
+        /// [`crate::limits::HOLDS_PER_PROJECT_MAX`].
+        max: u32,
+    },
     /// The request does not fit: why, per reservation, and what would.
     #[error("{0}")]
     DoesNotFit(Box<Refusal>),

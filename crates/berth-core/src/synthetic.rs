@@ -109,6 +109,7 @@ impl InstanceLease {
             notice_lead: PREEMPTION_NOTICE_DEFAULT,
             preemption_noticed: false,
             terms: None,
+            lapses_at: None,
             outcome: None,
             created_at: now,
             updated_at: now,

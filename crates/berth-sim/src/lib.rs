@@ -597,6 +597,7 @@ impl Sim {
             reservations: vec![spec],
             horizon: Span::from_hours(1),
             idempotency: keyed(&name, "POST /reservation/v1/leases"),
+            hold: None,
         });
         self.ask(name, cmd)
     }

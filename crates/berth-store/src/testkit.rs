@@ -950,6 +950,7 @@ fn lease(n: u128, project: &str) -> Lease {
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
         terms: None,
+        lapses_at: None,
         outcome: None,
         created_at: T0,
         updated_at: T0,

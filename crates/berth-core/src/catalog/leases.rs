@@ -5,7 +5,7 @@
 use super::state::{ByLeaseId, Catalog};
 use crate::model::fence::Fence;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::lease::{EventKind, FloatingIp, Lease};
+use crate::model::lease::{EventKind, FloatingIp, Lease, LeaseStatus};
 use crate::model::ledger::{Ledger, Window};
 use crate::model::time::Instant;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -47,6 +47,9 @@ impl Catalog {
             }
             self.reservation_leases = Arc::new(reservation_leases);
             self.leases = Arc::new(by_id);
+            for lease in &leases {
+                self.park(lease);
+            }
             building
                 .join()
                 .expect("invariant: building the ledger does not panic")
@@ -73,6 +76,7 @@ impl Catalog {
         if let Some((at, kind)) = first_due(&lease) {
             Arc::make_mut(&mut self.due).insert((at, kind, lease.id));
         }
+        self.park(&lease);
         let inserted = Arc::make_mut(&mut self.leases).insert(ByLeaseId(lease));
         assert!(
             inserted,
@@ -107,6 +111,56 @@ impl Catalog {
         if let Some((at, kind)) = first_due(&lease) {
             Arc::make_mut(&mut self.due).remove(&(at, kind, id));
         }
+        self.unpark(&lease);
+    }
+
+    /// Counts a hold, or lists a waitlisted lease.
+    fn park(&mut self, lease: &Lease) {
+        match lease.status {
+            LeaseStatus::Held => {
+                *Arc::make_mut(&mut self.open_holds)
+                    .entry(Arc::clone(&lease.project_id))
+                    .or_default() += 1;
+            }
+            LeaseStatus::Waiting => {
+                Arc::make_mut(&mut self.waiting).insert((lease.created_at, lease.id));
+            }
+            _ => {}
+        }
+    }
+
+    /// Undoes [`Catalog::park`] for a lease being removed.
+    fn unpark(&mut self, lease: &Lease) {
+        match lease.status {
+            LeaseStatus::Held => {
+                let holds = Arc::make_mut(&mut self.open_holds);
+                if let Some(n) = holds.get_mut(&lease.project_id) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        holds.remove(&lease.project_id);
+                    }
+                }
+            }
+            LeaseStatus::Waiting => {
+                Arc::make_mut(&mut self.waiting).remove(&(lease.created_at, lease.id));
+            }
+            _ => {}
+        }
+    }
+
+    /// How many open holds (leases in `HELD`) `project` keeps.
+    pub fn open_holds(&self, project: &str) -> u32 {
+        self.open_holds.get(project).copied().unwrap_or(0)
+    }
+
+    /// The waitlisted leases, first come first.
+    pub fn waiting(&self) -> impl Iterator<Item = &Lease> {
+        self.waiting.iter().filter_map(|(_, id)| self.lease(*id))
+    }
+
+    /// Whether any lease is waitlisted.
+    pub fn has_waiting(&self) -> bool {
+        !self.waiting.is_empty()
     }
 
     /// Recomputes the fence of the providers among `hosts` (floating IPs are not providers);

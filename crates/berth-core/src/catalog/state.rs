@@ -49,6 +49,10 @@ pub struct Catalog {
     /// lease)` (shared between copies until one changes). The lease's other pending events are
     /// read from the lease.
     pub(super) due: Arc<BTreeSet<(Instant, EventKind, LeaseId)>>,
+    /// Open holds (leases in `HELD`) per project, for the per-project limit.
+    pub(super) open_holds: Arc<HashMap<Arc<str>, u32>>,
+    /// Waitlisted leases (in `WAITING`) in first-come order: `(created, lease)`.
+    pub(super) waiting: Arc<BTreeSet<(Instant, LeaseId)>>,
     pub(super) floating_ips: IndexMap<Uuid, FloatingIp>,
     pub(super) private_properties: BTreeSet<String>,
     /// Reservation to the lease holding it (shared between copies until one changes).

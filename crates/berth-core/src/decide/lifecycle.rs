@@ -1,5 +1,6 @@
 //! The lifecycle engine's decision: firing whatever event is due, a lease's own events, its
-//! preemption notice, a Promise reservation's claim deadline or a node claim's expiry.
+//! preemption notice, a Promise reservation's claim deadline, a node claim's expiry, or the
+//! lapse of a hold or a waitlisted lease.
 
 use crate::catalog::Catalog;
 use crate::change::Change;
@@ -27,6 +28,7 @@ pub fn fire_event(
             .lease(LeaseId::new(id))
             .map(|current| promise::expire(catalog, current, now))
             .unwrap_or_default()),
+        EventKind::Lapse => Ok(lease::lapse(catalog, LeaseId::new(id), now)),
         EventKind::StartLease
         | EventKind::BeforeEndLease
         | EventKind::EndLease

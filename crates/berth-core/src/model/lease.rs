@@ -25,6 +25,14 @@ pub enum LeaseStatus {
     Terminated,
     /// An action failed; `status_reason` says which and why.
     Error,
+    /// A hold (berth): capacity an availability search fenced for a while, holding it as a
+    /// pending lease would until it is turned into a lease or lapses (`lapses_at`).
+    Held,
+    /// Waitlisted (berth): did not fit when asked; holds nothing and is admitted when capacity
+    /// frees, or lapses at its `wait_until` (`lapses_at`).
+    Waiting,
+    /// A hold or a waitlisted lease that lapsed (berth); it holds nothing.
+    Expired,
 }
 
 impl LeaseStatus {
@@ -35,6 +43,9 @@ impl LeaseStatus {
             LeaseStatus::Active => "ACTIVE",
             LeaseStatus::Terminated => "TERMINATED",
             LeaseStatus::Error => "ERROR",
+            LeaseStatus::Held => "HELD",
+            LeaseStatus::Waiting => "WAITING",
+            LeaseStatus::Expired => "EXPIRED",
         }
     }
 
@@ -45,6 +56,9 @@ impl LeaseStatus {
             LeaseStatus::Active,
             LeaseStatus::Terminated,
             LeaseStatus::Error,
+            LeaseStatus::Held,
+            LeaseStatus::Waiting,
+            LeaseStatus::Expired,
         ]
         .into_iter()
         .find(|s| s.as_str().eq_ignore_ascii_case(text))
@@ -52,28 +66,43 @@ impl LeaseStatus {
 
     /// The status `by` moves a lease to from this one, or why it may not:
     ///
-    /// | from \\ by   | `Start`    | `End`        | `Fail`  | `EndEarly`   |
-    /// |--------------|------------|--------------|---------|--------------|
-    /// | `Pending`    | `Active`   | `Terminated` | `Error` | `Terminated` |
-    /// | `Active`     | refused    | `Terminated` | `Error` | `Terminated` |
-    /// | `Terminated` | refused    | refused      | `Error` | refused      |
-    /// | `Error`      | `Error`    | `Error`      | `Error` | `Terminated` |
+    /// | from \\ by   | `Start`    | `End`        | `Fail`  | `EndEarly`   | `Admit`   | `Lapse`   |
+    /// |--------------|------------|--------------|---------|--------------|-----------|-----------|
+    /// | `Pending`    | `Active`   | `Terminated` | `Error` | `Terminated` | refused   | refused   |
+    /// | `Active`     | refused    | `Terminated` | `Error` | `Terminated` | refused   | refused   |
+    /// | `Terminated` | refused    | refused      | `Error` | refused      | refused   | refused   |
+    /// | `Error`      | `Error`    | `Error`      | `Error` | `Terminated` | refused   | refused   |
+    /// | `Held`       | refused    | refused      | `Error` | `Terminated` | refused   | `Expired` |
+    /// | `Waiting`    | refused    | refused      | `Error` | `Terminated` | `Pending` | `Expired` |
+    /// | `Expired`    | refused    | refused      | `Error` | refused      | refused   | refused   |
     ///
     /// A lease starts and ends once; one in error stays in error through its start and end
     /// events (it keeps what it holds until it ends early or is deleted); any lease can fail.
+    /// A hold or a waitlisted lease has no start or end of its own: a waitlisted one is
+    /// admitted (then it is a pending lease), either lapses once.
     pub fn next(self, by: Transition) -> Result<LeaseStatus, InvalidTransition> {
-        use LeaseStatus::{Active, Error, Pending, Terminated};
+        use LeaseStatus::{Active, Error, Expired, Held, Pending, Terminated, Waiting};
         match (self, by) {
             (Pending, Transition::Start) => Ok(Active),
+            (Waiting, Transition::Admit) => Ok(Pending),
             (Pending | Active, Transition::End) => Ok(Terminated),
             (_, Transition::Fail) => Ok(Error),
             (Error, Transition::Start | Transition::End) => Ok(Error),
-            (Pending | Active | Error, Transition::EndEarly) => Ok(Terminated),
-            (Active | Terminated, Transition::Start)
-            | (Terminated, Transition::End | Transition::EndEarly) => {
+            (Pending | Active | Error | Held | Waiting, Transition::EndEarly) => Ok(Terminated),
+            (Held | Waiting, Transition::Lapse) => Ok(Expired),
+            (Active | Terminated | Held | Waiting | Expired, Transition::Start)
+            | (Terminated | Held | Waiting | Expired, Transition::End)
+            | (Terminated | Expired, Transition::EndEarly)
+            | (Pending | Active | Terminated | Error | Held | Expired, Transition::Admit)
+            | (Pending | Active | Terminated | Error | Expired, Transition::Lapse) => {
                 Err(InvalidTransition { from: self, by })
             }
         }
+    }
+
+    /// Whether the lease is a hold or waitlisted: it has no lifecycle of its own but its lapse.
+    pub fn is_parked(self) -> bool {
+        matches!(self, LeaseStatus::Held | LeaseStatus::Waiting)
     }
 }
 
@@ -89,6 +118,10 @@ pub enum Transition {
     /// It ended before its end event: displaced by a higher priority, or left holding nothing
     /// at its claim deadline.
     EndEarly,
+    /// A waitlisted lease fits now and is admitted.
+    Admit,
+    /// A hold or a waitlisted lease reached its `lapses_at`.
+    Lapse,
 }
 
 /// A status change the lease lifecycle does not allow.
@@ -144,6 +177,9 @@ pub enum EventKind {
     /// Releases a bare-metal node claim that was not deployed by its `expires_at` (the id is
     /// the claim's, not a lease's).
     NodeClaimExpiry,
+    /// Ends a hold or a waitlisted lease at its `lapses_at` (derived from the lease, not
+    /// stored among its events).
+    Lapse,
 }
 
 impl EventKind {
@@ -156,6 +192,7 @@ impl EventKind {
             EventKind::PreemptionNotice => "preemption_notice",
             EventKind::ClaimExpiry => "claim_expiry",
             EventKind::NodeClaimExpiry => "node_claim_expiry",
+            EventKind::Lapse => "lapse",
         }
     }
 }
@@ -558,6 +595,10 @@ pub struct Lease {
     /// What makes it a Promise reservation, when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terms: Option<Box<PromiseTerms>>,
+    /// When a hold or a waitlisted lease lapses (berth): a hold's expiry, a waitlisted lease's
+    /// `wait_until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapses_at: Option<Instant>,
     /// How it ended early, when it did (expired claim, preempted); boxed, as few leases have
     /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -584,7 +625,10 @@ impl Lease {
 
     /// Whether the lease still holds capacity (it has not ended).
     pub fn holds_capacity(&self) -> bool {
-        self.status != LeaseStatus::Terminated && !self.ended()
+        !matches!(
+            self.status,
+            LeaseStatus::Terminated | LeaseStatus::Waiting | LeaseStatus::Expired
+        ) && !self.ended()
     }
 
     /// Every hold of every reservation, or nothing once the lease has ended.
@@ -618,15 +662,22 @@ impl Lease {
 
     /// The events not yet fired, as `(due, kind)`, with the preemption notice when one is due
     /// before the start.
+    /// A hold or a waitlisted lease has only its lapse pending.
     pub fn pending_events(&self) -> impl Iterator<Item = (Instant, EventKind)> + '_ {
+        let parked = self.status.is_parked();
         let notice = self.notice_at().map(|at| (at, EventKind::PreemptionNotice));
         let expiry = self.expiry_at().map(|at| (at, EventKind::ClaimExpiry));
+        let lapse = self
+            .lapses_at
+            .filter(|_| parked)
+            .map(|at| (at, EventKind::Lapse));
         self.events
             .iter()
-            .filter(|e| e.status == EventStatus::Undone)
+            .filter(move |e| e.status == EventStatus::Undone && !parked)
             .map(|e| (e.at, e.kind))
             .chain(notice)
             .chain(expiry)
+            .chain(lapse)
     }
 
     /// When the claim deadline of a Promise reservation falls due, while the lease still holds
@@ -642,13 +693,15 @@ impl Lease {
     }
 
     /// When the preemption notice is due, while it has not gone out and the lease has not
-    /// started (floating-IP-only leases evict nobody).
+    /// started (floating-IP-only leases evict nobody; a hold, a waitlisted lease and one that
+    /// holds nothing give no notice).
     pub fn notice_at(&self) -> Option<Instant> {
         let fences = self
             .reservations
             .iter()
             .any(|r| !matches!(r.spec, ReservationSpec::FloatingIp { .. }));
-        (fences && !self.preemption_noticed && !self.started())
+        let waits = self.status.is_parked() || !self.holds_capacity();
+        (fences && !self.preemption_noticed && !self.started() && !waits)
             .then(|| self.start - self.notice_lead)
     }
 
@@ -792,6 +845,7 @@ mod tests {
             notice_lead: PREEMPTION_NOTICE_DEFAULT,
             preemption_noticed: false,
             terms: None,
+            lapses_at: None,
             outcome: None,
             created_at: Instant::from_micros(0),
             updated_at: Instant::from_micros(0),
@@ -865,8 +919,8 @@ mod tests {
 
     #[test]
     fn the_status_table_is_exactly_the_lifecycle() {
-        use LeaseStatus::{Active, Error, Pending, Terminated};
-        let refused = None;
+        use LeaseStatus::{Active, Error, Expired, Held, Pending, Terminated, Waiting};
+        let no = None;
         let table = [
             (
                 Pending,
@@ -875,23 +929,50 @@ mod tests {
                     Some(Terminated),
                     Some(Error),
                     Some(Terminated),
+                    no,
+                    no,
                 ],
             ),
             (
                 Active,
-                [refused, Some(Terminated), Some(Error), Some(Terminated)],
+                [no, Some(Terminated), Some(Error), Some(Terminated), no, no],
             ),
-            (Terminated, [refused, refused, Some(Error), refused]),
+            (Terminated, [no, no, Some(Error), no, no, no]),
             (
                 Error,
-                [Some(Error), Some(Error), Some(Error), Some(Terminated)],
+                [
+                    Some(Error),
+                    Some(Error),
+                    Some(Error),
+                    Some(Terminated),
+                    no,
+                    no,
+                ],
             ),
+            (
+                Held,
+                [no, no, Some(Error), Some(Terminated), no, Some(Expired)],
+            ),
+            (
+                Waiting,
+                [
+                    no,
+                    no,
+                    Some(Error),
+                    Some(Terminated),
+                    Some(Pending),
+                    Some(Expired),
+                ],
+            ),
+            (Expired, [no, no, Some(Error), no, no, no]),
         ];
         let events = [
             Transition::Start,
             Transition::End,
             Transition::Fail,
             Transition::EndEarly,
+            Transition::Admit,
+            Transition::Lapse,
         ];
         for (from, row) in table {
             for (by, expected) in events.into_iter().zip(row) {
@@ -905,6 +986,9 @@ mod tests {
                     ),
                 }
             }
+        }
+        for status in [Pending, Active, Terminated, Error, Held, Waiting, Expired] {
+            assert_eq!(LeaseStatus::parse(status.as_str()), Some(status));
         }
     }
 

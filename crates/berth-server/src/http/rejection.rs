@@ -115,6 +115,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
                 },
             );
         }
+        Rejection::HoldMismatch(_) => (StatusCode::CONFLICT, "hold_mismatch"),
+        Rejection::TooManyHolds { .. } => (StatusCode::CONFLICT, "too_many_holds"),
         Rejection::CantUpdate(_)
         | Rejection::FloatingIpExists(_)
         | Rejection::FloatingIpInUse(_)
@@ -219,7 +221,12 @@ fn node_error(rejection: &Rejection, detail: String) -> ApiError {
 
 /// Why a request does not fit and the counter-offer, as berth adds them to a 409.
 pub fn refusal_json(refusal: &Refusal) -> Value {
-    members(&RefusalMembers {
+    members(refusal_members(refusal))
+}
+
+/// A refused request's shortfalls and counter-offer, as their wire type.
+pub fn refusal_members(refusal: &Refusal) -> RefusalMembers {
+    RefusalMembers {
         reservations: refusal
             .shortfalls
             .iter()
@@ -236,5 +243,5 @@ pub fn refusal_json(refusal: &Refusal) -> Value {
             earliest_start: refusal.earliest_start.map(|at| lease_time(at.as_micros())),
             truncated: refusal.truncated,
         },
-    })
+    }
 }

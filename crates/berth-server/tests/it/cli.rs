@@ -848,3 +848,106 @@ async fn wait_returns_once_the_lease_is_active() {
     .code(1)
     .stderr(contains("did not start within 1s"));
 }
+
+#[tokio::test]
+async fn a_hold_from_availability_becomes_a_lease_and_a_lease_can_wait() {
+    let app = TestApp::spawn().await;
+    enrol(&app, "gpu-1", "az1", true).await;
+    let start = "+1d";
+    let answer = json(
+        &app,
+        &[
+            "availability",
+            "--hosts",
+            "1",
+            "--start",
+            start,
+            "--for",
+            "2h",
+            "--hold",
+            "15m",
+        ],
+    )
+    .await;
+    assert_eq!(answer["hold"]["held"], true, "{answer}");
+    let hold_id = answer["hold"]["hold_id"]
+        .as_str()
+        .expect("hold id")
+        .to_owned();
+    let text = ok(
+        &app,
+        &[
+            "availability",
+            "--hosts",
+            "1",
+            "--start",
+            "+3d",
+            "--for",
+            "2h",
+            "--hold",
+            "10m",
+        ],
+    )
+    .await;
+    assert!(text.contains("Held from"), "{text}");
+    assert!(text.contains("--hold-id"), "{text}");
+    let held_start = answer["hold"]["start_date"]
+        .as_str()
+        .expect("start")
+        .to_owned();
+    let held_end = answer["hold"]["end_date"].as_str().expect("end").to_owned();
+    let lease = json(
+        &app,
+        &[
+            "lease",
+            "create",
+            "--name",
+            "from-hold",
+            "--host",
+            "count=1",
+            "--start",
+            &format!("{held_start}Z"),
+            "--end",
+            &format!("{held_end}Z"),
+            "--hold-id",
+            &hold_id,
+        ],
+    )
+    .await;
+    assert_eq!(lease["status"], "PENDING", "{lease}");
+    // The only host is taken: a second lease waits instead of being refused.
+    let waiting = json(
+        &app,
+        &[
+            "lease",
+            "create",
+            "--name",
+            "second",
+            "--host",
+            "count=1",
+            "--start",
+            &format!("{held_start}Z"),
+            "--end",
+            &format!("{held_end}Z"),
+            "--wait-until",
+            "+2h",
+        ],
+    )
+    .await;
+    assert_eq!(waiting["status"], "WAITING", "{waiting}");
+    // A bad --hold is a usage error.
+    let output = berth(
+        &app,
+        &[
+            "availability",
+            "--hosts",
+            "1",
+            "--for",
+            "2h",
+            "--hold",
+            "90s",
+        ],
+    )
+    .await;
+    output.assert().code(2);
+}

@@ -14,6 +14,7 @@ mod crash;
 mod error_codes;
 mod failures;
 mod fence;
+mod holds;
 mod https_callbacks;
 mod idempotency;
 mod ironic;

@@ -257,6 +257,24 @@ async fn two_replicas_racing_for_hosts_admit_exactly_the_capacity() {
 }
 
 #[tokio::test]
+async fn two_replicas_racing_holds_waits_and_leases_never_over_commit() {
+    let test = "two_replicas_racing_holds_waits_and_leases_never_over_commit";
+    on_scratch_database(test, |url| async move {
+        let first = replica(&url).await;
+        let second = replica(&url).await;
+        for n in 0..4 {
+            enroll(&first, &format!("r{n}"), "az1", 8).await;
+        }
+        let holding =
+            crate::holds::race_holds_waits_and_leases(&[&first, &second], 32, tomorrow()).await;
+        crate::holds::check_no_over_commit(&holding, 4);
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn two_replicas_fire_each_lease_event_exactly_once() {
     let test = "two_replicas_fire_each_lease_event_exactly_once";
     on_scratch_database(test, |url| async move {

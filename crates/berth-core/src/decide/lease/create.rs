@@ -4,12 +4,13 @@
 use super::checks::{bad, before_end_at, check_limits, check_name, check_window, wanted};
 use crate::catalog::Catalog;
 use crate::change::{Change, record};
-use crate::decide::admission::{self, Search};
+use crate::decide::admission::{self, Granted, Search};
 use crate::model::id::{LeaseId, ReservationId};
 use crate::model::lease::{
     EventKind, EventStatus, Lease, LeaseEvent, LeaseEvents, LeaseStatus, Reservation,
     ReservationSpec, ReservationStatus,
 };
+use crate::model::ledger::Window;
 use crate::model::time::{Instant, Span};
 use crate::rejection::Rejection;
 use uuid::Uuid;
@@ -70,6 +71,38 @@ pub fn create_lease_with(
     let want = wanted(catalog, new.reservations.iter().map(|(_, s)| (s, None)))?;
     let granted = admission::admit_or_offer(catalog, window, &want, excluding, search)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
+    let lease = assemble(new, window, before_end, &granted, now);
+    let changes = vec![
+        record(
+            &lease,
+            "lease.create",
+            now,
+            serde_json::json!({"status": "PENDING"}),
+        ),
+        Change::LeaseSet {
+            id: lease.id,
+            lease: Some(Box::new(lease.clone())),
+        },
+    ];
+    Ok((changes, lease))
+}
+
+/// The checked window of `new` and when its `before_end_lease` fires (after
+/// [`create_lease_with`] accepted them).
+pub(super) fn window_of(new: &NewLease) -> Result<(Window, Instant), Rejection> {
+    let window = check_window(new.start, new.end)?;
+    Ok((window, before_end_at(window, new.before_end)?))
+}
+
+/// The pending lease `new` is, holding what `granted` gives each reservation (nothing for one
+/// it does not list).
+pub(super) fn assemble(
+    new: &NewLease,
+    window: Window,
+    before_end: Instant,
+    granted: &Granted,
+    now: Instant,
+) -> Lease {
     let reservations = new
         .reservations
         .iter()
@@ -78,8 +111,12 @@ pub fn create_lease_with(
             id: *id,
             spec: spec.clone(),
             status: ReservationStatus::Pending,
-            hosts: granted.hosts[idx][..].into(),
-            floating_ips: granted.floating_ips[idx][..].into(),
+            hosts: granted.hosts.get(idx).map_or(&[][..], |h| &h[..]).into(),
+            floating_ips: granted
+                .floating_ips
+                .get(idx)
+                .map_or(&[][..], |f| &f[..])
+                .into(),
             missing: Box::default(),
             resources_changed: false,
             created_at: now,
@@ -95,7 +132,7 @@ pub fn create_lease_with(
         updated_at: now,
     };
     let [start_id, before_id, end_id] = new.event_ids;
-    let lease = Lease {
+    Lease {
         id: new.id,
         name: new.name.trim().into(),
         project_id: new.project_id.as_str().into(),
@@ -114,26 +151,14 @@ pub fn create_lease_with(
         notice_lead: new.notice_lead,
         preemption_noticed: false,
         terms: None,
+        lapses_at: None,
         outcome: None,
         created_at: now,
         updated_at: now,
-    };
-    let changes = vec![
-        record(
-            &lease,
-            "lease.create",
-            now,
-            serde_json::json!({"status": "PENDING"}),
-        ),
-        Change::LeaseSet {
-            id: lease.id,
-            lease: Some(Box::new(lease.clone())),
-        },
-    ];
-    Ok((changes, lease))
+    }
 }
 
-fn lease(catalog: &Catalog, id: LeaseId) -> Result<&Lease, Rejection> {
+pub(super) fn lease(catalog: &Catalog, id: LeaseId) -> Result<&Lease, Rejection> {
     catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))
 }
 

@@ -42,7 +42,8 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
         EventKind::BeforeEndLease
         | EventKind::PreemptionNotice
         | EventKind::ClaimExpiry
-        | EventKind::NodeClaimExpiry => {}
+        | EventKind::NodeClaimExpiry
+        | EventKind::Lapse => {}
         EventKind::EndLease => {
             // A lease in error stays in error; an end fires once.
             if let Ok(status) = lease.status.next(Transition::End) {
@@ -71,7 +72,8 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
         EventKind::BeforeEndLease
         | EventKind::PreemptionNotice
         | EventKind::ClaimExpiry
-        | EventKind::NodeClaimExpiry => Vec::new(),
+        | EventKind::NodeClaimExpiry
+        | EventKind::Lapse => Vec::new(),
     }
 }
 
@@ -89,6 +91,10 @@ pub fn fire_lease_event(
     let Some(current) = catalog.lease(id) else {
         return Ok(Vec::new());
     };
+    // A hold or a waitlisted lease has no lifecycle of its own but its lapse.
+    if current.status.is_parked() {
+        return Ok(Vec::new());
+    }
     if kind == EventKind::PreemptionNotice {
         return Ok(notice(catalog, current, now));
     }

@@ -1,4 +1,5 @@
 //! Decisions about leases and floating IPs: create, update, delete, fire a lifecycle event,
+//! hold and waitlist (`parked`),
 //! record a failed action, register and remove addresses. Each returns the whole new state of
 //! what it touches plus a [`LeaseRecord`](crate::model::lease::LeaseRecord) for the durable
 //! lifecycle record.
@@ -6,6 +7,7 @@
 mod checks;
 mod create;
 mod events;
+mod parked;
 mod resources;
 mod update;
 
@@ -18,5 +20,6 @@ pub use checks::{
 };
 pub use create::{NewLease, create_lease, create_lease_with, delete_lease};
 pub use events::{fail_event, fire_lease_event};
+pub use parked::{admit_waiting, create_hold, create_lease_from_hold, create_or_wait, lapse};
 pub use resources::{delete_floating_ip, register_floating_ip, set_property_privacy};
 pub use update::{LeaseUpdate, ReservationUpdate, update_lease};

@@ -1972,3 +1972,224 @@ fn lifecycle_due(w: &World, now: Instant) -> Vec<(Instant, EventKind, Uuid)> {
         .filter(|(_, kind, _)| *kind != EventKind::PreemptionNotice)
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Holds and the waitlist
+// ---------------------------------------------------------------------------------------------
+
+mod parked {
+    use super::*;
+
+    fn hold(w: &mut World, window: (i64, i64), specs: Vec<ReservationSpec>, lapses: i64) -> Lease {
+        let new = w.new_lease(window, specs);
+        let (changes, lease) = create_hold(&w.catalog, &new, at(lapses), now()).expect("held");
+        assert_eq!(record_kinds(&changes), ["lease.hold"]);
+        w.apply(&changes);
+        lease
+    }
+
+    #[test]
+    fn a_hold_holds_as_a_pending_lease_does_and_becomes_a_lease_in_one_decision() {
+        let mut w = World::new();
+        w.host("h1");
+        let held = hold(&mut w, (10, 20), vec![hosts(1, 1)], 1);
+        assert_eq!(held.status, LeaseStatus::Held);
+        assert_eq!(held.lapses_at, Some(at(1)));
+        assert!(held.events.is_empty(), "no lifecycle of its own");
+        assert_eq!(w.catalog.open_holds("p"), 1);
+        // The held host is taken for anyone else, over the window.
+        w.refused((15, 25), vec![hosts(1, 1)]);
+        // The lease made from it: the hold is removed in the same changes.
+        let new = w.new_lease((12, 20), vec![hosts(1, 1)]);
+        let (changes, lease) =
+            create_lease_from_hold(&w.catalog, &new, held.id, now()).expect("from the hold");
+        assert_eq!(record_kinds(&changes), ["lease.hold.used", "lease.create"]);
+        assert!(changes.iter().any(|c| matches!(
+            c,
+            Change::LeaseSet { id, lease: None } if *id == held.id
+        )));
+        w.apply(&changes);
+        assert_eq!(lease.status, LeaseStatus::Pending);
+        assert_eq!(lease.reservations[0].hosts, held.reservations[0].hosts);
+        assert!(w.catalog.lease(held.id).is_none());
+        assert_eq!(w.catalog.open_holds("p"), 0);
+        // Its lapse finds nothing.
+        assert_eq!(lapse(&w.catalog, held.id, at(1)), Vec::new());
+    }
+
+    #[test]
+    fn a_lease_from_a_hold_asks_for_what_was_held_or_less() {
+        let mut w = World::new();
+        w.host("h1");
+        w.host("h2");
+        w.host("h3");
+        let held = hold(&mut w, (10, 20), vec![hosts(1, 2)], 1);
+        let mismatched = [
+            ((9, 20), vec![hosts(1, 2)]),
+            ((10, 21), vec![hosts(1, 2)]),
+            ((10, 20), vec![hosts(1, 3)]),
+            ((10, 20), vec![hosts_where(1, 2, "", "x")]),
+            ((10, 20), vec![hosts(1, 1), hosts(1, 1)]),
+            ((10, 20), vec![instances(1, 1, Affinity::Any)]),
+        ];
+        for (window, specs) in mismatched {
+            let new = w.new_lease(window, specs.clone());
+            let refused = create_lease_from_hold(&w.catalog, &new, held.id, now());
+            assert!(
+                matches!(refused, Err(Rejection::HoldMismatch(_))),
+                "{window:?} {specs:?}: {refused:?}"
+            );
+        }
+        // Another project's hold, or a lease that is no hold, is a bad hold_id.
+        let mut theirs = w.new_lease((10, 20), vec![hosts(1, 1)]);
+        theirs.project_id = "q".into();
+        let refused = create_lease_from_hold(&w.catalog, &theirs, held.id, now());
+        assert!(matches!(&refused, Err(Rejection::BadLease(t)) if t.contains("hold_id")));
+        let plain = w.lease((30, 40), vec![hosts(1, 1)]);
+        let new = w.new_lease((30, 40), vec![hosts(1, 1)]);
+        let refused = create_lease_from_hold(&w.catalog, &new, plain.id, now());
+        assert!(matches!(&refused, Err(Rejection::BadLease(t)) if t.contains("hold_id")));
+        // Less is fine.
+        let new = w.new_lease((11, 19), vec![hosts(1, 1)]);
+        assert!(create_lease_from_hold(&w.catalog, &new, held.id, now()).is_ok());
+    }
+
+    #[test]
+    fn a_hold_lapses_once_and_frees_what_it_held() {
+        let mut w = World::new();
+        w.host("h1");
+        let held = hold(&mut w, (10, 20), vec![hosts(1, 1)], 1);
+        assert_eq!(
+            w.catalog.next_due().map(|(t, k, _)| (t, k)),
+            Some((at(1), EventKind::Lapse))
+        );
+        assert_eq!(
+            lapse(&w.catalog, held.id, Instant::from_micros(HOUR - 1)),
+            Vec::new()
+        );
+        let changes =
+            fire_event(&w.catalog, held.id.uuid(), EventKind::Lapse, at(1)).expect("fired");
+        assert_eq!(record_kinds(&changes), ["lease.hold.lapsed"]);
+        w.apply(&changes);
+        let lapsed = w.catalog.lease(held.id).expect("kept");
+        assert_eq!(lapsed.status, LeaseStatus::Expired);
+        assert!(lapsed.holds().is_empty());
+        assert_eq!(w.catalog.next_due(), None, "nothing left to fire");
+        assert_eq!(
+            fire_event(&w.catalog, held.id.uuid(), EventKind::Lapse, at(2)),
+            Ok(Vec::new())
+        );
+        // A lapsed hold is no hold to make a lease from.
+        let new = w.new_lease((10, 20), vec![hosts(1, 1)]);
+        assert!(matches!(
+            create_lease_from_hold(&w.catalog, &new, held.id, now()),
+            Err(Rejection::HoldMismatch(_))
+        ));
+        w.lease((10, 20), vec![hosts(1, 1)]);
+    }
+
+    #[test]
+    fn a_project_keeps_at_most_the_named_number_of_open_holds() {
+        let mut w = World::new();
+        w.host("h1");
+        let max = crate::limits::HOLDS_PER_PROJECT_MAX;
+        for n in 0..i64::from(max) {
+            hold(&mut w, (10 * n + 10, 10 * n + 20), vec![hosts(1, 1)], 1);
+        }
+        let new = w.new_lease((0, 5), vec![hosts(1, 1)]);
+        assert_eq!(
+            create_hold(&w.catalog, &new, at(1), now()).map(|_| ()),
+            Err(Rejection::TooManyHolds { max })
+        );
+    }
+
+    fn wait(w: &mut World, window: (i64, i64), specs: Vec<ReservationSpec>, until: i64) -> Lease {
+        let new = w.new_lease(window, specs);
+        let (changes, lease, refusal) =
+            create_or_wait(&w.catalog, &new, at(until), now()).expect("decided");
+        w.apply(&changes);
+        if lease.status == LeaseStatus::Waiting {
+            assert!(refusal.is_some(), "the refusal comes with it");
+            assert!(lease.holds().is_empty());
+        }
+        lease
+    }
+
+    /// Admits what the waitlist admits now, as a batch does.
+    fn admit_all(w: &mut World, hour: i64) -> usize {
+        let mut admitted = 0;
+        loop {
+            let (changes, _) =
+                admit_waiting(&w.catalog, at(hour), crate::limits::WAITLIST_ATTEMPTS_MAX);
+            if changes.is_empty() {
+                return admitted;
+            }
+            assert_eq!(record_kinds(&changes), ["lease.admitted"]);
+            w.apply(&changes);
+            admitted += 1;
+        }
+    }
+
+    #[test]
+    fn the_waitlist_is_first_come_first_and_a_smaller_later_lease_never_overtakes() {
+        let mut w = World::new();
+        w.host("h1");
+        w.host("h2");
+        let a = w.lease((10, 20), vec![hosts(1, 1)]);
+        let b = w.lease((10, 20), vec![hosts(1, 1)]);
+        let large = wait(&mut w, (10, 20), vec![hosts(2, 2)], 10);
+        let small = wait(&mut w, (12, 18), vec![hosts(1, 1)], 10);
+        let elsewhere = wait(&mut w, (30, 40), vec![hosts(3, 3)], 30);
+        assert_eq!(large.status, LeaseStatus::Waiting);
+        assert_eq!(small.status, LeaseStatus::Waiting);
+        assert_eq!(elsewhere.status, LeaseStatus::Waiting);
+        w.apply(&delete_lease(&w.catalog, a.id, now()).expect("deleted"));
+        assert_eq!(
+            admit_all(&mut w, 0),
+            0,
+            "the small one waits behind the large one"
+        );
+        w.apply(&delete_lease(&w.catalog, b.id, now()).expect("deleted"));
+        assert_eq!(admit_all(&mut w, 0), 1);
+        let admitted = w.catalog.lease(large.id).expect("large");
+        assert_eq!(admitted.status, LeaseStatus::Pending);
+        assert_eq!(admitted.holds().len(), 2);
+        assert_eq!(
+            w.catalog.lease(small.id).map(|l| l.status),
+            Some(LeaseStatus::Waiting)
+        );
+        // A lease waiting for another time passes freely when it fits.
+        let c = w.lease((30, 40), vec![hosts(1, 1)]);
+        w.apply(&delete_lease(&w.catalog, c.id, now()).expect("deleted"));
+        assert_eq!(admit_all(&mut w, 0), 0, "three hosts never fit on two");
+        // At wait_until the small one expires, once; the admitted one starts.
+        let due = w.catalog.due_events(at(10));
+        assert!(
+            due.contains(&(at(10), EventKind::Lapse, small.id.uuid())),
+            "{due:?}"
+        );
+        let changes =
+            fire_event(&w.catalog, small.id.uuid(), EventKind::Lapse, at(10)).expect("fired");
+        assert_eq!(record_kinds(&changes), ["lease.wait.expired"]);
+        w.apply(&changes);
+        assert_eq!(
+            w.catalog.lease(small.id).map(|l| l.status),
+            Some(LeaseStatus::Expired)
+        );
+        assert!(w.catalog.waiting().all(|l| l.id == elsewhere.id));
+    }
+
+    #[test]
+    fn the_waitlist_tries_at_most_its_budget() {
+        let mut w = World::new();
+        w.host("h1");
+        let a = w.lease((10, 20), vec![hosts(1, 1)]);
+        for n in 0..5 {
+            wait(&mut w, (100 * n + 10, 100 * n + 20), vec![hosts(2, 2)], 10);
+        }
+        w.apply(&delete_lease(&w.catalog, a.id, now()).expect("deleted"));
+        let (changes, attempts) = admit_waiting(&w.catalog, now(), 3);
+        assert!(changes.is_empty());
+        assert_eq!(attempts, 3);
+    }
+}

@@ -13,7 +13,9 @@ use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
 use crate::decide::fence;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::lease::{Affinity, EventKind, EventStatus, Lease, Reservation, ReservationSpec};
+use crate::model::lease::{
+    Affinity, EventKind, EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec,
+};
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
@@ -208,7 +210,10 @@ fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Ins
             EventKind::StartLease => window.start(),
             EventKind::BeforeEndLease => before_end,
             EventKind::EndLease => window.end(),
-            EventKind::PreemptionNotice | EventKind::ClaimExpiry | EventKind::NodeClaimExpiry => {
+            EventKind::PreemptionNotice
+            | EventKind::ClaimExpiry
+            | EventKind::NodeClaimExpiry
+            | EventKind::Lapse => {
                 continue;
             }
         };
@@ -260,6 +265,17 @@ pub fn update_lease(
     }
     if current.ended() && changes_capacity(update) {
         return Err(bad("Terminated leases can only be renamed"));
+    }
+    if changes_capacity(update)
+        && matches!(
+            current.status,
+            LeaseStatus::Held | LeaseStatus::Waiting | LeaseStatus::Expired
+        )
+    {
+        return Err(Rejection::CantUpdate(format!(
+            "A {} lease can only be renamed: create a lease from it, or delete it",
+            current.status.as_str()
+        )));
     }
     let mut lease = current.clone();
     if let Some(name) = &update.name {

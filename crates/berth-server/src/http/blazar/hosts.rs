@@ -125,7 +125,10 @@ async fn reallocate(
     let lease = state
         .berth
         .read_local(|catalog| wire_lease(&lease, catalog));
-    Ok(Json(LeaseEnvelope { lease }))
+    Ok(Json(LeaseEnvelope {
+        lease,
+        waitlisted: None,
+    }))
 }
 
 /// The total of a compute class, or for a bare-metal node (no compute inventory) the number

@@ -335,6 +335,7 @@ pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
             .map(|r| wire_reservation(lease, r, catalog))
             .collect(),
         events: lease.events.iter().map(|e| wire_event(lease, e)).collect(),
+        lapses_at: lease.lapses_at.map(|at| lease_time(at.as_micros())),
     }
 }
 

@@ -7,10 +7,12 @@ use super::lease_wire::{
     self, conform, date_field, lease_update, reservation_objects, reservation_spec, wire_lease,
     wire_record,
 };
+use crate::auth::Role;
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::idempotency::IdempotencyHeader;
 use crate::http::rejection::refusal_json;
+use crate::http::rejection::refusal_members;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::policy::Rule;
@@ -18,11 +20,12 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use berth_api::blazar::{
-    Availability, AvailabilityOutcome, AvailabilityRequest, LeaseEnvelope, LeaseList, LeaseRequest,
-    OfferedHost, OfferedHosts, RecordList, ZoneCapacity,
+    Availability, AvailabilityOutcome, AvailabilityRequest, Hold, LeaseEnvelope, LeaseList,
+    LeaseRequest, OfferedHost, OfferedHosts, RecordList, ZoneCapacity,
 };
 use berth_api::time::lease_time;
-use berth_app::{CreateLease, SEARCH_HORIZON_DEFAULT};
+use berth_app::{AskHold, CreateLease, HoldOutcome, SEARCH_HORIZON_DEFAULT};
+use berth_core::limits;
 use berth_core::model::lease::LeaseStatus;
 use berth_core::query::leases::{self, LeaseQuery};
 use berth_core::{Catalog, Instant, LeaseId, ProviderId, Span};
@@ -37,6 +40,7 @@ pub(super) fn register(routes: &mut Routes) {
         .add(Method::POST, "/reservation/v1/leases", Rule::PROJECT_MEMBER, "Create a lease", create)
         .accepts::<LeaseRequest>()
         .answers::<LeaseEnvelope>(201)
+        .answers::<LeaseEnvelope>(202)
         .add(Method::GET, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_READER, "Show a lease", show)
         .answers::<LeaseEnvelope>(200)
         .add(Method::PUT, "/reservation/v1/leases/{lease_id}", Rule::PROJECT_MEMBER, "Update a lease", update)
@@ -72,6 +76,7 @@ fn render(catalog: &Catalog, caller: &Caller, id: LeaseId) -> Result<LeaseEnvelo
     leases::find(catalog, id, caller.project_scope().as_deref())
         .map(|lease| LeaseEnvelope {
             lease: wire_lease(lease, catalog),
+            waitlisted: None,
         })
         .ok_or_else(|| ApiError::not_found(format!("Lease {id} could not be found")))
 }
@@ -86,7 +91,7 @@ async fn list(
         .map(|s| {
             LeaseStatus::parse(s).ok_or_else(|| {
                 ApiError::bad_request(format!(
-                    "Invalid status {s}: one of PENDING, ACTIVE, TERMINATED, ERROR"
+                    "Invalid status {s}: one of PENDING, ACTIVE, TERMINATED, ERROR, HELD, WAITING, EXPIRED"
                 ))
             })
         })
@@ -185,6 +190,7 @@ fn create_command(
         .map(reservation_spec)
         .collect::<Result<_, _>>()?;
     let horizon = horizon(body)?;
+    let hold = hold_id(body)?;
     conform::<LeaseRequest>(body)?;
     Ok(CreateLease {
         name,
@@ -196,7 +202,106 @@ fn create_command(
         reservations,
         horizon,
         idempotency: None,
+        hold,
     })
+}
+
+/// `hold_id` (berth): the hold a new lease is made from.
+fn hold_id(body: &Map<String, Value>) -> Result<Option<LeaseId>, ApiError> {
+    match body.get("hold_id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Uuid::parse_str(text)
+            .map(|id| Some(LeaseId::new(id)))
+            .map_err(|_| ApiError::bad_request(format!("hold_id: {text} is not a hold id"))),
+        Some(_) => Err(ApiError::bad_request("hold_id must be a string")),
+    }
+}
+
+/// `on_conflict` and `wait_until` (berth): when the lease may wait, until when. `wait_until`
+/// is required with `on_conflict: "wait"` and refused without it; it must be in the future,
+/// before the lease's end and at most `WAIT_PAST_START_MAX_MINUTES` after its start.
+fn wait_until(
+    body: &Map<String, Value>,
+    (start, end): (Instant, Instant),
+    now: Instant,
+) -> Result<Option<Instant>, ApiError> {
+    let wait = match body.get("on_conflict") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(text)) if text == "refuse" => false,
+        Some(Value::String(text)) if text == "wait" => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "on_conflict: {other} is not one of \"refuse\", \"wait\""
+            )));
+        }
+    };
+    let until = date_field(body, "wait_until", now)?;
+    let until = match (wait, until) {
+        (false, None) => return Ok(None),
+        (false, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "wait_until: given without on_conflict \"wait\"",
+            ));
+        }
+        (true, None) => {
+            return Err(ApiError::bad_request(
+                "wait_until: required with on_conflict \"wait\"",
+            ));
+        }
+        (true, Some(until)) => until,
+    };
+    let latest = start + Span::from_minutes(limits::WAIT_PAST_START_MAX_MINUTES);
+    if until <= now {
+        return Err(ApiError::bad_request("wait_until: in the past"));
+    }
+    if until >= end {
+        return Err(ApiError::bad_request("wait_until: must be before end_date"));
+    }
+    if until > latest {
+        return Err(ApiError::bad_request(format!(
+            "wait_until: more than {} minutes after start_date (WAIT_PAST_START_MAX_MINUTES)",
+            limits::WAIT_PAST_START_MAX_MINUTES
+        )));
+    }
+    if body.get("hold_id").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request(
+            "hold_id: a lease made from a hold does not wait",
+        ));
+    }
+    Ok(Some(until))
+}
+
+/// `hold` and `hold_minutes` of an availability search (berth): how long to hold the offer,
+/// or `None` for no hold.
+fn hold_minutes(body: &Map<String, Value>) -> Result<Option<u32>, ApiError> {
+    let hold = match body.get("hold") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(hold)) => Some(*hold),
+        Some(_) => return Err(ApiError::bad_request("hold must be a boolean")),
+    };
+    let minutes = match body.get("hold_minutes") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            value
+                .as_u64()
+                .or_else(|| value.as_str().and_then(|t| t.parse().ok()))
+                .and_then(|m| u32::try_from(m).ok())
+                .filter(|m| (1..=limits::HOLD_MINUTES_MAX).contains(m))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "hold_minutes: {value} is not a whole number of minutes from 1 to {} \
+                         (HOLD_MINUTES_MAX)",
+                        limits::HOLD_MINUTES_MAX
+                    ))
+                })?,
+        ),
+    };
+    match (hold, minutes) {
+        (Some(false), Some(_)) => Err(ApiError::bad_request("hold_minutes: given with hold false")),
+        (Some(false) | None, None) => Ok(None),
+        (_, Some(minutes)) => Ok(Some(minutes)),
+        (Some(true), None) => Ok(Some(limits::HOLD_MINUTES_DEFAULT)),
+    }
 }
 
 async fn create(
@@ -205,14 +310,25 @@ async fn create(
     key: IdempotencyHeader,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<LeaseEnvelope>), ApiError> {
-    let mut cmd = create_command(&body, &caller, state.berth.now())?;
+    let now = state.berth.now();
+    let mut cmd = create_command(&body, &caller, now)?;
+    let until = wait_until(&body, (cmd.start, cmd.end), now)?;
     cmd.idempotency = key.bind(&caller, &body);
-    let lease = state.berth.create_lease(cmd).await?;
+    let (lease, waitlisted) = match until {
+        None => (state.berth.create_lease(cmd).await?, None),
+        Some(until) => state.berth.create_lease_or_wait(cmd, until).await?,
+    };
     // The write was committed by this process: its catalog already holds it.
     let lease = state
         .berth
         .read_local(|catalog| wire_lease(&lease, catalog));
-    Ok((StatusCode::CREATED, Json(LeaseEnvelope { lease })))
+    // A waitlisted lease (a replayed key's too) is accepted, not yet created.
+    let status = match lease.status == LeaseStatus::Waiting.as_str() {
+        true => StatusCode::ACCEPTED,
+        false => StatusCode::CREATED,
+    };
+    let waitlisted = waitlisted.as_ref().map(refusal_members);
+    Ok((status, Json(LeaseEnvelope { lease, waitlisted })))
 }
 
 /// 404 unless the lease exists and the caller may see it.
@@ -258,7 +374,10 @@ async fn update(
     let lease = state
         .berth
         .read_local(|catalog| wire_lease(&lease, catalog));
-    Ok(Json(LeaseEnvelope { lease }))
+    Ok(Json(LeaseEnvelope {
+        lease,
+        waitlisted: None,
+    }))
 }
 
 async fn delete(
@@ -296,7 +415,7 @@ async fn events(
 
 async fn availability(
     State(state): State<AppState>,
-    _caller: Caller,
+    caller: Caller,
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Availability>, ApiError> {
     let now = state.berth.now();
@@ -306,8 +425,15 @@ async fn availability(
         .map(reservation_spec)
         .collect::<Result<Vec<_>, _>>()?;
     let horizon = horizon(&body)?;
+    let hold = match hold_minutes(&body)? {
+        Some(minutes) => Some(ask_hold(&caller, minutes)?),
+        None => None,
+    };
     conform::<AvailabilityRequest>(&body)?;
-    let answer = state.berth.availability(start, end, specs, horizon).await?;
+    let answer = state
+        .berth
+        .availability(start, end, specs, horizon, hold)
+        .await?;
     let availability_zones = answer
         .zones
         .iter()
@@ -333,7 +459,53 @@ async fn availability(
         end_date: lease_time(end.as_micros()),
         availability_zones,
         outcome,
+        hold: answer.hold.as_ref().map(wire_hold),
     }))
+}
+
+/// A hold is a write in the caller's project: it needs the member (or admin) role there.
+fn ask_hold(caller: &Caller, minutes: u32) -> Result<AskHold, ApiError> {
+    let writes = caller
+        .0
+        .roles
+        .iter()
+        .any(|role| matches!(role, Role::Member | Role::Admin));
+    if !writes || !caller.0.has_project() {
+        return Err(ApiError::forbidden());
+    }
+    Ok(AskHold {
+        project_id: caller.0.project_id.clone(),
+        user_id: caller.0.user_id.clone(),
+        minutes,
+    })
+}
+
+/// The hold's wire form.
+fn wire_hold(outcome: &HoldOutcome) -> Hold {
+    match outcome {
+        HoldOutcome::Held(lease) => Hold {
+            held: true,
+            hold_id: Some(lease.id.uuid()),
+            start_date: Some(lease_time(lease.start.as_micros())),
+            end_date: Some(lease_time(lease.end.as_micros())),
+            lapses_at: lease.lapses_at.map(|at| lease_time(at.as_micros())),
+            reservations: lease
+                .reservations
+                .iter()
+                .map(|r| offered(&r.hosts))
+                .collect(),
+            reason: None,
+        },
+        HoldOutcome::NotHeld(reason) => Hold {
+            held: false,
+            hold_id: None,
+            start_date: None,
+            end_date: None,
+            lapses_at: None,
+            reservations: Vec::new(),
+            reason: Some(reason.clone()),
+        },
+    }
 }
 
 /// The hosts one reservation would take.

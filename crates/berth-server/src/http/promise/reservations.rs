@@ -100,6 +100,9 @@ pub(super) fn status(lease: &Lease) -> &'static str {
         (None, LeaseStatus::Error) => "error",
         (None, LeaseStatus::Active) => "active",
         (None, LeaseStatus::Pending) => "initialized",
+        (None, LeaseStatus::Held) => "held",
+        (None, LeaseStatus::Waiting) => "waiting",
+        (None, LeaseStatus::Expired) => "expired",
     }
 }
 
