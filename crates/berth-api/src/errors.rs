@@ -66,6 +66,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "policy_violation",
     },
     ErrorCode {
+        code: "provider_type_unsupported",
+        status: 400,
+        meaning: "The `provider-type` is not one berth registers; the detail names those it does",
+        placement: "provider_type_unsupported",
+    },
+    ErrorCode {
         code: "unauthorized",
         status: 401,
         meaning: "No credentials, or credentials berth does not accept",
@@ -192,6 +198,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "no_node_available",
     },
     ErrorCode {
+        code: "provider_clouds_disabled",
+        status: 409,
+        meaning: "berth has no key to seal credentials with (`[provider_clouds] credential_key`), so it registers no provider cloud",
+        placement: "provider_clouds_disabled",
+    },
+    ErrorCode {
         code: "idempotency_key_object_gone",
         status: 410,
         meaning: "The object an `Idempotency-Key` created is gone",
@@ -214,6 +226,24 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         status: 422,
         meaning: "The `Idempotency-Key` was sent before with a different request",
         placement: "idempotency_key_reused",
+    },
+    ErrorCode {
+        code: "provider_unreachable",
+        status: 422,
+        meaning: "The provider cloud's Keystone could not be reached or did not answer as Keystone; nothing was registered",
+        placement: "provider_unreachable",
+    },
+    ErrorCode {
+        code: "provider_credentials_refused",
+        status: 422,
+        meaning: "The provider cloud's Keystone refused the credentials; nothing was registered",
+        placement: "provider_credentials_refused",
+    },
+    ErrorCode {
+        code: "provider_service_missing",
+        status: 422,
+        meaning: "The provider cloud's service catalog has no Placement endpoint (in the region asked); nothing was registered",
+        placement: "provider_service_missing",
     },
     ErrorCode {
         code: "internal",

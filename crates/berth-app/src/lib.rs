@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod baremetal;
+mod clouds;
 mod deadline;
 mod demo;
 mod error;
@@ -30,6 +31,7 @@ mod service;
 pub mod synthetic;
 
 pub use baremetal::{ClaimNode, EnrollNode};
+pub use clouds::AddProviderCloud;
 pub use deadline::Deadline;
 pub use error::AppError;
 pub use health::{Reallocation, Requester};

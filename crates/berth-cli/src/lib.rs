@@ -1,5 +1,5 @@
 //! The command-line client: `berth host|provider|lease|reservation|availability|capacity|
-//! flavor|node|claim|subscription|notification ...` and `berth completions`.
+//! flavor|node|claim|subscription|notification|provider-cloud ...` and `berth completions`.
 //!
 //! It is a client of berth's HTTP API and nothing else: every command is one or a few requests
 //! to a running server (`--url`, `BERTH_URL`), with `X-Auth-Token` when a token is given
@@ -19,6 +19,7 @@ mod args;
 pub mod availability;
 pub mod capacity;
 mod client;
+pub mod clouds;
 mod connection;
 mod error;
 mod filter;
@@ -66,6 +67,8 @@ pub enum ClientCommand {
     Subscription(subscriptions::SubscriptionCommand),
     /// The notification feed (Promise): list.
     Notification(subscriptions::NotificationCommand),
+    /// OpenStack clouds registered with berth (Promise's add-provider): add, list, show, remove.
+    ProviderCloud(clouds::ProviderCloudCommand),
     /// Prints a shell completion script (for example `berth completions bash > /etc/bash_completion.d/berth`).
     Completions {
         /// The shell.
@@ -92,6 +95,7 @@ pub async fn run(
         ClientCommand::Claim(c) => c.connection.output,
         ClientCommand::Subscription(c) => c.connection.output,
         ClientCommand::Notification(c) => c.connection.output,
+        ClientCommand::ProviderCloud(c) => c.connection.output,
         ClientCommand::Completions { .. } => Format::Table,
     };
     match dispatch(command, berth_command).await {
@@ -123,6 +127,7 @@ async fn dispatch(
         ClientCommand::Notification(c) => {
             subscriptions::run_notification(&Ctx::new(&c.connection)?, c.verb).await
         }
+        ClientCommand::ProviderCloud(c) => clouds::run(&Ctx::new(&c.connection)?, c.verb).await,
         ClientCommand::Completions { shell } => {
             let mut command = berth_command();
             let mut script = Vec::new();

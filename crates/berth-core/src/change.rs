@@ -2,6 +2,7 @@
 //! catalog applies them; both see exactly the same list.
 
 use crate::model::baremetal::{NodeClaim, NodeRecord};
+use crate::model::cloud::ProviderCloud;
 use crate::model::consumer::Consumer;
 use crate::model::id::{LeaseId, ProviderId};
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
@@ -119,6 +120,13 @@ pub enum Change {
     },
     /// The reservation policy replaced.
     PolicySet(Policy),
+    /// A provider cloud registered (`Some`) or removed (`None`).
+    ProviderCloudSet {
+        /// The cloud's provider id.
+        id: Uuid,
+        /// Its record.
+        cloud: Option<ProviderCloud>,
+    },
     /// A planned capacity change made (`Some`) or withdrawn (`None`).
     PoolSet {
         /// The pool's id.

@@ -320,6 +320,12 @@ pub enum Rejection {
     /// A flavor with that id or name exists.
     #[error("Flavor {0} already exists")]
     FlavorExists(String),
+    /// No provider cloud with that id.
+    #[error("Provider {0} could not be found")]
+    ProviderCloudNotFound(Uuid),
+    /// A provider cloud with that id, or with the same endpoint, user and project, exists.
+    #[error("Provider {0} is already registered")]
+    ProviderCloudExists(Uuid),
     /// No availability zone of that name.
     #[error("Zone {0} could not be found")]
     ZoneNotFound(String),

@@ -5,6 +5,7 @@
 //! variables, command-line flags.
 
 use crate::auth::AuthMode;
+use crate::clouds::CredentialKey;
 use crate::keystone::{self, Credentials, DomainRef, KeystoneSettings, Secret};
 use crate::notifier::destination::{self, Destinations};
 use anyhow::Context as _;
@@ -182,6 +183,7 @@ struct FileConfig {
     baremetal: Option<BaremetalSection>,
     http: Option<HttpSection>,
     keystone: Option<KeystoneSection>,
+    provider_clouds: Option<ProviderCloudsSection>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
 }
@@ -315,6 +317,25 @@ struct NotificationsSection {
     callback_allow: Option<Vec<String>>,
 }
 
+/// `[provider_clouds]` in the TOML file: the key provider clouds' credentials are sealed with.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderCloudsSection {
+    credential_key: Option<Secret>,
+}
+
+impl ProviderCloudsSection {
+    fn key(self) -> anyhow::Result<Option<CredentialKey>> {
+        self.credential_key
+            .map(|text| {
+                CredentialKey::from_hex(text.expose()).context(
+                    "[provider_clouds] credential_key must be 64 hexadecimal digits (32 bytes), such as the output of `openssl rand -hex 32`",
+                )
+            })
+            .transpose()
+    }
+}
+
 /// `[promise]` in the TOML file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -430,6 +451,9 @@ pub struct Config {
     pub keystone: Option<KeystoneSettings>,
     /// The certificate chain and key to serve HTTPS with, both PEM.
     pub tls: Option<TlsFiles>,
+    /// The key provider clouds' credentials are sealed with (`[provider_clouds]
+    /// credential_key`); without one, berth registers no provider cloud.
+    pub credential_key: Option<CredentialKey>,
 }
 
 /// The PEM files HTTPS is served with.
@@ -494,20 +518,13 @@ impl Config {
         )?;
         let (callback_ca_file, callback_destinations) =
             notifications(args, file.notifications.unwrap_or_default())?;
-        let claim_ttl = args
-            .claim_ttl_seconds
-            .or(file.baremetal.and_then(|b| b.claim_ttl_seconds))
-            .map_or(berth_app::CLAIM_TTL_DEFAULT, Duration::from_secs);
-        anyhow::ensure!(
-            (1..=7 * 24 * 3600).contains(&claim_ttl.as_secs()),
-            "--claim-ttl-seconds must be between 1 and 604800"
-        );
+        let claim_ttl = claim_ttl(args, file.baremetal)?;
         let (max_connections, idle_timeout, header_timeout) =
             connection_settings(args, file.http.unwrap_or_default())?;
-        let cors_allowed_origins = cors_origins(match args.cors_allowed_origins.is_empty() {
-            true => file.cors_allowed_origins.as_deref().unwrap_or_default(),
-            false => &args.cors_allowed_origins,
-        })?;
+        let cors_allowed_origins = cors_origins(
+            &args.cors_allowed_origins,
+            file.cors_allowed_origins.as_deref(),
+        )?;
         Ok(Config {
             listen,
             placement_listen,
@@ -538,6 +555,7 @@ impl Config {
             access_policy,
             keystone,
             tls,
+            credential_key: file.provider_clouds.unwrap_or_default().key()?,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             max_connections,
@@ -591,8 +609,12 @@ impl Config {
             .as_ref()
             .map(describe_keystone)
             .unwrap_or_default();
+        let clouds = match self.credential_key {
+            Some(_) => "\n[provider_clouds]\ncredential_key = \"***\"\n",
+            None => "",
+        };
         format!(
-            "{general}{tls}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n{keystone}",
+            "{general}{tls}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n{keystone}{clouds}",
             allow.join(", "),
             self.claim_ttl.as_secs(),
             self.max_connections,
@@ -600,6 +622,19 @@ impl Config {
             self.header_timeout.as_secs()
         )
     }
+}
+
+/// How long a node claim holds without a `ttl`: the flag's, else the file's, else the default.
+fn claim_ttl(args: &ServeArgs, section: Option<BaremetalSection>) -> anyhow::Result<Duration> {
+    let claim_ttl = args
+        .claim_ttl_seconds
+        .or(section.and_then(|b| b.claim_ttl_seconds))
+        .map_or(berth_app::CLAIM_TTL_DEFAULT, Duration::from_secs);
+    anyhow::ensure!(
+        (1..=7 * 24 * 3600).contains(&claim_ttl.as_secs()),
+        "--claim-ttl-seconds must be between 1 and 604800"
+    );
+    Ok(claim_ttl)
 }
 
 /// The Keystone settings `--auth keystone` needs, from the `[keystone]` section.
@@ -695,8 +730,16 @@ fn listeners(
     Ok((listen, placement_listen, auth))
 }
 
-/// The origins CORS admits: each `scheme://host[:port]`, nothing more.
-fn cors_origins(items: &[String]) -> anyhow::Result<Vec<axum::http::HeaderValue>> {
+/// The origins CORS admits (the flags', else the file's): each `scheme://host[:port]`, nothing
+/// more.
+fn cors_origins(
+    flags: &[String],
+    file: Option<&[String]>,
+) -> anyhow::Result<Vec<axum::http::HeaderValue>> {
+    let items = match flags.is_empty() {
+        true => file.unwrap_or_default(),
+        false => flags,
+    };
     items
         .iter()
         .map(|item| {
@@ -872,6 +915,31 @@ mod tests {
             Config::from_args(&args).expect("accepted").auth,
             AuthMode::Headers
         );
+    }
+
+    #[test]
+    fn the_credential_key_is_64_hex_digits_and_never_shown() {
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        let args = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        std::fs::write(&file, "[provider_clouds]\ncredential_key = \"abcd\"\n").expect("write");
+        let error = Config::from_args(&args).expect_err("short").to_string();
+        assert!(error.contains("credential_key"), "{error}");
+        let key = "0123456789abcdef".repeat(4);
+        std::fs::write(
+            &file,
+            format!("[provider_clouds]\ncredential_key = \"{key}\"\n"),
+        )
+        .expect("write");
+        let config = Config::from_args(&args).expect("a key");
+        assert!(config.credential_key.is_some());
+        let described = config.describe();
+        assert!(described.contains("[provider_clouds]"), "{described}");
+        assert!(!described.contains(&key), "{described}");
+        assert!(!format!("{config:?}").contains(&key));
     }
 
     #[test]

@@ -42,7 +42,8 @@ impl Secret {
         Secret(text.into())
     }
 
-    fn expose(&self) -> &str {
+    /// The secret itself, for the request that needs it (never for a log).
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod clock;
+pub mod clouds;
 pub mod config;
 pub mod connections;
 pub mod http;
@@ -149,7 +150,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let halt = stop.clone();
     tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
     let mut app = http::router(berth, auth, limits, config.access_policy.clone())?
-        .layer(axum::Extension(destinations));
+        .layer(axum::Extension(destinations))
+        .layer(axum::Extension(Arc::new(clouds::CloudClient::new(
+            config.credential_key.clone(),
+        )?)));
     if !config.cors_allowed_origins.is_empty() {
         app = app.layer(http::cors(config.cors_allowed_origins.clone()));
     }

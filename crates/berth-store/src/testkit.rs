@@ -379,6 +379,43 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
     assert_eq!(rows.policy, Some(Policy::default()));
     assert!(rows.instances.is_empty());
     pools_and_names_round_trip(store, &mut catalog).await;
+    provider_clouds_round_trip(store, &mut catalog).await;
+}
+
+/// A provider cloud is kept with its sealed credentials and removed.
+async fn provider_clouds_round_trip<S: Store>(store: &S, catalog: &mut Catalog) {
+    use berth_core::model::cloud::{CloudKind, CloudProject, ProviderCloud};
+    let cloud = ProviderCloud {
+        id: uuid(0xc10d),
+        kind: CloudKind::Openstack,
+        auth_url: "http://keystone:5000/v3".into(),
+        username: "promise_user".into(),
+        project: CloudProject {
+            id: None,
+            name: Some("promise".into()),
+        },
+        region: Some("RegionOne".into()),
+        placement_url: "http://placement:8778".into(),
+        compute_url: Some("http://nova:8774/v2.1".into()),
+        sealed_credentials: "v1:c2VhbGVk".into(),
+        created_at: T0,
+    };
+    let added = vec![Change::ProviderCloudSet {
+        id: cloud.id,
+        cloud: Some(cloud.clone()),
+    }];
+    write_changes(store, catalog, added).await;
+    assert_same(store, catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.provider_clouds, std::slice::from_ref(&cloud));
+    let removed = vec![Change::ProviderCloudSet {
+        id: cloud.id,
+        cloud: None,
+    }];
+    write_changes(store, catalog, removed).await;
+    assert_same(store, catalog).await;
+    let rows = store.load_catalog().await.expect("load");
+    assert!(rows.provider_clouds.is_empty());
 }
 
 /// A planned capacity change is kept and withdrawn; a custom class and trait are made and

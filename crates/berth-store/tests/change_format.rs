@@ -12,7 +12,7 @@ use berth_store::{CHANGE_LOG_PAGE, MemStore, Store, Tail};
 use std::collections::BTreeMap;
 
 /// Every variant's name, as [`variant`] gives it.
-const VARIANTS: [&str; 29] = [
+const VARIANTS: [&str; 30] = [
     "ProviderCreated",
     "ProviderUpdated",
     "ProviderDeleted",
@@ -32,6 +32,7 @@ const VARIANTS: [&str; 29] = [
     "LeaseRecorded",
     "FlavorSet",
     "PolicySet",
+    "ProviderCloudSet",
     "PoolSet",
     "SubscriptionSet",
     "DeliverySet",
@@ -66,6 +67,7 @@ fn variant(change: &Change) -> &'static str {
         Change::LeaseRecorded(_) => "LeaseRecorded",
         Change::FlavorSet { .. } => "FlavorSet",
         Change::PolicySet(_) => "PolicySet",
+        Change::ProviderCloudSet { .. } => "ProviderCloudSet",
         Change::PoolSet { .. } => "PoolSet",
         Change::SubscriptionSet { .. } => "SubscriptionSet",
         Change::DeliverySet { .. } => "DeliverySet",

@@ -1,6 +1,7 @@
 //! Wire types of the OPNFV Promise interface (`/promise`): the ETSI-style capacity and
 //! reservation endpoints, Promise's RPC endpoints and their `{"result", "message"}` envelope,
-//! flavors, the reservation policy, instances, planned capacity changes and subscriptions.
+//! flavors, the reservation policy, instances, planned capacity changes, subscriptions and the
+//! provider clouds registered with `add-provider`.
 //!
 //! Member names follow Promise: camelCase on the ETSI endpoints, kebab-case on the RPC ones.
 
@@ -8,6 +9,7 @@ mod admin;
 mod asks;
 mod capacity;
 mod input;
+mod providers;
 mod reservations;
 mod subscriptions;
 
@@ -15,6 +17,7 @@ pub use admin::*;
 pub use asks::*;
 pub use capacity::*;
 pub use input::*;
+pub use providers::*;
 pub use reservations::*;
 pub use subscriptions::*;
 

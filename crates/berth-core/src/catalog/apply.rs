@@ -84,6 +84,7 @@ impl Catalog {
             | Change::ClaimSet { .. }
             | Change::ProviderConditionSet { .. } => self.apply_health(change),
             Change::FlavorSet { .. }
+            | Change::ProviderCloudSet { .. }
             | Change::PolicySet(_)
             | Change::PoolSet { .. }
             | Change::InstanceSet { .. }
@@ -127,8 +128,8 @@ impl Catalog {
         }
     }
 
-    /// Applies a change to the Promise objects (flavors, policy, pools, instances,
-    /// subscriptions, deliveries, the outbox cursor).
+    /// Applies a change to the Promise objects (flavors, provider clouds, policy, pools,
+    /// instances, subscriptions, deliveries, the outbox cursor).
     fn apply_promise(&mut self, change: &Change) {
         match change {
             Change::FlavorSet { id, flavor } => match flavor {
@@ -137,6 +138,14 @@ impl Catalog {
                 }
                 None => {
                     self.flavors.remove(id);
+                }
+            },
+            Change::ProviderCloudSet { id, cloud } => match cloud {
+                Some(cloud) => {
+                    self.clouds.insert(*id, cloud.clone());
+                }
+                None => {
+                    self.clouds.remove(id);
                 }
             },
             Change::PolicySet(policy) => self.policy = Some(policy.clone()),

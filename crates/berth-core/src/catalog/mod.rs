@@ -9,6 +9,7 @@
 
 mod apply;
 mod baremetal;
+mod clouds;
 mod consumers;
 mod idempotency;
 mod invariants;

@@ -3,6 +3,7 @@
 use super::providers::is_sharing;
 use super::state::{Catalog, IdempotencyIndex};
 use crate::model::baremetal::{NodeClaim, NodeRecord};
+use crate::model::cloud::ProviderCloud;
 use crate::model::consumer::Consumer;
 use crate::model::id::ProviderId;
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
@@ -56,6 +57,8 @@ pub struct CatalogRows {
     pub private_properties: Vec<String>,
     /// Flavors.
     pub flavors: Vec<Flavor>,
+    /// Registered provider clouds.
+    pub provider_clouds: Vec<ProviderCloud>,
     /// The reservation policy, when one was set.
     pub policy: Option<Policy>,
     /// Instances created through Promise.
@@ -94,6 +97,7 @@ impl CatalogRows {
         self.floating_ips.sort_by_key(|f| f.id);
         self.private_properties.sort();
         self.flavors.sort_by(|a, b| a.id.cmp(&b.id));
+        self.provider_clouds.sort_by_key(|c| c.id);
         self.instances.sort_by_key(|i| i.id);
         self.pools.sort_by_key(|p| p.id);
         self.subscriptions.sort_by_key(|s| s.id);
@@ -161,6 +165,11 @@ impl Catalog {
             .flavors
             .into_iter()
             .map(|f| (f.id.clone(), f))
+            .collect();
+        catalog.clouds = rows
+            .provider_clouds
+            .into_iter()
+            .map(|c| (c.id, c))
             .collect();
         catalog.policy = rows.policy;
         catalog.instances = rows.instances.into_iter().map(|i| (i.id, i)).collect();
@@ -235,6 +244,7 @@ impl Catalog {
         rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.private_properties = self.private_properties.iter().cloned().collect();
         rows.flavors = self.flavors.values().cloned().collect();
+        rows.provider_clouds = self.clouds.values().cloned().collect();
         rows.policy = self.policy.clone();
         rows.instances = self.instances.values().cloned().collect();
         rows.pools = self.pools.values().cloned().collect();

@@ -1,6 +1,7 @@
 //! The catalog's state: every index it keeps, and its sequence number.
 
 use crate::model::baremetal::NodeClaim;
+use crate::model::cloud::ProviderCloud;
 use crate::model::consumer::Consumer;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
@@ -61,6 +62,8 @@ pub struct Catalog {
     pub(super) reserved_consumers: HashMap<ReservationId, BTreeSet<Uuid>>,
     /// Flavors by id.
     pub(super) flavors: BTreeMap<String, Flavor>,
+    /// Registered provider clouds by id.
+    pub(super) clouds: BTreeMap<Uuid, ProviderCloud>,
     /// The reservation policy, once one was set.
     pub(super) policy: Option<Policy>,
     /// Instances created through Promise, by id.

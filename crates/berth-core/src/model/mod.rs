@@ -4,6 +4,7 @@
 
 pub mod baremetal;
 pub mod capacity;
+pub mod cloud;
 pub mod consumer;
 pub mod fence;
 pub mod id;

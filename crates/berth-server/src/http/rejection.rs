@@ -88,11 +88,12 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::FloatingIpNotFound(_)
         | Rejection::PropertyNotFound(_)
         | Rejection::FlavorNotFound(_)
+        | Rejection::ProviderCloudNotFound(_)
         | Rejection::ZoneNotFound(_)
         | Rejection::InstanceNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
-        Rejection::FlavorExists(_) | Rejection::InstanceRefused(_) => {
-            (StatusCode::CONFLICT, UNDEFINED)
-        }
+        Rejection::FlavorExists(_)
+        | Rejection::ProviderCloudExists(_)
+        | Rejection::InstanceRefused(_) => (StatusCode::CONFLICT, UNDEFINED),
         Rejection::NoRoomLeft { room, .. } => {
             return ApiError::new(StatusCode::CONFLICT, "no_room_left", detail).with_extra(
                 NoRoomLeft {

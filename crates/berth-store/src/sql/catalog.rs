@@ -309,6 +309,7 @@ pub(super) async fn persist<B: SqlBackend>(
             idempotency::set::<B>(conn, key, record.as_ref()).await
         }
         Change::FlavorSet { .. }
+        | Change::ProviderCloudSet { .. }
         | Change::PolicySet(_)
         | Change::InstanceSet { .. }
         | Change::PoolSet { .. }

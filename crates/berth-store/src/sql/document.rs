@@ -1,6 +1,7 @@
 //! The `documents` table: objects kept whole as JSON, keyed by kind and id. Promise flavors, the
 //! policy, instances and pools, subscriptions and deliveries, the outbox cursor, provider
-//! conditions, node records and node claims.
+//! conditions, node records, node claims and provider clouds (whose credentials are sealed
+//! before they reach the store).
 
 use super::backend::{Conn, SqlBackend, execute, fetch_all};
 use super::driver::{Args as _, Columns as _};
@@ -32,6 +33,11 @@ fn document_row(change: &Change) -> Option<(&'static str, String, Option<String>
         Change::FlavorSet { id, flavor } => {
             Some(("flavor", id.clone(), flavor.as_ref().map(encode_object)))
         }
+        Change::ProviderCloudSet { id, cloud } => Some((
+            "provider_cloud",
+            id.to_string(),
+            cloud.as_ref().map(encode_object),
+        )),
         Change::PolicySet(policy) => Some((
             "policy",
             "reservation".to_owned(),
@@ -86,6 +92,7 @@ fn load_document(rows: &mut CatalogRows, kind: &str, document: &str) -> Result<(
     match kind {
         "flavor" => rows.flavors.push(decode_object(document)?),
         "policy" => rows.policy = Some(decode_object(document)?),
+        "provider_cloud" => rows.provider_clouds.push(decode_object(document)?),
         "instance" => rows.instances.push(decode_object(document)?),
         "pool" => rows.pools.push(decode_object(document)?),
         "subscription" => rows.subscriptions.push(decode_object(document)?),

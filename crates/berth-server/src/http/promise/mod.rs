@@ -1,7 +1,8 @@
 //! The OPNFV Promise interface under `/promise`: the ETSI-style capacity and reservation
 //! endpoints (`/promise/capacity/...`, `/promise/reservation/...`) and Promise's RPC endpoints
 //! (`/promise/create-reservation`, `/promise/query-capacity`, ...), over the same ledger as the
-//! Blazar surface. Flavors and the reservation policy live here too.
+//! Blazar surface. Flavors, the reservation policy and the provider clouds (`add-provider`)
+//! live here too.
 //!
 //! Queries take their input as a JSON body on `GET` (as the specification's examples do) or
 //! `POST`, or as query parameters (`?zoneId=az1&timePeriod.startTime=...`); numbers may be JSON
@@ -11,6 +12,7 @@ mod admin;
 mod capacity;
 mod instances;
 mod pools;
+mod providers;
 mod reservations;
 mod rpc;
 mod subscriptions;
@@ -26,5 +28,6 @@ pub fn register(routes: &mut Routes) {
     rpc::register(routes);
     instances::register(routes);
     pools::register(routes);
+    providers::register(routes);
     subscriptions::register(routes);
 }
