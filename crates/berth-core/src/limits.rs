@@ -131,7 +131,11 @@ pub const WAIT_PAST_START_MAX_MINUTES: i64 = 7 * 24 * 60;
 /// Most waitlisted leases tried for admission (each admission as asked, no search) after one
 /// batch of writes that may have freed capacity: the work per freed unit is bounded.
 pub const WAITLIST_ATTEMPTS_MAX: usize = 32;
+/// Most waitlisted leases looked at, from the head of the list, in one pass for one admission:
+/// a long waitlist whose head does not fit costs the writer lock no more than this.
+pub const WAITLIST_SCAN_MAX: usize = 256;
 
 const _: () = assert!(HOLD_MINUTES_DEFAULT >= 1 && HOLD_MINUTES_DEFAULT <= HOLD_MINUTES_MAX);
 const _: () = assert!(HOLDS_PER_PROJECT_MAX > 0);
 const _: () = assert!(WAITLIST_ATTEMPTS_MAX > 0);
+const _: () = assert!(WAITLIST_SCAN_MAX >= WAITLIST_ATTEMPTS_MAX);

@@ -225,11 +225,12 @@ pub fn create_or_wait(
 /// overlaps its own was tried and did not fit, so a later, smaller request never takes
 /// capacity ahead of a larger one waiting for the same time; leases waiting for other times
 /// pass freely. Each attempt is admission as asked, no search: this runs under the writer
-/// lock, after a batch's decisions.
+/// lock, after a batch's decisions, and looks at the first
+/// [`crate::limits::WAITLIST_SCAN_MAX`] waitlisted leases only.
 pub fn admit_waiting(catalog: &Catalog, now: Instant, budget: usize) -> (Vec<Change>, usize) {
     let mut blocked: Vec<Window> = Vec::new();
     let mut attempts = 0;
-    for lease in catalog.waiting() {
+    for lease in catalog.waiting().take(crate::limits::WAITLIST_SCAN_MAX) {
         if attempts >= budget {
             break;
         }

@@ -2192,4 +2192,23 @@ mod parked {
         assert!(changes.is_empty());
         assert_eq!(attempts, 3);
     }
+
+    #[test]
+    fn the_waitlist_looks_at_its_head_only() {
+        let mut w = World::new();
+        w.host("h1");
+        let a = w.lease((0, 50), vec![hosts(1, 1)]);
+        // A head that does not fit blocks every later lease of its window: a pass looks at
+        // WAITLIST_SCAN_MAX of them at most, and never reaches the one after them, which fits.
+        wait(&mut w, (10, 20), vec![hosts(2, 2)], 10);
+        for _ in 1..crate::limits::WAITLIST_SCAN_MAX {
+            wait(&mut w, (10, 20), vec![hosts(1, 1)], 10);
+        }
+        let last = wait(&mut w, (30, 40), vec![hosts(1, 1)], 10);
+        assert_eq!(last.status, LeaseStatus::Waiting);
+        w.apply(&delete_lease(&w.catalog, a.id, now()).expect("deleted"));
+        let (changes, attempts) = admit_waiting(&w.catalog, now(), usize::MAX);
+        assert!(changes.is_empty(), "the lease past the scan is not reached");
+        assert_eq!(attempts, 1, "only the head was tried");
+    }
 }
