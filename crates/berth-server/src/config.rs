@@ -1337,11 +1337,19 @@ mod tests {
             "the flag beats the file"
         );
         assert!(
-            Cli::try_parse_from(["berth", "serve", "--sqlite-synchronous", "off"]).is_err(),
-            "only normal and full"
+            Cli::try_parse_from(["berth", "serve", "--sqlite-synchronous", "extra"]).is_err(),
+            "only normal, full and off"
         );
-        std::fs::write(&file, "sqlite_synchronous = \"off\"\n").expect("write");
+        std::fs::write(&file, "sqlite_synchronous = \"extra\"\n").expect("write");
         assert!(Config::from_args(&from_file).is_err());
+        // `off`, the power-cut campaign's negative control, is a setting like the others.
+        std::fs::write(&file, "sqlite_synchronous = \"off\"\n").expect("write");
+        assert_eq!(
+            Config::from_args(&from_file)
+                .expect("off")
+                .sqlite_synchronous,
+            SqliteSynchronous::Off
+        );
     }
 
     #[test]
