@@ -179,10 +179,23 @@ pub struct CloudClient {
 impl CloudClient {
     /// A client sealing credentials with `key` (none: no cloud can be registered).
     pub fn new(key: Option<CredentialKey>) -> anyhow::Result<CloudClient> {
-        let http = reqwest::Client::builder()
-            .timeout(CALL_TIMEOUT)
-            .connect_timeout(CALL_TIMEOUT)
-            .build()?;
+        let builder = || {
+            reqwest::Client::builder()
+                .timeout(CALL_TIMEOUT)
+                .connect_timeout(CALL_TIMEOUT)
+        };
+        let http = match builder().build() {
+            Ok(http) => http,
+            Err(error) => {
+                // Without a usable system store (a minimal container), berth still starts: it
+                // reaches clouds over plain http only, and says so.
+                tracing::warn!(
+                    error = %format_args!("{:#}", anyhow::Error::from(error)),
+                    "the system's trusted roots are unusable: provider clouds can be reached over http only"
+                );
+                builder().tls_certs_only(Vec::new()).build()?
+            }
+        };
         Ok(CloudClient { http, key })
     }
 
