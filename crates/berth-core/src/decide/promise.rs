@@ -13,10 +13,7 @@ use crate::decide::lease::{self as lease_decide, LeaseUpdate, NewLease, Reservat
 use crate::limits::{DISPLACED_MAX, DISPLACEMENT_CANDIDATES_MAX, REQUEST_QUANTITY_MAX};
 use crate::model::consumer::Allocations;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::lease::{
-    Affinity, EventStatus, Lease, LeaseStatus, Reservation, ReservationSpec, ReservationStatus,
-    Transition,
-};
+use crate::model::lease::{Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, Transition};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{
     self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms, zone_filter,
@@ -520,16 +517,7 @@ fn finish(lease: &mut Lease, now: Instant) {
     if let Ok(status) = lease.status.next(Transition::EndEarly) {
         lease.status = status;
     }
-    for event in &mut lease.events {
-        if event.status == EventStatus::Undone {
-            event.status = EventStatus::Done;
-            event.updated_at = now;
-        }
-    }
-    for reservation in &mut lease.reservations {
-        reservation.status = ReservationStatus::Deleted;
-        reservation.updated_at = now;
-    }
+    lease.settle(now);
     if let Some(terms) = &mut lease.terms {
         terms.expiry = None;
     }

@@ -711,6 +711,21 @@ impl Lease {
             .is_some_and(|e| e.status != EventStatus::Undone)
     }
 
+    /// Settles a lease that stops holding anything: every event not yet fired is marked done
+    /// and every reservation deleted, at `now`.
+    pub fn settle(&mut self, now: Instant) {
+        for event in &mut self.events {
+            if event.status == EventStatus::Undone {
+                event.status = EventStatus::Done;
+                event.updated_at = now;
+            }
+        }
+        for reservation in &mut self.reservations {
+            reservation.status = ReservationStatus::Deleted;
+            reservation.updated_at = now;
+        }
+    }
+
     /// Whether the window has ended (its end event fired).
     pub fn ended(&self) -> bool {
         self.event(EventKind::EndLease)

@@ -11,9 +11,7 @@ use crate::change::{Change, record};
 use crate::decide::admission::{self, Search};
 use crate::limits;
 use crate::model::id::{LeaseId, ReservationId};
-use crate::model::lease::{
-    EventStatus, Lease, LeaseEvents, LeaseStatus, ReservationSpec, ReservationStatus, Transition,
-};
+use crate::model::lease::{Lease, LeaseEvents, LeaseStatus, ReservationSpec, Transition};
 use crate::model::ledger::Window;
 use crate::model::time::Instant;
 use crate::rejection::{Refusal, Rejection};
@@ -304,16 +302,7 @@ pub fn lapse(catalog: &Catalog, id: LeaseId, now: Instant) -> Vec<Change> {
     let mut lease = current.clone();
     lease.status = status;
     lease.lapses_at = None;
-    for event in &mut lease.events {
-        if event.status == EventStatus::Undone {
-            event.status = EventStatus::Done;
-            event.updated_at = now;
-        }
-    }
-    for reservation in &mut lease.reservations {
-        reservation.status = ReservationStatus::Deleted;
-        reservation.updated_at = now;
-    }
+    lease.settle(now);
     lease.updated_at = now;
     vec![
         record(
