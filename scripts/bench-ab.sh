@@ -10,6 +10,8 @@
 # Prints one line per round, side and query with berth-load's figures (milliseconds). Every
 # server it starts is killed by PID on exit and its data directory removed.
 set -euo pipefail
+SCRIPT=bench-ab
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 OLD=$1
 NEW=$2
 LOAD=$3
@@ -29,10 +31,6 @@ trap cleanup EXIT
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
 export NO_PROXY=$no_proxy
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # start NAME BINARY: serves the binary on a free port; sets URL to its Placement URL (not run
 # in a subshell, so that the server's PID is kept for the cleanup).
 start() {
@@ -41,10 +39,7 @@ start() {
     mkdir -p "$TMP/$name"
     "$binary" serve --data-dir "$TMP/$name" --listen "127.0.0.1:$port" >"$TMP/$name.log" 2>&1 &
     PIDS+=($!)
-    for _ in $(seq 1 300); do
-        curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
-        sleep 0.1
-    done
+    wait_ready "http://127.0.0.1:$port/healthz" "$!" "$TMP/$name.log" 30
     URL="http://127.0.0.1:$port/placement"
 }
 

@@ -42,6 +42,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+SCRIPT=bench-placement
+source scripts/common.sh
 
 SIZES=${BENCH_SIZES:-"100 1000 5000 10000"}
 BERTH_REQUESTS=${BERTH_REQUESTS:-200}
@@ -64,11 +66,6 @@ BERTH=${BERTH_BIN:-target/release/berth}
 LOAD=target/release/berth-load
 
 log() { printf '%s\n' "$*" >&2; }
-die() {
-    log "bench-placement: $*"
-    exit 1
-}
-
 # --- processes and cleanup --------------------------------------------------------------------
 
 TMP=$(mktemp -d -t bench-placement.XXXXXX)
@@ -87,24 +84,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 # Waits until GET URL answers 200, or fails after 60 s or when process PID died.
-wait_ready() {
-    local url=$1 pid=$2 logfile=$3 deadline=$((SECONDS + 60))
-    while ((SECONDS < deadline)); do
-        if curl -sf --noproxy '*' --max-time 2 -H 'X-Auth-Token: admin' "$url" >/dev/null; then
-            return 0
-        fi
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.3
-    done
-    tail -n 40 "$logfile" >&2 || true
-    die "no answer from $url"
-}
-
 # Starts berth with a fresh data dir; sets BERTH_URL.
 start_berth() {
     local name=$1 port
@@ -114,7 +94,7 @@ start_berth() {
         "$BERTH" serve --listen "127.0.0.1:$port" --data-dir "$TMP/$name" \
         >"$TMP/$name.log" 2>&1 &
     PIDS+=($!)
-    wait_ready "http://127.0.0.1:$port/healthz" "$!" "$TMP/$name.log"
+    wait_ready "http://127.0.0.1:$port/healthz" "$!" "$TMP/$name.log" 60 -H 'X-Auth-Token: admin'
     BERTH_URL=http://127.0.0.1:$port/placement
     log "==> berth ($name) at $BERTH_URL, pid $!"
 }
@@ -182,7 +162,7 @@ OS_PLACEMENT_CONFIG_DIR=$TMP/placement SCRIPT_NAME=/placement \
     --no-control-socket --bind "127.0.0.1:$PLACEMENT_PORT" \
     'placement.wsgi.api:application' >"$TMP/placement.log" 2>&1 &
 PIDS+=($!)
-wait_ready "http://127.0.0.1:$PLACEMENT_PORT/placement/" "$!" "$TMP/placement.log"
+wait_ready "http://127.0.0.1:$PLACEMENT_PORT/placement/" "$!" "$TMP/placement.log" 60 -H 'X-Auth-Token: admin'
 PLACEMENT_URL=http://127.0.0.1:$PLACEMENT_PORT/placement
 log "==> OpenStack Placement $PLACEMENT_VERSION (gunicorn, 1 sync worker) at $PLACEMENT_URL, pid $!"
 

@@ -41,6 +41,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+SCRIPT=bench-replicas
+source scripts/common.sh
 
 HOSTS=${1:-3000}
 LEASES=${2:-50000}
@@ -57,11 +59,6 @@ BERTH=${BERTH_BIN:-target/release/berth}
 LOAD=${BERTH_LOAD_BIN:-target/release/berth-load}
 
 log() { printf '%s\n' "$*" >&2; }
-die() {
-    log "bench-replicas: $*"
-    exit 1
-}
-
 [[ $HOSTS =~ ^[0-9]+$ && $HOSTS -gt 0 ]] || die "HOSTS must be a positive number, got $HOSTS"
 [[ $LEASES =~ ^[0-9]+$ ]] || die "LEASES must be a number, got $LEASES"
 [[ $PREPOPULATED =~ ^[01]$ ]] || die "BENCH_PREPOPULATED must be 0 or 1, got $PREPOPULATED"
@@ -112,24 +109,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
 # Waits until GET URL answers 200, or fails after 600 s or when process PID died.
-wait_ready() {
-    local url=$1 pid=$2 logfile=$3 deadline=$((SECONDS + 600))
-    while ((SECONDS < deadline)); do
-        if curl -sf --noproxy '*' --max-time 2 "$url" >/dev/null; then
-            return 0
-        fi
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    tail -n 40 "$logfile" >&2 || true
-    die "no answer from $url"
-}
-
 # start_replica NAME: serves berth over the database; sets REPLICA_URL, REPLICA_PID and
 # READY_MS (milliseconds from the start to the first 200 of /healthz).
 start_replica() {
@@ -143,7 +123,7 @@ start_replica() {
         --database "$POSTGRES/$DATABASE" >"$TMP/$name.log" 2>&1 &
     REPLICA_PID=$!
     PIDS+=("$REPLICA_PID")
-    wait_ready "http://127.0.0.1:$port/healthz" "$REPLICA_PID" "$TMP/$name.log"
+    wait_ready "http://127.0.0.1:$port/healthz" "$REPLICA_PID" "$TMP/$name.log" 600
     READY_MS=$((($(date +%s%N) - start) / 1000000))
     REPLICA_URL=http://127.0.0.1:$port
     log "==> berth ($name) at $REPLICA_URL, pid $REPLICA_PID, ready in $READY_MS ms"

@@ -28,6 +28,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+SCRIPT=openstack-clients
+source scripts/common.sh
 
 VENV=${BERTH_CLIENTS_VENV:-target/openstack-clients-venv}
 REQUIREMENTS=scripts/openstack-clients.requirements.txt
@@ -35,11 +37,6 @@ CLIENT_TIMEOUT=60
 HEALTH_TIMEOUT_S=30
 
 log() { printf '%s\n' "$*"; }
-die() {
-    log "openstack-clients: $*" >&2
-    exit 1
-}
-
 # --- 1. the clients ---------------------------------------------------------------------------
 
 # Exits 0 when every `name==version` pin in the requirements file is installed in the venv.
@@ -111,10 +108,6 @@ server_tail() {
     log "---- last 40 lines of the berth log ($SERVER_LOG) ----"
     tail -n 40 "$SERVER_LOG" 2>/dev/null || true
     log "----"
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
 # Starts berth on a free loopback port, with extra flags ARGS...; retries when another process

@@ -3,7 +3,6 @@
 use super::providers::is_sharing;
 use super::state::Catalog;
 use crate::change::Change;
-use std::sync::Arc;
 
 impl Catalog {
     /// Applies committed changes, in order.
@@ -92,7 +91,7 @@ impl Catalog {
             | Change::DeliverySet { .. }
             | Change::OutboxCursor(_) => self.apply_promise(change),
             Change::IdempotencySet { key, record } => {
-                Arc::make_mut(&mut self.idempotency).set(key, record.as_ref());
+                self.idempotency.set(key, record.as_ref());
             }
             Change::PropertyPrivacy { name, private } => {
                 match private {

@@ -8,7 +8,7 @@ use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{EventKind, FloatingIp, Lease, LeaseStatus};
 use crate::model::ledger::{Ledger, Window};
 use crate::model::time::Instant;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -36,17 +36,12 @@ impl Catalog {
                 self.due.is_empty(),
                 "leases are loaded into a fresh catalog"
             );
-            self.due = Arc::new(due.into_iter().collect());
-            let mut reservation_leases = HashMap::with_capacity(leases.len());
-            let mut by_id = HashSet::with_capacity(leases.len());
-            for lease in &leases {
-                for reservation in &lease.reservations {
-                    reservation_leases.insert(reservation.id, Arc::clone(lease));
-                }
-                by_id.replace(ByLeaseId(Arc::clone(lease)));
-            }
-            self.reservation_leases = Arc::new(reservation_leases);
-            self.leases = Arc::new(by_id);
+            self.due = due.into_iter().collect();
+            self.reservation_leases = leases
+                .iter()
+                .flat_map(|lease| lease.reservations.iter().map(|r| (r.id, Arc::clone(lease))))
+                .collect();
+            self.leases = leases.iter().map(|l| ByLeaseId(Arc::clone(l))).collect();
             for lease in &leases {
                 self.park(lease);
             }
@@ -69,17 +64,17 @@ impl Catalog {
             .into_iter()
             .map(|hold| hold.host)
             .collect();
-        let reservation_leases = Arc::make_mut(&mut self.reservation_leases);
         for reservation in &lease.reservations {
-            reservation_leases.insert(reservation.id, Arc::clone(&lease));
+            self.reservation_leases
+                .insert(reservation.id, Arc::clone(&lease));
         }
         if let Some((at, kind)) = first_due(&lease) {
-            Arc::make_mut(&mut self.due).insert((at, kind, lease.id));
+            self.due.insert((at, kind, lease.id));
         }
         self.park(&lease);
-        let inserted = Arc::make_mut(&mut self.leases).insert(ByLeaseId(lease));
+        let replaced = self.leases.insert(ByLeaseId(lease));
         assert!(
-            inserted,
+            replaced.is_none(),
             "invariant: a lease is removed before it is replaced"
         );
         self.refence(touched);
@@ -92,11 +87,9 @@ impl Catalog {
     }
 
     pub(super) fn remove_lease(&mut self, id: LeaseId) {
-        // Looked up first, so that removing a lease that is not there copies no shared map.
-        let Some(ByLeaseId(lease)) = self.leases.get(&id).cloned() else {
+        let Some(ByLeaseId(lease)) = self.leases.remove(&id) else {
             return;
         };
-        Arc::make_mut(&mut self.leases).remove(&id);
         let mut touched = BTreeSet::new();
         for reservation in &lease.reservations {
             touched.extend(
@@ -105,11 +98,11 @@ impl Catalog {
                     .into_iter()
                     .map(|h| h.host),
             );
-            Arc::make_mut(&mut self.reservation_leases).remove(&reservation.id);
+            self.reservation_leases.remove(&reservation.id);
         }
         self.refence(touched);
         if let Some((at, kind)) = first_due(&lease) {
-            Arc::make_mut(&mut self.due).remove(&(at, kind, id));
+            self.due.remove(&(at, kind, id));
         }
         self.unpark(&lease);
     }
@@ -123,7 +116,7 @@ impl Catalog {
                     .or_default() += 1;
             }
             LeaseStatus::Waiting => {
-                Arc::make_mut(&mut self.waiting).insert((lease.created_at, lease.id));
+                self.waiting.insert((lease.created_at, lease.id));
             }
             _ => {}
         }
@@ -142,7 +135,7 @@ impl Catalog {
                 }
             }
             LeaseStatus::Waiting => {
-                Arc::make_mut(&mut self.waiting).remove(&(lease.created_at, lease.id));
+                self.waiting.remove(&(lease.created_at, lease.id));
             }
             _ => {}
         }
@@ -235,7 +228,7 @@ impl Catalog {
             .map(|(at, id)| (*at, EventKind::NodeClaimExpiry, *id));
         let lease = self
             .due
-            .first()
+            .get_min()
             .map(|(at, kind, id)| (*at, *kind, id.uuid()));
         match (lease, claim) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -187,7 +187,7 @@ impl Catalog {
         for (key, record) in &rows.idempotency {
             idempotency.set(key, Some(record));
         }
-        catalog.idempotency = Arc::new(idempotency);
+        catalog.idempotency = idempotency;
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -236,11 +236,7 @@ impl Catalog {
             .iter()
             .map(|(u, c)| (*u, c.clone()))
             .collect();
-        rows.leases = self
-            .leases
-            .iter()
-            .map(|lease| Arc::clone(&lease.0))
-            .collect();
+        rows.leases = self.leases.iter().map(|l| Arc::clone(&l.0)).collect();
         rows.floating_ips = self.floating_ips.values().cloned().collect();
         rows.private_properties = self.private_properties.iter().cloned().collect();
         rows.flavors = self.flavors.values().cloned().collect();

@@ -39,25 +39,26 @@ pub struct Catalog {
     /// [`Catalog::OWNERS_MAX`]).
     pub(super) owners: HashSet<Arc<str>>,
     pub(super) next_id: i64,
-    /// Every lease, found by its id. Shared, so that copying the catalog (the writers' working
-    /// copy) does not copy leases; the set itself is shared too until one of the copies changes
-    /// a lease. A set keyed by the lease's own id rather than a map, so that an entry is one
-    /// pointer.
-    pub(super) leases: Arc<HashSet<ByLeaseId>>,
+    /// Every lease, found by its id. The lease indexes below are persistent maps (`imbl`):
+    /// copying the catalog (a search's snapshot, the writers' working copy) shares them whole,
+    /// and a change to one copy copies only the path to what it changes, so the first write
+    /// after a copy costs as much as any other, whatever the number of leases. A set ordered by
+    /// the lease's own id rather than a map, so that an entry is one pointer.
+    pub(super) leases: imbl::OrdSet<ByLeaseId>,
     /// What the leases hold, indexed by host and time.
     pub(super) ledger: Ledger,
     /// Every lease with an event not yet fired, once, by its first such event: `(due, kind,
     /// lease)` (shared between copies until one changes). The lease's other pending events are
     /// read from the lease.
-    pub(super) due: Arc<BTreeSet<(Instant, EventKind, LeaseId)>>,
+    pub(super) due: imbl::OrdSet<(Instant, EventKind, LeaseId)>,
     /// Open holds (leases in `HELD`) per project, for the per-project limit.
     pub(super) open_holds: Arc<HashMap<Arc<str>, u32>>,
     /// Waitlisted leases (in `WAITING`) in first-come order: `(created, lease)`.
-    pub(super) waiting: Arc<BTreeSet<(Instant, LeaseId)>>,
+    pub(super) waiting: imbl::OrdSet<(Instant, LeaseId)>,
     pub(super) floating_ips: IndexMap<Uuid, FloatingIp>,
     pub(super) private_properties: BTreeSet<String>,
-    /// Reservation to the lease holding it (shared between copies until one changes).
-    pub(super) reservation_leases: Arc<HashMap<ReservationId, Arc<Lease>>>,
+    /// Reservation to the lease holding it.
+    pub(super) reservation_leases: imbl::OrdMap<ReservationId, Arc<Lease>>,
     /// Reservation to the consumers presenting it.
     pub(super) reserved_consumers: HashMap<ReservationId, BTreeSet<Uuid>>,
     /// Flavors by id.
@@ -85,11 +86,11 @@ pub struct Catalog {
     /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
     /// that claim churn never copies the shared lease index.
     pub(super) claim_due: BTreeSet<(Instant, Uuid)>,
-    /// Idempotency records, shared between copies until one changes.
-    pub(super) idempotency: Arc<IdempotencyIndex>,
+    /// Idempotency records (persistent maps, as the lease indexes).
+    pub(super) idempotency: IdempotencyIndex,
 }
 
-/// A lease in the catalog's lease set: hashed and compared by its id, and found by it.
+/// A lease in the catalog's lease set: ordered and compared by its id, and found by it.
 #[derive(Debug, Clone)]
 pub(super) struct ByLeaseId(pub(super) Arc<Lease>);
 
@@ -101,10 +102,16 @@ impl PartialEq for ByLeaseId {
 
 impl Eq for ByLeaseId {}
 
-impl std::hash::Hash for ByLeaseId {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // As the id hashes, so that the set is searched by id (`Borrow<LeaseId>`).
-        self.0.id.hash(state);
+impl PartialOrd for ByLeaseId {
+    fn partial_cmp(&self, other: &ByLeaseId) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByLeaseId {
+    fn cmp(&self, other: &ByLeaseId) -> std::cmp::Ordering {
+        // As the ids order, so that the set is searched by id (`Borrow<LeaseId>`).
+        self.0.id.cmp(&other.0.id)
     }
 }
 
@@ -117,8 +124,8 @@ impl std::borrow::Borrow<LeaseId> for ByLeaseId {
 /// Idempotency records by key, and by age for pruning.
 #[derive(Debug, Clone, Default)]
 pub(super) struct IdempotencyIndex {
-    pub(super) records: HashMap<IdempotencyKey, IdempotencyRecord>,
-    pub(super) by_age: BTreeSet<(Instant, IdempotencyKey)>,
+    pub(super) records: imbl::HashMap<IdempotencyKey, IdempotencyRecord>,
+    pub(super) by_age: imbl::OrdSet<(Instant, IdempotencyKey)>,
 }
 
 impl Catalog {

@@ -578,15 +578,16 @@ pub trait Holder: std::fmt::Debug + Send + Sync {
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
     /// The holds added as holds ([`Ledger::add`], [`Ledger::from_holds`]), once, by
-    /// reservation, in the order added. The map and each reservation's list are shared between
-    /// copies of the ledger until one of them changes it; a list is allocated at its length (no
-    /// spare room), and replaced whole when the reservation's holds change.
-    reservations: Arc<BTreeMap<ReservationId, Arc<[Hold]>>>,
+    /// reservation, in the order added. A persistent map (`imbl`): copies of the ledger share it,
+    /// and a change to one copies only the path to the entry it changes; each reservation's list
+    /// is shared too, allocated at its length (no spare room), and replaced whole when the
+    /// reservation's holds change.
+    reservations: imbl::OrdMap<ReservationId, Arc<[Hold]>>,
     /// The reservations whose holds a holder describes ([`Ledger::add_holder`],
     /// [`Ledger::from_holders`]), by reservation: their holds are read from the holder when
-    /// asked for, not copied. A reservation is here or in `reservations`, never in both. Shared
-    /// between copies as `reservations` is.
-    described: Arc<BTreeMap<ReservationId, Arc<dyn Holder>>>,
+    /// asked for, not copied. A reservation is here or in `reservations`, never in both.
+    /// Persistent, as `reservations` is.
+    described: imbl::OrdMap<ReservationId, Arc<dyn Holder>>,
     /// The timeline of every host with at least one hold; shared between copies of the ledger
     /// until one of them changes it (copying a ledger copies pointers, not timelines).
     hosts: BTreeMap<ProviderId, Arc<Timeline>>,
@@ -631,8 +632,8 @@ impl Ledger {
         Ledger {
             len: groups.iter().map(|(_, holds)| holds.len()).sum(),
             hosts: timelines(&groups),
-            reservations: Arc::new(by_reservation(groups)),
-            described: Arc::default(),
+            reservations: by_reservation(groups).into_iter().collect(),
+            described: imbl::OrdMap::default(),
             shapes: Arc::new(shapes),
         }
     }
@@ -655,8 +656,8 @@ impl Ledger {
         Ledger {
             len: groups.iter().map(|(_, holds)| holds.len()).sum(),
             hosts: timelines(&groups),
-            reservations: Arc::default(),
-            described: Arc::new(described.into_iter().collect()),
+            reservations: imbl::OrdMap::default(),
+            described: described.into_iter().collect(),
             shapes: Arc::default(),
         }
     }
@@ -677,7 +678,7 @@ impl Ledger {
                     Arc::make_mut(self.hosts.entry(hold.host).or_default()).insert(hold);
                 }
                 self.len += holds.len();
-                Arc::make_mut(&mut self.described)
+                self.described
                     .insert(reservation, Arc::clone(holder) as Arc<dyn Holder>);
             }
             added.extend(holds);
@@ -719,7 +720,7 @@ impl Ledger {
             Some(held) => held.into_iter().chain(holds).collect(),
             None => Arc::from(holds),
         };
-        Arc::make_mut(&mut self.reservations).insert(reservation, list);
+        self.reservations.insert(reservation, list);
     }
 
     /// Whether the ledger has holds of `reservation`.
@@ -732,10 +733,10 @@ impl Ledger {
     fn take(&mut self, reservation: ReservationId) -> Option<Vec<Hold>> {
         // Looked up first, so that taking what is not there copies no shared index.
         if self.reservations.contains_key(&reservation) {
-            let list = Arc::make_mut(&mut self.reservations).remove(&reservation)?;
+            let list = self.reservations.remove(&reservation)?;
             Some(list.to_vec())
         } else if self.described.contains_key(&reservation) {
-            let holder = Arc::make_mut(&mut self.described).remove(&reservation)?;
+            let holder = self.described.remove(&reservation)?;
             Some(holder.holds_of(reservation))
         } else {
             None
@@ -968,7 +969,7 @@ impl Ledger {
             self.withdraw(hold, keep_start);
         }
         if !kept.is_empty() {
-            Arc::make_mut(&mut self.reservations).insert(reservation, Arc::from(kept));
+            self.reservations.insert(reservation, Arc::from(kept));
         }
         gone.len()
     }
