@@ -86,7 +86,7 @@ fn a_torn_tail_is_caught() {
         .err()
     });
     let failure = caught.expect("a lost last commit was not caught in 20 seeds");
-    // A lost inventory change shows as capacity promised beyond what is now there.
+    // A lost commit may show first as capacity promised beyond what is left, in no decision.
     assert!(
         failure.what.contains("were told") || failure.what.contains("capacity promised twice"),
         "{failure}"
