@@ -364,6 +364,8 @@ pub(crate) fn node_claims(catalog: &Catalog) -> Result<(), String> {
                 claim.node_uuid, claim.uuid
             ));
         }
+    }
+    for claim in catalog.claims() {
         let held: Vec<(ProviderId, &ResourceClass, u64)> = catalog
             .consumer(claim.instance_uuid)
             .map(|c| c.entries().collect())
@@ -435,4 +437,56 @@ pub(crate) fn claimable(catalog: &Catalog, ask: &ClaimAsk<'_>) -> bool {
                 .leases()
                 .any(|l| l.holds_capacity() && holds_host(l, *uuid))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::change::Change;
+    use berth_core::model::baremetal::NodeClaim;
+
+    fn claim(n: u128, node: ProviderId) -> NodeClaim {
+        NodeClaim {
+            uuid: uuid::Uuid::from_u128(n),
+            node_uuid: node,
+            instance_uuid: uuid::Uuid::from_u128(100 + n),
+            project_id: "metal".into(),
+            user_id: "u".into(),
+            created_at: Instant::from_micros(0),
+            updated_at: Instant::from_micros(0),
+            expires_at: Instant::from_micros(1_000),
+            allocation: None,
+        }
+    }
+
+    /// Two claims on one node are found, whatever else holds.
+    #[test]
+    fn a_node_claimed_twice_is_found() {
+        let node = ProviderId::from_u128(7);
+        let mut catalog = Catalog::new();
+        let changes: Vec<Change> = [claim(1, node), claim(2, node)]
+            .into_iter()
+            .map(|c| Change::ClaimSet {
+                uuid: c.uuid,
+                claim: Some(c),
+            })
+            .collect();
+        catalog.apply(&changes);
+        let found = node_claims(&catalog).expect_err("two claims on one node");
+        assert!(found.contains("is claimed twice"), "{found}");
+    }
+
+    /// A claim whose instance holds nothing is found (the node is not held by it).
+    #[test]
+    fn a_claim_without_its_allocation_is_found() {
+        let node = ProviderId::from_u128(7);
+        let mut catalog = Catalog::new();
+        let one = claim(1, node);
+        catalog.apply(&[Change::ClaimSet {
+            uuid: one.uuid,
+            claim: Some(one),
+        }]);
+        let found = node_claims(&catalog).expect_err("no allocation");
+        assert!(found.contains("is held by its instance"), "{found}");
+    }
 }
