@@ -4,7 +4,8 @@
 # which must each be caught within 200 seeds: a disk that answers before it syncs, a recovery that
 # drops the last commit, and (a second build, `--features planted`) allocations not checked
 # against capacity, consumer generations not checked, a batch that answers before it commits, a
-# restarted berth that forgets which lease events fired.
+# restarted berth that forgets which lease events fired, floating IPs given without looking at
+# the leases that hold them, a node claim that ends but leaves its allocation on the node.
 #
 # Usage: bash scripts/simulate.sh                  # CI: 1,000 seeds of 450 steps, the controls
 #        SIM_MINUTES=60 bash scripts/simulate.sh   # a long campaign: seeds until an hour passed
@@ -58,10 +59,13 @@ control() {
     echo "==> simulate: negative control '$name' caught: $(head -n 1 <<<"$out")"
 }
 control "unsynced disk" "were told" "$SIM" --disk unsynced
-control "lost last commit" "were told" "$SIM" --defect lose-last-commit
+control "lost last commit" "were told\|capacity promised twice" "$SIM" --defect lose-last-commit
 control "no capacity check" "capacity promised twice" "$PLANTED" --defect skip-capacity-check
 control "no generation check" "stale consumer generation was accepted" "$PLANTED" --defect skip-generation-check
 control "answer before commit" "were told" "$PLANTED" --defect answer-before-commit
 control "events fired again after a restart" "fired twice\|differs from the disk" "$PLANTED" \
     --defect refire-after-recovery
+control "floating IPs given twice" "promised twice" "$PLANTED" --defect skip-floating-ip-check
+control "a claim that keeps its node" "holds a node but the claim is gone" "$PLANTED" \
+    --defect claim-keeps-node
 echo "simulate: passed"

@@ -17,6 +17,11 @@ pub enum Defect {
     /// A catalog loaded from the store forgets which lease events fired, so they fire again
     /// after a restart.
     RefireAfterRecovery = 4,
+    /// A floating-IP reservation is given addresses without looking at the leases that hold
+    /// them.
+    SkipFloatingIpCheck = 5,
+    /// A node claim that ends (released or expired) leaves its instance's allocation on the node.
+    ClaimKeepsNode = 6,
 }
 
 static PLANTED: AtomicU8 = AtomicU8::new(0);

@@ -241,7 +241,30 @@ pub(crate) fn fits(
             }
             slots >= u64::from(*amount)
         }
-        _ => unreachable!("the simulator asks for hosts and instances only"),
+        ReservationSpec::FloatingIp {
+            network_id,
+            amount,
+            required_floatingips,
+        } => {
+            // An address is free when it is on the network, reservable, and named by no lease
+            // that holds capacity over a window meeting this one.
+            let free: Vec<&str> = catalog
+                .floating_ips()
+                .filter(|f| *f.network_id == **network_id && f.reservable)
+                .filter(|f| {
+                    !overlapping.iter().any(|l| {
+                        l.reservations
+                            .iter()
+                            .any(|r| r.floating_ips.contains(&f.id))
+                    })
+                })
+                .map(|f| f.address.as_str())
+                .collect();
+            required_floatingips
+                .iter()
+                .all(|a| free.contains(&a.as_str()))
+                && free.len() >= usize::try_from(*amount).unwrap_or(usize::MAX)
+        }
     }
 }
 
@@ -295,4 +318,175 @@ fn instance_slots(
         slots = slots.min(inventory.capacity().saturating_sub(taken) / each);
     }
     slots
+}
+
+/// No floating IP is promised twice: at no instant do two leases that hold capacity name one
+/// address (the windows of the leases naming an address are pairwise disjoint).
+pub(crate) fn floating_ips(catalog: &Catalog) -> Result<(), String> {
+    let mut by_address: BTreeMap<uuid::Uuid, Vec<&Lease>> = BTreeMap::new();
+    for lease in catalog.leases().filter(|l| l.holds_capacity()) {
+        for reservation in &lease.reservations {
+            for fip in &reservation.floating_ips {
+                by_address.entry(*fip).or_default().push(lease);
+            }
+        }
+    }
+    for (fip, leases) in by_address {
+        for (n, a) in leases.iter().enumerate() {
+            if let Some(b) = leases[n + 1..]
+                .iter()
+                .find(|b| a.start < b.end && b.start < a.end)
+            {
+                return Err(format!(
+                    "floating IP {fip} is promised twice: to lease {} over [{}, {}) and to lease {} over [{}, {})",
+                    a.id,
+                    a.start.as_micros(),
+                    a.end.as_micros(),
+                    b.id,
+                    b.start.as_micros(),
+                    b.end.as_micros()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No node is claimed twice: at most one claim on a node; each claim's instance holds the node's
+/// one unit and nothing else; and no lease of another project that holds capacity holds the
+/// node over a window that meets the claim's.
+pub(crate) fn node_claims(catalog: &Catalog) -> Result<(), String> {
+    let mut on_node: BTreeMap<ProviderId, uuid::Uuid> = BTreeMap::new();
+    for claim in catalog.claims() {
+        if let Some(other) = on_node.insert(claim.node_uuid, claim.uuid) {
+            return Err(format!(
+                "node {} is claimed twice: by {other} and by {}",
+                claim.node_uuid, claim.uuid
+            ));
+        }
+    }
+    for claim in catalog.claims() {
+        let held: Vec<(ProviderId, &ResourceClass, u64)> = catalog
+            .consumer(claim.instance_uuid)
+            .map(|c| c.entries().collect())
+            .unwrap_or_default();
+        if !matches!(held.as_slice(), [(node, _, 1)] if *node == claim.node_uuid) {
+            return Err(format!(
+                "claim {} of node {} is held by its instance {} as {held:?}",
+                claim.uuid, claim.node_uuid, claim.instance_uuid
+            ));
+        }
+        let reserved = catalog.leases().find(|l| {
+            l.holds_capacity()
+                && *l.project_id != *claim.project_id
+                && l.start < claim.expires_at
+                && claim.created_at < l.end
+                && holds_host(l, claim.node_uuid)
+        });
+        if let Some(lease) = reserved {
+            return Err(format!(
+                "node {} is claimed by {} over [{}, {}) and reserved by lease {} over [{}, {})",
+                claim.node_uuid,
+                claim.uuid,
+                claim.created_at.as_micros(),
+                claim.expires_at.as_micros(),
+                lease.id,
+                lease.start.as_micros(),
+                lease.end.as_micros()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a node claim asks, for the reference model of its admission.
+pub(crate) struct ClaimAsk<'a> {
+    /// The nodes it may take, in order (a class's nodes listed by the caller).
+    pub(crate) nodes: &'a [ProviderId],
+    /// The instance it is for.
+    pub(crate) instance: uuid::Uuid,
+}
+
+/// Whether a node claim is granted, by a reference model written from the rules of a claim: the
+/// instance holds nothing yet, and some listed node is in service and `available`, associated with
+/// no instance, claimed by nobody, used by no consumer, and held by no lease that holds capacity
+/// (of any project: another's reserves it from now on, and every lease whose end has not fired
+/// fences it, even one whose window has passed).
+pub(crate) fn claimable(catalog: &Catalog, ask: &ClaimAsk<'_>) -> bool {
+    use berth_core::model::baremetal::ProvisionState;
+    if catalog.consumer(ask.instance).is_some() {
+        return false;
+    }
+    let used: BTreeSet<ProviderId> = catalog
+        .consumers()
+        .flat_map(|(_, c)| c.entries().map(|(p, _, _)| p).collect::<Vec<_>>())
+        .collect();
+    ask.nodes.iter().any(|uuid| {
+        let Some(provider) = catalog.provider(*uuid) else {
+            return false;
+        };
+        let Some(node) = provider.node() else {
+            return false;
+        };
+        provider.condition().is_none()
+            && node.provision_state == ProvisionState::Available
+            && node.instance_uuid.is_none()
+            && !catalog.claims().any(|c| c.node_uuid == *uuid)
+            && !used.contains(uuid)
+            && !catalog
+                .leases()
+                .any(|l| l.holds_capacity() && holds_host(l, *uuid))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_core::change::Change;
+    use berth_core::model::baremetal::NodeClaim;
+
+    fn claim(n: u128, node: ProviderId) -> NodeClaim {
+        NodeClaim {
+            uuid: uuid::Uuid::from_u128(n),
+            node_uuid: node,
+            instance_uuid: uuid::Uuid::from_u128(100 + n),
+            project_id: "metal".into(),
+            user_id: "u".into(),
+            created_at: Instant::from_micros(0),
+            updated_at: Instant::from_micros(0),
+            expires_at: Instant::from_micros(1_000),
+            allocation: None,
+        }
+    }
+
+    /// Two claims on one node are found, whatever else holds.
+    #[test]
+    fn a_node_claimed_twice_is_found() {
+        let node = ProviderId::from_u128(7);
+        let mut catalog = Catalog::new();
+        let changes: Vec<Change> = [claim(1, node), claim(2, node)]
+            .into_iter()
+            .map(|c| Change::ClaimSet {
+                uuid: c.uuid,
+                claim: Some(c),
+            })
+            .collect();
+        catalog.apply(&changes);
+        let found = node_claims(&catalog).expect_err("two claims on one node");
+        assert!(found.contains("is claimed twice"), "{found}");
+    }
+
+    /// A claim whose instance holds nothing is found (the node is not held by it).
+    #[test]
+    fn a_claim_without_its_allocation_is_found() {
+        let node = ProviderId::from_u128(7);
+        let mut catalog = Catalog::new();
+        let one = claim(1, node);
+        catalog.apply(&[Change::ClaimSet {
+            uuid: one.uuid,
+            claim: Some(one),
+        }]);
+        let found = node_claims(&catalog).expect_err("no allocation");
+        assert!(found.contains("is held by its instance"), "{found}");
+    }
 }

@@ -3,20 +3,25 @@
 //! The real core and the real [`Berth`] write path (its queue, group commit and catalogs) run
 //! over a simulated store ([`store::SimStore`]: the in-memory reference store as the disk) on a
 //! single-threaded runtime, with a simulated clock and counted ids. One `u64` seed derives
-//! everything: the hosts, the providers, and a stream of writes of every kind the write path
-//! takes here (allocations created, changed with current and stale generations, and deleted;
-//! inventories changed with current and stale generations; leases of whole hosts and of instance
-//! slots created, retried with their idempotency key and deleted; the clock moved, and the
-//! lifecycle events that fall due fired), some issued together so that they share a batch. The
+//! everything: the hosts, the bare-metal nodes, the floating IPs, and a stream of writes of every
+//! kind the write path takes here (allocations created, changed with current and stale
+//! generations, and deleted; inventories changed with current and stale generations; leases of
+//! whole hosts, of instance slots and of floating IPs, and Promise reservations, created, retried
+//! with their idempotency key and deleted; node claims made, retried, released and left to
+//! expire; the clock moved, forward and sometimes back, and the lifecycle events that fall due
+//! fired), some issued together so that they share a batch. The
 //! process is made to die at chosen commits, before the write, between the write and the sync, or
 //! between the sync and the answer; the simulator then reopens berth over what the disk kept.
 //!
 //! After every step it checks: (1) no capacity is promised twice, recomputed from the leases
 //! and consumers ([`check::capacity`]); (2) every acknowledged write is in the catalog and
 //! (3) nothing is there that was never asked for ([`check::Belief`]: what each client was told);
-//! (4) the catalog in memory equals the disk's; (5) no lifecycle event fired twice, and at the
-//! end none due is left; (6) a new lease sent alone is admitted exactly when a reference model
-//! of admission ([`check::fits`], holds recomputed from the leases) says it fits. A run is replayed bit for bit from its seed (`berth-sim --seed N`).
+//! (4) the catalog in memory equals the disk's; (5) no lifecycle event fired twice or is undone,
+//! and at the end none due is left; (6) a new lease or node claim sent alone is admitted exactly
+//! when a reference model of admission ([`check::fits`], [`check::claimable`], holds recomputed
+//! from the leases) says it fits; (7) no floating IP is promised twice; (8) no node is claimed
+//! twice, nor claimed while another project's lease holds it, and a claim goes only by its
+//! release or its expiry, once. A run is replayed bit for bit from its seed (`berth-sim --seed N`).
 
 mod check;
 pub mod store;
@@ -24,18 +29,23 @@ pub mod store;
 use berth_app::{
     AppError, Berth, Clock, CreateLease, CreateReservation, EnrollHost, IdGen, PriorityGrant,
 };
+use berth_app::{ClaimNode, EnrollNode, RegisterFloatingIp};
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite};
+use berth_core::decide::baremetal::Candidates;
+use berth_core::model::baremetal::ProvisionState;
 use berth_core::model::consumer::Allocations;
 use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
 use berth_core::model::inventory::Inventory;
 use berth_core::model::lease::{Affinity, ReservationSpec};
 use berth_core::model::promise::{Ask, PoolAsk, PromiseKind};
+use berth_core::model::provider::Attributes;
 use berth_core::model::provider::ProviderStatus;
 use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass, Span};
 use check::Belief;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
 use store::{Boundary, Durability, SimStore, StoreDefect};
 use uuid::Uuid;
 
@@ -67,6 +77,12 @@ pub enum Defect {
     AnswerBeforeCommit,
     /// A restarted process forgets which lease events fired (in the core; feature `planted`).
     RefireAfterRecovery,
+    /// Floating IPs are given without looking at the leases that hold them (in the core;
+    /// feature `planted`).
+    SkipFloatingIpCheck,
+    /// A node claim that ends leaves its instance's allocation on the node (in the core;
+    /// feature `planted`).
+    ClaimKeepsNode,
 }
 
 /// What a run did.
@@ -84,8 +100,12 @@ pub struct Report {
     pub crashes: usize,
     /// Lifecycle events fired.
     pub events: usize,
-    /// Lease decisions checked against the reference model of admission.
+    /// Lease and node claim decisions checked against the reference models of admission.
     pub admissions: usize,
+    /// Node claims granted.
+    pub claims: usize,
+    /// Times the clock was moved back.
+    pub jumps_back: usize,
 }
 
 /// A failed check: the seed to replay, the step, and what broke.
@@ -127,6 +147,8 @@ fn plant(config: &Config) -> Result<(), Failure> {
         Some(Defect::SkipGenerationCheck) => Some(Planted::SkipGenerationCheck),
         Some(Defect::AnswerBeforeCommit) => Some(Planted::AnswerBeforeCommit),
         Some(Defect::RefireAfterRecovery) => Some(Planted::RefireAfterRecovery),
+        Some(Defect::SkipFloatingIpCheck) => Some(Planted::SkipFloatingIpCheck),
+        Some(Defect::ClaimKeepsNode) => Some(Planted::ClaimKeepsNode),
         Some(Defect::LoseLastCommit) | None => None,
     });
     Ok(())
@@ -203,6 +225,9 @@ struct Asked {
     /// Its id, once an answer (or, after none, its idempotency record) named it.
     id: Option<LeaseId>,
     present: Belief<bool>,
+    /// When (by the latest the clock has been) its last create got no answer, so that its
+    /// client retries it with its key while the key's record lives.
+    unanswered: Option<i64>,
 }
 
 /// How a lease is asked for: a Blazar lease (named by the simulator) or a Promise reservation
@@ -246,6 +271,14 @@ enum Write {
     DeleteLease {
         name: String,
     },
+    /// A node claim (new, or retried with its key).
+    Claim {
+        name: String,
+    },
+    /// The release of a node claim.
+    ReleaseClaim {
+        name: String,
+    },
     /// A host fails, is taken into maintenance, or comes back.
     HostStatus {
         host: ProviderId,
@@ -261,6 +294,12 @@ struct Sim {
     ids: SimIds,
     berth: Option<Arc<Berth>>,
     hosts: Vec<ProviderId>,
+    /// The bare-metal nodes, and the addresses of the floating IPs.
+    nodes: Vec<ProviderId>,
+    addresses: Vec<String>,
+    claims: BTreeMap<String, AskedClaim>,
+    /// The latest the clock has been (it may have moved back since).
+    high_water: i64,
     consumers: BTreeMap<Uuid, Belief<Option<BTreeMap<ProviderId, u64>>>>,
     inventories: BTreeMap<ProviderId, Belief<u64>>,
     leases: BTreeMap<String, Asked>,
@@ -301,15 +340,15 @@ fn vcpu() -> ResourceClass {
 /// What became of a write.
 #[derive(Debug)]
 enum Outcome {
-    /// Acknowledged, with the lease it made (lease creates).
-    Acked(Option<LeaseId>),
+    /// Acknowledged, with what it made (the lease of a lease create, the claim of a claim).
+    Acked(Option<Uuid>),
     /// Refused: an answer, nothing changed.
     Refused,
     /// No answer: the process died.
     Unanswered,
 }
 
-fn outcome<T>(result: Result<T, AppError>, id: impl FnOnce(T) -> Option<LeaseId>) -> Outcome {
+fn outcome<T>(result: Result<T, AppError>, id: impl FnOnce(T) -> Option<Uuid>) -> Outcome {
     match result {
         Ok(value) => Outcome::Acked(id(value)),
         Err(AppError::Rejected(_)) => Outcome::Refused,
@@ -331,6 +370,10 @@ impl Sim {
             ids: SimIds(Arc::new(AtomicU64::new(0))),
             berth: None,
             hosts: Vec::new(),
+            nodes: Vec::new(),
+            addresses: Vec::new(),
+            claims: BTreeMap::new(),
+            high_water: T0,
             consumers: BTreeMap::new(),
             inventories: BTreeMap::new(),
             leases: BTreeMap::new(),
@@ -400,7 +443,7 @@ impl Sim {
             self.hosts.push(uuid);
             self.inventories.insert(uuid, Belief::acked(vcpus));
         }
-        Ok(())
+        self.setup_nodes().await
     }
 
     /// Runs the steps, then moves the clock past every lease and checks the events.
@@ -442,10 +485,14 @@ impl Sim {
         }
     }
 
-    /// Moves the clock 1 to 90 minutes and fires what fell due.
+    /// Moves the clock 1 to 90 minutes (or, one time in eight, back) and fires what fell due.
     async fn tick(&mut self) -> Result<(), Failure> {
+        if self.rng.chance(8) {
+            return self.jump_back().await;
+        }
         let minutes = 1 + i64::try_from(self.rng.below(90)).expect("small");
         self.clock.0.fetch_add(minutes * MINUTE, Ordering::Relaxed);
+        self.high_water = self.high_water.max(self.now().as_micros());
         self.fire().await
     }
 
@@ -463,7 +510,9 @@ impl Sim {
 impl Sim {
     /// The next write, drawn from the seed.
     fn next_write(&mut self) -> Write {
-        match self.rng.below(10) {
+        match self.rng.below(12) {
+            10 => self.claim_write(),
+            11 => self.release_write(),
             9 => Write::HostStatus {
                 host: *self.rng.pick(&self.hosts).expect("hosts are enrolled"),
                 status: *self
@@ -500,6 +549,12 @@ impl Sim {
         }
     }
 
+    /// Whether a create whose answer was lost at `lost` is retried: within 12 hours, well inside
+    /// the life of its key's record ([`IDEMPOTENCY_TTL`](berth_core::model::idempotency::IDEMPOTENCY_TTL)).
+    fn may_retry(&self, lost: Option<i64>) -> bool {
+        lost.is_some_and(|at| self.high_water - at < 12 * 60 * MINUTE)
+    }
+
     fn lease_names(&self) -> Vec<String> {
         self.leases.keys().cloned().collect()
     }
@@ -509,7 +564,7 @@ impl Sim {
         let open: Vec<String> = self
             .leases
             .iter()
-            .filter(|(_, a)| matches!(a.present, Belief::OneOf(_)))
+            .filter(|(_, a)| self.may_retry(a.unanswered))
             .map(|(name, _)| name.clone())
             .collect();
         self.rng.pick(&open).cloned()
@@ -570,15 +625,28 @@ impl Sim {
         let start = self.now().as_micros()
             + (1 + i64::try_from(self.rng.below(240)).expect("small")) * MINUTE;
         let end = start + (10 + i64::try_from(self.rng.below(240)).expect("small")) * MINUTE;
-        let spec = match self.rng.chance(3) {
-            true => ReservationSpec::Host {
+        let spec = match self.rng.below(5) {
+            0 => ReservationSpec::FloatingIp {
+                network_id: NETWORK.into(),
+                amount: 1 + u32::try_from(self.rng.below(2)).expect("small"),
+                required_floatingips: match self.rng.chance(3) {
+                    true => self
+                        .rng
+                        .pick(&self.addresses)
+                        .cloned()
+                        .into_iter()
+                        .collect(),
+                    false => Vec::new(),
+                },
+            },
+            1 | 2 => ReservationSpec::Host {
                 min: 1,
                 max: 1,
                 hypervisor_properties: String::new().into(),
                 resource_properties: String::new().into(),
                 before_end: "default".into(),
             },
-            false => ReservationSpec::Instance {
+            _ => ReservationSpec::Instance {
                 vcpus: 1 + self.rng.below(4),
                 memory_mb: 512,
                 disk_gb: 0,
@@ -608,6 +676,7 @@ impl Sim {
             cmd,
             id: None,
             present: Belief::acked(false),
+            unanswered: None,
         };
         self.leases.insert(name.clone(), asked);
         Write::CreateLease { name }
@@ -682,91 +751,122 @@ impl Sim {
         let expected = self.expected_admission(&writes);
         let mut tasks = Vec::with_capacity(writes.len());
         for write in &writes {
-            let berth = Arc::clone(&berth);
-            let task = match write {
-                Write::Allocate { write, .. } => {
-                    let write = write.clone();
-                    tokio::spawn(async move {
-                        outcome(berth.set_allocations(vec![write]).await, |()| None)
-                    })
-                }
-                Write::Release { consumer } => {
-                    let consumer = *consumer;
-                    tokio::spawn(async move {
-                        outcome(berth.delete_allocations(consumer).await, |()| None)
-                    })
-                }
-                Write::Inventory {
-                    provider,
-                    generation,
-                    vcpus,
-                    ..
-                } => {
-                    let mut inventories = berth.read_local(|c| {
-                        c.provider(*provider)
-                            .map(|p| p.inventories().clone())
-                            .unwrap_or_default()
-                    });
-                    inventories.insert(vcpu(), Inventory::simple(*vcpus));
-                    let (provider, generation) = (*provider, *generation);
-                    tokio::spawn(async move {
-                        let result = berth.set_inventories(provider, generation, inventories);
-                        outcome(result.await, |()| None)
-                    })
-                }
-                Write::CreateLease { name } => match self.leases[name].cmd.clone() {
-                    Asking::Lease(cmd) => tokio::spawn(async move {
-                        outcome(berth.create_lease(cmd).await, |lease| Some(lease.id))
-                    }),
-                    Asking::Promise(cmd) => tokio::spawn(async move {
-                        outcome(berth.create_reservation(cmd).await, |lease| Some(lease.id))
-                    }),
-                },
-                Write::HostStatus { host, status } => {
-                    let (host, status) = (*host, *status);
-                    let id = berth.read_local(|c| c.provider(host).map(|p| p.id()));
-                    tokio::spawn(async move {
-                        match id {
-                            Some(id) => {
-                                outcome(berth.set_host_status(id, status, None).await, |_| None)
-                            }
-                            None => Outcome::Refused,
-                        }
-                    })
-                }
-                Write::DeleteLease { name } => {
-                    let id = self.leases[name].id;
-                    tokio::spawn(async move {
-                        match id {
-                            Some(id) => outcome(berth.delete_lease(id).await, |()| None),
-                            None => Outcome::Refused,
-                        }
-                    })
-                }
-            };
-            tasks.push(task);
+            tasks.push(self.spawn(Arc::clone(&berth), write));
         }
         // A stale generation is only stale alone: an earlier write of the same batch may have
         // moved the generation to it.
         let alone = writes.len() == 1;
         for (write, task) in writes.into_iter().zip(tasks) {
             let told = task.await.expect("invariant: a write task does not panic");
-            if let (Some(fits), Write::CreateLease { name }) = (expected, &write) {
-                self.check_admission(name, fits, &told)?;
+            match (expected, &write) {
+                (Some(fits), Write::CreateLease { name }) => {
+                    self.check_admission(name, fits, &told)?;
+                }
+                (Some(fits), Write::Claim { name }) => self.check_claimed(name, fits, &told)?,
+                _ => {}
             }
             self.learn(write, told, alone)?;
         }
         Ok(())
     }
 
+    /// Sends one write on a task of its own.
+    fn spawn(&self, berth: Arc<Berth>, write: &Write) -> tokio::task::JoinHandle<Outcome> {
+        match write {
+            Write::Allocate { write, .. } => {
+                let write = write.clone();
+                tokio::spawn(
+                    async move { outcome(berth.set_allocations(vec![write]).await, |()| None) },
+                )
+            }
+            Write::Release { consumer } => {
+                let consumer = *consumer;
+                tokio::spawn(
+                    async move { outcome(berth.delete_allocations(consumer).await, |()| None) },
+                )
+            }
+            Write::Inventory {
+                provider,
+                generation,
+                vcpus,
+                ..
+            } => {
+                let mut inventories = berth.read_local(|c| {
+                    c.provider(*provider)
+                        .map(|p| p.inventories().clone())
+                        .unwrap_or_default()
+                });
+                inventories.insert(vcpu(), Inventory::simple(*vcpus));
+                let (provider, generation) = (*provider, *generation);
+                tokio::spawn(async move {
+                    let result = berth.set_inventories(provider, generation, inventories);
+                    outcome(result.await, |()| None)
+                })
+            }
+            Write::CreateLease { name } => match self.leases[name].cmd.clone() {
+                Asking::Lease(cmd) => tokio::spawn(async move {
+                    outcome(berth.create_lease(cmd).await, |lease| Some(lease.id.uuid()))
+                }),
+                Asking::Promise(cmd) => tokio::spawn(async move {
+                    outcome(berth.create_reservation(cmd).await, |lease| {
+                        Some(lease.id.uuid())
+                    })
+                }),
+            },
+            Write::Claim { name } => {
+                let cmd = self.claims[name].cmd.clone();
+                tokio::spawn(async move {
+                    outcome(berth.claim_node(cmd).await, |claim| Some(claim.uuid))
+                })
+            }
+            Write::ReleaseClaim { name } => {
+                let id = self.claims[name].id;
+                tokio::spawn(async move {
+                    match id {
+                        Some(id) => {
+                            outcome(berth.release_claim(id, Some(CLAIMANT.into())).await, |()| {
+                                None
+                            })
+                        }
+                        None => Outcome::Refused,
+                    }
+                })
+            }
+            Write::HostStatus { host, status } => {
+                let (host, status) = (*host, *status);
+                let id = berth.read_local(|c| c.provider(host).map(|p| p.id()));
+                tokio::spawn(async move {
+                    match id {
+                        Some(id) => {
+                            outcome(berth.set_host_status(id, status, None).await, |_| None)
+                        }
+                        None => Outcome::Refused,
+                    }
+                })
+            }
+            Write::DeleteLease { name } => {
+                let id = self.leases[name].id;
+                tokio::spawn(async move {
+                    match id {
+                        Some(id) => outcome(berth.delete_lease(id).await, |()| None),
+                        None => Outcome::Refused,
+                    }
+                })
+            }
+        }
+    }
+
     /// Whether the reference model of admission says `writes` is a new lease that fits, when it
     /// is one sent alone: what the model sees is then exactly the catalog its decision sees.
     fn expected_admission(&self, writes: &[Write]) -> Option<bool> {
-        let [Write::CreateLease { name }] = writes else {
-            return None;
+        let name = match writes {
+            [Write::CreateLease { name }] => name,
+            [Write::Claim { name }] => return self.expected_claim(name),
+            _ => return None,
         };
         let asked = &self.leases[name];
-        if asked.present != Belief::acked(false) {
+        // A retry may be answered by its key's record: the model decides first creates only.
+        if asked.present != Belief::acked(false) || asked.unanswered.is_some() {
             return None;
         }
         match &asked.cmd {
@@ -861,28 +961,16 @@ impl Sim {
                     _ => {}
                 }
             }
-            Write::CreateLease { name } => {
-                let known = self.leases[&name].id;
-                if let Outcome::Acked(id) = told
-                    && known.is_some()
-                    && known != id
-                {
-                    return Err(
-                        self.fail(format!("{name} was created twice: {known:?} and {id:?}"))
-                    );
-                }
-                let asked = self.leases.get_mut(&name).expect("asked");
-                match told {
-                    Outcome::Acked(id) => {
-                        asked.id = id;
-                        asked.present = Belief::acked(true);
-                    }
-                    Outcome::Refused => asked.present = Belief::acked(false),
-                    Outcome::Unanswered => asked.present = asked.present.unknown(true),
-                }
-            }
+            Write::CreateLease { name } => self.learn_lease(&name, told)?,
             // A status change moves or flags leases; what they hold is checked as always.
             Write::HostStatus { .. } => {}
+            Write::Claim { name } => {
+                if matches!(told, Outcome::Acked(_)) {
+                    self.report.claims += 1;
+                }
+                self.learn_claim(&name, &told)?;
+            }
+            Write::ReleaseClaim { name } => self.learn_release(&name, &told),
             Write::DeleteLease { name } => {
                 let asked = self.leases.get_mut(&name).expect("asked");
                 match told {
@@ -891,6 +979,29 @@ impl Sim {
                     Outcome::Unanswered => asked.present = asked.present.unknown(false),
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Learns what the client of a lease create was told.
+    fn learn_lease(&mut self, name: &str, told: Outcome) -> Result<(), Failure> {
+        let known = self.leases[name].id;
+        if let Outcome::Acked(id) = told
+            && let id = id.map(LeaseId::new)
+            && known.is_some()
+            && known != id
+        {
+            return Err(self.fail(format!("{name} was created twice: {known:?} and {id:?}")));
+        }
+        let asked = self.leases.get_mut(name).expect("asked");
+        asked.unanswered = matches!(told, Outcome::Unanswered).then_some(self.high_water);
+        match told {
+            Outcome::Acked(id) => {
+                asked.id = id.map(LeaseId::new);
+                asked.present = Belief::acked(true);
+            }
+            Outcome::Refused => asked.present = Belief::acked(false),
+            Outcome::Unanswered => asked.present = asked.present.unknown(true),
         }
         Ok(())
     }
@@ -920,6 +1031,9 @@ impl Sim {
         let now = self.now();
         let (excess, mut held) = berth.read_local(|c| (check::excess(c, now), c.to_rows()));
         let excess = excess.map_err(|e| self.fail(format!("capacity promised twice: {e}")))?;
+        berth
+            .read_local(check::floating_ips)
+            .map_err(|e| self.fail(e))?;
         for (host, over) in &excess {
             let before = self.excess.get(host).copied().unwrap_or(0);
             if *over <= before {
@@ -968,8 +1082,10 @@ impl Sim {
     /// Every object is as its clients were told (or one of the outcomes a write without an
     /// answer allows), and nothing is there that nobody asked for.
     fn check_told(&mut self, catalog: &Catalog) -> Result<(), Failure> {
+        let instances: std::collections::BTreeSet<Uuid> =
+            self.claims.values().map(|c| c.cmd.instance_uuid).collect();
         for (uuid, _) in catalog.consumers() {
-            if !self.consumers.contains_key(&uuid) {
+            if !self.consumers.contains_key(&uuid) && !instances.contains(&uuid) {
                 return Err(self.fail(format!("consumer {uuid} was never written")));
             }
         }
@@ -997,7 +1113,29 @@ impl Sim {
                 return Err(self.fail(e));
             }
         }
-        self.check_leases(catalog)
+        self.check_leases(catalog)?;
+        self.check_claims(catalog)?;
+        self.check_not_unfired(catalog)
+    }
+
+    /// No lease event that fired is undone (not by a restart, not by the clock moving back).
+    fn check_not_unfired(&self, catalog: &Catalog) -> Result<(), Failure> {
+        for (lease, kind) in &self.fired {
+            let Some(current) = catalog.lease(*lease) else {
+                continue;
+            };
+            let undone = current.events.iter().find(|e| {
+                kind.strip_prefix("lease.event.") == Some(e.kind.as_str())
+                    && e.status == berth_core::model::lease::EventStatus::Undone
+            });
+            if let Some(event) = undone {
+                return Err(self.fail(format!(
+                    "lease {lease}: {kind} fired, and is undone again (due at {})",
+                    event.at.as_micros()
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn check_leases(&mut self, catalog: &Catalog) -> Result<(), Failure> {
@@ -1069,12 +1207,16 @@ impl Sim {
         self.step = self.config.steps;
         let last_end = self
             .berth()
-            .read_local(|c| c.leases().map(|l| l.end.as_micros()).max())
+            .read_local(|c| {
+                let leases = c.leases().map(|l| l.end);
+                let claims = c.claims().map(|claim| claim.expires_at);
+                leases.chain(claims).map(Instant::as_micros).max()
+            })
             .unwrap_or(T0);
-        self.clock.0.store(
-            last_end.max(self.now().as_micros()) + MINUTE,
-            Ordering::Relaxed,
-        );
+        self.clock
+            .0
+            .store(last_end.max(self.high_water) + MINUTE, Ordering::Relaxed);
+        self.high_water = self.now().as_micros();
         // Each pass fires what is due; a crash during one leaves the rest to the next.
         for _ in 0..8 {
             self.fire().await?;
@@ -1119,5 +1261,285 @@ impl Sim {
                 self.fired.insert(key);
             }
         }
+    }
+}
+
+// Ironic-style node claims: the nodes and the floating IPs enrolled at the start, the claims
+// asked for (each with an idempotency key), released, retried after a lost answer and left to
+// expire, and what each client of a claim was told against the catalog; and the clock moving back.
+
+/// The project node claims are made for (not the leases': a lease of another project reserves
+/// the node it holds against them).
+const CLAIMANT: &str = "metal";
+/// The Ironic resource class of every simulated node.
+const NODE_CLASS: &str = "baremetal-gold";
+/// The external network of the simulated floating IPs.
+const NETWORK: &str = "ext-net";
+
+/// A node claim the simulator asked for, by its name.
+#[derive(Debug, Clone)]
+struct AskedClaim {
+    cmd: ClaimNode,
+    /// Its uuid, once an answer (or, after none, its idempotency record) named it.
+    id: Option<Uuid>,
+    present: Belief<bool>,
+    /// When it expires, once seen in the catalog.
+    expires_at: Option<Instant>,
+    /// Whether its release was asked for (answered or not).
+    released: bool,
+    /// When (by the latest the clock has been) its last create got no answer.
+    unanswered: Option<i64>,
+}
+
+impl Sim {
+    /// Enrols one to three bare-metal nodes (`available`) and registers three to six floating IPs.
+    async fn setup_nodes(&mut self) -> Result<(), Failure> {
+        for n in 0..1 + self.rng.below(3) {
+            let uuid = self
+                .berth()
+                .enroll_node(EnrollNode {
+                    uuid: None,
+                    name: Some(format!("node-{n}")),
+                    resource_class: NODE_CLASS.into(),
+                    properties: Attributes::new(),
+                    traits: Vec::new(),
+                    availability_zone: Some("az1".into()),
+                    provision_state: ProvisionState::Available,
+                })
+                .await
+                .map_err(|e| self.fail(format!("enrolling a node: {e}")))?;
+            self.nodes.push(uuid);
+        }
+        for n in 0..3 + self.rng.below(4) {
+            self.berth()
+                .register_floating_ip(RegisterFloatingIp {
+                    network_id: NETWORK.into(),
+                    subnet_id: None,
+                    address: format!("203.0.113.{}", 10 + n),
+                })
+                .await
+                .map_err(|e| self.fail(format!("registering a floating IP: {e}")))?;
+            self.addresses.push(format!("203.0.113.{}", 10 + n));
+        }
+        Ok(())
+    }
+
+    /// A new node claim: one to all of the nodes in some order, or any node of the class, held
+    /// for 5 to 120 minutes, for an instance of its own.
+    fn new_claim(&mut self) -> Write {
+        let name = format!("claim-{}", self.claims.len());
+        let candidates = match self.rng.chance(3) {
+            true => Candidates::Class {
+                resource_class: NODE_CLASS.into(),
+                traits: Vec::new(),
+                among: Vec::new(),
+            },
+            false => {
+                let mut nodes = self.nodes.clone();
+                for i in (1..nodes.len()).rev() {
+                    let j = usize::try_from(self.rng.below(i as u64 + 1)).expect("small");
+                    nodes.swap(i, j);
+                }
+                let keep = 1 + usize::try_from(self.rng.below(nodes.len() as u64)).expect("small");
+                nodes.truncate(keep);
+                Candidates::Nodes(nodes)
+            }
+        };
+        let minutes = 5 + self.rng.below(116);
+        let cmd = ClaimNode {
+            instance_uuid: Uuid::from_u128(2u128 << 64 | self.claims.len() as u128),
+            candidates,
+            project_id: CLAIMANT.into(),
+            user_id: "u".into(),
+            ttl: Some(Duration::from_secs(minutes * 60)),
+            idempotency: keyed(&name, "POST /v1/nodes/claims"),
+        };
+        self.claims.insert(
+            name.clone(),
+            AskedClaim {
+                cmd,
+                id: None,
+                present: Belief::acked(false),
+                expires_at: None,
+                released: false,
+                unanswered: None,
+            },
+        );
+        Write::Claim { name }
+    }
+
+    /// A claim create that got no answer, retried with its key, or a new claim.
+    fn claim_write(&mut self) -> Write {
+        let open: Vec<String> = self
+            .claims
+            .iter()
+            .filter(|(_, c)| self.may_retry(c.unanswered) && !c.released)
+            .map(|(name, _)| name.clone())
+            .collect();
+        match self.rng.chance(3).then(|| self.rng.pick(&open).cloned()) {
+            Some(Some(name)) => Write::Claim { name },
+            _ => self.new_claim(),
+        }
+    }
+
+    /// The release of a claim asked for (or a new claim when there is none).
+    fn release_write(&mut self) -> Write {
+        let names: Vec<String> = self.claims.keys().cloned().collect();
+        match self.rng.pick(&names).cloned() {
+            Some(name) => Write::ReleaseClaim { name },
+            None => self.new_claim(),
+        }
+    }
+
+    /// Whether the reference model grants claim `name`, when it is a new claim sent alone.
+    fn expected_claim(&self, name: &str) -> Option<bool> {
+        let asked = &self.claims[name];
+        if asked.present != Belief::acked(false) || asked.id.is_some() || asked.unanswered.is_some()
+        {
+            return None;
+        }
+        Some(self.berth().read_local(|c| {
+            let nodes: Vec<ProviderId> = match &asked.cmd.candidates {
+                Candidates::Nodes(nodes) => nodes.clone(),
+                Candidates::Class { .. } => c
+                    .providers()
+                    .filter(|p| p.node().is_some())
+                    .map(berth_core::model::provider::Provider::uuid)
+                    .collect(),
+            };
+            check::claimable(
+                c,
+                &check::ClaimAsk {
+                    nodes: &nodes,
+                    instance: asked.cmd.instance_uuid,
+                },
+            )
+        }))
+    }
+
+    /// A claim the reference model grants is granted, and one it does not is refused.
+    fn check_claimed(&mut self, name: &str, fits: bool, told: &Outcome) -> Result<(), Failure> {
+        let granted = match told {
+            Outcome::Acked(_) => true,
+            Outcome::Refused => false,
+            Outcome::Unanswered => return Ok(()),
+        };
+        self.report.admissions += 1;
+        if granted != fits {
+            let verb = if granted { "granted" } else { "refused" };
+            let model = if fits { "grants" } else { "refuses" };
+            return Err(self.fail(format!(
+                "{name} was {verb}, but the reference model of a claim {model} it: {:?}",
+                self.claims[name].cmd
+            )));
+        }
+        Ok(())
+    }
+
+    /// Learns what the client of a claim was told.
+    fn learn_claim(&mut self, name: &str, told: &Outcome) -> Result<(), Failure> {
+        let asked = self.claims.get_mut(name).expect("asked");
+        if let (Outcome::Acked(id), Some(known)) = (told, asked.id)
+            && *id != Some(known)
+        {
+            return Err(self.fail(format!(
+                "{name} was claimed twice under one key: {known} and {id:?}"
+            )));
+        }
+        asked.unanswered = matches!(told, Outcome::Unanswered).then_some(self.high_water);
+        match told {
+            Outcome::Acked(id) => {
+                asked.id = *id;
+                asked.present = Belief::acked(true);
+            }
+            Outcome::Refused => asked.present = Belief::acked(false),
+            Outcome::Unanswered => asked.present = asked.present.unknown(true),
+        }
+        Ok(())
+    }
+
+    /// Learns what the client of a release was told.
+    fn learn_release(&mut self, name: &str, told: &Outcome) {
+        let asked = self.claims.get_mut(name).expect("asked");
+        asked.released = true;
+        match told {
+            Outcome::Acked(_) => asked.present = Belief::acked(false),
+            Outcome::Refused => {}
+            Outcome::Unanswered => asked.present = asked.present.unknown(false),
+        }
+    }
+
+    /// Every claim is as its client was told, or gone because it expired (never before its
+    /// expiry, never to come back); nothing is claimed that nobody asked for; and every claim's
+    /// instance holds its node while the claim lasts, and nothing after.
+    fn check_claims(&mut self, catalog: &Catalog) -> Result<(), Failure> {
+        check::node_claims(catalog).map_err(|e| self.fail(e))?;
+        let high_water = self.high_water;
+        let mut asked_ids = std::collections::BTreeSet::new();
+        let mut failure = None;
+        for (name, asked) in &mut self.claims {
+            if asked.id.is_none() {
+                let key = asked.cmd.idempotency.as_ref().map(|i| &i.key);
+                asked.id = key
+                    .and_then(|key| catalog.idempotency_record(key))
+                    .map(|record| record.object_id);
+            }
+            let found = asked.id.and_then(|id| catalog.claim(id));
+            if let Some(claim) = found {
+                asked.expires_at = Some(claim.expires_at);
+                asked_ids.insert(claim.uuid);
+            }
+            let instance = catalog.consumer(asked.cmd.instance_uuid).is_some();
+            if instance != found.is_some() {
+                failure = Some(format!(
+                    "{name}: its instance holds {} but the claim is {}",
+                    if instance { "a node" } else { "nothing" },
+                    if found.is_some() { "there" } else { "gone" }
+                ));
+                break;
+            }
+            let expired = asked
+                .expires_at
+                .is_some_and(|at| at.as_micros() <= high_water);
+            if found.is_none() && asked.present == Belief::acked(true) {
+                if !expired {
+                    failure = Some(format!(
+                        "{name} ({:?}) is gone before it expired at {:?}, but the clients were told it was granted and nobody released it",
+                        asked.id, asked.expires_at
+                    ));
+                    break;
+                }
+                // Its expiry fired: it is gone for good.
+                asked.present = Belief::acked(false);
+            }
+            if let Err(e) = asked
+                .present
+                .observe(found.is_some(), || format!("claim {name}"))
+            {
+                failure = Some(e);
+                break;
+            }
+        }
+        if let Some(what) = failure {
+            return Err(self.fail(what));
+        }
+        if let Some(stray) = catalog.claims().find(|c| !asked_ids.contains(&c.uuid)) {
+            return Err(self.fail(format!("claim {} was never asked for", stray.uuid)));
+        }
+        Ok(())
+    }
+
+    /// Moves the clock back 1 second to 30 minutes (an NTP step), then fires what is due.
+    /// What was promised is measured again from the earlier instant: a promise that only
+    /// looks doubled because "now" moved back is not a decision's.
+    async fn jump_back(&mut self) -> Result<(), Failure> {
+        let seconds = 1 + i64::try_from(self.rng.below(1_800)).expect("small");
+        let to = (self.now().as_micros() - seconds * 1_000_000).max(T0);
+        self.clock.0.store(to, std::sync::atomic::Ordering::Relaxed);
+        self.report.jumps_back += 1;
+        let now = self.now();
+        let excess = self.berth().read_local(|c| check::excess(c, now));
+        self.excess = excess.map_err(|e| self.fail(format!("capacity promised twice: {e}")))?;
+        self.fire().await
     }
 }

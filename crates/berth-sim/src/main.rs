@@ -60,6 +60,10 @@ enum Defect {
     AnswerBeforeCommit,
     /// A restarted berth forgets which lease events fired (needs `--features planted`).
     RefireAfterRecovery,
+    /// Floating IPs given without looking at the leases holding them (needs `--features planted`).
+    SkipFloatingIpCheck,
+    /// A node claim that ends leaves its allocation on the node (needs `--features planted`).
+    ClaimKeepsNode,
 }
 
 impl Args {
@@ -77,6 +81,8 @@ impl Args {
                 Defect::SkipGenerationCheck => Planted::SkipGenerationCheck,
                 Defect::AnswerBeforeCommit => Planted::AnswerBeforeCommit,
                 Defect::RefireAfterRecovery => Planted::RefireAfterRecovery,
+                Defect::SkipFloatingIpCheck => Planted::SkipFloatingIpCheck,
+                Defect::ClaimKeepsNode => Planted::ClaimKeepsNode,
             }),
             trace: self.trace,
         }
@@ -129,6 +135,8 @@ fn main() -> std::process::ExitCode {
                             tally.report.crashes += report.crashes;
                             tally.report.events += report.events;
                             tally.report.admissions += report.admissions;
+                            tally.report.claims += report.claims;
+                            tally.report.jumps_back += report.jumps_back;
                             tally.seeds += 1;
                         }
                         Err(failure) => {
@@ -153,7 +161,7 @@ fn main() -> std::process::ExitCode {
     }
     let total = tally.report;
     println!(
-        "{} seeds from {} passed in {:.1} s ({jobs} jobs): {} writes ({} acknowledged, {} refused, {} unanswered), {} crashes, {} lifecycle events, {} admissions checked against the reference model",
+        "{} seeds from {} passed in {:.1} s ({jobs} jobs): {} writes ({} acknowledged, {} refused, {} unanswered), {} crashes, {} lifecycle events, {} node claims granted, {} backward clock jumps, {} admissions checked against the reference models",
         tally.seeds,
         args.seed,
         started.elapsed().as_secs_f64(),
@@ -163,6 +171,8 @@ fn main() -> std::process::ExitCode {
         total.unanswered,
         total.crashes,
         total.events,
+        total.claims,
+        total.jumps_back,
         total.admissions
     );
     std::process::ExitCode::SUCCESS

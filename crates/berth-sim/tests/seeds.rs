@@ -17,7 +17,7 @@ fn config(seed: u64, steps: usize) -> Config {
 
 #[test]
 fn seeds_pass_with_crashes_at_every_boundary() {
-    let mut crashes = 0;
+    let (mut crashes, mut claims, mut jumps_back) = (0, 0, 0);
     for seed in 1..=12 {
         let report = run(&config(seed, 200)).unwrap_or_else(|failure| panic!("{failure}"));
         assert!(
@@ -25,8 +25,15 @@ fn seeds_pass_with_crashes_at_every_boundary() {
             "seed {seed}: {report:?}"
         );
         crashes += report.crashes;
+        claims += report.claims;
+        jumps_back += report.jumps_back;
     }
     assert!(crashes > 12, "the runs crashed only {crashes} times");
+    assert!(claims > 12, "the runs granted only {claims} node claims");
+    assert!(
+        jumps_back > 12,
+        "the clock moved back only {jumps_back} times"
+    );
 }
 
 #[test]
@@ -79,5 +86,9 @@ fn a_torn_tail_is_caught() {
         .err()
     });
     let failure = caught.expect("a lost last commit was not caught in 20 seeds");
-    assert!(failure.what.contains("were told"), "{failure}");
+    // A lost commit may show first as capacity promised beyond what is left, in no decision.
+    assert!(
+        failure.what.contains("were told") || failure.what.contains("capacity promised twice"),
+        "{failure}"
+    );
 }

@@ -574,6 +574,8 @@ fn end_claim(catalog: &Catalog, claim: &NodeClaim, now: Instant) -> Vec<Change> 
         .provider(claim.node_uuid)
         .and_then(Provider::node)
         .is_some_and(|n| n.instance_uuid == Some(claim.instance_uuid));
+    #[cfg(feature = "planted-defects")]
+    let deployed = deployed || crate::planted::planted(crate::planted::Defect::ClaimKeepsNode);
     if !deployed && catalog.consumer(claim.instance_uuid).is_some() {
         changes.extend(
             crate::decide::allocation::delete_allocations(catalog, claim.instance_uuid, now)
