@@ -55,6 +55,36 @@ pub enum LeaseVerb {
         /// Lease id or name.
         lease: String,
     },
+    /// A recurring lease (created with `--recurrence`): show, rename or cancel every
+    /// occurrence left; one occurrence is changed or deleted as the lease it is.
+    Series {
+        /// What to do.
+        #[command(subcommand)]
+        verb: SeriesVerb,
+    },
+}
+
+/// What `berth lease series` does.
+#[derive(Debug, Subcommand)]
+pub enum SeriesVerb {
+    /// Show the occurrences left of a series.
+    Show {
+        /// Series id (a lease's `series_id`).
+        series: String,
+    },
+    /// Rename every occurrence left.
+    Rename {
+        /// Series id.
+        series: String,
+        /// New name.
+        #[arg(long)]
+        name: String,
+    },
+    /// Cancel every occurrence left, in one decision.
+    Delete {
+        /// Series id.
+        series: String,
+    },
 }
 
 /// `berth lease create`.
@@ -101,6 +131,10 @@ pub struct CreateLease {
     /// it; admitted as soon as capacity frees.
     #[arg(long, value_parser = parse_when, conflicts_with = "hold_id")]
     pub wait_until: Option<When>,
+    /// Repeat the lease by an RRULE (`FREQ=DAILY|WEEKLY`, `INTERVAL`, `BYDAY`, `COUNT` or
+    /// `UNTIL`), e.g. `FREQ=WEEKLY;COUNT=4`: every occurrence is admitted or none.
+    #[arg(long, value_name = "RRULE", conflicts_with_all = ["hold_id", "wait_until", "wait"])]
+    pub recurrence: Option<String>,
 }
 
 /// `berth lease update`.
@@ -164,6 +198,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             eprintln!("Deleted lease {lease}.");
             Ok(())
         }
+        LeaseVerb::Series { verb } => series(ctx, verb).await,
         LeaseVerb::Events { lease } => {
             let id = resolve(ctx, &lease).await?;
             let answer = ctx
@@ -181,6 +216,60 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             })
         }
     }
+}
+
+const SERIES: &str = "/reservation/v1/lease-series";
+
+/// Runs `berth lease series`.
+async fn series(ctx: &Ctx, verb: SeriesVerb) -> Result<(), CliError> {
+    match verb {
+        SeriesVerb::Show { series } => {
+            let answer = ctx
+                .client
+                .get(&format!("{SERIES}/{}", segment(&series)))
+                .await?;
+            show_series(ctx, &answer["series"])
+        }
+        SeriesVerb::Rename { series, name } => {
+            let path = format!("{SERIES}/{}", segment(&series));
+            let answer = ctx.client.put(&path, &json!({"name": name})).await?;
+            show_series(ctx, &answer["series"])
+        }
+        SeriesVerb::Delete { series } => {
+            ctx.client
+                .delete(&format!("{SERIES}/{}", segment(&series)))
+                .await?;
+            eprintln!("Cancelled every occurrence of series {series}.");
+            Ok(())
+        }
+    }
+}
+
+/// A series: its rule on standard error, its occurrences as a table.
+fn show_series(ctx: &Ctx, series: &Value) -> Result<(), CliError> {
+    eprintln!(
+        "Series {} ({}): {}, {} of {} occurrences left.",
+        get(series, "id"),
+        get(series, "name"),
+        get(series, "recurrence"),
+        series["leases"].as_array().map_or(0, Vec::len),
+        get(series, "count"),
+    );
+    emit(ctx.format, series, |series| {
+        Table::of(
+            &["OCCURRENCE", "ID", "START", "END", "STATUS"],
+            items(&series["leases"]),
+            |l| {
+                vec![
+                    get(l, "occurrence"),
+                    get(l, "id"),
+                    time::show(&get(l, "start_date")),
+                    time::show(&get(l, "end_date")),
+                    get(l, "status"),
+                ]
+            },
+        )
+    })
 }
 
 pub(crate) fn lease_path(id: &str) -> String {
@@ -545,7 +634,13 @@ async fn create(ctx: &Ctx, create: &CreateLease) -> Result<(), CliError> {
         body["on_conflict"] = json!("wait");
         body["wait_until"] = Value::String(until.wire());
     }
+    if let Some(rule) = &create.recurrence {
+        body["recurrence"] = json!(rule);
+    }
     let mut answer = ctx.client.post(LEASES, &body).await?;
+    if answer["series"].is_object() {
+        return show_series(ctx, &answer["series"]);
+    }
     let mut lease = answer["lease"].take();
     if lease["status"] == "WAITING" {
         eprintln!(
