@@ -279,9 +279,15 @@ async fn clients_racing_series_and_single_leases_never_over_commit() {
         enroll(&app, &format!("r{n}"), "az1", 8).await;
     }
     let t = tomorrow();
-    // 32 clients: even ones ask for a weekly series of three, odd ones for a single lease over
-    // the first week's window; every one needs a host over that window.
-    let tasks: Vec<_> = (0..32_i64)
+    let (series, singles) = race_series_and_leases(&[&app], t).await;
+    check_series_race(&app, t, series, singles).await;
+}
+
+/// 32 clients spread over `apps`: even ones ask for a weekly series of three, odd ones for a
+/// single lease over the first week's window; every one needs a whole host over that window.
+/// Returns how many series and single leases were admitted.
+pub(crate) async fn race_series_and_leases(apps: &[&TestApp], t: i64) -> (usize, usize) {
+    let tasks: Vec<_> = (0..32_usize)
         .map(|n| {
             let body = match n % 2 {
                 0 => series_body(&format!("series-{n}"), t, 2, "FREQ=WEEKLY;COUNT=3"),
@@ -292,6 +298,7 @@ async fn clients_racing_series_and_single_leases_never_over_commit() {
                     one_host(),
                 ),
             };
+            let app = apps[n % apps.len()];
             let (client, url) = (app.client.clone(), format!("{}{LEASES}", app.base));
             tokio::spawn(async move {
                 parse(client.post(url).json(&body).send().await.expect("send")).await
@@ -307,6 +314,12 @@ async fn clients_racing_series_and_single_leases_never_over_commit() {
             (status, body) => panic!("unexpected {status}: {body}"),
         }
     }
+    (series, singles)
+}
+
+/// Exactly the four hosts were taken over the first week, each admitted series whole, and no
+/// week holds more leases than hosts, as `app` lists them.
+pub(crate) async fn check_series_race(app: &TestApp, t: i64, series: usize, singles: usize) {
     assert_eq!(
         series + singles,
         4,

@@ -77,6 +77,27 @@ fn a_series_with_one_conflict_is_refused_whole_with_the_nearest_window() {
             .iter()
             .all(|l| l.series.as_ref().is_some_and(|o| o.count == 3))
     );
+    // A catalog loaded from storage (its rows, leases as their documents) finds the series.
+    let stored: Vec<std::sync::Arc<Lease>> = w
+        .catalog
+        .to_rows()
+        .leases
+        .iter()
+        .map(|l| {
+            let document = serde_json::to_string(&**l).expect("encodes");
+            std::sync::Arc::new(serde_json::from_str(&document).expect("decodes"))
+        })
+        .collect();
+    let reloaded = Catalog::from_rows(crate::catalog::CatalogRows {
+        leases: stored,
+        ..w.catalog.to_rows()
+    });
+    let again: Vec<&Lease> = reloaded.series(series.series_id).collect();
+    assert_eq!(again.len(), 3);
+    assert_eq!(
+        again[2].series.as_ref().map(|o| &*o.rule),
+        Some("FREQ=DAILY;COUNT=3")
+    );
 }
 
 #[test]
