@@ -612,13 +612,19 @@ pub struct SeriesEnvelope {
     pub series: Series,
 }
 
-/// `PUT /reservation/v1/lease-series/{series_id}` (berth): renames every occurrence left.
+/// `PUT /reservation/v1/lease-series/{series_id}` (berth): renames every occurrence left,
+/// moves them all, or both (at least one).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(rename = "BlazarSeriesRequest")]
 #[serde(deny_unknown_fields)]
 pub struct SeriesRequest {
     /// The new name.
-    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Moves every occurrence by this many minutes (negative: earlier), all or none; only
+    /// while every occurrence is pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_minutes: Option<i64>,
 }
 
 /// `POST /reservation/v1/availability` (berth): whether a lease request would fit.

@@ -3,11 +3,11 @@
 //! the writer lock, over a snapshot, as a counter-offer is.
 
 use crate::error::AppError;
-use crate::leases::{CreateLease, horizon_end};
+use crate::leases::{CreateLease, SEARCH_HORIZON_DEFAULT, horizon_end};
 use crate::service::Berth;
 use berth_core::decide::admission::Search;
 use berth_core::decide::idempotency::replay;
-use berth_core::decide::lease::{self as decide, NewSeries};
+use berth_core::decide::lease::{self as decide, NewSeries, Shift};
 use berth_core::model::lease::Lease;
 use berth_core::{Catalog, Rejection};
 use uuid::Uuid;
@@ -150,6 +150,38 @@ impl Berth {
             .await
     }
 
+    /// Moves every occurrence left of a series by `shift`, all or none; a refusal's nearest
+    /// windows are searched after the writer lock, up to `SEARCH_HORIZON_DEFAULT` past the
+    /// last occurrence's new start.
+    pub async fn shift_series(&self, id: Uuid, shift: Shift) -> Result<Vec<Lease>, AppError> {
+        let result = self
+            .write(move |catalog, now| decide::shift_series(catalog, id, shift, now, &Search::NONE))
+            .await;
+        let leases = match result {
+            Err(AppError::Rejected(rejection @ Rejection::SeriesDoesNotFit(_))) => {
+                let now = self.now();
+                let searched = self
+                    .search(move |catalog, stop| {
+                        let last = catalog.series(id).map(|l| l.start).max().unwrap_or(now);
+                        let horizon = horizon_end(last, SEARCH_HORIZON_DEFAULT);
+                        let search = crate::search::search_until(shift_end(shift, horizon), stop);
+                        decide::shift_series(catalog, id, shift, now, &search).err()
+                    })
+                    .await;
+                return Err(match searched {
+                    Ok(Some(refusal @ Rejection::SeriesDoesNotFit(_))) => {
+                        AppError::Rejected(refusal)
+                    }
+                    Ok(_) => AppError::Rejected(rejection),
+                    Err(error) => error,
+                });
+            }
+            other => other?,
+        };
+        self.lifecycle.notify_one();
+        Ok(leases)
+    }
+
     /// The occurrences left of a series, in order, each rendered with `render`.
     pub async fn series<T>(
         &self,
@@ -158,5 +190,13 @@ impl Berth {
     ) -> Result<Vec<T>, AppError> {
         self.read(|catalog| catalog.series(id).map(|l| render(catalog, l)).collect())
             .await
+    }
+}
+
+/// Where a search horizon that ends at `horizon` lies once the series moved by `shift`.
+fn shift_end(shift: Shift, horizon: berth_core::Instant) -> berth_core::Instant {
+    match shift {
+        Shift::Later(span) => horizon + span,
+        Shift::Earlier(span) => horizon - span,
     }
 }

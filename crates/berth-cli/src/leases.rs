@@ -72,13 +72,16 @@ pub enum SeriesVerb {
         /// Series id (a lease's `series_id`).
         series: String,
     },
-    /// Rename every occurrence left.
-    Rename {
+    /// Rename every occurrence left, or move them all (all or none).
+    Update {
         /// Series id.
         series: String,
         /// New name.
         #[arg(long)]
-        name: String,
+        name: Option<String>,
+        /// Move every occurrence by this many minutes (negative: earlier).
+        #[arg(long, allow_hyphen_values = true)]
+        shift_minutes: Option<i64>,
     },
     /// Cancel every occurrence left, in one decision.
     Delete {
@@ -230,9 +233,25 @@ async fn series(ctx: &Ctx, verb: SeriesVerb) -> Result<(), CliError> {
                 .await?;
             show_series(ctx, &answer["series"])
         }
-        SeriesVerb::Rename { series, name } => {
+        SeriesVerb::Update {
+            series,
+            name,
+            shift_minutes,
+        } => {
+            if name.is_none() && shift_minutes.is_none() {
+                return Err(CliError::Usage(
+                    "lease series update needs --name or --shift-minutes".to_owned(),
+                ));
+            }
+            let mut body = json!({});
+            if let Some(name) = name {
+                body["name"] = json!(name);
+            }
+            if let Some(minutes) = shift_minutes {
+                body["shift_minutes"] = json!(minutes);
+            }
             let path = format!("{SERIES}/{}", segment(&series));
-            let answer = ctx.client.put(&path, &json!({"name": name})).await?;
+            let answer = ctx.client.put(&path, &body).await?;
             show_series(ctx, &answer["series"])
         }
         SeriesVerb::Delete { series } => {

@@ -150,5 +150,8 @@ pub const RECURRENCE_INTERVAL_MAX: u32 = 366;
 /// searched (off the writer lock); the others are listed without one.
 pub const RECURRENCE_ALTERNATIVES_MAX: usize = 16;
 
+/// Farthest a whole series may be moved at once (`shift_minutes`), in days either way.
+pub const RECURRENCE_SHIFT_DAYS_MAX: i64 = 366;
+
 const _: () = assert!(RECURRENCE_OCCURRENCES_MAX >= 2);
 const _: () = assert!(RECURRENCE_ALTERNATIVES_MAX as u64 <= RECURRENCE_OCCURRENCES_MAX as u64);

@@ -998,10 +998,23 @@ async fn a_recurring_lease_is_refused_with_its_conflicts_then_created_renamed_an
     assert!(line(&table, third).trim_start().starts_with('2'), "{table}");
     let renamed = json(
         &app,
-        &["lease", "series", "rename", &id, "--name", "standup"],
+        &[
+            "lease",
+            "series",
+            "update",
+            &id,
+            "--name",
+            "standup",
+            "--shift-minutes",
+            "-30",
+        ],
     )
     .await;
     assert_eq!(renamed["name"], "standup", "{renamed}");
+    assert_ne!(
+        renamed["leases"][0]["start_date"], series["leases"][0]["start_date"],
+        "{renamed}"
+    );
     ok(&app, &["lease", "series", "delete", &id]).await;
     berth(&app, &["lease", "series", "show", &id])
         .await

@@ -124,11 +124,12 @@ async fn a_weekly_series_with_one_conflict_is_refused_with_alternatives_then_adm
     );
     let (status, body) = app.call(Method::POST, LEASES, None, Some(between)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    check_changes(&app, &series_id, &text(&leases[1]["id"])).await;
+    check_changes(&app, t, &series_id, &text(&leases[1]["id"])).await;
 }
 
-/// One occurrence cancelled alone, the series renamed, then cancelled whole.
-async fn check_changes(app: &TestApp, series_id: &str, second: &str) {
+/// One occurrence cancelled alone, the series renamed, moved (refused, then admitted), then
+/// cancelled whole.
+async fn check_changes(app: &TestApp, t: i64, series_id: &str, second: &str) {
     let path = format!("{SERIES}/{series_id}");
     let (status, _) = app
         .call(Method::DELETE, &format!("{LEASES}/{second}"), None, None)
@@ -164,6 +165,51 @@ async fn check_changes(app: &TestApp, series_id: &str, second: &str) {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // Moving the series an hour later runs into the lease between the first two occurrences.
+    let (status, refused) = app
+        .call(Method::PUT, &path, None, Some(json!({"shift_minutes": 60})))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    let indexes: Vec<Value> = refused["conflicts"]
+        .as_array()
+        .expect("conflicts")
+        .iter()
+        .map(|c| c["index"].clone())
+        .collect();
+    assert_eq!(indexes, [json!(0)], "{refused}");
+    assert!(
+        refused["conflicts"][0]["alternative"].is_object(),
+        "{refused}"
+    );
+    // An hour earlier fits: every occurrence left moves.
+    let (status, moved) = app
+        .call(
+            Method::PUT,
+            &path,
+            None,
+            Some(json!({"shift_minutes": -60})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{moved}");
+    let starts: Vec<Value> = moved["series"]["leases"]
+        .as_array()
+        .expect("leases")
+        .iter()
+        .map(|l| l["start_date"].clone())
+        .collect();
+    let expected: Vec<Value> = [0, 2, 3]
+        .iter()
+        .map(|k| json!(lease_date(t + k * WEEK - HOUR)))
+        .collect();
+    assert_eq!(starts, expected);
+    for bad in [
+        json!({"shift_minutes": 0}),
+        json!({"shift_minutes": -100_000_000}),
+        json!({}),
+    ] {
+        let (status, body) = app.call(Method::PUT, &path, None, Some(bad)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
     let (status, _) = app.call(Method::DELETE, &path, None, None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = app.get(&path, None).await;

@@ -23,5 +23,7 @@ pub use create::{NewLease, create_lease, create_lease_with, delete_lease};
 pub use events::{fail_event, fire_lease_event};
 pub use parked::{admit_waiting, create_hold, create_lease_from_hold, create_or_wait, lapse};
 pub use resources::{delete_floating_ip, register_floating_ip, set_property_privacy};
-pub use series::{NewSeries, create_series, delete_series, rename_series, series_windows};
+pub use series::{
+    NewSeries, Shift, create_series, delete_series, rename_series, series_windows, shift_series,
+};
 pub use update::{LeaseUpdate, ReservationUpdate, update_lease};

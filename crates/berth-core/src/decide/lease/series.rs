@@ -7,15 +7,16 @@
 //! admitted against the same catalog: what one takes cannot be what another needs.
 
 use super::create::{NewLease, create_lease, delete_lease};
-use super::update::{LeaseUpdate, update_lease};
+use super::update::{LeaseUpdate, update_lease, update_lease_with};
 use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::admission::Search;
 use crate::limits::{RECURRENCE_ALTERNATIVES_MAX, RECURRENCE_OCCURRENCES_MAX};
+use crate::model::id::ReservationId;
 use crate::model::lease::{Lease, Occurrence};
 use crate::model::ledger::Window;
 use crate::model::recurrence::{Recurrence, RecurrenceError};
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::rejection::{Conflict, Rejection, SeriesRefusal};
 use uuid::Uuid;
 
@@ -162,4 +163,91 @@ pub fn rename_series(
         leases.push(renamed);
     }
     Ok((changes, leases))
+}
+
+/// Which way and how far a whole series moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shift {
+    /// Later by this much.
+    Later(Span),
+    /// Earlier by this much.
+    Earlier(Span),
+}
+
+impl Shift {
+    fn apply(self, at: Instant) -> Instant {
+        match self {
+            Shift::Later(span) => at + span,
+            Shift::Earlier(span) => at - span,
+        }
+    }
+}
+
+/// Moves every occurrence left of a series by `shift`, re-admitting each all or none in one
+/// decision (the series' own holds set aside, as they move together). Every occurrence must
+/// be pending, and they must not overlap one another (each may have been changed alone);
+/// a refusal lists the occurrences that do not fit where they would go.
+pub fn shift_series(
+    catalog: &Catalog,
+    series_id: Uuid,
+    shift: Shift,
+    now: Instant,
+    search: &Search<'_>,
+) -> Result<(Vec<Change>, Vec<Lease>), Rejection> {
+    let leases = occurrences(catalog, series_id)?;
+    if leases
+        .iter()
+        .any(|l| l.started() || !matches!(l.status, crate::model::lease::LeaseStatus::Pending))
+    {
+        return Err(Rejection::CantUpdate(
+            "Only a series whose occurrences are all pending moves whole; change the others one by one"
+                .into(),
+        ));
+    }
+    let mut windows: Vec<(Instant, Instant)> = leases.iter().map(|l| (l.start, l.end)).collect();
+    windows.sort_unstable();
+    if windows.windows(2).any(|p| p[1].0 < p[0].1) {
+        return Err(Rejection::CantUpdate(
+            "Occurrences of this series overlap one another; move them one by one".into(),
+        ));
+    }
+    let own: Vec<ReservationId> = leases
+        .iter()
+        .flat_map(|l| l.reservations.iter().map(|r| r.id))
+        .collect();
+    let mut changes = Vec::new();
+    let mut moved = Vec::new();
+    let mut conflicts = Vec::new();
+    for lease in &leases {
+        let update = LeaseUpdate {
+            start: Some(shift.apply(lease.start)),
+            end: Some(shift.apply(lease.end)),
+            ..LeaseUpdate::default()
+        };
+        let searched = match conflicts.len() < RECURRENCE_ALTERNATIVES_MAX {
+            true => search,
+            false => &Search::NONE,
+        };
+        match update_lease_with(catalog, lease.id, &update, now, searched, &own) {
+            Ok((changed, lease)) => {
+                changes.extend(changed);
+                moved.push(lease);
+            }
+            Err(Rejection::DoesNotFit(refusal)) => conflicts.push(Conflict {
+                index: lease.series.as_ref().map_or(0, |o| o.index),
+                window: Window::new(shift.apply(lease.start), shift.apply(lease.end)).ok_or_else(
+                    || Rejection::BadLease("the series moves beyond the end of time".into()),
+                )?,
+                refusal: *refusal,
+            }),
+            Err(other) => return Err(other),
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(Rejection::SeriesDoesNotFit(Box::new(SeriesRefusal {
+            occurrences: u32::try_from(leases.len()).unwrap_or(u32::MAX),
+            conflicts,
+        })));
+    }
+    Ok((changes, moved))
 }

@@ -1,12 +1,12 @@
 //! Recurring leases (berth): `recurrence` on `POST /reservation/v1/leases` creates a series,
 //! one lease per occurrence, admitted all or none; `/reservation/v1/lease-series/{series_id}`
-//! shows, renames and cancels the whole series. One occurrence is changed or cancelled through
+//! shows, renames, moves and cancels the whole series. One occurrence is changed or cancelled through
 //! its own lease.
 //!
 //! A series is visible to its own project and to admins, as its leases are; to anyone else it
 //! does not exist (404).
 
-use super::lease_wire::{conform, wire_lease, wire_series};
+use super::lease_wire::{typed, wire_lease, wire_series};
 use crate::http::error::ApiError;
 use crate::http::extract::{ApiJson, Caller};
 use crate::http::routes::Routes;
@@ -17,7 +17,9 @@ use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::blazar::{LeaseEnvelope, SeriesEnvelope, SeriesRequest};
 use berth_app::{CreateLease, CreateSeries};
+use berth_core::decide::lease::Shift;
 use berth_core::query::leases;
+use berth_core::{Instant, Span, limits};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -37,7 +39,7 @@ pub(super) fn register(routes: &mut Routes) {
             Method::PUT,
             SERIES,
             Rule::PROJECT_MEMBER,
-            "Rename every occurrence of a recurring lease (berth extension)",
+            "Rename or move every occurrence of a recurring lease (berth extension)",
             rename,
         )
         .accepts::<SeriesRequest>()
@@ -151,13 +153,60 @@ async fn rename(
 ) -> Result<Json<SeriesEnvelope>, ApiError> {
     let id = series_id(&id)?;
     render(&state, &caller, id).await?;
-    conform::<SeriesRequest>(&body)?;
-    let name = match body.get("name") {
-        Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
-        _ => return Err(ApiError::bad_request("Missing parameter: name")),
+    let request = typed::<SeriesRequest>(&body)?;
+    let name = match &request.name {
+        Some(name) if name.trim().is_empty() => {
+            return Err(ApiError::bad_request("name must not be empty"));
+        }
+        other => other.clone(),
     };
-    state.berth.rename_series(id, name).await?;
+    let shift = match request.shift_minutes {
+        None => None,
+        Some(minutes) => {
+            let first = state
+                .berth
+                .read(|c| c.series(id).map(|l| l.start).min())
+                .await?;
+            Some(shift(first, state.berth.now(), minutes)?)
+        }
+    };
+    if name.is_none() && shift.is_none() {
+        return Err(ApiError::bad_request(
+            "Missing parameter: name or shift_minutes",
+        ));
+    }
+    if let Some(shift) = shift {
+        state.berth.shift_series(id, shift).await?;
+    }
+    if let Some(name) = name {
+        state.berth.rename_series(id, name).await?;
+    }
     Ok(Json(render(&state, &caller, id).await?))
+}
+
+/// `shift_minutes` as a move of the series: not zero, within `RECURRENCE_SHIFT_DAYS_MAX`, and
+/// not moving the first occurrence (starting at `first`) into the past.
+fn shift(first: Option<Instant>, now: Instant, minutes: i64) -> Result<Shift, ApiError> {
+    let bound = limits::RECURRENCE_SHIFT_DAYS_MAX * 24 * 60;
+    if minutes == 0 || !(-bound..=bound).contains(&minutes) {
+        return Err(ApiError::bad_request(format!(
+            "shift_minutes: {minutes} is not a non-zero number of minutes within {bound} \
+             (RECURRENCE_SHIFT_DAYS_MAX)"
+        )));
+    }
+    let span = Span::from_minutes(minutes.abs());
+    let shift = match minutes > 0 {
+        true => Shift::Later(span),
+        false => Shift::Earlier(span),
+    };
+    if let (Shift::Earlier(span), Some(first)) = (shift, first)
+        && first - span < now
+    {
+        return Err(ApiError::bad_request(
+            "shift_minutes: the first occurrence would start in the past",
+        ));
+    }
+    Ok(shift)
 }
 
 async fn delete(

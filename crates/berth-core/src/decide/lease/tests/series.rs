@@ -170,3 +170,40 @@ fn bad_rules_are_refused_naming_recurrence_or_the_limit() {
     let overlapping = series_windows("FREQ=DAILY;COUNT=2", at(10), at(40));
     assert!(matches!(&overlapping, Err(Rejection::BadLease(t)) if t.contains("overlap")));
 }
+
+#[test]
+fn a_series_moves_whole_over_its_own_holds_or_not_at_all() {
+    let mut w = World::new();
+    w.host("h1");
+    let series = w.new_series("FREQ=DAILY;COUNT=3", (10, 12), 1);
+    let (changes, _) = create_series(&w.catalog, &series, now(), &Search::NONE).expect("admitted");
+    w.apply(&changes);
+    // A day later: each occurrence moves onto the next one's old window, its own series' hold.
+    let day = Shift::Later(Span::from_hours(24));
+    let (changes, moved) =
+        shift_series(&w.catalog, series.series_id, day, now(), &Search::NONE).expect("moved");
+    w.apply(&changes);
+    let starts: Vec<Instant> = moved.iter().map(|l| l.start).collect();
+    assert_eq!(starts, [at(34), at(58), at(82)]);
+    // A lease in the way of the last occurrence refuses the move, naming it; nothing moves.
+    w.lease((84, 86), vec![hosts(1, 1)]);
+    let hour = Shift::Later(Span::from_hours(1));
+    let refused = shift_series(
+        &w.catalog,
+        series.series_id,
+        hour,
+        now(),
+        &Search::until(horizon()),
+    );
+    let Err(Rejection::SeriesDoesNotFit(refusal)) = refused else {
+        panic!("refused: {refused:?}");
+    };
+    let conflict = &refusal.conflicts[0];
+    assert_eq!((refusal.conflicts.len(), conflict.index), (1, 2));
+    assert_eq!(conflict.refusal.earliest_start, Some(at(86)));
+    let back = Shift::Earlier(Span::from_hours(24));
+    let (changes, moved) =
+        shift_series(&w.catalog, series.series_id, back, now(), &Search::NONE).expect("moved back");
+    w.apply(&changes);
+    assert_eq!(moved[0].start, at(10));
+}
