@@ -384,3 +384,39 @@ pub(crate) async fn check_series_race(app: &TestApp, t: i64, series: usize, sing
         assert!(at_once <= 4, "week {week}: {at_once} leases on four hosts");
     }
 }
+
+#[tokio::test]
+async fn a_heavy_series_is_tried_over_a_snapshot_and_still_all_or_none() {
+    let app = TestApp::spawn().await;
+    for n in 0..3 {
+        enroll(&app, &format!("h{n}"), "az1", 8).await;
+    }
+    let t = tomorrow();
+    // 100 daily occurrences of three hosts weigh more than ADMISSION_IN_PLACE_MAX: the series
+    // is admitted over a snapshot before the writer lock.
+    let mut body = series_body("nightly", t, 1, "FREQ=DAILY;COUNT=100");
+    body["reservations"] = json!([{"resource_type": "physical:host", "min": 3, "max": 3}]);
+    let at = t + 50 * DAY;
+    let blocker = lease_body("blocker", &minutes(at), &minutes(at + HOUR), one_host());
+    let (status, blocker) = app.call(Method::POST, LEASES, None, Some(blocker)).await;
+    assert_eq!(status, StatusCode::CREATED, "{blocker}");
+    let (status, refused) = app
+        .call(Method::POST, LEASES, None, Some(body.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["conflicts"][0]["index"], 50, "{refused}");
+    assert_eq!(
+        refused["conflicts"][0]["alternative"]["start_date"],
+        json!(lease_date(at + HOUR)),
+        "{refused}"
+    );
+    let path = format!("{LEASES}/{}", text(&blocker["lease"]["id"]));
+    let (status, _) = app.call(Method::DELETE, &path, None, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, created) = app.call(Method::POST, LEASES, None, Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        created["series"]["leases"].as_array().map(Vec::len),
+        Some(100)
+    );
+}
