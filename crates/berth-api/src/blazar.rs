@@ -431,6 +431,13 @@ pub struct Lease {
     /// `wait_until`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lapses_at: Option<String>,
+    /// The series (berth) this lease is an occurrence of, when it was created with a
+    /// `recurrence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series_id: Option<Uuid>,
+    /// Its place in that series, from 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurrence: Option<u32>,
 }
 
 /// `{"lease": ...}`.
@@ -442,6 +449,10 @@ pub struct LeaseEnvelope {
     /// the counter-offer, as the `not_enough_resources` error carries them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waitlisted: Option<crate::errors::Refusal>,
+    /// The series (berth) a lease created with a `recurrence` starts: every occurrence, the
+    /// first of which is `lease`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<Series>,
 }
 
 /// `GET /reservation/v1/leases`.
@@ -569,6 +580,51 @@ pub struct LeaseRequest {
     /// `start_date`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_until: Option<String>,
+    /// Makes the new lease recurring (berth): an RFC 5545 RRULE subset (`FREQ=DAILY|WEEKLY`,
+    /// `INTERVAL`, `BYDAY`, exactly one of `COUNT` or `UNTIL`, at most
+    /// `RECURRENCE_OCCURRENCES_MAX` occurrences). Every occurrence is admitted or none; the
+    /// answer is the series (201, `{"series": ...}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recurrence: Option<String>,
+}
+
+/// A recurring lease (berth): the occurrences left of a series, each an ordinary lease.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarSeries")]
+pub struct Series {
+    /// The series' id.
+    pub id: Uuid,
+    /// The name of its first occurrence left.
+    pub name: String,
+    /// The recurrence rule it was created with.
+    pub recurrence: String,
+    /// How many occurrences it was created with.
+    pub count: u32,
+    /// The occurrences left, in order.
+    pub leases: Vec<Lease>,
+}
+
+/// `{"series": ...}` (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarSeriesEnvelope")]
+pub struct SeriesEnvelope {
+    /// The series.
+    pub series: Series,
+}
+
+/// `PUT /reservation/v1/lease-series/{series_id}` (berth): renames every occurrence left,
+/// moves them all, or both (at least one).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarSeriesRequest")]
+#[serde(deny_unknown_fields)]
+pub struct SeriesRequest {
+    /// The new name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Moves every occurrence by this many minutes (negative: earlier), all or none; only
+    /// while every occurrence is pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_minutes: Option<i64>,
 }
 
 /// `POST /reservation/v1/availability` (berth): whether a lease request would fit.

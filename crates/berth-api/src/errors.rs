@@ -150,6 +150,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "not_enough_resources",
     },
     ErrorCode {
+        code: "series_does_not_fit",
+        status: 409,
+        meaning: "Some occurrences of a recurring lease do not fit, so none was admitted; the body lists each (`conflicts`) with the nearest window that fits",
+        placement: "series_does_not_fit",
+    },
+    ErrorCode {
         code: "hold_mismatch",
         status: 409,
         meaning: "A lease made from a hold (`hold_id`) asks for more than, or other than, what was held, or the hold lapsed; the detail says which",
@@ -405,6 +411,42 @@ pub struct Refusal {
     pub reservations: Vec<Shortfall>,
     /// The counter-offer.
     pub counter_offer: CounterOffer,
+}
+
+/// The members a refused recurring lease adds to its error body (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct SeriesRefusal {
+    /// How many occurrences the series has.
+    pub occurrences: u32,
+    /// Each occurrence that does not fit, in order.
+    pub conflicts: Vec<OccurrenceConflict>,
+}
+
+/// One occurrence of a refused recurring lease that does not fit.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct OccurrenceConflict {
+    /// Its place in the series, from 0 (the request's own window).
+    pub index: u32,
+    /// Its start.
+    pub start_date: String,
+    /// Its end.
+    pub end_date: String,
+    /// Each reservation that does not fit in its window.
+    pub reservations: Vec<Shortfall>,
+    /// The nearest window at or after its own in which it fits, same duration, if one was
+    /// found (searched for the first `RECURRENCE_ALTERNATIVES_MAX` conflicts only).
+    pub alternative: Option<Window>,
+    /// Whether the search for the alternative stopped at its bound.
+    pub truncated: bool,
+}
+
+/// A window of time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Window {
+    /// Its start.
+    pub start_date: String,
+    /// Its end.
+    pub end_date: String,
 }
 
 /// The members a request over a named limit adds to its error body.

@@ -26,6 +26,7 @@ mod placement;
 mod promise;
 mod replica;
 mod search;
+mod series;
 mod service;
 #[cfg(feature = "synthetic")]
 pub mod synthetic;
@@ -47,4 +48,5 @@ pub use promise::{
 };
 pub use replica::{FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus};
 pub use search::searches_in_flight;
+pub use series::CreateSeries;
 pub use service::{BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen, RECENT_COMMITS};

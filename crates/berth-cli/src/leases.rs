@@ -55,6 +55,39 @@ pub enum LeaseVerb {
         /// Lease id or name.
         lease: String,
     },
+    /// A recurring lease (created with `--recurrence`): show, rename or cancel every
+    /// occurrence left; one occurrence is changed or deleted as the lease it is.
+    Series {
+        /// What to do.
+        #[command(subcommand)]
+        verb: SeriesVerb,
+    },
+}
+
+/// What `berth lease series` does.
+#[derive(Debug, Subcommand)]
+pub enum SeriesVerb {
+    /// Show the occurrences left of a series.
+    Show {
+        /// Series id (a lease's `series_id`).
+        series: String,
+    },
+    /// Rename every occurrence left, or move them all (all or none).
+    Update {
+        /// Series id.
+        series: String,
+        /// New name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Move every occurrence by this many minutes (negative: earlier).
+        #[arg(long, allow_hyphen_values = true)]
+        shift_minutes: Option<i64>,
+    },
+    /// Cancel every occurrence left, in one decision.
+    Delete {
+        /// Series id.
+        series: String,
+    },
 }
 
 /// `berth lease create`.
@@ -101,6 +134,10 @@ pub struct CreateLease {
     /// it; admitted as soon as capacity frees.
     #[arg(long, value_parser = parse_when, conflicts_with = "hold_id")]
     pub wait_until: Option<When>,
+    /// Repeat the lease by an RRULE (`FREQ=DAILY|WEEKLY`, `INTERVAL`, `BYDAY`, `COUNT` or
+    /// `UNTIL`), e.g. `FREQ=WEEKLY;COUNT=4`: every occurrence is admitted or none.
+    #[arg(long, value_name = "RRULE", conflicts_with_all = ["hold_id", "wait_until", "wait"])]
+    pub recurrence: Option<String>,
 }
 
 /// `berth lease update`.
@@ -164,6 +201,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             eprintln!("Deleted lease {lease}.");
             Ok(())
         }
+        LeaseVerb::Series { verb } => series(ctx, verb).await,
         LeaseVerb::Events { lease } => {
             let id = resolve(ctx, &lease).await?;
             let answer = ctx
@@ -181,6 +219,76 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             })
         }
     }
+}
+
+const SERIES: &str = "/reservation/v1/lease-series";
+
+/// Runs `berth lease series`.
+async fn series(ctx: &Ctx, verb: SeriesVerb) -> Result<(), CliError> {
+    match verb {
+        SeriesVerb::Show { series } => {
+            let answer = ctx
+                .client
+                .get(&format!("{SERIES}/{}", segment(&series)))
+                .await?;
+            show_series(ctx, &answer["series"])
+        }
+        SeriesVerb::Update {
+            series,
+            name,
+            shift_minutes,
+        } => {
+            if name.is_none() && shift_minutes.is_none() {
+                return Err(CliError::Usage(
+                    "lease series update needs --name or --shift-minutes".to_owned(),
+                ));
+            }
+            let mut body = json!({});
+            if let Some(name) = name {
+                body["name"] = json!(name);
+            }
+            if let Some(minutes) = shift_minutes {
+                body["shift_minutes"] = json!(minutes);
+            }
+            let path = format!("{SERIES}/{}", segment(&series));
+            let answer = ctx.client.put(&path, &body).await?;
+            show_series(ctx, &answer["series"])
+        }
+        SeriesVerb::Delete { series } => {
+            ctx.client
+                .delete(&format!("{SERIES}/{}", segment(&series)))
+                .await?;
+            eprintln!("Cancelled every occurrence of series {series}.");
+            Ok(())
+        }
+    }
+}
+
+/// A series: its rule on standard error, its occurrences as a table.
+fn show_series(ctx: &Ctx, series: &Value) -> Result<(), CliError> {
+    eprintln!(
+        "Series {} ({}): {}, {} of {} occurrences left.",
+        get(series, "id"),
+        get(series, "name"),
+        get(series, "recurrence"),
+        series["leases"].as_array().map_or(0, Vec::len),
+        get(series, "count"),
+    );
+    emit(ctx.format, series, |series| {
+        Table::of(
+            &["OCCURRENCE", "ID", "START", "END", "STATUS"],
+            items(&series["leases"]),
+            |l| {
+                vec![
+                    get(l, "occurrence"),
+                    get(l, "id"),
+                    time::show(&get(l, "start_date")),
+                    time::show(&get(l, "end_date")),
+                    get(l, "status"),
+                ]
+            },
+        )
+    })
 }
 
 pub(crate) fn lease_path(id: &str) -> String {
@@ -545,7 +653,13 @@ async fn create(ctx: &Ctx, create: &CreateLease) -> Result<(), CliError> {
         body["on_conflict"] = json!("wait");
         body["wait_until"] = Value::String(until.wire());
     }
+    if let Some(rule) = &create.recurrence {
+        body["recurrence"] = json!(rule);
+    }
     let mut answer = ctx.client.post(LEASES, &body).await?;
+    if answer["series"].is_object() {
+        return show_series(ctx, &answer["series"]);
+    }
     let mut lease = answer["lease"].take();
     if lease["status"] == "WAITING" {
         eprintln!(

@@ -88,6 +88,9 @@ fn refusal_text(status: u16, body: &Value) -> String {
     if let Some(offer) = body.get("counter_offer").filter(|o| o.is_object()) {
         out.push_str(&counter_offer_text(offer));
     }
+    for conflict in body["conflicts"].as_array().into_iter().flatten() {
+        out.push_str(&conflict_text(conflict));
+    }
     for node in body["nodes"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "  node {}: {} ({})\n",
@@ -102,6 +105,25 @@ fn refusal_text(status: u16, body: &Value) -> String {
         }
     }
     out
+}
+
+/// One occurrence of a refused recurring lease that does not fit, and its nearest window, in
+/// words.
+fn conflict_text(conflict: &Value) -> String {
+    let alternative = match conflict["alternative"]["start_date"].as_str() {
+        Some(start) => format!(
+            "fits from {} to {} UTC",
+            time::show(start),
+            time::show(&output::get(&conflict["alternative"], "end_date"))
+        ),
+        None => "no window found within the search horizon".to_owned(),
+    };
+    format!(
+        "  occurrence {} ({} to {} UTC) does not fit; nearest window: {alternative}\n",
+        output::get(conflict, "index"),
+        time::show(&output::get(conflict, "start_date")),
+        time::show(&output::get(conflict, "end_date")),
+    )
 }
 
 /// The counter-offer of a refused lease or availability search, in words.

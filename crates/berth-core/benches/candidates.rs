@@ -157,6 +157,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             preemption_noticed: true,
             terms: None,
             lapses_at: None,
+            series: None,
             outcome: None,
             created_at: now,
             updated_at: now,

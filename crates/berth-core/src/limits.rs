@@ -139,3 +139,19 @@ const _: () = assert!(HOLD_MINUTES_DEFAULT >= 1 && HOLD_MINUTES_DEFAULT <= HOLD_
 const _: () = assert!(HOLDS_PER_PROJECT_MAX > 0);
 const _: () = assert!(WAITLIST_ATTEMPTS_MAX > 0);
 const _: () = assert!(WAITLIST_SCAN_MAX >= WAITLIST_ATTEMPTS_MAX);
+
+/// Most occurrences one recurring lease (a series) may have: a rule that gives more, by its
+/// `COUNT` or its `UNTIL`, is refused. A series is admitted in one decision, so admission under
+/// the writer lock scales with this.
+pub const RECURRENCE_OCCURRENCES_MAX: u32 = 100;
+/// Largest `INTERVAL` of a recurrence rule (days or weeks between periods).
+pub const RECURRENCE_INTERVAL_MAX: u32 = 366;
+/// Most conflicting occurrences of a refused series for which the nearest window that fits is
+/// searched (off the writer lock); the others are listed without one.
+pub const RECURRENCE_ALTERNATIVES_MAX: usize = 16;
+
+/// Farthest a whole series may be moved at once (`shift_minutes`), in days either way.
+pub const RECURRENCE_SHIFT_DAYS_MAX: i64 = 366;
+
+const _: () = assert!(RECURRENCE_OCCURRENCES_MAX >= 2);
+const _: () = assert!(RECURRENCE_ALTERNATIVES_MAX as u64 <= RECURRENCE_OCCURRENCES_MAX as u64);

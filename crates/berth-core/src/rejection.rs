@@ -261,6 +261,14 @@ pub enum Rejection {
     /// The request does not fit: why, per reservation, and what would.
     #[error("{0}")]
     DoesNotFit(Box<Refusal>),
+    /// A recurring lease (berth) does not fit: every occurrence that does not, with why and,
+    /// for the first [`crate::limits::RECURRENCE_ALTERNATIVES_MAX`], the nearest window that
+    /// fits. Nothing of the series was admitted.
+    #[error("{0}")]
+    SeriesDoesNotFit(Box<SeriesRefusal>),
+    /// No series (berth) with that id has an occurrence left (or none the caller may see).
+    #[error("Lease series {0} could not be found")]
+    SeriesNotFound(Uuid),
     /// No floating IP with that id.
     #[error("Floating IP {0} could not be found")]
     FloatingIpNotFound(Uuid),
@@ -445,6 +453,41 @@ pub struct Shortfall {
     pub available: u32,
     /// Machine-readable reason.
     pub reason: &'static str,
+}
+
+/// Why a recurring lease was refused: the occurrences that do not fit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesRefusal {
+    /// How many occurrences the series has.
+    pub occurrences: u32,
+    /// Each occurrence that does not fit, in order.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// One occurrence of a refused series that does not fit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// Its place in the series, from 0.
+    pub index: u32,
+    /// Its window.
+    pub window: crate::model::ledger::Window,
+    /// Why it does not fit; `earliest_start` is the nearest start at or after its own at which
+    /// it fits for the same duration (searched for the first
+    /// [`crate::limits::RECURRENCE_ALTERNATIVES_MAX`] conflicts only).
+    pub refusal: Refusal,
+}
+
+impl std::fmt::Display for SeriesRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of the {} occurrences do not fit; nothing was admitted",
+            self.conflicts.len(),
+            self.occurrences
+        )?;
+        let indexes: Vec<String> = self.conflicts.iter().map(|c| c.index.to_string()).collect();
+        write!(f, " (occurrences {})", indexes.join(", "))
+    }
 }
 
 /// Why a request was refused and what would fit instead.

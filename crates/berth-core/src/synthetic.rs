@@ -110,6 +110,7 @@ impl InstanceLease {
             preemption_noticed: false,
             terms: None,
             lapses_at: None,
+            series: None,
             outcome: None,
             created_at: now,
             updated_at: now,

@@ -988,6 +988,7 @@ fn lease(n: u128, project: &str) -> Lease {
         preemption_noticed: false,
         terms: None,
         lapses_at: None,
+        series: None,
         outcome: None,
         created_at: T0,
         updated_at: T0,

@@ -44,6 +44,7 @@ impl Catalog {
             self.leases = leases.iter().map(|l| ByLeaseId(Arc::clone(l))).collect();
             for lease in &leases {
                 self.park(lease);
+                self.list_occurrence(lease);
             }
             building
                 .join()
@@ -72,6 +73,7 @@ impl Catalog {
             self.due.insert((at, kind, lease.id));
         }
         self.park(&lease);
+        self.list_occurrence(&lease);
         let replaced = self.leases.insert(ByLeaseId(lease));
         assert!(
             replaced.is_none(),
@@ -105,6 +107,39 @@ impl Catalog {
             self.due.remove(&(at, kind, id));
         }
         self.unpark(&lease);
+        self.unlist_occurrence(&lease);
+    }
+
+    /// Lists an occurrence of a series under its series.
+    fn list_occurrence(&mut self, lease: &Lease) {
+        if let Some(occurrence) = &lease.series {
+            self.series
+                .entry(occurrence.series_id)
+                .or_default()
+                .insert((occurrence.index, lease.id));
+        }
+    }
+
+    /// Undoes [`Catalog::list_occurrence`] for a lease being removed.
+    fn unlist_occurrence(&mut self, lease: &Lease) {
+        let Some(occurrence) = &lease.series else {
+            return;
+        };
+        if let Some(listed) = self.series.get_mut(&occurrence.series_id) {
+            listed.remove(&(occurrence.index, lease.id));
+            if listed.is_empty() {
+                self.series.remove(&occurrence.series_id);
+            }
+        }
+    }
+
+    /// The occurrences of a series (berth) left, in order (none for an unknown series).
+    pub fn series(&self, series_id: Uuid) -> impl Iterator<Item = &Lease> {
+        self.series
+            .get(&series_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, id)| self.lease(*id))
     }
 
     /// Counts a hold, or lists a waitlisted lease.

@@ -55,6 +55,9 @@ pub struct Catalog {
     pub(super) open_holds: Arc<HashMap<Arc<str>, u32>>,
     /// Waitlisted leases (in `WAITING`) in first-come order: `(created, lease)`.
     pub(super) waiting: imbl::OrdSet<(Instant, LeaseId)>,
+    /// The occurrences of each series (berth), in order: series id to `(index, lease)`; only
+    /// series with an occurrence left have an entry.
+    pub(super) series: imbl::OrdMap<Uuid, BTreeSet<(u32, LeaseId)>>,
     pub(super) floating_ips: IndexMap<Uuid, FloatingIp>,
     pub(super) private_properties: BTreeSet<String>,
     /// Reservation to the lease holding it.

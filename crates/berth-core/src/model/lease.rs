@@ -560,6 +560,20 @@ pub fn instance_amounts(
         .collect()
 }
 
+/// Which series (berth) a lease is an occurrence of: the leases a recurring lease request
+/// created, one per occurrence, admitted together.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Occurrence {
+    /// The series' id (no lease has it).
+    pub series_id: Uuid,
+    /// Its place in the series, from 0 (the request's own window).
+    pub index: u32,
+    /// How many occurrences the series was created with.
+    pub count: u32,
+    /// The recurrence rule, as the client sent it.
+    pub rule: Box<str>,
+}
+
 /// A lease.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
@@ -603,6 +617,10 @@ pub struct Lease {
     /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Box<Outcome>>,
+    /// The series (berth) it is an occurrence of, when it was created with a recurrence rule;
+    /// boxed, as few leases have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<Box<Occurrence>>,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -861,6 +879,7 @@ mod tests {
             preemption_noticed: false,
             terms: None,
             lapses_at: None,
+            series: None,
             outcome: None,
             created_at: Instant::from_micros(0),
             updated_at: Instant::from_micros(0),

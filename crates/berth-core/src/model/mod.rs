@@ -16,4 +16,5 @@ pub mod name;
 pub mod notify;
 pub mod promise;
 pub mod provider;
+pub mod recurrence;
 pub mod time;

@@ -4,13 +4,14 @@
 use crate::http::error::{ApiError, UNDEFINED, members};
 use axum::http::StatusCode;
 use berth_api::errors::{
-    CapacityInUse, CounterOffer, LimitExceeded, NoRoomLeft, NodeRefusal, NodeRefusals, PoolRoom,
-    Refusal as RefusalMembers, Shortfall,
+    CapacityInUse, CounterOffer, LimitExceeded, NoRoomLeft, NodeRefusal, NodeRefusals,
+    OccurrenceConflict, PoolRoom, Refusal as RefusalMembers, SeriesRefusal as SeriesMembers,
+    Shortfall, Window,
 };
 use berth_api::time::lease_time;
 use berth_app::AppError;
 use berth_core::Rejection;
-use berth_core::rejection::Refusal;
+use berth_core::rejection::{Refusal, SeriesRefusal};
 use serde_json::Value;
 
 /// Placement's code for a stale generation.
@@ -19,6 +20,8 @@ pub const CONCURRENT_UPDATE: &str = "placement.concurrent_update";
 pub const DUPLICATE_NAME: &str = "placement.duplicate_name";
 /// berth's code for a lease request that does not fit (the body carries the counter-offer).
 pub const NOT_ENOUGH_RESOURCES: &str = "not_enough_resources";
+/// berth's code for a recurring lease some occurrences of which do not fit.
+pub const SERIES_DOES_NOT_FIT: &str = "series_does_not_fit";
 /// berth's code for an `Idempotency-Key` sent again with a different request.
 pub const IDEMPOTENCY_KEY_REUSED: &str = "idempotency_key_reused";
 /// berth's code for a request over one of the named limits (the body names the limit).
@@ -141,6 +144,11 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
             return ApiError::new(StatusCode::CONFLICT, NOT_ENOUGH_RESOURCES, detail)
                 .with_extra(refusal_json(refusal));
         }
+        Rejection::SeriesDoesNotFit(refusal) => {
+            return ApiError::new(StatusCode::CONFLICT, SERIES_DOES_NOT_FIT, detail)
+                .with_extra(series_refusal(refusal));
+        }
+        Rejection::SeriesNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
     };
     ApiError::new(status, code, detail)
 }
@@ -244,5 +252,31 @@ pub fn refusal_members(refusal: &Refusal) -> RefusalMembers {
             earliest_start: refusal.earliest_start.map(|at| lease_time(at.as_micros())),
             truncated: refusal.truncated,
         },
+    }
+}
+
+/// A refused series' conflicting occurrences, each with its shortfalls and nearest window.
+pub fn series_refusal(refusal: &SeriesRefusal) -> SeriesMembers {
+    SeriesMembers {
+        occurrences: refusal.occurrences,
+        conflicts: refusal
+            .conflicts
+            .iter()
+            .map(|conflict| {
+                let members = refusal_members(&conflict.refusal);
+                let (start, end) = (conflict.window.start(), conflict.window.end());
+                OccurrenceConflict {
+                    index: conflict.index,
+                    start_date: lease_time(start.as_micros()),
+                    end_date: lease_time(end.as_micros()),
+                    reservations: members.reservations,
+                    alternative: conflict.refusal.earliest_start.map(|at| Window {
+                        start_date: lease_time(at.as_micros()),
+                        end_date: lease_time((at + end.since(start)).as_micros()),
+                    }),
+                    truncated: conflict.refusal.truncated,
+                }
+            })
+            .collect(),
     }
 }

@@ -149,6 +149,20 @@ async fn fixtures(app: &TestApp) -> Vec<(&'static str, String)> {
     )
     .await;
     let lease_id = lease["lease"]["id"].as_str().expect("lease id").to_owned();
+    let series = ok_as(
+        app,
+        P1,
+        Method::POST,
+        "/reservation/v1/leases",
+        json!({"name": "p1-series", "start_date": "2042-01-06 10:00", "end_date": "2042-01-06 12:00",
+               "recurrence": "FREQ=WEEKLY;COUNT=2",
+               "reservations": [{"resource_type": "physical:host", "min": 1, "max": 1}]}),
+    )
+    .await;
+    let series_id = series["series"]["id"]
+        .as_str()
+        .expect("series id")
+        .to_owned();
     let promise = ok_as(
         app,
         P1,
@@ -219,6 +233,7 @@ async fn fixtures(app: &TestApp) -> Vec<(&'static str, String)> {
         ("node_ident", node_uuid),
         ("flavor_id", "m1.small".to_owned()),
         ("lease_id", lease_id),
+        ("series_id", series_id),
         ("reservation_id", promise_id),
         ("subscription_id", subscription_id),
         ("reservation_uuid", claim_id),
@@ -227,8 +242,9 @@ async fn fixtures(app: &TestApp) -> Vec<(&'static str, String)> {
 }
 
 /// The ids of p1's own objects among the fixtures (what p2 must never see).
-const P1_OBJECTS: [&str; 5] = [
+const P1_OBJECTS: [&str; 6] = [
     "lease_id",
+    "series_id",
     "reservation_id",
     "subscription_id",
     "reservation_uuid",

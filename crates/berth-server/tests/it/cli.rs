@@ -951,3 +951,91 @@ async fn a_hold_from_availability_becomes_a_lease_and_a_lease_can_wait() {
     .await;
     output.assert().code(2);
 }
+
+#[tokio::test]
+async fn a_recurring_lease_is_refused_with_its_conflicts_then_created_renamed_and_cancelled() {
+    let app = TestApp::spawn().await;
+    enrol(&app, "only-1", "az1", true).await;
+    let create = [
+        "lease",
+        "create",
+        "--name",
+        "daily",
+        "--host",
+        "count=1",
+        "--start",
+        "+1h",
+        "--for",
+        "1h",
+        "--recurrence",
+        "FREQ=DAILY;COUNT=3",
+    ];
+    ok(
+        &app,
+        &[
+            "lease", "create", "--name", "blocker", "--host", "count=1", "--start", "+1d", "--for",
+            "3h",
+        ],
+    )
+    .await;
+    berth(&app, &create)
+        .await
+        .assert()
+        .code(1)
+        .stderr(contains("1 of the 3 occurrences do not fit"))
+        .stderr(contains("occurrence 1 ("))
+        .stderr(contains("nearest window: fits from"));
+    ok(&app, &["lease", "delete", "blocker"]).await;
+    let series = json(&app, &create).await;
+    assert_eq!(
+        series["leases"].as_array().map(Vec::len),
+        Some(3),
+        "{series}"
+    );
+    let id = series["id"].as_str().expect("series id").to_owned();
+    let table = ok(&app, &["lease", "series", "show", &id]).await;
+    let third = series["leases"][2]["id"].as_str().expect("an id");
+    assert!(line(&table, third).trim_start().starts_with('2'), "{table}");
+    let renamed = json(
+        &app,
+        &[
+            "lease",
+            "series",
+            "update",
+            &id,
+            "--name",
+            "standup",
+            "--shift-minutes",
+            "-30",
+        ],
+    )
+    .await;
+    assert_eq!(renamed["name"], "standup", "{renamed}");
+    assert_ne!(
+        renamed["leases"][0]["start_date"], series["leases"][0]["start_date"],
+        "{renamed}"
+    );
+    ok(&app, &["lease", "series", "delete", &id]).await;
+    berth(&app, &["lease", "series", "show", &id])
+        .await
+        .assert()
+        .code(1)
+        .stderr(contains("not found (404)"));
+    berth(
+        &app,
+        &[
+            "lease",
+            "create",
+            "--host",
+            "count=1",
+            "--end",
+            "+1h",
+            "--recurrence",
+            "FREQ=DAILY",
+        ],
+    )
+    .await
+    .assert()
+    .code(1)
+    .stderr(contains("recurrence: the rule is unbounded"));
+}

@@ -275,6 +275,27 @@ async fn two_replicas_racing_holds_waits_and_leases_never_over_commit() {
 }
 
 #[tokio::test]
+async fn two_replicas_racing_series_and_leases_never_over_commit() {
+    let test = "two_replicas_racing_series_and_leases_never_over_commit";
+    on_scratch_database(test, |url| async move {
+        let first = replica(&url).await;
+        let second = replica(&url).await;
+        for n in 0..4 {
+            enroll(&first, &format!("r{n}"), "az1", 8).await;
+        }
+        let t = tomorrow();
+        let (series, singles) =
+            crate::recurring::race_series_and_leases(&[&first, &second], t).await;
+        for app in [&first, &second] {
+            crate::recurring::check_series_race(app, t, series, singles).await;
+        }
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn two_replicas_fire_each_lease_event_exactly_once() {
     let test = "two_replicas_fire_each_lease_event_exactly_once";
     on_scratch_database(test, |url| async move {

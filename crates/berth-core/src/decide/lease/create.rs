@@ -152,6 +152,7 @@ pub(super) fn assemble(
         preemption_noticed: false,
         terms: None,
         lapses_at: None,
+        series: None,
         outcome: None,
         created_at: now,
         updated_at: now,

@@ -1,5 +1,5 @@
 //! Decisions about leases and floating IPs: create, update, delete, fire a lifecycle event,
-//! hold and waitlist (`parked`),
+//! hold and waitlist (`parked`), recurring leases (`series`),
 //! record a failed action, register and remove addresses. Each returns the whole new state of
 //! what it touches plus a [`LeaseRecord`](crate::model::lease::LeaseRecord) for the durable
 //! lifecycle record.
@@ -9,6 +9,7 @@ mod create;
 mod events;
 mod parked;
 mod resources;
+mod series;
 mod update;
 
 #[cfg(test)]
@@ -22,4 +23,7 @@ pub use create::{NewLease, create_lease, create_lease_with, delete_lease};
 pub use events::{fail_event, fire_lease_event};
 pub use parked::{admit_waiting, create_hold, create_lease_from_hold, create_or_wait, lapse};
 pub use resources::{delete_floating_ip, register_floating_ip, set_property_privacy};
+pub use series::{
+    NewSeries, Shift, create_series, delete_series, rename_series, series_windows, shift_series,
+};
 pub use update::{LeaseUpdate, ReservationUpdate, update_lease};

@@ -27,6 +27,8 @@ use crate::rejection::Rejection;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+mod series;
+
 const HOUR: i64 = 3_600_000_000;
 
 /// `hours` hours after the epoch.

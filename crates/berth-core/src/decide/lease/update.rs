@@ -256,6 +256,19 @@ pub fn update_lease(
     now: Instant,
     search: &Search<'_>,
 ) -> Result<(Vec<Change>, Lease), Rejection> {
+    update_lease_with(catalog, id, update, now, search, &[])
+}
+
+/// [`update_lease`], not counting the holds of the reservations in `excluding` either (they
+/// move in the same decision: the other occurrences of a series shifted whole).
+pub(super) fn update_lease_with(
+    catalog: &Catalog,
+    id: LeaseId,
+    update: &LeaseUpdate,
+    now: Instant,
+    search: &Search<'_>,
+    excluding: &[ReservationId],
+) -> Result<(Vec<Change>, Lease), Rejection> {
     let current = catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))?;
     if update.name.is_none() && !changes_capacity(update) {
         return Err(Rejection::NothingToUpdate);
@@ -282,7 +295,14 @@ pub fn update_lease(
         lease.name = name.trim().into();
     }
     if changes_capacity(update) {
-        readmit(catalog, current, &mut lease, update, now, search)?;
+        readmit(
+            catalog,
+            current,
+            &mut lease,
+            update,
+            (now, search),
+            excluding,
+        )?;
     }
     lease.updated_at = now;
     let mut changes = vec![record(
@@ -307,8 +327,8 @@ fn readmit(
     current: &Lease,
     lease: &mut Lease,
     update: &LeaseUpdate,
-    now: Instant,
-    search: &Search<'_>,
+    (now, search): (Instant, &Search<'_>),
+    excluding: &[ReservationId],
 ) -> Result<(), Rejection> {
     let window = new_window(current, update)?;
     if window.end() <= now && update.end.is_some() {
@@ -324,7 +344,12 @@ fn readmit(
         catalog,
         specs.iter().zip(current.reservations.iter().map(Some)),
     )?;
-    let own: Vec<ReservationId> = current.reservations.iter().map(|r| r.id).collect();
+    let own: Vec<ReservationId> = current
+        .reservations
+        .iter()
+        .map(|r| r.id)
+        .chain(excluding.iter().copied())
+        .collect();
     let granted = admission::admit_or_offer(catalog, window, &want, &own, search)
         .map_err(|refusal| Rejection::DoesNotFit(Box::new(refusal)))?;
     let started = current.started();

@@ -128,6 +128,7 @@ async fn reallocate(
     Ok(Json(LeaseEnvelope {
         lease,
         waitlisted: None,
+        series: None,
     }))
 }
 

@@ -336,7 +336,21 @@ pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
             .collect(),
         events: lease.events.iter().map(|e| wire_event(lease, e)).collect(),
         lapses_at: lease.lapses_at.map(|at| lease_time(at.as_micros())),
+        series_id: lease.series.as_ref().map(|o| o.series_id),
+        occurrence: lease.series.as_ref().map(|o| o.index),
     }
+}
+
+/// A series (berth) as its occurrences left show it; `None` when none is left.
+pub(crate) fn wire_series(leases: Vec<wire::Lease>, first: Option<&Lease>) -> Option<wire::Series> {
+    let occurrence = first?.series.as_ref()?;
+    Some(wire::Series {
+        id: occurrence.series_id,
+        name: leases.first()?.name.clone(),
+        recurrence: occurrence.rule.to_string(),
+        count: occurrence.count,
+        leases,
+    })
 }
 
 /// One entry of the lifecycle record.

@@ -65,7 +65,7 @@ pub(super) fn register(routes: &mut Routes) {
         .answers::<Availability>(200);
 }
 
-fn lease_id(text: &str) -> Result<LeaseId, ApiError> {
+pub(super) fn lease_id(text: &str) -> Result<LeaseId, ApiError> {
     Uuid::parse_str(text)
         .map(LeaseId::new)
         .map_err(|_| ApiError::not_found(format!("Lease {text} could not be found")))
@@ -77,6 +77,7 @@ fn render(catalog: &Catalog, caller: &Caller, id: LeaseId) -> Result<LeaseEnvelo
         .map(|lease| LeaseEnvelope {
             lease: wire_lease(lease, catalog),
             waitlisted: None,
+            series: None,
         })
         .ok_or_else(|| ApiError::not_found(format!("Lease {id} could not be found")))
 }
@@ -311,9 +312,14 @@ async fn create(
     ApiJson(body): ApiJson<Map<String, Value>>,
 ) -> Result<(StatusCode, Json<LeaseEnvelope>), ApiError> {
     let now = state.berth.now();
+    // Read first, so that a bad `recurrence` is refused naming it.
+    let recurrence = super::series::recurrence(&body)?;
     let mut cmd = create_command(&body, &caller, now)?;
     let until = wait_until(&body, (cmd.start, cmd.end), now)?;
     cmd.idempotency = key.bind(&caller, &body);
+    if let Some(rule) = recurrence {
+        return super::series::create(&state, cmd, rule).await;
+    }
     let (lease, waitlisted) = match until {
         None => (state.berth.create_lease(cmd).await?, None),
         Some(until) => state.berth.create_lease_or_wait(cmd, until).await?,
@@ -328,7 +334,14 @@ async fn create(
         false => StatusCode::CREATED,
     };
     let waitlisted = waitlisted.as_ref().map(refusal_members);
-    Ok((status, Json(LeaseEnvelope { lease, waitlisted })))
+    Ok((
+        status,
+        Json(LeaseEnvelope {
+            lease,
+            waitlisted,
+            series: None,
+        }),
+    ))
 }
 
 /// 404 unless the lease exists and the caller may see it.
@@ -377,6 +390,7 @@ async fn update(
     Ok(Json(LeaseEnvelope {
         lease,
         waitlisted: None,
+        series: None,
     }))
 }
 

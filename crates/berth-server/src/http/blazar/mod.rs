@@ -5,6 +5,7 @@ mod floating_ips;
 pub(crate) mod hosts;
 pub(crate) mod lease_wire;
 mod leases;
+mod series;
 
 use crate::http::routes::Routes;
 use crate::policy::Rule;
@@ -35,6 +36,7 @@ pub fn register(routes: &mut Routes) {
     allocations::register(routes);
     hosts::register(routes);
     leases::register(routes);
+    series::register(routes);
     floating_ips::register(routes);
 }
 
