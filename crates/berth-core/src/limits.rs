@@ -139,3 +139,13 @@ const _: () = assert!(HOLD_MINUTES_DEFAULT >= 1 && HOLD_MINUTES_DEFAULT <= HOLD_
 const _: () = assert!(HOLDS_PER_PROJECT_MAX > 0);
 const _: () = assert!(WAITLIST_ATTEMPTS_MAX > 0);
 const _: () = assert!(WAITLIST_SCAN_MAX >= WAITLIST_ATTEMPTS_MAX);
+
+/// Most resource providers berth imports from one provider cloud: a larger listing from its
+/// Placement fails the synchronisation (the cloud's capacity is then unknown).
+pub const PROVIDER_CLOUD_PROVIDERS_MAX: usize = 4096;
+/// Most bytes berth reads of one answer of a provider cloud's Keystone or Placement.
+pub const PROVIDER_CLOUD_ANSWER_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Most characters of a provider cloud's last error berth keeps.
+pub const PROVIDER_CLOUD_ERROR_LEN_MAX: usize = 512;
+
+const _: () = assert!(PROVIDER_CLOUD_PROVIDERS_MAX > 0);

@@ -331,6 +331,14 @@ pub fn create_reservation_displacing(
             Err(other) => return Err(other),
         }
     }
+    // Capacity in the zone that is a provider cloud's which cannot be reached is unknown: the
+    // refusal names that cloud rather than offering what is known.
+    if let Some(Rejection::DoesNotFit(_)) = first_refusal
+        && let Some(unreachable) =
+            crate::decide::cloud::unreachable_refusal(catalog, new.zone.as_deref())
+    {
+        return Err(unreachable);
+    }
     Err(first_refusal.unwrap_or_else(|| bad("no network to draw addresses from")))
 }
 
