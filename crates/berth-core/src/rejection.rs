@@ -326,6 +326,16 @@ pub enum Rejection {
     /// A provider cloud with that id, or with the same endpoint, user and project, exists.
     #[error("Provider {0} is already registered")]
     ProviderCloudExists(Uuid),
+    /// The provider was imported from a provider cloud: only its synchronisation changes it.
+    #[error(
+        "Resource provider {provider} is imported from provider cloud {cloud}; change it in that cloud"
+    )]
+    ProviderImported {
+        /// The provider.
+        provider: ProviderId,
+        /// The cloud it is imported from.
+        cloud: Uuid,
+    },
     /// The request does not fit, and capacity it could have landed on is a provider cloud's
     /// whose capacity is unknown (it could not be reached at its last synchronisation).
     #[error(

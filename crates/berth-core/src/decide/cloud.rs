@@ -8,7 +8,7 @@
 //! records a failed read.
 
 use crate::catalog::{Catalog, provider_cloud_of};
-use crate::change::Change;
+use crate::change::{Change, record};
 use crate::limits::{
     PROVIDER_CLOUD_ERROR_LEN_MAX, PROVIDER_CLOUD_PROVIDERS_MAX, PROVIDER_NAME_LEN_MAX,
     TREE_DEPTH_MAX,
@@ -17,8 +17,9 @@ use crate::model::cloud::{
     PROVIDER_CLOUD_ATTRIBUTE, ProviderCloud, REMOTE_UUID_ATTRIBUTE, RemoteDetails, RemoteProvider,
     RemoteSnapshot, SyncState, local_provider_uuid,
 };
-use crate::model::id::ProviderId;
+use crate::model::id::{LeaseId, ProviderId};
 use crate::model::inventory::{FullReservation, Inventory};
+use crate::model::lease::Lease;
 use crate::model::name::{ResourceClass, TraitName, is_custom_name};
 use crate::model::provider::{
     AttrValue, HostRecord, Provider, ProviderCondition, ProviderRow, ProviderStatus,
@@ -127,11 +128,19 @@ pub fn unreachable(
     }
     record.sync.state = SyncState::Unknown;
     record.sync.since = Some(now);
-    record.sync.last_error = Some(error);
+    record.sync.last_error = Some(error.clone());
     let mut changes = vec![Change::ProviderCloudSet {
         id,
         cloud: Some(record),
     }];
+    let details = serde_json::json!({"provider": id, "state": "unknown", "reason": error});
+    changes.extend(flag_leases(
+        catalog,
+        id,
+        "lease.provider_unreachable",
+        now,
+        &details,
+    ));
     for provider in catalog.cloud_providers(id).filter(|p| p.is_up()) {
         changes.push(Change::ProviderConditionSet {
             uuid: provider.uuid(),
@@ -452,6 +461,17 @@ impl<'a> Sync<'a> {
             record.sync.state = SyncState::Ok;
             record.sync.since = Some(self.now);
             record.sync.last_error = None;
+            if self.cloud.sync.state == SyncState::Unknown {
+                let details = serde_json::json!({"provider": self.cloud.id, "state": "ok"});
+                let flagged = flag_leases(
+                    self.catalog,
+                    self.cloud.id,
+                    "lease.provider_restored",
+                    self.now,
+                    &details,
+                );
+                self.changes.extend(flagged);
+            }
             let reason = unreachable_reason(self.cloud.id);
             for provider in self.catalog.cloud_providers(self.cloud.id) {
                 if provider.condition().and_then(|c| c.reason.as_deref()) == Some(&reason) {
@@ -470,6 +490,30 @@ impl<'a> Sync<'a> {
             cloud: Some(record),
         });
     }
+}
+
+/// An entry `kind` in the lifecycle record of each lease holding capacity on cloud `id`'s
+/// providers (so its subscribers are notified of the cloud's state), once a lease, by id.
+fn flag_leases(
+    catalog: &Catalog,
+    id: Uuid,
+    kind: &str,
+    now: Instant,
+    details: &serde_json::Value,
+) -> Vec<Change> {
+    let mut leases: BTreeMap<LeaseId, &Lease> = BTreeMap::new();
+    for provider in catalog.cloud_providers(id) {
+        for lease in catalog
+            .leases_holding(provider.uuid())
+            .filter(|l| l.holds_capacity())
+        {
+            leases.insert(lease.id, lease);
+        }
+    }
+    leases
+        .values()
+        .map(|lease| record(lease, kind, now, details.clone()))
+        .collect()
 }
 
 /// How deep `provider` is in its tree (a root is 0).

@@ -91,6 +91,7 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::ProviderCloudNotFound(_)
         | Rejection::ZoneNotFound(_)
         | Rejection::InstanceNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
+        Rejection::ProviderImported { .. } => (StatusCode::CONFLICT, UNDEFINED),
         Rejection::ProviderCloudUnreachable { .. } => {
             (StatusCode::CONFLICT, "provider_cloud_unreachable")
         }

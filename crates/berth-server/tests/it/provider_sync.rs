@@ -200,6 +200,17 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
     assert_eq!(status, StatusCode::OK, "{imported}");
     assert_eq!(imported["name"], format!("{id}:cn-remote"), "{imported}");
     assert_eq!(inventory(&app, &local, "VCPU").await, (8, 0));
+    // It is the remote cloud's: local Placement writes to it are refused, naming the cloud.
+    let (status, refused) = app
+        .call(
+            Method::PUT,
+            &format!("/placement/resource_providers/{local}/traits"),
+            Some("1.39"),
+            Some(json!({"resource_provider_generation": imported["generation"], "traits": []})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert!(refused.to_string().contains(&id), "{refused}");
     let (_, hosts) = app.get("/reservation/v1/os-hosts", None).await;
     let host = hosts["hosts"]
         .as_array()
