@@ -4,7 +4,7 @@
 //! provider under the cloud's id, counts the remote usage as taken, admits and refuses Promise
 //! reservations on it as on local capacity, follows a remote inventory change, marks the cloud
 //! unknown (refusing new reservations with the reason) while the remote berth is stopped, and
-//! clears that by itself when it returns.
+//! clears that by itself when it returns. While nothing changes, a read costs one listing.
 
 use crate::blazar_leases::{LEASES, rfc3339, tomorrow};
 use crate::provider_clouds::PASSWORD;
@@ -140,6 +140,18 @@ async fn until_vcpu(app: &TestApp, provider: &str, expected: (u64, u64)) {
     }
 }
 
+/// How many `GET`s the remote berth answered on routes ending in `route_end`.
+async fn gets(remote: &TestApp, route_end: &str) -> u64 {
+    remote
+        .metrics_text()
+        .await
+        .lines()
+        .filter(|l| l.starts_with("berth_http_requests_total{"))
+        .filter(|l| l.contains("method=\"GET\"") && l.contains(route_end))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// A Promise reservation of one instance with `cores` cores in RegionOne, tomorrow.
 async fn reserve(app: &TestApp, cores: u64) -> (StatusCode, Value) {
     let start = tomorrow();
@@ -250,6 +262,31 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
     until_vcpu(&app, &local, (16, 2)).await;
     let tokens_before = issued.load(Ordering::SeqCst);
     assert!(tokens_before >= 2, "one token to register, one to read");
+    // Nothing changing costs one listing a read: no provider's details are read again, and the
+    // token is reused.
+    let before = (
+        gets(&remote, "/inventories").await,
+        gets(&remote, "/resource_providers\"").await,
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after = (
+        gets(&remote, "/inventories").await,
+        gets(&remote, "/resource_providers\"").await,
+    );
+    assert!(
+        before.0 >= 2,
+        "details read at the import and the change: {before:?}"
+    );
+    assert_eq!(after.0, before.0, "no details read while nothing changed");
+    assert!(
+        after.1 >= before.1 + 2,
+        "listed every second: {before:?} {after:?}"
+    );
+    assert_eq!(
+        issued.load(Ordering::SeqCst),
+        tokens_before,
+        "the token is reused"
+    );
 
     // The remote berth stopped: unknown, and new reservations on it are refused, naming it.
     let (kept, database) = remote.stop().await;
