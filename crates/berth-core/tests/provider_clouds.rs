@@ -88,6 +88,7 @@ fn reservation(n: u128, cores: u64) -> NewReservation {
         end: Some(Instant::from_micros(2 * DAY)),
         expiry: None,
         zone: Some("RegionOne".to_owned()),
+        provider: None,
         priority: 0,
         displace_other_projects: false,
         project_id: "p".to_owned(),

@@ -6,7 +6,7 @@
 //! unknown (refusing new reservations with the reason) while the remote berth is stopped, and
 //! clears that by itself when it returns. While nothing changes, a read costs one listing.
 
-use crate::blazar_leases::{LEASES, rfc3339, tomorrow};
+use crate::blazar_leases::{LEASES, enroll, rfc3339, tomorrow};
 use crate::provider_clouds::PASSWORD;
 use crate::support::{Options, TestApp, free_port};
 use axum::Json;
@@ -154,13 +154,22 @@ async fn gets(remote: &TestApp, route_end: &str) -> u64 {
 
 /// A Promise reservation of one instance with `cores` cores in RegionOne, tomorrow.
 async fn reserve(app: &TestApp, cores: u64) -> (StatusCode, Value) {
+    reserve_on(app, None, cores).await
+}
+
+/// [`reserve`] restricted by `member` (`("provider-id", id)` or `("source", ...)`).
+async fn reserve_on(
+    app: &TestApp,
+    member: Option<(&str, &str)>,
+    cores: u64,
+) -> (StatusCode, Value) {
     let start = tomorrow();
-    app.post(
-        "/promise/create-reservation",
-        json!({"zone": "RegionOne", "start": rfc3339(start), "end": rfc3339(start + DAY),
-               "capacity": {"cores": cores.to_string(), "ram": "1024", "instances": "1"}}),
-    )
-    .await
+    let mut body = json!({"zone": "RegionOne", "start": rfc3339(start), "end": rfc3339(start + DAY),
+               "capacity": {"cores": cores.to_string(), "ram": "1024", "instances": "1"}});
+    if let Some((name, value)) = member {
+        body[name] = json!(value);
+    }
+    app.post("/promise/create-reservation", body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -305,6 +314,9 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
         refused["message"].as_str().is_some_and(|m| m.contains(&id)),
         "{refused}"
     );
+    let (status, refused) = reserve_on(&app, Some(("provider-id", &id)), 1).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["code"], "provider_cloud_unreachable", "{refused}");
     let metrics = app.metrics_text().await;
     assert!(
         metrics.contains(&format!("berth_provider_cloud_up{{provider=\"{id}\"}} 0")),
@@ -318,8 +330,21 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
     // Back: ok again by itself, and the free capacity is offered again.
     let remote = remote_berth(&listen, Some(database)).await;
     until(&app, &id, "ok again", |p| p["sync"]["state"] == "ok").await;
-    let (status, made) = reserve(&app, 8).await;
+    let (status, made) = reserve(&app, 7).await;
     assert_eq!(status, StatusCode::OK, "{made}");
+    // provider-id (or the seed's source) restricts a reservation to the cloud's capacity.
+    let source = format!("ResourceProvider:{id}");
+    let (status, made) = reserve_on(&app, Some(("source", &source)), 1).await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    // A local host in the same zone: the cloud's capacity stays taken, the zone's is not.
+    enroll(&app, "local-1", "RegionOne", 8).await;
+    let (status, refused) = reserve_on(&app, Some(("provider-id", &id)), 1).await;
+    assert_eq!(status, StatusCode::CONFLICT, "all 16 taken: {refused}");
+    let (status, made) = reserve(&app, 1).await;
+    assert_eq!(status, StatusCode::OK, "on the local host: {made}");
+    let nil = Uuid::nil().to_string();
+    let (status, refused) = reserve_on(&app, Some(("provider-id", &nil)), 1).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
     let metrics = app.metrics_text().await;
     assert!(
         metrics.contains(&format!("berth_provider_cloud_up{{provider=\"{id}\"}} 1")),
