@@ -210,6 +210,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "provider_clouds_disabled",
     },
     ErrorCode {
+        code: "provider_cloud_unreachable",
+        status: 409,
+        meaning: "The request does not fit, and capacity it could take is a provider cloud's that berth could not reach at its last synchronisation (unknown since then); the message names the provider and why",
+        placement: "provider_cloud_unreachable",
+    },
+    ErrorCode {
         code: "idempotency_key_object_gone",
         status: 410,
         meaning: "The object an `Idempotency-Key` created is gone",

@@ -6,7 +6,7 @@
 use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::decide::cloud as decide;
-use berth_core::model::cloud::{CloudKind, CloudProject, ProviderCloud};
+use berth_core::model::cloud::{CloudKind, CloudProject, ProviderCloud, RemoteSnapshot};
 use uuid::Uuid;
 
 /// A cloud to register, as the server found it (authenticated, services found).
@@ -51,6 +51,7 @@ impl Berth {
                 compute_url: cmd.compute_url,
                 sealed_credentials,
                 created_at: now,
+                sync: Default::default(),
             };
             decide::add_provider_cloud(catalog, cloud.clone()).map(|c| (c, cloud))
         })
@@ -61,5 +62,36 @@ impl Berth {
     pub async fn remove_provider_cloud(&self, id: Uuid) -> Result<(), AppError> {
         self.write(move |catalog, _| decide::remove_provider_cloud(catalog, id).map(|c| (c, ())))
             .await
+    }
+}
+
+impl Berth {
+    /// Brings the providers imported from cloud `id` in line with what its Placement listed
+    /// (read by the caller, off the writer lock); writes only what differs.
+    pub async fn sync_provider_cloud(
+        &self,
+        id: Uuid,
+        snapshot: RemoteSnapshot,
+    ) -> Result<usize, AppError> {
+        self.write(move |catalog, now| {
+            decide::sync(catalog, id, &snapshot, now).map(|changes| {
+                let written = changes.len();
+                (changes, written)
+            })
+        })
+        .await
+    }
+
+    /// Records that cloud `id` could not be reached (`error`): its capacity is unknown and its
+    /// providers take no new reservation until a synchronisation succeeds.
+    pub async fn provider_cloud_unreachable(
+        &self,
+        id: Uuid,
+        error: String,
+    ) -> Result<(), AppError> {
+        self.write(move |catalog, now| {
+            decide::unreachable(catalog, id, &error, now).map(|changes| (changes, ()))
+        })
+        .await
     }
 }

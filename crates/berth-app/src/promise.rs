@@ -58,6 +58,8 @@ pub struct CreateReservation {
     pub expiry: Option<Instant>,
     /// `zoneId`.
     pub zone: Option<String>,
+    /// `provider-id`: only that provider cloud's capacity.
+    pub provider: Option<uuid::Uuid>,
     /// Priority, 0 to 100, as asked.
     pub priority: u32,
     /// What priorities the caller was granted: a higher priority is lowered to the ceiling.
@@ -287,6 +289,7 @@ impl Berth {
             end: cmd.end,
             expiry: cmd.expiry,
             zone: cmd.zone,
+            provider: cmd.provider,
             priority: cmd.grant.granted(cmd.priority),
             displace_other_projects: cmd.grant.across_projects,
             project_id: cmd.project_id,

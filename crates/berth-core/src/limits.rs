@@ -155,3 +155,13 @@ pub const RECURRENCE_SHIFT_DAYS_MAX: i64 = 366;
 
 const _: () = assert!(RECURRENCE_OCCURRENCES_MAX >= 2);
 const _: () = assert!(RECURRENCE_ALTERNATIVES_MAX as u64 <= RECURRENCE_OCCURRENCES_MAX as u64);
+
+/// Most resource providers berth imports from one provider cloud: a larger listing from its
+/// Placement fails the synchronisation (the cloud's capacity is then unknown).
+pub const PROVIDER_CLOUD_PROVIDERS_MAX: usize = 4096;
+/// Most bytes berth reads of one answer of a provider cloud's Keystone or Placement.
+pub const PROVIDER_CLOUD_ANSWER_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Most characters of a provider cloud's last error berth keeps.
+pub const PROVIDER_CLOUD_ERROR_LEN_MAX: usize = 512;
+
+const _: () = assert!(PROVIDER_CLOUD_PROVIDERS_MAX > 0);

@@ -334,6 +334,27 @@ pub enum Rejection {
     /// A provider cloud with that id, or with the same endpoint, user and project, exists.
     #[error("Provider {0} is already registered")]
     ProviderCloudExists(Uuid),
+    /// The provider was imported from a provider cloud: only its synchronisation changes it.
+    #[error(
+        "Resource provider {provider} is imported from provider cloud {cloud}; change it in that cloud"
+    )]
+    ProviderImported {
+        /// The provider.
+        provider: ProviderId,
+        /// The cloud it is imported from.
+        cloud: Uuid,
+    },
+    /// The request does not fit, and capacity it could have landed on is a provider cloud's
+    /// whose capacity is unknown (it could not be reached at its last synchronisation).
+    #[error(
+        "Provider {cloud} is unreachable: its capacity is unknown since its last successful synchronisation and new reservations on it are refused ({reason})"
+    )]
+    ProviderCloudUnreachable {
+        /// The cloud's provider id.
+        cloud: Uuid,
+        /// Why it could not be reached.
+        reason: String,
+    },
     /// No availability zone of that name.
     #[error("Zone {0} could not be found")]
     ZoneNotFound(String),

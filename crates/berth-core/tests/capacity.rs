@@ -140,6 +140,7 @@ fn pool_request(
         end: Some(end),
         expiry,
         zone: None,
+        provider: None,
         priority,
         displace_other_projects: false,
         project_id: "p".into(),

@@ -46,6 +46,7 @@ fn pool(w: &mut World, project: &str, (start, end): (i64, i64), instances: u64) 
         end: Some(t(end)),
         expiry: None,
         zone: None,
+        provider: None,
         priority: 50,
         displace_other_projects: false,
         project_id: project.into(),

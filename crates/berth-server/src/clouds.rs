@@ -199,6 +199,43 @@ impl CloudClient {
         Ok(CloudClient { http, key })
     }
 
+    /// `GET url` with `token` and Placement's `version`: the status and at most `max_bytes` of
+    /// the body (a longer body is an error, as is a failed request).
+    pub async fn placement_get(
+        &self,
+        url: &str,
+        token: &Secret,
+        version: &str,
+        max_bytes: usize,
+    ) -> Result<(u16, Vec<u8>), String> {
+        let unreachable = |error: reqwest::Error| {
+            format!(
+                "Placement at {url} could not be reached: {:#}",
+                anyhow::Error::from(error.without_url())
+            )
+        };
+        let mut response = self
+            .http
+            .get(url)
+            .header("X-Auth-Token", token.expose())
+            .header("OpenStack-API-Version", version)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            if body.len() + chunk.len() > max_bytes {
+                return Err(format!(
+                    "Placement's answer to GET {url} is larger than {max_bytes} bytes"
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, body))
+    }
+
     /// The key credentials are sealed with, when configured.
     pub fn key(&self) -> Option<&CredentialKey> {
         self.key.as_ref()

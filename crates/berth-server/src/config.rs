@@ -322,9 +322,19 @@ struct NotificationsSection {
 #[serde(deny_unknown_fields)]
 struct ProviderCloudsSection {
     credential_key: Option<Secret>,
+    sync_interval_seconds: Option<u64>,
 }
 
 impl ProviderCloudsSection {
+    /// `sync_interval_seconds`, at least 1, 30 by default.
+    fn sync_interval(&self) -> anyhow::Result<Duration> {
+        match self.sync_interval_seconds {
+            Some(0) => anyhow::bail!("[provider_clouds] sync_interval_seconds must be at least 1"),
+            Some(seconds) => Ok(Duration::from_secs(seconds)),
+            None => Ok(crate::cloud_sync::SYNC_INTERVAL_DEFAULT),
+        }
+    }
+
     fn key(self) -> anyhow::Result<Option<CredentialKey>> {
         self.credential_key
             .map(|text| {
@@ -454,6 +464,9 @@ pub struct Config {
     /// The key provider clouds' credentials are sealed with (`[provider_clouds]
     /// credential_key`); without one, berth registers no provider cloud.
     pub credential_key: Option<CredentialKey>,
+    /// How often provider clouds are read (`[provider_clouds] sync_interval_seconds`, 30 s by
+    /// default).
+    pub cloud_sync_interval: Duration,
 }
 
 /// The PEM files HTTPS is served with.
@@ -519,6 +532,8 @@ impl Config {
         let (callback_ca_file, callback_destinations) =
             notifications(args, file.notifications.unwrap_or_default())?;
         let claim_ttl = claim_ttl(args, file.baremetal)?;
+        let clouds = file.provider_clouds.unwrap_or_default();
+        let cloud_sync_interval = clouds.sync_interval()?;
         let (max_connections, idle_timeout, header_timeout) =
             connection_settings(args, file.http.unwrap_or_default())?;
         let cors_allowed_origins = cors_origins(
@@ -555,7 +570,8 @@ impl Config {
             access_policy,
             keystone,
             tls,
-            credential_key: file.provider_clouds.unwrap_or_default().key()?,
+            cloud_sync_interval,
+            credential_key: clouds.key()?,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             max_connections,
@@ -610,8 +626,11 @@ impl Config {
             .map(describe_keystone)
             .unwrap_or_default();
         let clouds = match self.credential_key {
-            Some(_) => "\n[provider_clouds]\ncredential_key = \"***\"\n",
-            None => "",
+            Some(_) => format!(
+                "\n[provider_clouds]\ncredential_key = \"***\"\nsync_interval_seconds = {}\n",
+                self.cloud_sync_interval.as_secs()
+            ),
+            None => String::new(),
         };
         format!(
             "{general}{tls}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n{keystone}{clouds}",

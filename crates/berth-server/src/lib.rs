@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod clock;
+pub mod cloud_sync;
 pub mod clouds;
 pub mod config;
 pub mod connections;
@@ -149,11 +150,15 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
+    let cloud_client = Arc::new(clouds::CloudClient::new(config.credential_key.clone())?);
+    let board = cloud_sync::SyncBoard::default();
+    let sync =
+        cloud_sync::CloudSync::new(Arc::clone(&berth), Arc::clone(&cloud_client), board.clone());
+    tokio::spawn(sync.run(config.cloud_sync_interval, stop.clone()));
     let mut app = http::router(berth, auth, limits, config.access_policy.clone())?
         .layer(axum::Extension(destinations))
-        .layer(axum::Extension(Arc::new(clouds::CloudClient::new(
-            config.credential_key.clone(),
-        )?)));
+        .layer(axum::Extension(cloud_client))
+        .layer(axum::Extension(board));
     if !config.cors_allowed_origins.is_empty() {
         app = app.layer(http::cors(config.cors_allowed_origins.clone()));
     }

@@ -716,6 +716,7 @@ impl Sim {
             end: Some(Instant::from_micros(end)),
             expiry: expiry.map(Instant::from_micros),
             zone: None,
+            provider: None,
             priority: u32::try_from(self.rng.below(3)).expect("small"),
             grant: PriorityGrant {
                 ceiling: 100,

@@ -399,6 +399,7 @@ async fn provider_clouds_round_trip<S: Store>(store: &S, catalog: &mut Catalog) 
         compute_url: Some("http://nova:8774/v2.1".into()),
         sealed_credentials: "v1:c2VhbGVk".into(),
         created_at: T0,
+        sync: Default::default(),
     };
     let added = vec![Change::ProviderCloudSet {
         id: cloud.id,

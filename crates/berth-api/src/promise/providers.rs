@@ -85,6 +85,28 @@ pub struct Provider {
     pub services: Vec<ProviderService>,
     /// When it was registered (RFC 3339, UTC).
     pub created: String,
+    /// How berth keeps its capacity current.
+    #[serde(default)]
+    pub sync: ProviderSync,
+}
+
+/// A provider cloud's synchronisation: berth reads its Placement every interval.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderSync {
+    /// `pending` (not read yet), `ok` (the last read succeeded) or `unknown` (the last read
+    /// failed: its capacity is unknown since the last successful one, and new reservations on
+    /// it are refused).
+    pub state: String,
+    /// Since when it has been in that state (RFC 3339, UTC).
+    pub since: Option<String>,
+    /// The last successful synchronisation (RFC 3339, UTC).
+    #[serde(rename = "last-sync")]
+    pub last_sync: Option<String>,
+    /// Why the last synchronisation failed, while `unknown`.
+    #[serde(rename = "last-error")]
+    pub last_error: Option<String>,
+    /// How many of its resource providers berth has imported.
+    pub providers: usize,
 }
 
 /// `GET /promise/providers/{id}`.

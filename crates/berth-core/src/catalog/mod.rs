@@ -10,6 +10,7 @@
 mod apply;
 mod baremetal;
 mod clouds;
+pub use clouds::provider_cloud_of;
 mod consumers;
 mod idempotency;
 mod invariants;

@@ -43,6 +43,19 @@ fn provider(catalog: &Catalog, uuid: ProviderId) -> Result<&Provider, Rejection>
         .ok_or(Rejection::ProviderNotFound(uuid))
 }
 
+/// The provider `uuid`, for a write: one imported from a provider cloud is that cloud's, and
+/// only its synchronisation changes it.
+fn writable(catalog: &Catalog, uuid: ProviderId) -> Result<&Provider, Rejection> {
+    let current = provider(catalog, uuid)?;
+    match crate::catalog::provider_cloud_of(current) {
+        Some(cloud) => Err(Rejection::ProviderImported {
+            provider: uuid,
+            cloud,
+        }),
+        None => Ok(current),
+    }
+}
+
 fn check_name(name: &str) -> Result<(), Rejection> {
     match name.chars().count() {
         1..=limits::PROVIDER_NAME_LEN_MAX => Ok(()),
@@ -99,6 +112,12 @@ pub fn create_provider(catalog: &Catalog, new: &NewProvider, now: Instant) -> De
             let parent_provider = catalog
                 .provider(parent)
                 .ok_or(Rejection::ParentNotFound(parent))?;
+            if let Some(cloud) = crate::catalog::provider_cloud_of(parent_provider) {
+                return Err(Rejection::ProviderImported {
+                    provider: parent,
+                    cloud,
+                });
+            }
             if depth_of(catalog, parent) + 1 >= limits::TREE_DEPTH_MAX {
                 return Err(Rejection::TreeTooDeep);
             }
@@ -127,7 +146,7 @@ pub fn update_provider(
     reparenting: Reparenting,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     check_name(name)?;
     if catalog
         .provider_by_name(name)
@@ -176,7 +195,7 @@ pub fn update_provider(
 
 /// Deletes a provider with no children and no allocations.
 pub fn delete_provider(catalog: &Catalog, uuid: ProviderId) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     if catalog.children(uuid).next().is_some() {
         return Err(Rejection::ProviderHasChildren(uuid));
     }
@@ -208,7 +227,7 @@ pub fn set_inventories(
     inventories: BTreeMap<ResourceClass, Inventory>,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     if let Some(expected) = generation {
         check_generation(current, expected)?;
     }
@@ -297,7 +316,7 @@ pub fn add_inventory(
     record: Inventory,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     if current.inventories.contains_key(&class) {
         return Err(Rejection::InventoryExists {
             uuid,
@@ -318,7 +337,7 @@ pub fn update_inventory(
     record: Inventory,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     check_generation(current, generation)?;
     if !current.inventories.contains_key(&class) {
         return Err(Rejection::InventoryNotFound {
@@ -338,7 +357,7 @@ pub fn remove_inventory(
     class: Option<&ResourceClass>,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     let mut inventories = current.inventories.clone();
     match class {
         Some(class) if inventories.remove(class).is_none() => {
@@ -361,7 +380,7 @@ pub fn set_traits(
     traits: BTreeSet<TraitName>,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     if let Some(expected) = generation {
         check_generation(current, expected)?;
     }
@@ -383,7 +402,7 @@ pub fn set_aggregates(
     aggregates: BTreeSet<Uuid>,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     if let Some(expected) = generation {
         check_generation(current, expected)?;
     }
@@ -590,7 +609,7 @@ pub fn set_attributes(
     attributes: Attributes,
     now: Instant,
 ) -> Decision {
-    let current = provider(catalog, uuid)?;
+    let current = writable(catalog, uuid)?;
     if attributes.len() > limits::ATTRIBUTES_PER_PROVIDER_MAX {
         return Err(Rejection::TooMany("attributes"));
     }

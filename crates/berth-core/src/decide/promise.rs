@@ -16,7 +16,7 @@ use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::{Affinity, Lease, LeaseStatus, Reservation, ReservationSpec, Transition};
 use crate::model::name::ResourceClass;
 use crate::model::promise::{
-    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms, zone_filter,
+    self, Ask, Flavor, Outcome, Policy, PromiseInstance, PromiseKind, PromiseTerms,
 };
 use crate::model::time::{Instant, Span};
 
@@ -43,7 +43,17 @@ fn slots(vcpus: u64, memory_mb: u64, disk_gb: u64, amount: u64, zone: &str) -> R
 /// The ledger reservations a Promise ask becomes, in order: pool, containers, addresses (from
 /// `network`), storage.
 pub fn specs(ask: &Ask, zone: Option<&str>, network: Option<&str>) -> Vec<ReservationSpec> {
-    let filter = zone_filter(zone);
+    specs_on(ask, zone, None, network)
+}
+
+/// [`specs`] restricted to the providers of provider cloud `provider` when one is named.
+pub fn specs_on(
+    ask: &Ask,
+    zone: Option<&str>,
+    provider: Option<Uuid>,
+    network: Option<&str>,
+) -> Vec<ReservationSpec> {
+    let filter = promise::placement_filter(zone, provider);
     let mut out = Vec::new();
     if let Some(pool) = ask.pool {
         let (units, vcpus, ram_mb) = pool.units();
@@ -138,6 +148,8 @@ pub struct NewReservation {
     pub expiry: Option<Instant>,
     /// `zoneId`.
     pub zone: Option<String>,
+    /// `provider-id`: only that provider cloud's capacity (any when `None`).
+    pub provider: Option<Uuid>,
     /// Priority, 0 to 100.
     pub priority: u32,
     /// Whether it may displace other projects' reservations (an admin granted its priority);
@@ -285,6 +297,17 @@ pub fn create_reservation_displacing(
         )));
     }
     crate::query::capacity::check_zone(catalog, new.zone.as_deref())?;
+    if let Some(id) = new.provider {
+        let cloud = catalog
+            .provider_cloud(id)
+            .ok_or(Rejection::ProviderCloudNotFound(id))?;
+        if cloud.sync.state == crate::model::cloud::SyncState::Unknown {
+            return Err(Rejection::ProviderCloudUnreachable {
+                cloud: id,
+                reason: cloud.sync.last_error.clone().unwrap_or_default(),
+            });
+        }
+    }
     resolve_containers(catalog, &mut ask)?;
     let (start, end, expiry) = window_of(catalog, new, now)?;
     let terms = PromiseTerms {
@@ -293,10 +316,11 @@ pub fn create_reservation_displacing(
         priority: new.priority,
         expiry,
         zone: new.zone.clone(),
+        provider: new.provider,
     };
     let mut first_refusal = None;
     for network in networks(catalog, &ask)? {
-        let specs = specs(&ask, new.zone.as_deref(), network.as_deref());
+        let specs = specs_on(&ask, new.zone.as_deref(), new.provider, network.as_deref());
         if specs.len() > new.reservation_ids.len() {
             return Err(Rejection::TooMany("reservations"));
         }
@@ -330,6 +354,14 @@ pub fn create_reservation_displacing(
             }
             Err(other) => return Err(other),
         }
+    }
+    // Capacity in the zone that is a provider cloud's which cannot be reached is unknown: the
+    // refusal names that cloud rather than offering what is known.
+    if let Some(Rejection::DoesNotFit(_)) = first_refusal
+        && let Some(unreachable) =
+            crate::decide::cloud::unreachable_refusal(catalog, new.zone.as_deref())
+    {
+        return Err(unreachable);
     }
     Err(first_refusal.unwrap_or_else(|| bad("no network to draw addresses from")))
 }
@@ -576,7 +608,12 @@ pub fn update_reservation(
             ReservationSpec::FloatingIp { network_id, .. } => Some(network_id.clone()),
             _ => None,
         });
-        let specs = specs(&ask, terms.zone.as_deref(), network.as_deref());
+        let specs = specs_on(
+            &ask,
+            terms.zone.as_deref(),
+            terms.provider,
+            network.as_deref(),
+        );
         if specs.len() != current.reservations.len()
             || specs
                 .iter()

@@ -56,4 +56,114 @@ pub struct ProviderCloud {
     pub sealed_credentials: String,
     /// When it was registered.
     pub created_at: Instant,
+    /// Its synchronisation (absent from the record until the first one).
+    #[serde(default, skip_serializing_if = "CloudSync::is_pending")]
+    pub sync: CloudSync,
+}
+
+/// The attribute that marks a provider as imported from a provider cloud: the cloud's id.
+pub const PROVIDER_CLOUD_ATTRIBUTE: &str = "provider_cloud";
+/// The attribute naming an imported provider's uuid in its cloud's Placement.
+pub const REMOTE_UUID_ATTRIBUTE: &str = "remote_uuid";
+
+/// The local uuid of the provider `remote` of cloud `cloud`: a UUIDv5 of the remote uuid in the
+/// cloud's namespace, the same on every replica and after every restart, and never the uuid of
+/// another cloud's provider.
+pub fn local_provider_uuid(cloud: Uuid, remote: Uuid) -> Uuid {
+    Uuid::new_v5(&cloud, remote.as_bytes())
+}
+
+/// Whether berth could last read the cloud's capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncState {
+    /// Registered, not synchronised yet.
+    #[default]
+    Pending,
+    /// The last synchronisation succeeded.
+    Ok,
+    /// The last synchronisation failed: the cloud's capacity is unknown since then.
+    Unknown,
+}
+
+impl SyncState {
+    /// The wire form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncState::Pending => "pending",
+            SyncState::Ok => "ok",
+            SyncState::Unknown => "unknown",
+        }
+    }
+}
+
+/// What berth knows of a cloud's synchronisation, as written through the write path: it changes
+/// when the state does, and with each synchronisation that changed the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CloudSync {
+    /// The state.
+    pub state: SyncState,
+    /// Since when it has been in that state.
+    pub since: Option<Instant>,
+    /// The last synchronisation that succeeded and changed something (the server keeps the
+    /// time of the last one of all).
+    pub last_success: Option<Instant>,
+    /// Why the last synchronisation failed, while the state is `Unknown`.
+    pub last_error: Option<String>,
+}
+
+impl CloudSync {
+    /// Whether nothing is known yet (the record of a cloud never synchronised).
+    pub fn is_pending(&self) -> bool {
+        *self == CloudSync::default()
+    }
+}
+
+/// One resource provider as the remote cloud's Placement lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteProvider {
+    /// Its uuid there.
+    pub uuid: Uuid,
+    /// Its name there.
+    pub name: String,
+    /// Its generation there.
+    pub generation: u64,
+    /// Its parent there.
+    pub parent: Option<Uuid>,
+    /// What it has, read when its generation differs from what berth imported (else `None`).
+    pub details: Option<RemoteDetails>,
+}
+
+/// A remote provider's inventories, usages, traits and aggregates.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RemoteDetails {
+    /// Its inventories, as Placement gives them.
+    pub inventories: std::collections::BTreeMap<crate::model::name::ResourceClass, RemoteInventory>,
+    /// What its consumers use, by class.
+    pub usages: std::collections::BTreeMap<crate::model::name::ResourceClass, u64>,
+    /// Its traits.
+    pub traits: std::collections::BTreeSet<crate::model::name::TraitName>,
+    /// Its aggregates.
+    pub aggregates: std::collections::BTreeSet<Uuid>,
+}
+
+/// One inventory record as Placement gives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RemoteInventory {
+    /// `total`.
+    pub total: u64,
+    /// `reserved`.
+    pub reserved: u64,
+    /// `min_unit`, `max_unit`, `step_size`.
+    pub units: [u64; 3],
+    /// `allocation_ratio`.
+    pub allocation_ratio: f64,
+}
+
+/// What one synchronisation read of a cloud: every provider its Placement lists, with the
+/// details of those whose generation changed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RemoteSnapshot {
+    /// The providers, in any order.
+    pub providers: Vec<RemoteProvider>,
 }

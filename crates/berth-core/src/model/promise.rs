@@ -316,6 +316,9 @@ pub struct PromiseTerms {
     pub expiry: Option<Instant>,
     /// The zone it was made in, if one was named.
     pub zone: Option<String>,
+    /// The provider cloud it was restricted to (`provider-id`), if one was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<uuid::Uuid>,
 }
 
 /// How a lease ended early.
@@ -391,6 +394,25 @@ pub fn zone_filter(zone: Option<&str>) -> String {
     match zone {
         Some(zone) => serde_json::json!(["==", "$availability_zone", zone]).to_string(),
         None => String::new(),
+    }
+}
+
+/// The host filter of a Promise reservation in `zone` (any when `None`) on the providers of
+/// provider cloud `provider` (any when `None`).
+pub fn placement_filter(zone: Option<&str>, provider: Option<uuid::Uuid>) -> String {
+    let cloud = provider.map(|id| {
+        serde_json::json!([
+            "==",
+            format!("${}", crate::model::cloud::PROVIDER_CLOUD_ATTRIBUTE),
+            id.to_string()
+        ])
+    });
+    match (zone, cloud) {
+        (zone, None) => zone_filter(zone),
+        (None, Some(cloud)) => cloud.to_string(),
+        (Some(zone), Some(cloud)) => {
+            serde_json::json!(["and", ["==", "$availability_zone", zone], cloud]).to_string()
+        }
     }
 }
 

@@ -94,6 +94,10 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::ProviderCloudNotFound(_)
         | Rejection::ZoneNotFound(_)
         | Rejection::InstanceNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
+        Rejection::ProviderImported { .. } => (StatusCode::CONFLICT, UNDEFINED),
+        Rejection::ProviderCloudUnreachable { .. } => {
+            (StatusCode::CONFLICT, "provider_cloud_unreachable")
+        }
         Rejection::FlavorExists(_)
         | Rejection::ProviderCloudExists(_)
         | Rejection::InstanceRefused(_) => (StatusCode::CONFLICT, UNDEFINED),

@@ -43,6 +43,8 @@ pub(crate) struct Options {
     pub(crate) callback_allow: Vec<String>,
     /// `--config`: a TOML configuration file (its `[keystone]` section, for instance).
     pub(crate) config: Option<PathBuf>,
+    /// The address to listen on (`127.0.0.1:0` unless set): a server restarted where it was.
+    pub(crate) listen: Option<String>,
 }
 
 /// The range test receivers listen in.
@@ -102,7 +104,7 @@ impl TestApp {
             }
         };
         let args = ServeArgs {
-            listen: Some("127.0.0.1:0".into()),
+            listen: Some(options.listen.unwrap_or_else(|| "127.0.0.1:0".into())),
             database: Some(database.clone()),
             auth: options.auth,
             tokens: options.tokens,

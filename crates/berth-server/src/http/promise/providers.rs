@@ -5,6 +5,7 @@
 //! registers anything; the password is sealed with the configured key and never answered.
 
 use super::wire::{Input, RpcInput, documented, rpc_error, time};
+use crate::cloud_sync::{Seen, SyncBoard};
 use crate::clouds::{CloudClient, ConnectError, Credentials, keystone_v3};
 use crate::http::error::ApiError;
 use crate::http::routes::Routes;
@@ -16,9 +17,10 @@ use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_api::promise::{
     AddProvider, Provider, ProviderAdded, ProviderEnvelope, ProviderList, ProviderService,
-    RpcAnswer, Tenant,
+    ProviderSync, RpcAnswer, Tenant,
 };
 use berth_app::AddProviderCloud;
+use berth_core::catalog::Catalog;
 use berth_core::model::cloud::{CloudKind, CloudProject, ProviderCloud};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -83,7 +85,10 @@ const ADD_FIELDS: [&str; 6] = [
 /// The `provider-type`s Promise lists, and the one berth registers.
 const SUPPORTED_TYPES: &str = "openstack";
 
-fn provider_json(cloud: &ProviderCloud) -> Provider {
+/// `cloud` as answered, with its synchronisation: the state written through the write path,
+/// the last successful read this process saw (or the last written), and how many providers
+/// it imported.
+fn provider_json(cloud: &ProviderCloud, imported: usize, seen: Seen) -> Provider {
     let mut services = vec![ProviderService {
         kind: "placement".to_owned(),
         url: cloud.placement_url.clone(),
@@ -106,7 +111,23 @@ fn provider_json(cloud: &ProviderCloud) -> Provider {
         region: cloud.region.clone(),
         services,
         created: time(cloud.created_at),
+        sync: ProviderSync {
+            state: cloud.sync.state.as_str().to_owned(),
+            since: cloud.sync.since.map(time),
+            last_sync: seen.last_success.max(cloud.sync.last_success).map(time),
+            last_error: cloud.sync.last_error.clone(),
+            providers: imported,
+        },
     }
+}
+
+/// Every registered cloud as answered.
+fn providers_json(catalog: &Catalog, board: &SyncBoard, only: Option<Uuid>) -> Vec<Provider> {
+    catalog
+        .provider_clouds()
+        .filter(|c| only.is_none_or(|id| c.id == id))
+        .map(|c| provider_json(c, catalog.cloud_providers(c.id).count(), board.seen(c.id)))
+        .collect()
 }
 
 /// A required non-empty text member.
@@ -230,15 +251,18 @@ async fn create(
     Ok((
         StatusCode::CREATED,
         Json(ProviderEnvelope {
-            provider: provider_json(&cloud),
+            provider: provider_json(&cloud, 0, Seen::default()),
         }),
     ))
 }
 
-async fn list(State(state): State<AppState>) -> Result<Json<ProviderList>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    Extension(board): Extension<SyncBoard>,
+) -> Result<Json<ProviderList>, ApiError> {
     let providers = state
         .berth
-        .read(|c| c.provider_clouds().map(provider_json).collect::<Vec<_>>())
+        .read(move |c| providers_json(c, &board, None))
         .await?;
     Ok(Json(ProviderList { providers }))
 }
@@ -252,12 +276,13 @@ fn provider_id(text: &str) -> Result<Uuid, ApiError> {
 
 async fn show(
     State(state): State<AppState>,
+    Extension(board): Extension<SyncBoard>,
     Path(id): Path<String>,
 ) -> Result<Json<ProviderEnvelope>, ApiError> {
     let uuid = provider_id(&id)?;
     state
         .berth
-        .read(move |c| c.provider_cloud(uuid).map(provider_json))
+        .read(move |c| providers_json(c, &board, Some(uuid)).pop())
         .await?
         .map(|provider| Json(ProviderEnvelope { provider }))
         .ok_or_else(|| ApiError::not_found(format!("Provider {id} could not be found")))

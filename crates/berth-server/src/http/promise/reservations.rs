@@ -472,6 +472,7 @@ async fn create(
         end: date(&body, "endTime", now)?,
         expiry: date(&body, "expiryTime", now)?,
         zone: text(&body, "zoneId")?,
+        provider: None,
         priority: priority(&body)?,
         grant: state.authz.policy().grant(&caller.0),
         project_id: caller.0.project_id.clone(),

@@ -82,7 +82,16 @@ const CAPACITY_FIELDS: [&str; 6] = [
 ];
 
 /// The members of `create-reservation` ([`CreateRequest`]).
-const CREATE_FIELDS: [&str; 6] = ["capacity", "start", "end", "expiry", "zone", "priority"];
+const CREATE_FIELDS: [&str; 8] = [
+    "capacity",
+    "start",
+    "end",
+    "expiry",
+    "zone",
+    "priority",
+    "provider-id",
+    "source",
+];
 
 /// The members of `update-reservation` ([`UpdateRequest`]).
 const UPDATE_FIELDS: [&str; 5] = ["reservation-id", "capacity", "start", "end", "expiry"];
@@ -130,6 +139,26 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
     }
 }
 
+/// The provider cloud a request is restricted to: `provider-id` (the id, or
+/// `ResourceProvider:<id>`) or the seed's `source: ResourceProvider:<id>`.
+fn provider_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
+    let named = match text(body, "provider-id")? {
+        Some(id) => Some(id),
+        None => text(body, "source")?,
+    };
+    named
+        .map(|text| {
+            text.rsplit_once(':')
+                .map_or(text.as_str(), |(_, id)| id)
+                .trim()
+                .parse()
+                .map_err(|_| {
+                    ApiError::bad_request(format!("provider-id {text} is not a provider id"))
+                })
+        })
+        .transpose()
+}
+
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -149,6 +178,7 @@ async fn create(
             end: date(&body, "end", now)?,
             expiry: date(&body, "expiry", now)?,
             zone: text(&body, "zone")?,
+            provider: provider_of(&body)?,
             priority: priority(&body)?,
             grant: state.authz.policy().grant(&caller.0),
             project_id: caller.0.project_id.clone(),
