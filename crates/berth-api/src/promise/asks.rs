@@ -298,6 +298,17 @@ pub struct CreateReservation {
     /// Its priority, 0 to 100 (absent: 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Count>,
+    /// The provider cloud whose capacity it reserves (berth; absent: any capacity), by id,
+    /// possibly `ResourceProvider:`-prefixed.
+    #[serde(
+        rename = "provider-id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provider_id: Option<Text>,
+    /// The same as `provider-id`, in the specification's `ResourceProvider:<id>` form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Text>,
 }
 
 /// The input of `POST /promise/update-reservation`: the members given change. Members other
