@@ -128,6 +128,11 @@ pub struct CapacityAnswer {
     pub collections: Vec<String>,
     /// The step function of the figure (empty unless asked for).
     pub utilization: Vec<CapacityStep>,
+    /// How much of the reserved capacity open holds keep (berth), at its peak over the window:
+    /// held capacity counts as reserved, and this says how much of it is only held, not yet
+    /// a lease. Zeros when nothing is held.
+    #[serde(default)]
+    pub held: CapacityLevels,
 }
 
 /// The window of an ETSI capacity query: dates are RFC 3339, `YYYY-MM-DD HH:MM` (UTC) or

@@ -19,6 +19,7 @@
 use crate::catalog::Catalog;
 use crate::model::capacity::{Figures, Measure, Series};
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
+use crate::model::lease::LeaseStatus;
 use crate::model::ledger::{Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
@@ -441,6 +442,9 @@ pub struct VectorCapacity {
     /// The planned capacity changes in force in the window on the zone's providers (Promise's
     /// `ResourcePool`s), oldest first.
     pub pools: Vec<Uuid>,
+    /// How much of `reserved` open holds (leases in `HELD`) keep, at its peak over the window
+    /// (berth): held capacity is reserved, and this says how much of it is only held.
+    pub held: Levels,
 }
 
 impl VectorCapacity {
@@ -523,7 +527,56 @@ pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Reje
             .map(|l| l.id)
             .collect(),
         pools: pools_in(catalog, extent),
+        held: held(catalog, extent),
     })
+}
+
+/// The peak over `extent`'s window of what open holds keep on the zone's providers in service
+/// (a host held whole counts its whole capacity), per member of Promise's vector; the holds
+/// left out aside.
+fn held(catalog: &Catalog, extent: &Extent) -> Levels {
+    let zone = extent.zone.as_deref();
+    let window = extent.window;
+    let classes = ["VCPU", "MEMORY_MB", "DISK_GB"]
+        .map(|name| ResourceClass::parse(name).expect("invariant: standard class names parse"));
+    let mut deltas = [(); 4].map(|()| Deltas::new(window));
+    for lease in catalog
+        .leases()
+        .filter(|l| l.status == LeaseStatus::Held && l.window().overlaps(&window))
+        .filter(|l| !extent.without.contains(&l.id.uuid()))
+    {
+        for hold in lease.holds() {
+            let Some(provider) = catalog.provider(hold.host) else {
+                // A floating IP's address slot.
+                deltas[3].add(hold.window.start(), hold.window.end(), RESERVED, 1);
+                continue;
+            };
+            if !provider.is_up() || !in_zone(provider, zone) {
+                continue;
+            }
+            for (class, figure) in classes.iter().zip(deltas.iter_mut()) {
+                if !provider.inventories().contains_key(class) {
+                    continue;
+                }
+                let amount = match hold.exclusive {
+                    true => usable(provider, class),
+                    false => hold
+                        .amounts
+                        .iter()
+                        .find(|(c, _)| c == class)
+                        .map_or(0, |(_, n)| i64::try_from(*n).unwrap_or(i64::MAX)),
+                };
+                figure.add(hold.window.start(), hold.window.end(), RESERVED, amount);
+            }
+        }
+    }
+    let [cores, ram, gigabytes, addresses] = deltas.map(|d| d.series().summary().reserved);
+    Levels {
+        cores,
+        ram,
+        gigabytes,
+        addresses,
+    }
 }
 
 /// The planned capacity changes in force in `extent`'s window on a provider of its zone, oldest

@@ -566,3 +566,63 @@ async fn racing_holds_waits_and_leases_on_sqlite_never_over_commit() {
     let holding = race_holds_waits_and_leases(&[&app], 32, tomorrow()).await;
     check_no_over_commit(&holding, 4);
 }
+
+/// Promise's `query-capacity` of az1 over `[start, end)`: reserved and held cores.
+async fn capacity_held(app: &TestApp, start: &str, end: &str) -> (i64, i64) {
+    let (status, rpc) = app
+        .call(
+            Method::POST,
+            "/promise/query-capacity",
+            None,
+            Some(json!({"capacity": "reserved", "zone": "az1",
+                        "window": {"start": start, "end": end}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{rpc}");
+    let figure = |v: &Value| {
+        v.as_i64()
+            .unwrap_or_else(|| panic!("{v} is not a number: {rpc}"))
+    };
+    (
+        figure(&rpc["capacity"]["reserved"]["cores"]),
+        figure(&rpc["held"]["cores"]),
+    )
+}
+
+#[tokio::test]
+async fn capacity_answers_count_a_hold_as_reserved_and_say_how_much_is_held() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "h1", "az1", 8).await;
+    enroll(&app, "h2", "az1", 8).await;
+    let t = tomorrow();
+    let (start, end) = (minutes(t), minutes(t + HOUR));
+    let (window_start, window_end) = (rfc3339(t), rfc3339(t + HOUR));
+    // A plain lease is reserved, not held.
+    let plain = lease_body("plain", &start, &end, json!([one_host(1)]));
+    let (status, created) = app.call(Method::POST, LEASES, None, Some(plain)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        capacity_held(&app, &window_start, &window_end).await,
+        (8, 0)
+    );
+    // The hold is reserved and held.
+    let hold_id = string(&hold(&app, &start, &end, 1).await["hold_id"]);
+    assert_eq!(
+        capacity_held(&app, &window_start, &window_end).await,
+        (16, 8)
+    );
+    // Outside its window nothing is held.
+    let (later_start, later_end) = (rfc3339(t + 2 * HOUR), rfc3339(t + 3 * HOUR));
+    assert_eq!(capacity_held(&app, &later_start, &later_end).await, (0, 0));
+    // Turned into a lease, the capacity stays reserved and is no longer held.
+    let from_hold = with(
+        lease_body("from-hold", &start, &end, json!([one_host(1)])),
+        json!({"hold_id": hold_id}),
+    );
+    let (status, created) = app.call(Method::POST, LEASES, None, Some(from_hold)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        capacity_held(&app, &window_start, &window_end).await,
+        (16, 0)
+    );
+}

@@ -373,6 +373,7 @@ async fn rpc_query(
                 )
                 .collect(),
             utilization: steps,
+            held: levels_json(vector.held),
         },
     );
     Ok((StatusCode::CREATED, Json(answer)))
