@@ -626,3 +626,86 @@ async fn capacity_answers_count_a_hold_as_reserved_and_say_how_much_is_held() {
         (16, 0)
     );
 }
+
+/// Promise's `create-reservation` of a pool of `cores` cores and `ram` MB over `[start, end)`,
+/// as `who`, made from `hold_id`.
+async fn promise_from_hold(
+    app: &TestApp,
+    who: Who<'_>,
+    (start, end): (&str, &str),
+    (cores, ram): (u64, u64),
+    hold_id: &str,
+) -> (StatusCode, Value) {
+    let body = json!({"start": start, "end": end, "hold_id": hold_id,
+                      "capacity": {"cores": cores.to_string(), "ram": ram.to_string()}});
+    app.call_as(who, Method::POST, "/promise/create-reservation", Some(body))
+        .await
+}
+
+#[tokio::test]
+async fn a_promise_reservation_is_made_from_a_hold_of_its_project() {
+    let app = TestApp::spawn_with(Options {
+        auth: Some(AuthMode::Headers),
+        ..Options::default()
+    })
+    .await;
+    let admin = Who {
+        project: "admin",
+        user: "root",
+        roles: "admin",
+    };
+    let (status, created) = app
+        .call_as(
+            admin,
+            Method::POST,
+            "/reservation/v1/os-hosts",
+            Some(json!({"name": "h1", "availability_zone": "az1", "vcpus": 8,
+                        "memory_mb": 16384, "local_gb": 100})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let t = tomorrow();
+    let (start, end) = (rfc3339(t), rfc3339(t + HOUR));
+    // Eight one-core slots of 1 GiB: what a Promise pool of 8 cores and 8 GiB becomes.
+    let slots = json!({"resource_type": "virtual:instance", "vcpus": 1, "memory_mb": 1024,
+                       "disk_gb": 0, "amount": 8});
+    let body = json!({"start_date": minutes(t), "end_date": minutes(t + HOUR),
+                      "reservations": [slots], "hold_minutes": 10});
+    let (status, answer) = app
+        .call_as(P1, Method::POST, AVAILABILITY, Some(body))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["hold"]["held"], true, "{answer}");
+    let hold_id = string(&answer["hold"]["hold_id"]);
+    // Another project's hold is a bad hold_id; more than was held is a mismatch.
+    let (status, theirs) = promise_from_hold(&app, P2, (&start, &end), (8, 8192), &hold_id).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{theirs}");
+    assert!(theirs.to_string().contains("hold_id"), "{theirs}");
+    let (status, more) = promise_from_hold(&app, P1, (&start, &end), (9, 9216), &hold_id).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{more}");
+    assert!(more.to_string().contains("hold"), "{more}");
+    let (status, bad) = promise_from_hold(&app, P1, (&start, &end), (8, 8192), "nope").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    // What was held becomes the reservation, over the hold's own capacity.
+    let (status, made) = promise_from_hold(&app, P1, (&start, &end), (8, 8192), &hold_id).await;
+    assert!(status.is_success(), "{status}: {made}");
+    let (status, _) = app
+        .call_as(admin, Method::GET, &format!("{LEASES}/{hold_id}"), None)
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the hold became the reservation"
+    );
+    let (status, events) = app
+        .call_as(
+            admin,
+            Method::GET,
+            &format!("{LEASES}/{hold_id}/events"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{events}");
+    let listed = events["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(kinds(&listed), ["lease.hold", "lease.hold.used"]);
+}
