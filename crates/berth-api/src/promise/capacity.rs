@@ -74,6 +74,10 @@ pub struct CapacityQueryResult {
     /// On request, the step function of the figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization: Option<Vec<FiguresStep>>,
+    /// How much of `reserved` open holds keep, at its peak over the window (berth): held
+    /// capacity counts as reserved. Absent for the instance and volume counts and for a fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<i64>,
 }
 
 /// The capacity vector of a capacity query: one figure per member.

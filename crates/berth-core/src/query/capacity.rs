@@ -535,48 +535,59 @@ pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Reje
 /// (a host held whole counts its whole capacity), per member of Promise's vector; the holds
 /// left out aside.
 fn held(catalog: &Catalog, extent: &Extent) -> Levels {
+    let of = |measure: Measure| held_of(catalog, extent, &measure).unwrap_or(0);
+    let class = |name: &str| {
+        Measure::Class(ResourceClass::parse(name).expect("invariant: standard class names parse"))
+    };
+    Levels {
+        cores: of(class("VCPU")),
+        ram: of(class("MEMORY_MB")),
+        gigabytes: of(class("DISK_GB")),
+        addresses: of(Measure::Addresses),
+    }
+}
+
+/// How much of `measure`'s reserved figure open holds (leases in `HELD`) keep, at its peak over
+/// `extent`'s window (berth), on the zone's providers in service (a host held whole counts its
+/// whole capacity), the holds left out aside; `None` for the counts (instances, volumes), which
+/// holds do not ask for.
+pub fn held_of(catalog: &Catalog, extent: &Extent, measure: &Measure) -> Option<i64> {
     let zone = extent.zone.as_deref();
     let window = extent.window;
-    let classes = ["VCPU", "MEMORY_MB", "DISK_GB"]
-        .map(|name| ResourceClass::parse(name).expect("invariant: standard class names parse"));
-    let mut deltas = [(); 4].map(|()| Deltas::new(window));
+    let class = match measure {
+        Measure::Class(class) => Some(class),
+        Measure::Addresses => None,
+        Measure::Instances | Measure::Volumes => return None,
+    };
+    let mut deltas = Deltas::new(window);
     for lease in catalog
         .leases()
         .filter(|l| l.status == LeaseStatus::Held && l.window().overlaps(&window))
         .filter(|l| !extent.without.contains(&l.id.uuid()))
     {
         for hold in lease.holds() {
-            let Some(provider) = catalog.provider(hold.host) else {
+            let provider = catalog.provider(hold.host);
+            let amount = match (class, provider) {
                 // A floating IP's address slot.
-                deltas[3].add(hold.window.start(), hold.window.end(), RESERVED, 1);
-                continue;
-            };
-            if !provider.is_up() || !in_zone(provider, zone) {
-                continue;
-            }
-            for (class, figure) in classes.iter().zip(deltas.iter_mut()) {
-                if !provider.inventories().contains_key(class) {
-                    continue;
+                (None, None) => 1,
+                (Some(class), Some(p))
+                    if p.is_up() && in_zone(p, zone) && p.inventories().contains_key(class) =>
+                {
+                    match hold.exclusive {
+                        true => usable(p, class),
+                        false => hold
+                            .amounts
+                            .iter()
+                            .find(|(c, _)| c == class)
+                            .map_or(0, |(_, n)| i64::try_from(*n).unwrap_or(i64::MAX)),
+                    }
                 }
-                let amount = match hold.exclusive {
-                    true => usable(provider, class),
-                    false => hold
-                        .amounts
-                        .iter()
-                        .find(|(c, _)| c == class)
-                        .map_or(0, |(_, n)| i64::try_from(*n).unwrap_or(i64::MAX)),
-                };
-                figure.add(hold.window.start(), hold.window.end(), RESERVED, amount);
-            }
+                _ => 0,
+            };
+            deltas.add(hold.window.start(), hold.window.end(), RESERVED, amount);
         }
     }
-    let [cores, ram, gigabytes, addresses] = deltas.map(|d| d.series().summary().reserved);
-    Levels {
-        cores,
-        ram,
-        gigabytes,
-        addresses,
-    }
+    Some(deltas.series().summary().reserved)
 }
 
 /// The planned capacity changes in force in `extent`'s window on a provider of its zone, oldest

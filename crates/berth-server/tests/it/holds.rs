@@ -583,10 +583,32 @@ async fn capacity_held(app: &TestApp, start: &str, end: &str) -> (i64, i64) {
         v.as_i64()
             .unwrap_or_else(|| panic!("{v} is not a number: {rpc}"))
     };
-    (
+    let answer = (
         figure(&rpc["capacity"]["reserved"]["cores"]),
         figure(&rpc["held"]["cores"]),
-    )
+    );
+    // The ETSI query of the same measure says the same.
+    let (status, etsi) = app
+        .call(
+            Method::POST,
+            "/promise/capacity/compute/query",
+            None,
+            Some(
+                json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores",
+                        "timePeriod": {"startTime": start, "stopTime": end}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{etsi}");
+    assert_eq!(
+        (
+            etsi["capacityInformation"]["reserved"].as_i64(),
+            etsi["held"].as_i64()
+        ),
+        (Some(answer.0), Some(answer.1)),
+        "{etsi}"
+    );
+    answer
 }
 
 #[tokio::test]
