@@ -72,6 +72,9 @@ pub struct CreateReservation {
     pub horizon_micros: i64,
     /// The request's `Idempotency-Key`, if any: a retry answers with the reservation it created.
     pub idempotency: Option<berth_core::model::idempotency::Idempotent>,
+    /// A hold (a lease in `HELD` of the same project) the reservation is made from, in one
+    /// decision (berth's `hold_id`).
+    pub hold: Option<uuid::Uuid>,
 }
 
 /// What priorities a caller may give its reservations (an operator's grant).
@@ -272,11 +275,29 @@ impl Berth {
         .await
     }
 
+    /// Turns `hold` into the Promise reservation `new` under the writer lock: admitted over the
+    /// hold's own capacity, nothing is searched or displaced.
+    async fn reservation_from_hold(
+        &self,
+        new: NewReservation,
+        hold: LeaseId,
+        key: Option<berth_core::model::idempotency::Idempotent>,
+    ) -> Result<Lease, AppError> {
+        let lease = self
+            .write_once(key, find_lease, lease_id, move |catalog, now| {
+                decide::create_reservation_from_hold(catalog, &new, hold, now)
+            })
+            .await?;
+        self.lifecycle.notify_one();
+        Ok(lease)
+    }
+
     /// Admits a Promise reservation (displacing lower priorities when the policy allows) and
     /// returns its lease (with an idempotency key seen before: the lease that key's first
     /// request created, as it is now).
     pub async fn create_reservation(&self, cmd: CreateReservation) -> Result<Lease, AppError> {
         let wanted = cmd.ask.containers.len() + 3;
+        let hold = cmd.hold.map(LeaseId::new);
         let new = NewReservation {
             id: LeaseId::new(self.new_uuid()),
             reservation_ids: (0..wanted.min(RESERVATION_IDS_MAX + 1))
@@ -299,6 +320,9 @@ impl Berth {
         let horizon_micros = cmd.horizon_micros;
         berth_core::decide::lease::check_horizon(Span::from_micros(horizon_micros))?;
         let now = self.now();
+        if let Some(hold) = hold {
+            return self.reservation_from_hold(new, hold, cmd.idempotency).await;
+        }
         let horizon = move |new: &NewReservation| {
             horizon_end(new.start.unwrap_or(now), Span::from_micros(horizon_micros))
         };

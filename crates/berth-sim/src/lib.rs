@@ -726,6 +726,7 @@ impl Sim {
             user_id: "u".into(),
             horizon_micros: Span::from_hours(1).as_micros(),
             idempotency: keyed(&name, "POST /promise/reservation/compute"),
+            hold: None,
         });
         self.ask(name, cmd)
     }

@@ -298,17 +298,20 @@ pub struct CreateReservation {
     /// Its priority, 0 to 100 (absent: 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Count>,
-    /// The provider cloud whose capacity it reserves (berth; absent: any capacity), by id,
-    /// possibly `ResourceProvider:`-prefixed.
+    /// Only this provider cloud's capacity (its id, or `ResourceProvider:<id>`).
     #[serde(
-        rename = "provider-id",
         default,
+        rename = "provider-id",
         skip_serializing_if = "Option::is_none"
     )]
     pub provider_id: Option<Text>,
-    /// The same as `provider-id`, in the specification's `ResourceProvider:<id>` form.
+    /// The seed's way to name the provider cloud: `ResourceProvider:<id>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Text>,
+    /// A hold of the caller's project (a lease in `HELD`, from an availability search) that the
+    /// reservation is made from in one decision (berth): it must ask for what was held or less.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_id: Option<Text>,
 }
 
 /// The input of `POST /promise/update-reservation`: the members given change. Members other

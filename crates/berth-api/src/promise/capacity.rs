@@ -74,6 +74,10 @@ pub struct CapacityQueryResult {
     /// On request, the step function of the figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization: Option<Vec<FiguresStep>>,
+    /// How much of `reserved` open holds keep, at its peak over the window (berth): held
+    /// capacity counts as reserved. Absent for the instance and volume counts and for a fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<i64>,
 }
 
 /// The capacity vector of a capacity query: one figure per member.
@@ -128,6 +132,11 @@ pub struct CapacityAnswer {
     pub collections: Vec<String>,
     /// The step function of the figure (empty unless asked for).
     pub utilization: Vec<CapacityStep>,
+    /// How much of the reserved capacity open holds keep (berth), at its peak over the window:
+    /// held capacity counts as reserved, and this says how much of it is only held, not yet
+    /// a lease. Zeros when nothing is held.
+    #[serde(default)]
+    pub held: CapacityLevels,
 }
 
 /// The window of an ETSI capacity query: dates are RFC 3339, `YYYY-MM-DD HH:MM` (UTC) or

@@ -2,10 +2,13 @@
 
 use super::providers::is_sharing;
 use super::state::Catalog;
-use crate::model::id::ProviderId;
+use crate::model::id::{LeaseId, ProviderId};
+use crate::model::lease::LeaseStatus;
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use uuid::Uuid;
 
 impl Catalog {
     /// Checks every structural invariant; O(n). Used after every step in tests.
@@ -39,6 +42,7 @@ impl Catalog {
             return Err("the sharing index is out of step with traits".into());
         }
         self.check_usage()?;
+        self.check_parked()?;
         let held: usize = self.leases.iter().map(|l| l.0.holds().len()).sum();
         if held != self.ledger.len() {
             return Err("the ledger is out of step with the leases".into());
@@ -161,6 +165,53 @@ impl Catalog {
         Ok(())
     }
 
+    /// The open-holds count per project, the waitlist and the series index each equal what a
+    /// recount from the leases gives.
+    fn check_parked(&self) -> Result<(), String> {
+        let mut holds: HashMap<Arc<str>, u32> = HashMap::new();
+        let mut waiting = BTreeSet::new();
+        let mut series: BTreeMap<Uuid, BTreeSet<(u32, LeaseId)>> = BTreeMap::new();
+        for lease in self.leases() {
+            match lease.status {
+                LeaseStatus::Held => *holds.entry(Arc::clone(&lease.project_id)).or_default() += 1,
+                LeaseStatus::Waiting => {
+                    waiting.insert((lease.created_at, lease.id));
+                }
+                _ => {}
+            }
+            if let Some(occurrence) = &lease.series {
+                series
+                    .entry(occurrence.series_id)
+                    .or_default()
+                    .insert((occurrence.index, lease.id));
+            }
+        }
+        if holds != *self.open_holds {
+            return Err("the open-holds count is out of step with the leases".into());
+        }
+        if waiting.len() != self.waiting.len() || waiting.iter().ne(self.waiting.iter()) {
+            return Err("the waitlist is out of step with the leases".into());
+        }
+        if series.len() != self.series.len()
+            || series
+                .iter()
+                .any(|(id, listed)| self.series.get(id) != Some(listed))
+        {
+            return Err("the series index is out of step with the leases".into());
+        }
+        Ok(())
+    }
+
+    /// Empties one of the indexes [`Catalog::check_parked`] checks, for tests of that check.
+    #[cfg(test)]
+    pub(crate) fn forget_parked(&mut self, index: ParkedIndex) {
+        match index {
+            ParkedIndex::OpenHolds => self.open_holds = Arc::default(),
+            ParkedIndex::Waiting => self.waiting = imbl::OrdSet::new(),
+            ParkedIndex::Series => self.series = imbl::OrdMap::new(),
+        }
+    }
+
     /// Every idempotency record is indexed by its age, and nothing else is.
     fn check_idempotency(&self) -> Result<(), String> {
         let index = &self.idempotency;
@@ -174,4 +225,13 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// The lease indexes [`Catalog::forget_parked`] can empty.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ParkedIndex {
+    OpenHolds,
+    Waiting,
+    Series,
 }

@@ -14,6 +14,8 @@ pub use clouds::provider_cloud_of;
 mod consumers;
 mod idempotency;
 mod invariants;
+#[cfg(test)]
+pub(crate) use invariants::ParkedIndex;
 mod leases;
 mod names;
 mod notify;

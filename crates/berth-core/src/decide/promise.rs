@@ -260,30 +260,13 @@ fn with_terms(changes: &mut [Change], lease: &mut Lease, terms: PromiseTerms) {
     }
 }
 
-/// Admits a Promise reservation all-or-nothing as a lease; when it does not fit and the policy
-/// allows it, displaces not-yet-started reservations of lower priority (lowest first, newest
-/// first among equals, no more than needed; the search for them is bounded by `search`, and
-/// [`Search::NONE`] searches none). A refusal carries the counter-offer.
-pub fn create_reservation(
+/// Checks a new reservation and resolves what it asks for: the ask with its containers sized,
+/// its window and the terms the lease will carry.
+fn prepare(
     catalog: &Catalog,
     new: &NewReservation,
     now: Instant,
-    search: &Search<'_>,
-) -> Result<(Vec<Change>, Lease), Rejection> {
-    create_reservation_displacing(catalog, new, now, search, &[])
-}
-
-/// [`create_reservation`] with the leases to displace chosen beforehand (by a search over a
-/// snapshot of the catalog, read back with [`displaced_by`]): when the request does not fit as
-/// asked, it is admitted only by displacing exactly `displacing`, each of which must still be
-/// displaceable; nothing is searched. An empty `displacing` searches within `search`.
-pub fn create_reservation_displacing(
-    catalog: &Catalog,
-    new: &NewReservation,
-    now: Instant,
-    search: &Search<'_>,
-    displacing: &[LeaseId],
-) -> Result<(Vec<Change>, Lease), Rejection> {
+) -> Result<(Ask, Instant, Instant, PromiseTerms), Rejection> {
     let mut ask = new.ask.clone();
     if ask.is_empty() {
         return Err(bad(
@@ -318,24 +301,83 @@ pub fn create_reservation_displacing(
         zone: new.zone.clone(),
         provider: new.provider,
     };
+    Ok((ask, start, end, terms))
+}
+
+/// Turns hold `hold` (a lease in `HELD` of the same project) into the Promise reservation `new`
+/// in one decision, as [`lease_decide::create_lease_from_hold`] does for a lease: the
+/// reservation must ask for what was held or less (else [`Rejection::HoldMismatch`]); a hold of
+/// another project or a lease that is no hold is a bad `hold_id`. Nothing is displaced and
+/// nothing searched. Addresses are drawn from the first network tried.
+pub fn create_reservation_from_hold(
+    catalog: &Catalog,
+    new: &NewReservation,
+    hold: LeaseId,
+    now: Instant,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    let (ask, start, end, terms) = prepare(catalog, new, now)?;
+    let network = networks(catalog, &ask)?.into_iter().next().flatten();
+    let lease = as_lease(new, &ask, network.as_deref(), start, end)?;
+    let (mut changes, mut made) = lease_decide::create_lease_from_hold(catalog, &lease, hold, now)?;
+    with_terms(&mut changes, &mut made, terms);
+    Ok((changes, made))
+}
+
+/// The lease that holds Promise reservation `new` asking `ask` over `start..end`, its
+/// addresses on `network`.
+fn as_lease(
+    new: &NewReservation,
+    ask: &Ask,
+    network: Option<&str>,
+    start: Instant,
+    end: Instant,
+) -> Result<NewLease, Rejection> {
+    let specs = specs_on(ask, new.zone.as_deref(), new.provider, network);
+    if specs.len() > new.reservation_ids.len() {
+        return Err(Rejection::TooMany("reservations"));
+    }
+    Ok(NewLease {
+        id: new.id,
+        name: format!("promise-{}", new.kind.as_str()),
+        project_id: new.project_id.clone(),
+        user_id: new.user_id.clone(),
+        start,
+        end,
+        before_end: None,
+        reservations: new.reservation_ids.iter().copied().zip(specs).collect(),
+        event_ids: new.event_ids,
+        notice_lead: new.notice_lead,
+    })
+}
+
+/// Admits a Promise reservation all-or-nothing as a lease; when it does not fit and the policy
+/// allows it, displaces not-yet-started reservations of lower priority (lowest first, newest
+/// first among equals, no more than needed; the search for them is bounded by `search`, and
+/// [`Search::NONE`] searches none). A refusal carries the counter-offer.
+pub fn create_reservation(
+    catalog: &Catalog,
+    new: &NewReservation,
+    now: Instant,
+    search: &Search<'_>,
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    create_reservation_displacing(catalog, new, now, search, &[])
+}
+
+/// [`create_reservation`] with the leases to displace chosen beforehand (by a search over a
+/// snapshot of the catalog, read back with [`displaced_by`]): when the request does not fit as
+/// asked, it is admitted only by displacing exactly `displacing`, each of which must still be
+/// displaceable; nothing is searched. An empty `displacing` searches within `search`.
+pub fn create_reservation_displacing(
+    catalog: &Catalog,
+    new: &NewReservation,
+    now: Instant,
+    search: &Search<'_>,
+    displacing: &[LeaseId],
+) -> Result<(Vec<Change>, Lease), Rejection> {
+    let (ask, start, end, terms) = prepare(catalog, new, now)?;
     let mut first_refusal = None;
     for network in networks(catalog, &ask)? {
-        let specs = specs_on(&ask, new.zone.as_deref(), new.provider, network.as_deref());
-        if specs.len() > new.reservation_ids.len() {
-            return Err(Rejection::TooMany("reservations"));
-        }
-        let lease = NewLease {
-            id: new.id,
-            name: format!("promise-{}", new.kind.as_str()),
-            project_id: new.project_id.clone(),
-            user_id: new.user_id.clone(),
-            start,
-            end,
-            before_end: None,
-            reservations: new.reservation_ids.iter().copied().zip(specs).collect(),
-            event_ids: new.event_ids,
-            notice_lead: new.notice_lead,
-        };
+        let lease = as_lease(new, &ask, network.as_deref(), start, end)?;
         match lease_decide::create_lease(catalog, &lease, now, search) {
             Ok((mut changes, mut made)) => {
                 with_terms(&mut changes, &mut made, terms);

@@ -19,6 +19,7 @@
 use crate::catalog::Catalog;
 use crate::model::capacity::{Figures, Measure, Series};
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
+use crate::model::lease::LeaseStatus;
 use crate::model::ledger::{Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
@@ -441,6 +442,9 @@ pub struct VectorCapacity {
     /// The planned capacity changes in force in the window on the zone's providers (Promise's
     /// `ResourcePool`s), oldest first.
     pub pools: Vec<Uuid>,
+    /// How much of `reserved` open holds (leases in `HELD`) keep, at its peak over the window
+    /// (berth): held capacity is reserved, and this says how much of it is only held.
+    pub held: Levels,
 }
 
 impl VectorCapacity {
@@ -523,7 +527,67 @@ pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Reje
             .map(|l| l.id)
             .collect(),
         pools: pools_in(catalog, extent),
+        held: held(catalog, extent),
     })
+}
+
+/// The peak over `extent`'s window of what open holds keep on the zone's providers in service
+/// (a host held whole counts its whole capacity), per member of Promise's vector; the holds
+/// left out aside.
+fn held(catalog: &Catalog, extent: &Extent) -> Levels {
+    let of = |measure: Measure| held_of(catalog, extent, &measure).unwrap_or(0);
+    let class = |name: &str| {
+        Measure::Class(ResourceClass::parse(name).expect("invariant: standard class names parse"))
+    };
+    Levels {
+        cores: of(class("VCPU")),
+        ram: of(class("MEMORY_MB")),
+        gigabytes: of(class("DISK_GB")),
+        addresses: of(Measure::Addresses),
+    }
+}
+
+/// How much of `measure`'s reserved figure open holds (leases in `HELD`) keep, at its peak over
+/// `extent`'s window (berth), on the zone's providers in service (a host held whole counts its
+/// whole capacity), the holds left out aside; `None` for the counts (instances, volumes), which
+/// holds do not ask for.
+pub fn held_of(catalog: &Catalog, extent: &Extent, measure: &Measure) -> Option<i64> {
+    let zone = extent.zone.as_deref();
+    let window = extent.window;
+    let class = match measure {
+        Measure::Class(class) => Some(class),
+        Measure::Addresses => None,
+        Measure::Instances | Measure::Volumes => return None,
+    };
+    let mut deltas = Deltas::new(window);
+    for lease in catalog
+        .leases()
+        .filter(|l| l.status == LeaseStatus::Held && l.window().overlaps(&window))
+        .filter(|l| !extent.without.contains(&l.id.uuid()))
+    {
+        for hold in lease.holds() {
+            let provider = catalog.provider(hold.host);
+            let amount = match (class, provider) {
+                // A floating IP's address slot.
+                (None, None) => 1,
+                (Some(class), Some(p))
+                    if p.is_up() && in_zone(p, zone) && p.inventories().contains_key(class) =>
+                {
+                    match hold.exclusive {
+                        true => usable(p, class),
+                        false => hold
+                            .amounts
+                            .iter()
+                            .find(|(c, _)| c == class)
+                            .map_or(0, |(_, n)| i64::try_from(*n).unwrap_or(i64::MAX)),
+                    }
+                }
+                _ => 0,
+            };
+            deltas.add(hold.window.start(), hold.window.end(), RESERVED, amount);
+        }
+    }
+    Some(deltas.series().summary().reserved)
 }
 
 /// The planned capacity changes in force in `extent`'s window on a provider of its zone, oldest

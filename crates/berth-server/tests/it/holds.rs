@@ -566,3 +566,168 @@ async fn racing_holds_waits_and_leases_on_sqlite_never_over_commit() {
     let holding = race_holds_waits_and_leases(&[&app], 32, tomorrow()).await;
     check_no_over_commit(&holding, 4);
 }
+
+/// Promise's `query-capacity` of az1 over `[start, end)`: reserved and held cores.
+async fn capacity_held(app: &TestApp, start: &str, end: &str) -> (i64, i64) {
+    let (status, rpc) = app
+        .call(
+            Method::POST,
+            "/promise/query-capacity",
+            None,
+            Some(json!({"capacity": "reserved", "zone": "az1",
+                        "window": {"start": start, "end": end}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{rpc}");
+    let figure = |v: &Value| {
+        v.as_i64()
+            .unwrap_or_else(|| panic!("{v} is not a number: {rpc}"))
+    };
+    let answer = (
+        figure(&rpc["capacity"]["reserved"]["cores"]),
+        figure(&rpc["held"]["cores"]),
+    );
+    // The ETSI query of the same measure says the same.
+    let (status, etsi) = app
+        .call(
+            Method::POST,
+            "/promise/capacity/compute/query",
+            None,
+            Some(
+                json!({"zoneId": "az1", "computeResourceTypeId": "numCpuCores",
+                        "timePeriod": {"startTime": start, "stopTime": end}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{etsi}");
+    assert_eq!(
+        (
+            etsi["capacityInformation"]["reserved"].as_i64(),
+            etsi["held"].as_i64()
+        ),
+        (Some(answer.0), Some(answer.1)),
+        "{etsi}"
+    );
+    answer
+}
+
+#[tokio::test]
+async fn capacity_answers_count_a_hold_as_reserved_and_say_how_much_is_held() {
+    let app = TestApp::spawn().await;
+    enroll(&app, "h1", "az1", 8).await;
+    enroll(&app, "h2", "az1", 8).await;
+    let t = tomorrow();
+    let (start, end) = (minutes(t), minutes(t + HOUR));
+    let (window_start, window_end) = (rfc3339(t), rfc3339(t + HOUR));
+    // A plain lease is reserved, not held.
+    let plain = lease_body("plain", &start, &end, json!([one_host(1)]));
+    let (status, created) = app.call(Method::POST, LEASES, None, Some(plain)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        capacity_held(&app, &window_start, &window_end).await,
+        (8, 0)
+    );
+    // The hold is reserved and held.
+    let hold_id = string(&hold(&app, &start, &end, 1).await["hold_id"]);
+    assert_eq!(
+        capacity_held(&app, &window_start, &window_end).await,
+        (16, 8)
+    );
+    // Outside its window nothing is held.
+    let (later_start, later_end) = (rfc3339(t + 2 * HOUR), rfc3339(t + 3 * HOUR));
+    assert_eq!(capacity_held(&app, &later_start, &later_end).await, (0, 0));
+    // Turned into a lease, the capacity stays reserved and is no longer held.
+    let from_hold = with(
+        lease_body("from-hold", &start, &end, json!([one_host(1)])),
+        json!({"hold_id": hold_id}),
+    );
+    let (status, created) = app.call(Method::POST, LEASES, None, Some(from_hold)).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        capacity_held(&app, &window_start, &window_end).await,
+        (16, 0)
+    );
+}
+
+/// Promise's `create-reservation` of a pool of `cores` cores and `ram` MB over `[start, end)`,
+/// as `who`, made from `hold_id`.
+async fn promise_from_hold(
+    app: &TestApp,
+    who: Who<'_>,
+    (start, end): (&str, &str),
+    (cores, ram): (u64, u64),
+    hold_id: &str,
+) -> (StatusCode, Value) {
+    let body = json!({"start": start, "end": end, "hold_id": hold_id,
+                      "capacity": {"cores": cores.to_string(), "ram": ram.to_string()}});
+    app.call_as(who, Method::POST, "/promise/create-reservation", Some(body))
+        .await
+}
+
+#[tokio::test]
+async fn a_promise_reservation_is_made_from_a_hold_of_its_project() {
+    let app = TestApp::spawn_with(Options {
+        auth: Some(AuthMode::Headers),
+        ..Options::default()
+    })
+    .await;
+    let admin = Who {
+        project: "admin",
+        user: "root",
+        roles: "admin",
+    };
+    let (status, created) = app
+        .call_as(
+            admin,
+            Method::POST,
+            "/reservation/v1/os-hosts",
+            Some(json!({"name": "h1", "availability_zone": "az1", "vcpus": 8,
+                        "memory_mb": 16384, "local_gb": 100})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let t = tomorrow();
+    let (start, end) = (rfc3339(t), rfc3339(t + HOUR));
+    // Eight one-core slots of 1 GiB: what a Promise pool of 8 cores and 8 GiB becomes.
+    let slots = json!({"resource_type": "virtual:instance", "vcpus": 1, "memory_mb": 1024,
+                       "disk_gb": 0, "amount": 8});
+    let body = json!({"start_date": minutes(t), "end_date": minutes(t + HOUR),
+                      "reservations": [slots], "hold_minutes": 10});
+    let (status, answer) = app
+        .call_as(P1, Method::POST, AVAILABILITY, Some(body))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["hold"]["held"], true, "{answer}");
+    let hold_id = string(&answer["hold"]["hold_id"]);
+    // Another project's hold is a bad hold_id; more than was held is a mismatch.
+    let (status, theirs) = promise_from_hold(&app, P2, (&start, &end), (8, 8192), &hold_id).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{theirs}");
+    assert!(theirs.to_string().contains("hold_id"), "{theirs}");
+    let (status, more) = promise_from_hold(&app, P1, (&start, &end), (9, 9216), &hold_id).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{more}");
+    assert!(more.to_string().contains("hold"), "{more}");
+    let (status, bad) = promise_from_hold(&app, P1, (&start, &end), (8, 8192), "nope").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    // What was held becomes the reservation, over the hold's own capacity.
+    let (status, made) = promise_from_hold(&app, P1, (&start, &end), (8, 8192), &hold_id).await;
+    assert!(status.is_success(), "{status}: {made}");
+    let (status, _) = app
+        .call_as(admin, Method::GET, &format!("{LEASES}/{hold_id}"), None)
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "the hold became the reservation"
+    );
+    let (status, events) = app
+        .call_as(
+            admin,
+            Method::GET,
+            &format!("{LEASES}/{hold_id}/events"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{events}");
+    let listed = events["events"].as_array().cloned().unwrap_or_default();
+    assert_eq!(kinds(&listed), ["lease.hold", "lease.hold.used"]);
+}

@@ -25,7 +25,7 @@ use berth_app::{Asked, Capacity, CapacityQuery};
 use berth_core::Instant;
 use berth_core::model::capacity::{Figures, Series};
 use berth_core::model::ledger::Window;
-use berth_core::query::capacity::{Extent, Levels};
+use berth_core::query::capacity::{Extent, Levels, held_of};
 use serde_json::{Map, Value};
 
 pub(super) fn register(routes: &mut Routes) {
@@ -229,6 +229,10 @@ async fn etsi_query(
     let utilization = show_utilization(&body, false)?;
     let without = uuids(&body, "without")?;
     let asked = asked(&kind, &body)?;
+    let held_measure = match &asked {
+        Asked::Measure(measure) => Some(measure.clone()),
+        _ => None,
+    };
     let query = CapacityQuery {
         extent: Extent {
             zone: zone.clone(),
@@ -237,7 +241,13 @@ async fn etsi_query(
         },
         asked,
     };
+    let extent = query.extent.clone();
     let capacity = state.berth.capacity(query).await?;
+    let held = held_measure.and_then(|measure| {
+        state
+            .berth
+            .read_local(|catalog| held_of(catalog, &extent, &measure))
+    });
     let (information, steps) = match capacity {
         Capacity::Instances(fit) => (
             CapacityInformation::Instances(InstancesAvailable { available: fit }),
@@ -257,6 +267,7 @@ async fn etsi_query(
         },
         capacity_information: information,
         utilization: steps,
+        held,
     }))
 }
 
@@ -373,6 +384,7 @@ async fn rpc_query(
                 )
                 .collect(),
             utilization: steps,
+            held: levels_json(vector.held),
         },
     );
     Ok((StatusCode::CREATED, Json(answer)))

@@ -479,6 +479,7 @@ async fn create(
         user_id: caller.0.user_id.clone(),
         horizon_micros: SEARCH_HORIZON_DEFAULT.as_micros(),
         idempotency: key.bind(&caller, &body),
+        hold: None,
     };
     let (start, end) = (cmd.start.unwrap_or(now), cmd.end.unwrap_or(now));
     let asked = cmd.priority;

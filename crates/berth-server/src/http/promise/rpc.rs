@@ -82,7 +82,7 @@ const CAPACITY_FIELDS: [&str; 6] = [
 ];
 
 /// The members of `create-reservation` ([`CreateRequest`]).
-const CREATE_FIELDS: [&str; 8] = [
+const CREATE_FIELDS: [&str; 9] = [
     "capacity",
     "start",
     "end",
@@ -91,6 +91,7 @@ const CREATE_FIELDS: [&str; 8] = [
     "priority",
     "provider-id",
     "source",
+    "hold_id",
 ];
 
 /// The members of `update-reservation` ([`UpdateRequest`]).
@@ -159,6 +160,17 @@ fn provider_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError
         .transpose()
 }
 
+/// The hold a reservation is made from (`hold_id`, berth), if any.
+fn hold_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
+    text(body, "hold_id")?
+        .map(|text| {
+            text.trim()
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("hold_id {text} is not a hold id")))
+        })
+        .transpose()
+}
+
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -185,6 +197,7 @@ async fn create(
             user_id: caller.0.user_id.clone(),
             horizon_micros: SEARCH_HORIZON_DEFAULT.as_micros(),
             idempotency,
+            hold: hold_of(&body)?,
         })
     })()
     .map_err(rpc_error)?;

@@ -207,3 +207,38 @@ fn a_series_moves_whole_over_its_own_holds_or_not_at_all() {
     w.apply(&changes);
     assert_eq!(moved[0].start, at(10));
 }
+
+#[test]
+fn the_invariants_recount_open_holds_the_waitlist_and_series_from_the_leases() {
+    use crate::catalog::ParkedIndex;
+    let mut w = World::new();
+    w.host("h1");
+    w.host("h2");
+    let new = w.new_lease((10, 20), vec![hosts(1, 1)]);
+    let (changes, held) = create_hold(&w.catalog, &new, at(1), now()).expect("held");
+    w.apply(&changes);
+    let new = w.new_lease((10, 20), vec![hosts(2, 2)]);
+    let (changes, waiting, _) = create_or_wait(&w.catalog, &new, at(10), now()).expect("decided");
+    w.apply(&changes);
+    let series = w.new_series("FREQ=DAILY;COUNT=2", (100, 102), 1);
+    let (changes, _) = create_series(&w.catalog, &series, now(), &Search::NONE).expect("admitted");
+    w.apply(&changes);
+    assert_eq!(held.status, LeaseStatus::Held);
+    assert_eq!(waiting.status, LeaseStatus::Waiting);
+    assert_eq!(w.catalog.series(series.series_id).count(), 2);
+    assert_eq!(w.catalog.check_invariants(), Ok(()));
+    let expected = [
+        (ParkedIndex::OpenHolds, "open-holds"),
+        (ParkedIndex::Waiting, "waitlist"),
+        (ParkedIndex::Series, "series index"),
+    ];
+    for (index, named) in expected {
+        let mut corrupt = w.catalog.clone();
+        corrupt.forget_parked(index);
+        let found = corrupt.check_invariants();
+        assert!(
+            found.as_ref().is_err_and(|e| e.contains(named)),
+            "{index:?}: {found:?}"
+        );
+    }
+}
