@@ -147,7 +147,9 @@ class Berth:
 
     def __init__(self, binary, flags):
         self.dir = tempfile.TemporaryDirectory(prefix="berth-gabbi-")
-        self.log = open(os.path.join(self.dir.name, "log"), "w+")
+        # Appending: berth writes at the end whatever offset the reads below leave (with "w+"
+        # the file's one offset is shared, and a write after a `seek(0)` overwrote the log).
+        self.log = open(os.path.join(self.dir.name, "log"), "a+")
         # berth announces Placement's port at `info`; keep that line whatever BERTH_LOG says.
         log_filter = os.environ.get("BERTH_LOG", "warn")
         env = dict(os.environ, NO_COLOR="1", BERTH_LOG_FORMAT="text", BERTH_LOG=log_filter + ",berth_server=info")
