@@ -21,17 +21,17 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// The key berth seals credentials with in this test.
-const KEY: &str = "8a0c3a9e7d21b84c6e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f";
+pub(crate) const KEY: &str = "8a0c3a9e7d21b84c6e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f";
 /// A day in microseconds.
-const DAY: i64 = 86_400_000_000;
+pub(crate) const DAY: i64 = 86_400_000_000;
 /// The longest the test waits for a synchronisation to show (many intervals of one second).
-const PATIENCE: Duration = Duration::from_secs(20);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The Keystone stand-in's state: where Placement is and how many tokens it issued.
 #[derive(Clone)]
-struct FakeKeystone {
-    placement: String,
-    issued: Arc<AtomicUsize>,
+pub(crate) struct FakeKeystone {
+    pub(crate) placement: String,
+    pub(crate) issued: Arc<AtomicUsize>,
 }
 
 async fn tokens(
@@ -54,13 +54,14 @@ async fn tokens(
     );
     let token = json!({"token": {
         "project": {"id": "p-promise", "name": "promise"},
+        "user": {"id": "u-promise", "name": "promise_user"},
         "catalog": [{"type": "placement", "endpoints": [
             {"interface": "public", "region_id": "RegionOne", "url": keystone.placement}]}]}});
     (AxumStatus::CREATED, headers, Json(token))
 }
 
 /// Serves the Keystone stand-in on a loopback port; its `/v3` URL.
-async fn start_keystone(keystone: FakeKeystone) -> String {
+pub(crate) async fn start_keystone(keystone: FakeKeystone) -> String {
     let app = axum::Router::new()
         .route("/v3/auth/tokens", axum::routing::post(tokens))
         .with_state(keystone);
@@ -73,7 +74,7 @@ async fn start_keystone(keystone: FakeKeystone) -> String {
 }
 
 /// The remote berth, listening at `listen`, over `database` when given.
-async fn remote_berth(listen: &str, database: Option<String>) -> TestApp {
+pub(crate) async fn remote_berth(listen: &str, database: Option<String>) -> TestApp {
     TestApp::spawn_with(Options {
         listen: Some(listen.to_owned()),
         database,
@@ -82,8 +83,26 @@ async fn remote_berth(listen: &str, database: Option<String>) -> TestApp {
     .await
 }
 
+/// Registers the cloud whose Keystone is at `keystone` (its `/v3` URL) with `app`, as the seed's
+/// `add-provider` request does; its provider id.
+pub(crate) async fn register_cloud(app: &TestApp, keystone: &str) -> String {
+    let (status, body) = app
+        .post(
+            "/promise/add-provider",
+            json!({ "provider-type": "openstack", "endpoint": keystone,
+                    "username": "promise_user", "password": PASSWORD,
+                    "tenant": { "name": "promise" } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["provider-id"]
+        .as_str()
+        .expect("provider-id")
+        .to_owned()
+}
+
 /// berth, reading provider clouds every second.
-async fn local_berth(dir: &Path) -> TestApp {
+pub(crate) async fn local_berth(dir: &Path) -> TestApp {
     let config = dir.join("berth-sync.toml");
     std::fs::write(
         &config,
@@ -98,7 +117,12 @@ async fn local_berth(dir: &Path) -> TestApp {
 }
 
 /// Waits until `check` holds of the provider cloud's description; returns it.
-async fn until(app: &TestApp, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(crate) async fn until(
+    app: &TestApp,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     let started = Instant::now();
     loop {
         let (status, shown) = app.get(&format!("/promise/providers/{id}"), None).await;
@@ -112,7 +136,7 @@ async fn until(app: &TestApp, id: &str, what: &str, check: impl Fn(&Value) -> bo
 }
 
 /// The local inventory of `class` on `provider`: total and reserved (0, 0 without one).
-async fn inventory(app: &TestApp, provider: &str, class: &str) -> (u64, u64) {
+pub(crate) async fn inventory(app: &TestApp, provider: &str, class: &str) -> (u64, u64) {
     let (status, body) = app
         .get(
             &format!("/placement/resource_providers/{provider}/inventories"),
@@ -128,7 +152,7 @@ async fn inventory(app: &TestApp, provider: &str, class: &str) -> (u64, u64) {
 }
 
 /// Waits until the local inventory of VCPU on `provider` is `expected`.
-async fn until_vcpu(app: &TestApp, provider: &str, expected: (u64, u64)) {
+pub(crate) async fn until_vcpu(app: &TestApp, provider: &str, expected: (u64, u64)) {
     let started = Instant::now();
     while inventory(app, provider, "VCPU").await != expected {
         assert!(
@@ -141,7 +165,7 @@ async fn until_vcpu(app: &TestApp, provider: &str, expected: (u64, u64)) {
 }
 
 /// How many `GET`s the remote berth answered on routes ending in `route_end`.
-async fn gets(remote: &TestApp, route_end: &str) -> u64 {
+pub(crate) async fn gets(remote: &TestApp, route_end: &str) -> u64 {
     remote
         .metrics_text()
         .await
@@ -189,20 +213,9 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
     // Registered with the seed's request.
     let dir = tempfile::tempdir().expect("dir");
     let app = local_berth(dir.path()).await;
+    // Registered with the seed's request (its v2.0 token URL).
     let endpoint = keystone.replace("/v3", "/v2.0/tokens");
-    let (status, body) = app
-        .post(
-            "/promise/add-provider",
-            json!({ "provider-type": "openstack", "endpoint": endpoint,
-                    "username": "promise_user", "password": PASSWORD,
-                    "tenant": { "name": "promise" } }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let id = body["provider-id"]
-        .as_str()
-        .expect("provider-id")
-        .to_owned();
+    let id = register_cloud(&app, &endpoint).await;
     let cloud = Uuid::parse_str(&id).expect("uuid");
 
     // The remote inventory appears, under the cloud's id, in the cloud's region.
