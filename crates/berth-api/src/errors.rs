@@ -216,6 +216,18 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "provider_cloud_unreachable",
     },
     ErrorCode {
+        code: "provider_cloud_refused",
+        status: 409,
+        meaning: "berth placed an instance on a provider cloud's capacity and that cloud's Placement refused the allocation (taken there outside berth); nothing was created, and berth reads the cloud again",
+        placement: "provider_cloud_refused",
+    },
+    ErrorCode {
+        code: "provider_cloud_in_use",
+        status: 409,
+        meaning: "Reservations or instances still hold the provider cloud's capacity; an admin removes it anyway with `force`",
+        placement: "provider_cloud_in_use",
+    },
+    ErrorCode {
         code: "idempotency_key_object_gone",
         status: 410,
         meaning: "The object an `Idempotency-Key` created is gone",

@@ -58,10 +58,13 @@ impl Berth {
         .await
     }
 
-    /// Removes the cloud `id`.
-    pub async fn remove_provider_cloud(&self, id: Uuid) -> Result<(), AppError> {
-        self.write(move |catalog, _| decide::remove_provider_cloud(catalog, id).map(|c| (c, ())))
-            .await
+    /// Removes the cloud `id` and what was imported from it; refused while its capacity is held,
+    /// unless `force`d (see [`decide::remove_provider_cloud`]).
+    pub async fn remove_provider_cloud(&self, id: Uuid, force: bool) -> Result<(), AppError> {
+        self.write(move |catalog, now| {
+            decide::remove_provider_cloud(catalog, id, force, now).map(|c| (c, ()))
+        })
+        .await
     }
 }
 

@@ -107,6 +107,8 @@ pub struct CreateInstance {
     pub reservation: Option<Uuid>,
     /// The zone, without a reservation.
     pub zone: Option<String>,
+    /// `provider-id`: only on that provider cloud's capacity.
+    pub provider: Option<Uuid>,
     /// Owning project.
     pub project_id: String,
     /// Owning user.
@@ -475,6 +477,7 @@ impl Berth {
             image: cmd.image,
             reservation: cmd.reservation.map(LeaseId::new),
             zone: cmd.zone,
+            provider: cmd.provider,
             project_id: cmd.project_id,
             user_id: cmd.user_id,
         };

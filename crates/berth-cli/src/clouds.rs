@@ -37,10 +37,13 @@ pub enum ProviderCloudVerb {
         /// The provider id.
         id: String,
     },
-    /// Remove a registered cloud.
+    /// Remove a registered cloud (refused while reservations or instances hold its capacity).
     Remove {
         /// The provider id.
         id: String,
+        /// Remove it even so: the leases keep the providers they hold, out of service.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -111,8 +114,9 @@ pub(crate) async fn run(ctx: &Ctx, verb: ProviderCloudVerb) -> Result<(), CliErr
             let answer = ctx.client.get(&path(&id)).await?;
             show(ctx, &answer["provider"])
         }
-        ProviderCloudVerb::Remove { id } => {
-            ctx.client.delete(&path(&id)).await?;
+        ProviderCloudVerb::Remove { id, force } => {
+            let query = if force { "?force=true" } else { "" };
+            ctx.client.delete(&format!("{}{query}", path(&id))).await?;
             eprintln!("Removed provider cloud {id}.");
             Ok(())
         }

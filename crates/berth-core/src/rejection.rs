@@ -355,6 +355,28 @@ pub enum Rejection {
         /// Why it could not be reached.
         reason: String,
     },
+    /// A provider cloud's Placement refused an allocation berth placed on its capacity (the
+    /// capacity was taken there outside berth, or the provider is gone).
+    #[error("Provider {cloud} refused the allocation: {reason}; berth reads its capacity again")]
+    ProviderCloudRefused {
+        /// The cloud's provider id.
+        cloud: Uuid,
+        /// What its Placement answered.
+        reason: String,
+    },
+    /// A provider cloud whose capacity leases or instances still hold is not removed unless
+    /// forced.
+    #[error(
+        "Provider {cloud} is in use: {leases} reservations hold its capacity and {allocated} of its resource providers have allocations (an admin may remove it with force)"
+    )]
+    ProviderCloudInUse {
+        /// The cloud's provider id.
+        cloud: Uuid,
+        /// How many leases hold its providers.
+        leases: usize,
+        /// How many of its providers have allocations.
+        allocated: usize,
+    },
     /// No availability zone of that name.
     #[error("Zone {0} could not be found")]
     ZoneNotFound(String),

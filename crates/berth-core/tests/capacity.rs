@@ -222,6 +222,7 @@ fn run(w: &mut World, op: &Op) {
                 image: None,
                 reservation,
                 zone: None,
+                provider: None,
                 project_id: "p".into(),
                 user_id: "u".into(),
             };

@@ -5,9 +5,14 @@
 //!
 //! One read: `GET /resource_providers` (at most [`PROVIDER_CLOUD_PROVIDERS_MAX`] providers);
 //! then, for each provider new to berth or whose generation moved, its inventories, usages,
-//! traits and aggregates. A cloud whose generations all stand costs one request. Tokens are
-//! kept between reads and renewed when Placement answers 401 (the sealed password opens with
-//! the configured key). No remote call runs under the writer lock: the write comes after.
+//! allocations (by consumer), traits and aggregates. A cloud whose generations all stand costs
+//! one request. Tokens are kept between reads ([`CloudPlacement`]). No remote call runs under
+//! the writer lock: the write comes after.
+//!
+//! Before each read, the allocations berth wrote into the cloud for instances whose allocations
+//! berth no longer holds (their reservation ended, or they were evicted) are removed there, at
+//! most [`RELEASES_PER_PASS`] a pass. A pass also runs as soon as something
+//! finds berth's view of a cloud wrong ([`CloudPlacement::wake_sync`]).
 //!
 //! A read that fails (unreachable, refused, an answer that is not Placement's or too large)
 //! marks the cloud unknown; the next good read clears that. Each state is a metric,
@@ -15,12 +20,11 @@
 //! the last attempt and success for `GET /promise/providers`.
 
 use crate::clock::SystemClock;
-use crate::clouds::CloudClient;
-use crate::keystone::Secret;
+use crate::cloud_placement::CloudPlacement;
 use berth_app::{Berth, Clock as _};
 use berth_core::Instant;
-use berth_core::catalog::provider_cloud_of;
-use berth_core::limits::{PROVIDER_CLOUD_ANSWER_BYTES_MAX, PROVIDER_CLOUD_PROVIDERS_MAX};
+use berth_core::catalog::{provider_cloud_of, remote_generation};
+use berth_core::limits::PROVIDER_CLOUD_PROVIDERS_MAX;
 use berth_core::model::cloud::{
     ProviderCloud, RemoteDetails, RemoteInventory, RemoteProvider, RemoteSnapshot,
     local_provider_uuid,
@@ -28,8 +32,7 @@ use berth_core::model::cloud::{
 use berth_core::model::id::ProviderId;
 use berth_core::model::name::{ResourceClass, TraitName};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -37,8 +40,8 @@ use uuid::Uuid;
 
 /// How often clouds are read when the configuration does not say.
 pub const SYNC_INTERVAL_DEFAULT: Duration = Duration::from_secs(30);
-/// The Placement microversion berth reads with (Nova's).
-pub const PLACEMENT_VERSION: &str = "placement 1.39";
+/// The most allocations of ended instances removed from one cloud in one pass.
+pub const RELEASES_PER_PASS: usize = 64;
 
 /// What this process saw of each cloud's last reads.
 #[derive(Debug, Clone, Default)]
@@ -84,28 +87,23 @@ impl SyncBoard {
     }
 }
 
-/// A token and the Placement endpoint its catalog gave.
-struct Session {
-    token: Secret,
-    placement_url: String,
-}
-
 /// The background task that reads provider clouds.
 pub struct CloudSync {
     berth: Arc<Berth>,
-    client: Arc<CloudClient>,
+    placement: Arc<CloudPlacement>,
     board: SyncBoard,
-    sessions: HashMap<Uuid, Session>,
+    /// Per cloud, the ended instances whose allocations this process removed there.
+    released: HashMap<Uuid, HashSet<Uuid>>,
 }
 
 impl CloudSync {
-    /// A task reading clouds through `client` into `berth`, reporting on `board`.
-    pub fn new(berth: Arc<Berth>, client: Arc<CloudClient>, board: SyncBoard) -> CloudSync {
+    /// A task reading clouds through `placement` into `berth`, reporting on `board`.
+    pub fn new(berth: Arc<Berth>, placement: Arc<CloudPlacement>, board: SyncBoard) -> CloudSync {
         CloudSync {
             berth,
-            client,
+            placement,
             board,
-            sessions: HashMap::new(),
+            released: HashMap::new(),
         }
     }
 
@@ -115,9 +113,11 @@ impl CloudSync {
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            let placement = Arc::clone(&self.placement);
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = ticker.tick() => {}
+                () = placement.woken() => {}
             }
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -140,8 +140,9 @@ impl CloudSync {
             }
         };
         let ids: BTreeSet<Uuid> = clouds.iter().map(|c| c.id).collect();
-        self.sessions.retain(|id, _| ids.contains(id));
+        self.placement.retain(&ids);
         self.board.retain(&ids);
+        self.released.retain(|id, _| ids.contains(id));
         for cloud in &clouds {
             self.sync_one(cloud).await;
         }
@@ -150,6 +151,8 @@ impl CloudSync {
     async fn sync_one(&mut self, cloud: &ProviderCloud) {
         let id = cloud.id;
         let provider = id.to_string();
+        // Before the read, so that it sees the cloud without them.
+        self.release_ended(cloud).await;
         match self.read_cloud(cloud).await {
             Ok(snapshot) => match self.berth.sync_provider_cloud(id, snapshot).await {
                 Ok(written) => {
@@ -164,7 +167,7 @@ impl CloudSync {
                 }
             },
             Err(error) => {
-                self.sessions.remove(&id);
+                self.placement.forget(id);
                 self.board.record(id, SystemClock.now(), false);
                 metrics::gauge!("berth_provider_cloud_up", "provider" => provider).set(0.0);
                 tracing::warn!(provider = %id, %error, "provider cloud unreachable");
@@ -175,9 +178,51 @@ impl CloudSync {
         }
     }
 
+    /// Removes from `cloud` the allocations berth wrote there for instances whose allocations
+    /// berth no longer holds (at most [`RELEASES_PER_PASS`]; those removed are remembered).
+    async fn release_ended(&mut self, cloud: &ProviderCloud) {
+        let id = cloud.id;
+        let ended = self
+            .berth
+            .read(move |catalog| {
+                catalog
+                    .instances()
+                    .filter(|i| catalog.consumer(i.id).is_none())
+                    .filter(|i| {
+                        catalog
+                            .provider(i.host)
+                            .is_some_and(|p| provider_cloud_of(p) == Some(id))
+                    })
+                    .map(|i| i.id)
+                    .collect::<HashSet<Uuid>>()
+            })
+            .await;
+        let Ok(ended) = ended else { return };
+        let released = self.released.entry(id).or_default();
+        // What is no longer an ended instance of the cloud need not be remembered.
+        released.retain(|i| ended.contains(i));
+        let mut pending: Vec<Uuid> = ended
+            .iter()
+            .filter(|i| !released.contains(*i))
+            .copied()
+            .collect();
+        pending.sort_unstable();
+        for instance in pending.into_iter().take(RELEASES_PER_PASS) {
+            match self.placement.release(cloud, instance).await {
+                Ok(()) => {
+                    released.insert(instance);
+                }
+                Err(error) => {
+                    tracing::warn!(provider = %id, %instance, %error, "an ended instance's allocation was not removed from its cloud");
+                    break;
+                }
+            }
+        }
+    }
+
     /// Reads `cloud`'s Placement: every provider, and the details of those that changed.
     async fn read_cloud(&mut self, cloud: &ProviderCloud) -> Result<RemoteSnapshot, String> {
-        let listing: Listing = self.get(cloud, "/resource_providers").await?;
+        let listing: Listing = self.placement.get(cloud, "/resource_providers").await?;
         if listing.resource_providers.len() > PROVIDER_CLOUD_PROVIDERS_MAX {
             return Err(format!(
                 "Placement lists {} resource providers, more than the {PROVIDER_CLOUD_PROVIDERS_MAX} berth imports",
@@ -196,7 +241,7 @@ impl CloudSync {
                         catalog
                             .provider(local)
                             .filter(|p| provider_cloud_of(p) == Some(id))
-                            .map(|p| (*r, p.generation()))
+                            .and_then(|p| Some((*r, remote_generation(p)?)))
                     })
                     .collect()
             })
@@ -225,10 +270,11 @@ impl CloudSync {
         uuid: Uuid,
     ) -> Result<RemoteDetails, String> {
         let base = format!("/resource_providers/{uuid}");
-        let inventories: Inventories = self.get(cloud, &format!("{base}/inventories")).await?;
-        let usages: Usages = self.get(cloud, &format!("{base}/usages")).await?;
-        let traits: Traits = self.get(cloud, &format!("{base}/traits")).await?;
-        let aggregates: Aggregates = self.get(cloud, &format!("{base}/aggregates")).await?;
+        let placement = &self.placement;
+        let inventories: Inventories = placement.get(cloud, &format!("{base}/inventories")).await?;
+        let allocations: Allocations = placement.get(cloud, &format!("{base}/allocations")).await?;
+        let traits: Traits = placement.get(cloud, &format!("{base}/traits")).await?;
+        let aggregates: Aggregates = placement.get(cloud, &format!("{base}/aggregates")).await?;
         let class = |name: &str| {
             ResourceClass::parse(name).ok_or_else(|| {
                 format!("Placement answered a resource class berth cannot take: {name}")
@@ -246,8 +292,12 @@ impl CloudSync {
                 },
             );
         }
-        for (name, used) in usages.usages {
-            out.usages.insert(class(&name)?, used);
+        for (consumer, held) in allocations.allocations {
+            let mut amounts = BTreeMap::new();
+            for (name, used) in held.resources {
+                amounts.insert(class(&name)?, used);
+            }
+            out.allocations.insert(consumer, amounts);
         }
         out.traits = traits
             .traits
@@ -256,68 +306,6 @@ impl CloudSync {
             .collect();
         out.aggregates = aggregates.aggregates.into_iter().collect();
         Ok(out)
-    }
-
-    /// Authenticates against the cloud's Keystone with its sealed password.
-    async fn login(&self, cloud: &ProviderCloud) -> Result<Session, String> {
-        let key = self
-            .client
-            .key()
-            .ok_or("no [provider_clouds] credential_key is configured to open the credentials")?;
-        let credentials = key
-            .open(cloud.id, &cloud.sealed_credentials)
-            .ok_or("the credentials do not open with the configured key")?;
-        let connected = self
-            .client
-            .connect(
-                &cloud.auth_url,
-                &cloud.username,
-                &Secret::new(credentials.password),
-                &cloud.project,
-                cloud.region.as_deref(),
-            )
-            .await
-            .map_err(|error| error.to_string())?;
-        Ok(Session {
-            token: connected.token,
-            placement_url: connected.placement_url,
-        })
-    }
-
-    /// `GET` of a Placement path, authenticating first when needed and once more on a 401.
-    async fn get<T: DeserializeOwned>(
-        &mut self,
-        cloud: &ProviderCloud,
-        path: &str,
-    ) -> Result<T, String> {
-        for attempt in 0..2 {
-            if !self.sessions.contains_key(&cloud.id) {
-                let session = self.login(cloud).await?;
-                self.sessions.insert(cloud.id, session);
-            }
-            let session = &self.sessions[&cloud.id];
-            let url = format!("{}{path}", session.placement_url);
-            let (status, body) = self
-                .client
-                .placement_get(
-                    &url,
-                    &session.token,
-                    PLACEMENT_VERSION,
-                    PROVIDER_CLOUD_ANSWER_BYTES_MAX,
-                )
-                .await?;
-            if status == 401 && attempt == 0 {
-                self.sessions.remove(&cloud.id);
-                continue;
-            }
-            if status != 200 {
-                return Err(format!("Placement answered {status} to GET {url}"));
-            }
-            return serde_json::from_slice(&body).map_err(|error| {
-                format!("Placement's answer to GET {url} is not as expected: {error}")
-            });
-        }
-        Err(format!("Placement refused a fresh token for GET {path}"))
     }
 }
 
@@ -368,8 +356,13 @@ fn ratio_one() -> f64 {
 }
 
 #[derive(Debug, Deserialize)]
-struct Usages {
-    usages: BTreeMap<String, u64>,
+struct Allocations {
+    allocations: BTreeMap<Uuid, Held>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Held {
+    resources: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Deserialize)]

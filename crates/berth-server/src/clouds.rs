@@ -157,6 +157,8 @@ pub fn keystone_v3(endpoint: &str) -> Option<(String, Option<String>)> {
 pub struct Connected {
     /// The token Keystone issued.
     pub token: Secret,
+    /// The user the token was issued to: its id (its name when Keystone answers none).
+    pub user_id: String,
     /// The project the token is scoped to: its id and name.
     pub project_id: String,
     /// Its name.
@@ -199,13 +201,16 @@ impl CloudClient {
         Ok(CloudClient { http, key })
     }
 
-    /// `GET url` with `token` and Placement's `version`: the status and at most `max_bytes` of
-    /// the body (a longer body is an error, as is a failed request).
-    pub async fn placement_get(
+    /// `method url` with `token`, Placement's `version` and `body` (JSON) when given: the
+    /// status and at most `max_bytes` of the answer (a longer answer is an error, as is a
+    /// failed request).
+    pub async fn placement_call(
         &self,
+        method: reqwest::Method,
         url: &str,
         token: &Secret,
         version: &str,
+        body: Option<&serde_json::Value>,
         max_bytes: usize,
     ) -> Result<(u16, Vec<u8>), String> {
         let unreachable = |error: reqwest::Error| {
@@ -214,21 +219,22 @@ impl CloudClient {
                 anyhow::Error::from(error.without_url())
             )
         };
-        let mut response = self
+        let mut request = self
             .http
-            .get(url)
+            .request(method.clone(), url)
             .header("X-Auth-Token", token.expose())
             .header("OpenStack-API-Version", version)
-            .header("Accept", "application/json")
-            .send()
-            .await
-            .map_err(unreachable)?;
+            .header("Accept", "application/json");
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let mut response = request.send().await.map_err(unreachable)?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
             if body.len() + chunk.len() > max_bytes {
                 return Err(format!(
-                    "Placement's answer to GET {url} is larger than {max_bytes} bytes"
+                    "Placement's answer to {method} {url} is larger than {max_bytes} bytes"
                 ));
             }
             body.extend_from_slice(&chunk);
@@ -313,8 +319,13 @@ impl CloudClient {
                 })
             })?;
         let compute_url = endpoint(&body.token.catalog, "compute", Some(&region)).map(|(_, u)| u);
+        let user_id = body
+            .token
+            .user
+            .map_or_else(|| username.to_owned(), |user| user.id);
         Ok(Connected {
             token,
+            user_id,
             project_id: scoped.id,
             project_name: scoped.name,
             region: Some(region).filter(|r| !r.is_empty()),
@@ -364,6 +375,8 @@ struct TokenData {
     #[serde(default)]
     project: Option<ProjectData>,
     #[serde(default)]
+    user: Option<UserData>,
+    #[serde(default)]
     catalog: Vec<Service>,
 }
 
@@ -371,6 +384,11 @@ struct TokenData {
 struct ProjectData {
     id: String,
     name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct UserData {
+    id: String,
 }
 
 #[derive(Debug, Deserialize)]

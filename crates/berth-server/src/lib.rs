@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod clock;
+pub mod cloud_placement;
 pub mod cloud_sync;
 pub mod clouds;
 pub mod config;
@@ -150,14 +151,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let engine = Arc::clone(&berth);
     let halt = stop.clone();
     tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
-    let cloud_client = Arc::new(clouds::CloudClient::new(config.credential_key.clone())?);
-    let board = cloud_sync::SyncBoard::default();
-    let sync =
-        cloud_sync::CloudSync::new(Arc::clone(&berth), Arc::clone(&cloud_client), board.clone());
-    tokio::spawn(sync.run(config.cloud_sync_interval, stop.clone()));
+    let (cloud_client, cloud_placement, board) = start_clouds(config, &berth, &stop)?;
     let mut app = http::router(berth, auth, limits, config.access_policy.clone())?
         .layer(axum::Extension(destinations))
         .layer(axum::Extension(cloud_client))
+        .layer(axum::Extension(cloud_placement))
         .layer(axum::Extension(board));
     if !config.cors_allowed_origins.is_empty() {
         app = app.layer(http::cors(config.cors_allowed_origins.clone()));
@@ -200,6 +198,25 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         task,
         grace: config.shutdown_grace,
     })
+}
+
+/// The provider clouds' client, their Placement calls and the board of their reads, with the
+/// task that keeps them current (until `stop`).
+fn start_clouds(
+    config: &Config,
+    berth: &Arc<Berth>,
+    stop: &CancellationToken,
+) -> anyhow::Result<(
+    Arc<clouds::CloudClient>,
+    Arc<cloud_placement::CloudPlacement>,
+    cloud_sync::SyncBoard,
+)> {
+    let client = Arc::new(clouds::CloudClient::new(config.credential_key.clone())?);
+    let board = cloud_sync::SyncBoard::default();
+    let placement = Arc::new(cloud_placement::CloudPlacement::new(Arc::clone(&client)));
+    let sync = cloud_sync::CloudSync::new(Arc::clone(berth), Arc::clone(&placement), board.clone());
+    tokio::spawn(sync.run(config.cloud_sync_interval, stop.clone()));
+    Ok((client, placement, board))
 }
 
 /// The configured authentication mode, ready to identify callers.

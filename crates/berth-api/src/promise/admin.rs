@@ -208,6 +208,17 @@ pub struct CreateInstance {
     /// The zone to place it in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<serde_json::Value>,
+    /// The provider cloud to place it on (its `provider-id`, possibly `ResourceProvider:`-
+    /// prefixed): berth also writes its allocation into that cloud's Placement.
+    #[serde(
+        rename = "provider-id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provider_id: Option<serde_json::Value>,
+    /// The seed's form of `provider-id`: `ResourceProvider:<id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<serde_json::Value>,
 }
 
 /// The request of `POST /promise/destroy-instance`.

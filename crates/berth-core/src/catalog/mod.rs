@@ -10,7 +10,7 @@
 mod apply;
 mod baremetal;
 mod clouds;
-pub use clouds::provider_cloud_of;
+pub use clouds::{provider_cloud_of, remote_generation, remote_of};
 mod consumers;
 mod idempotency;
 mod invariants;

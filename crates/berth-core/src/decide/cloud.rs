@@ -14,8 +14,8 @@ use crate::limits::{
     TREE_DEPTH_MAX,
 };
 use crate::model::cloud::{
-    PROVIDER_CLOUD_ATTRIBUTE, ProviderCloud, REMOTE_UUID_ATTRIBUTE, RemoteDetails, RemoteProvider,
-    RemoteSnapshot, SyncState, local_provider_uuid,
+    PROVIDER_CLOUD_ATTRIBUTE, ProviderCloud, REMOTE_GENERATION_ATTRIBUTE, REMOTE_UUID_ATTRIBUTE,
+    RemoteDetails, RemoteProvider, RemoteSnapshot, SyncState, local_provider_uuid,
 };
 use crate::model::id::{LeaseId, ProviderId};
 use crate::model::inventory::{FullReservation, Inventory};
@@ -53,12 +53,51 @@ pub fn add_provider_cloud(
     }])
 }
 
-/// Removes the cloud `id`.
-pub fn remove_provider_cloud(catalog: &Catalog, id: Uuid) -> Result<Vec<Change>, Rejection> {
-    if catalog.provider_cloud(id).is_none() {
-        return Err(Rejection::ProviderCloudNotFound(id));
+/// Removes the cloud `id` and the providers imported from it. While leases hold its capacity or
+/// consumers allocate on its providers, it is refused ([`Rejection::ProviderCloudInUse`])
+/// unless `force`d: then the leases are told (`lease.provider_removed` in their lifecycle
+/// record) and keep the providers they hold, out of service and berth's own from now on (an
+/// admin deletes them once nothing holds them); the others are deleted.
+pub fn remove_provider_cloud(
+    catalog: &Catalog,
+    id: Uuid,
+    force: bool,
+    now: Instant,
+) -> Result<Vec<Change>, Rejection> {
+    let cloud = catalog
+        .provider_cloud(id)
+        .ok_or(Rejection::ProviderCloudNotFound(id))?;
+    let flagged = flag_leases(
+        catalog,
+        id,
+        "lease.provider_removed",
+        now,
+        &serde_json::json!({"provider": id, "state": "removed"}),
+    );
+    let allocated = catalog
+        .cloud_providers(id)
+        .filter(|p| p.has_usage())
+        .count();
+    if !force && (!flagged.is_empty() || allocated > 0) {
+        return Err(Rejection::ProviderCloudInUse {
+            cloud: id,
+            leases: flagged.len(),
+            allocated,
+        });
     }
-    Ok(vec![Change::ProviderCloudSet { id, cloud: None }])
+    let nothing = RemoteSnapshot::default();
+    let mut sync = Sync::new(catalog, cloud, &nothing, now);
+    sync.remove_gone(&removed_reason(id));
+    let mut changes = flagged;
+    changes.extend(sync.changes);
+    changes.push(Change::ProviderCloudSet { id, cloud: None });
+    Ok(changes)
+}
+
+/// The reason an imported provider that leases still held when its cloud was removed is out of
+/// service.
+pub fn removed_reason(cloud: Uuid) -> String {
+    format!("provider cloud {cloud} was removed")
 }
 
 /// The reason an imported provider is out of service while its cloud cannot be reached.
@@ -81,6 +120,8 @@ pub fn gone_reason(cloud: Uuid) -> String {
 /// Remote usages count as reserved here: each class's `reserved` is the remote `reserved` plus
 /// what the remote consumers use (in units of capacity, so divided by the allocation ratio,
 /// rounded up), capped at `total`; berth's own answers then count the remote usage as taken.
+/// A remote consumer that is also a consumer here (an instance berth placed on the provider
+/// and wrote into the cloud's Placement) is counted once, here, as the allocation it is.
 pub fn sync(
     catalog: &Catalog,
     id: Uuid,
@@ -97,7 +138,7 @@ pub fn sync(
     for remote in sync.ordered() {
         sync.import(remote);
     }
-    sync.remove_gone();
+    sync.remove_gone(&gone_reason(id));
     sync.known_again();
     Ok(sync.changes)
 }
@@ -266,7 +307,9 @@ impl<'a> Sync<'a> {
             name: self.name(remote, uuid),
             parent,
             root,
-            generation: remote.generation,
+            // berth's own: a new provider starts at the remote generation, and what changes
+            // it here moves it on (see `import`).
+            generation: current.map_or(remote.generation, Provider::generation),
             availability_zone: self.cloud.region.clone(),
             created_at,
             updated_at: self.now,
@@ -291,11 +334,17 @@ impl<'a> Sync<'a> {
             Some(p) => {
                 let mut was = p.row();
                 was.updated_at = row.updated_at;
-                if was != row {
-                    self.changes.push(Change::ProviderUpdated(row));
-                }
+                let before = self.changes.len();
                 if let Some(details) = &remote.details {
                     self.details(uuid, Some(p), details, remote);
+                }
+                // Any change moves the generation on, as a write through Placement would.
+                if was != row || self.changes.len() > before {
+                    let row = ProviderRow {
+                        generation: p.generation() + 1,
+                        ..row
+                    };
+                    self.changes.insert(before, Change::ProviderUpdated(row));
                 }
             }
         }
@@ -334,6 +383,10 @@ impl<'a> Sync<'a> {
                 REMOTE_UUID_ATTRIBUTE.to_owned(),
                 AttrValue::String(remote.uuid.to_string()),
             ),
+            (
+                REMOTE_GENERATION_ATTRIBUTE.to_owned(),
+                AttrValue::Number(remote.generation as f64),
+            ),
         ]);
         if current.is_none_or(|p| *p.attributes() != attributes) {
             self.changes
@@ -362,7 +415,12 @@ impl<'a> Sync<'a> {
     fn inventories(&mut self, details: &RemoteDetails) -> BTreeMap<ResourceClass, Inventory> {
         let mut out = BTreeMap::new();
         for (class, record) in &details.inventories {
-            let used = details.usages.get(class).copied().unwrap_or(0);
+            let used: u64 = details
+                .allocations
+                .iter()
+                .filter(|(consumer, _)| self.catalog.consumer(**consumer).is_none())
+                .filter_map(|(_, amounts)| amounts.get(class))
+                .sum();
             let ratio = record.allocation_ratio;
             let used_units = match ratio > 0.0 {
                 true => (used as f64 / ratio).ceil() as u64,
@@ -411,8 +469,8 @@ impl<'a> Sync<'a> {
     }
 
     /// Deletes the imported providers the cloud no longer lists, children first; one a lease
-    /// holds, or with allocations, is taken out of service instead.
-    fn remove_gone(&mut self) {
+    /// holds, or with allocations, is taken out of service instead, for `reason`.
+    fn remove_gone(&mut self, reason: &str) {
         let listed: BTreeSet<ProviderId> = self.remote.keys().map(|r| self.local(*r)).collect();
         let mut gone: Vec<&Provider> = self
             .catalog
@@ -429,13 +487,12 @@ impl<'a> Sync<'a> {
                 .any(|c| !gone_uuids.contains(&c.uuid()));
             let held = self.catalog.leases_holding(uuid).next().is_some();
             if held || provider.has_usage() || kept_children {
-                let reason = gone_reason(self.cloud.id);
-                if provider.condition().and_then(|c| c.reason.as_deref()) != Some(&reason) {
+                if provider.condition().and_then(|c| c.reason.as_deref()) != Some(reason) {
                     self.changes.push(Change::ProviderConditionSet {
                         uuid,
                         condition: Some(ProviderCondition {
                             status: ProviderStatus::Down,
-                            reason: Some(reason),
+                            reason: Some(reason.to_owned()),
                             since: self.now,
                         }),
                     });
@@ -571,11 +628,13 @@ mod tests {
         );
         let other = add_provider_cloud(&catalog, cloud(2, "other")).expect("another user");
         catalog.apply(&other);
-        let removed = remove_provider_cloud(&catalog, Uuid::from_u128(1)).expect("removed");
+        let removed =
+            remove_provider_cloud(&catalog, Uuid::from_u128(1), false, Instant::from_micros(0))
+                .expect("removed");
         catalog.apply(&removed);
         assert!(catalog.provider_cloud(Uuid::from_u128(1)).is_none());
         assert_eq!(
-            remove_provider_cloud(&catalog, Uuid::from_u128(1)),
+            remove_provider_cloud(&catalog, Uuid::from_u128(1), false, Instant::from_micros(0)),
             Err(Rejection::ProviderCloudNotFound(Uuid::from_u128(1)))
         );
         catalog.check_invariants().expect("invariants");
@@ -608,7 +667,10 @@ mod tests {
                         allocation_ratio: 1.0,
                     },
                 )]),
-                usages: BTreeMap::from([(class("VCPU"), used)]),
+                allocations: BTreeMap::from([(
+                    Uuid::from_u128(0xc0),
+                    BTreeMap::from([(class("VCPU"), used)]),
+                )]),
                 traits: BTreeSet::from([TraitName::parse("CUSTOM_GOLD").expect("trait")]),
                 aggregates: BTreeSet::from([Uuid::from_u128(99)]),
             }),
@@ -677,7 +739,8 @@ mod tests {
         };
         assert_eq!(sync_at(&mut catalog, &listed_only, 30), Vec::new());
 
-        // One usage changed: its inventory, its generation and the cloud's time only.
+        // One usage changed: its inventory, the generation it has there, its own generation
+        // and the cloud's time only.
         let changed = RemoteSnapshot {
             providers: vec![
                 RemoteProvider {
@@ -688,10 +751,13 @@ mod tests {
             ],
         };
         let changes = sync_at(&mut catalog, &changed, 40);
-        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!(changes.len(), 4, "{changes:?}");
         assert!(matches!(changes[0], Change::ProviderUpdated(ref row) if row.generation == 6));
         assert!(matches!(changes[1], Change::InventoriesReplaced { uuid, .. } if uuid == local));
-        assert!(matches!(changes[2], Change::ProviderCloudSet { .. }));
+        assert!(matches!(changes[2], Change::AttributesReplaced { uuid, .. } if uuid == local));
+        assert!(matches!(changes[3], Change::ProviderCloudSet { .. }));
+        let moved = catalog.provider(local).expect("kept");
+        assert_eq!(crate::catalog::remote_generation(moved), Some(6));
         let vcpu = catalog.provider(local).expect("kept").inventories()[&class("VCPU")];
         assert_eq!(vcpu.reserved(), 10);
 
@@ -769,5 +835,79 @@ mod tests {
         assert_eq!(record.sync.state, SyncState::Ok);
         assert_eq!(record.sync.last_error, None);
         assert!(unreachable_refusal(&catalog, None).is_none());
+    }
+
+    #[test]
+    fn berths_own_consumers_are_counted_once_and_a_held_cloud_goes_only_by_force() {
+        use crate::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations_with};
+        use crate::query::presentation::FencePolicy;
+        let mut catalog = registered();
+        let cloud = Uuid::from_u128(1);
+        sync_at(
+            &mut catalog,
+            &RemoteSnapshot {
+                providers: vec![remote(2, 1, 8, 0)],
+            },
+            10,
+        );
+        let local = ProviderId::new(local_provider_uuid(cloud, Uuid::from_u128(2)));
+        // berth places a consumer of 2 VCPU there and writes it into the cloud.
+        let own = Uuid::from_u128(0xbe);
+        let write = ConsumerWrite {
+            consumer: own,
+            project_id: "p".to_owned(),
+            user_id: "u".to_owned(),
+            consumer_type: Some("INSTANCE".to_owned()),
+            generation: ConsumerGeneration::New,
+            allocations: BTreeMap::from([(local, BTreeMap::from([(class("VCPU"), 2)]))]),
+            reservation: None,
+        };
+        let changes = set_allocations_with(
+            &catalog,
+            &[write],
+            Instant::from_micros(15),
+            FencePolicy::Enforced,
+        )
+        .expect("fits");
+        catalog.apply(&changes);
+        // The cloud now lists it beside a consumer of its own (3 VCPU): only those 3 are
+        // the cloud's usage here.
+        let mut listed = remote(2, 2, 8, 3);
+        if let Some(details) = listed.details.as_mut() {
+            details
+                .allocations
+                .insert(own, BTreeMap::from([(class("VCPU"), 2)]));
+        }
+        sync_at(
+            &mut catalog,
+            &RemoteSnapshot {
+                providers: vec![listed],
+            },
+            20,
+        );
+        let provider = catalog.provider(local).expect("kept");
+        assert_eq!(provider.inventories()[&class("VCPU")].reserved(), 3);
+        assert_eq!(provider.used(&class("VCPU")), 2);
+
+        // Allocated there: refused unless forced, with the counts.
+        assert_eq!(
+            remove_provider_cloud(&catalog, cloud, false, Instant::from_micros(30)),
+            Err(Rejection::ProviderCloudInUse {
+                cloud,
+                leases: 0,
+                allocated: 1
+            })
+        );
+        let changes =
+            remove_provider_cloud(&catalog, cloud, true, Instant::from_micros(30)).expect("forced");
+        catalog.apply(&changes);
+        catalog.check_invariants().expect("invariants");
+        assert!(catalog.provider_cloud(cloud).is_none());
+        let kept = catalog.provider(local).expect("kept while allocated");
+        assert!(!kept.is_up());
+        assert_eq!(
+            kept.condition().and_then(|c| c.reason.clone()),
+            Some(removed_reason(cloud))
+        );
     }
 }

@@ -43,11 +43,13 @@ fn provider(catalog: &Catalog, uuid: ProviderId) -> Result<&Provider, Rejection>
         .ok_or(Rejection::ProviderNotFound(uuid))
 }
 
-/// The provider `uuid`, for a write: one imported from a provider cloud is that cloud's, and
-/// only its synchronisation changes it.
+/// The provider `uuid`, for a write: one imported from a registered provider cloud is that
+/// cloud's, and only its synchronisation changes it (once the cloud is removed, it is berth's).
 fn writable(catalog: &Catalog, uuid: ProviderId) -> Result<&Provider, Rejection> {
     let current = provider(catalog, uuid)?;
-    match crate::catalog::provider_cloud_of(current) {
+    match crate::catalog::provider_cloud_of(current)
+        .filter(|c| catalog.provider_cloud(*c).is_some())
+    {
         Some(cloud) => Err(Rejection::ProviderImported {
             provider: uuid,
             cloud,

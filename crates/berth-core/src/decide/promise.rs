@@ -281,15 +281,7 @@ fn prepare(
     }
     crate::query::capacity::check_zone(catalog, new.zone.as_deref())?;
     if let Some(id) = new.provider {
-        let cloud = catalog
-            .provider_cloud(id)
-            .ok_or(Rejection::ProviderCloudNotFound(id))?;
-        if cloud.sync.state == crate::model::cloud::SyncState::Unknown {
-            return Err(Rejection::ProviderCloudUnreachable {
-                cloud: id,
-                reason: cloud.sync.last_error.clone().unwrap_or_default(),
-            });
-        }
+        usable_cloud(catalog, id)?;
     }
     resolve_containers(catalog, &mut ask)?;
     let (start, end, expiry) = window_of(catalog, new, now)?;
@@ -818,10 +810,39 @@ pub struct NewInstance {
     pub reservation: Option<LeaseId>,
     /// The zone to place it in without a reservation.
     pub zone: Option<String>,
+    /// `provider-id`: only on that provider cloud's capacity (any when `None`).
+    pub provider: Option<Uuid>,
     /// Owning project.
     pub project_id: String,
     /// Owning user.
     pub user_id: String,
+}
+
+impl NewInstance {
+    /// Whether the instance may go on `host`: any host, or one of the provider cloud it names.
+    fn may_use(&self, catalog: &Catalog, host: ProviderId) -> bool {
+        self.provider.is_none_or(|cloud| {
+            catalog
+                .provider(host)
+                .and_then(crate::catalog::provider_cloud_of)
+                == Some(cloud)
+        })
+    }
+}
+
+/// The provider cloud `id` when instances and reservations may be placed on it: it must be
+/// registered and its capacity known.
+pub(crate) fn usable_cloud(catalog: &Catalog, id: Uuid) -> Result<(), Rejection> {
+    let cloud = catalog
+        .provider_cloud(id)
+        .ok_or(Rejection::ProviderCloudNotFound(id))?;
+    if cloud.sync.state == crate::model::cloud::SyncState::Unknown {
+        return Err(Rejection::ProviderCloudUnreachable {
+            cloud: id,
+            reason: cloud.sync.last_error.clone().unwrap_or_default(),
+        });
+    }
+    Ok(())
 }
 
 fn flavor_amounts(flavor: &Flavor, disk: bool) -> Vec<(ResourceClass, u64)> {
@@ -872,6 +893,9 @@ pub fn create_instance(
     let flavor = catalog
         .flavor(&new.flavor)
         .ok_or_else(|| Rejection::FlavorNotFound(new.flavor.clone()))?;
+    if let Some(cloud) = new.provider {
+        usable_cloud(catalog, cloud)?;
+    }
     let (mut changes, host) = match new.reservation {
         Some(id) => against_reservation(catalog, new, id, flavor, now, policy)?,
         None => unreserved(catalog, new, flavor, now, policy)?,
@@ -931,7 +955,11 @@ fn against_reservation(
         let disk =
             matches!(reservation.spec, ReservationSpec::Instance { disk_gb, .. } if disk_gb > 0);
         let amounts = flavor_amounts(flavor, disk);
-        for (host, _) in &reservation.hosts {
+        for (host, _) in reservation
+            .hosts
+            .iter()
+            .filter(|(host, _)| new.may_use(catalog, *host))
+        {
             let mut write = write_on(new, *host, &amounts);
             write.reservation = Some(reservation.id);
             if let Ok(changes) = allocation::set_allocations_with(catalog, &[write], now, policy) {
@@ -981,6 +1009,7 @@ fn unreserved(
     };
     let hosts = catalog.providers().filter(|p| {
         p.is_up()
+            && new.may_use(catalog, p.uuid())
             && new
                 .zone
                 .as_deref()
@@ -1002,8 +1031,12 @@ fn unreserved(
             return Ok((changes, host.uuid()));
         }
     }
+    let on = new
+        .provider
+        .map(|cloud| format!(" on provider cloud {cloud}"))
+        .unwrap_or_default();
     Err(refused(format!(
-        "no unreserved capacity left for flavor {} ({} vcpus, {} MB, {} GB)",
+        "no unreserved capacity left{on} for flavor {} ({} vcpus, {} MB, {} GB)",
         flavor.name, flavor.vcpus, flavor.ram_mb, flavor.disk_gb
     )))
 }

@@ -65,6 +65,15 @@ pub struct ProviderCloud {
 pub const PROVIDER_CLOUD_ATTRIBUTE: &str = "provider_cloud";
 /// The attribute naming an imported provider's uuid in its cloud's Placement.
 pub const REMOTE_UUID_ATTRIBUTE: &str = "remote_uuid";
+/// The attribute keeping the generation an imported provider had in its cloud's Placement when
+/// berth last read its details: the next read compares the listed generation with it (the
+/// provider's own generation is berth's, moved by every write here, such as an instance's
+/// allocation).
+pub const REMOTE_GENERATION_ATTRIBUTE: &str = "remote_generation";
+
+/// The consumer type berth gives the allocations it writes into a provider cloud's Placement,
+/// as Nova's scheduler does for an instance.
+pub const REMOTE_CONSUMER_TYPE: &str = "INSTANCE";
 
 /// The local uuid of the provider `remote` of cloud `cloud`: a UUIDv5 of the remote uuid in the
 /// cloud's namespace, the same on every replica and after every restart, and never the uuid of
@@ -139,8 +148,13 @@ pub struct RemoteProvider {
 pub struct RemoteDetails {
     /// Its inventories, as Placement gives them.
     pub inventories: std::collections::BTreeMap<crate::model::name::ResourceClass, RemoteInventory>,
-    /// What its consumers use, by class.
-    pub usages: std::collections::BTreeMap<crate::model::name::ResourceClass, u64>,
+    /// What each of its consumers uses there, by consumer and class (Placement's
+    /// `GET /resource_providers/{uuid}/allocations`). The consumers berth wrote itself (its
+    /// instances on the provider, by their ids) are among them.
+    pub allocations: std::collections::BTreeMap<
+        Uuid,
+        std::collections::BTreeMap<crate::model::name::ResourceClass, u64>,
+    >,
     /// Its traits.
     pub traits: std::collections::BTreeSet<crate::model::name::TraitName>,
     /// Its aggregates.
@@ -158,6 +172,18 @@ pub struct RemoteInventory {
     pub units: [u64; 3],
     /// `allocation_ratio`.
     pub allocation_ratio: f64,
+}
+
+/// An allocation berth placed on a provider cloud's capacity, as that cloud's Placement must be
+/// told of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteClaim {
+    /// The cloud.
+    pub cloud: ProviderCloud,
+    /// The provider's uuid in the cloud's Placement.
+    pub remote: Uuid,
+    /// What the consumer holds there, by resource class name.
+    pub amounts: std::collections::BTreeMap<String, u64>,
 }
 
 /// What one synchronisation read of a cloud: every provider its Placement lists, with the

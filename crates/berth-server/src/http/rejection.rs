@@ -98,6 +98,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::ProviderCloudUnreachable { .. } => {
             (StatusCode::CONFLICT, "provider_cloud_unreachable")
         }
+        Rejection::ProviderCloudRefused { .. } => (StatusCode::CONFLICT, "provider_cloud_refused"),
+        Rejection::ProviderCloudInUse { .. } => (StatusCode::CONFLICT, "provider_cloud_in_use"),
         Rejection::FlavorExists(_)
         | Rejection::ProviderCloudExists(_)
         | Rejection::InstanceRefused(_) => (StatusCode::CONFLICT, UNDEFINED),

@@ -31,6 +31,7 @@ mod placement_traits;
 mod postgres;
 mod promise;
 mod provider_clouds;
+mod provider_instances;
 mod provider_sync;
 mod recurring;
 mod seed_examples;

@@ -15,7 +15,29 @@ use crate::support::{Options, TestApp, free_port};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The longest a test waits for a synchronisation to show (many intervals of one second).
+pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Waits until `check` holds of the provider cloud's description; returns it.
+pub(crate) async fn until(
+    app: &TestApp,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let started = Instant::now();
+    loop {
+        let (status, shown) = app.get(&format!("/promise/providers/{id}"), None).await;
+        assert_eq!(status, StatusCode::OK, "{shown}");
+        if check(&shown["provider"]) {
+            return shown["provider"].clone();
+        }
+        assert!(started.elapsed() < PATIENCE, "{what}: {shown}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
 
 /// The remote cloud's user's password.
 pub(crate) const PASSWORD: &str = "promise-pw-4f1c";
@@ -151,10 +173,13 @@ async fn add_provider_is_refused_without_a_key_or_with_a_type_berth_does_not_reg
 }
 
 /// The remote cloud: a Keystone with a `promise` project and `promise_user`, and a berth
-/// serving Placement, registered in the catalog in RegionOne.
+/// serving Placement, registered in the catalog in RegionOne, with one compute node (16 VCPU,
+/// 32 GiB, 200 GB).
 pub(crate) struct RemoteCloud {
     pub(crate) keystone: KeystoneServer,
     pub(crate) placement: TestApp,
+    /// The compute node's uuid in the remote Placement.
+    pub(crate) node: String,
 }
 
 impl RemoteCloud {
@@ -167,6 +192,19 @@ impl RemoteCloud {
         let mut keystone = KeystoneServer::start(venv, Duration::from_secs(3600));
         keystone.ready(&client).await;
         let placement = TestApp::spawn().await;
+        let node = placement.create_provider("cn-remote", None).await;
+        let inventories = json!({"resource_provider_generation": placement.generation(&node).await,
+            "inventories": {"VCPU": {"total": 16}, "MEMORY_MB": {"total": 32768},
+                            "DISK_GB": {"total": 200}}});
+        let (status, body) = placement
+            .call(
+                Method::PUT,
+                &format!("/placement/resource_providers/{node}/inventories"),
+                Some("1.39"),
+                Some(inventories),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
         let ks = KeystoneApi {
             client,
             url: keystone.url.clone(),
@@ -217,6 +255,7 @@ impl RemoteCloud {
         RemoteCloud {
             keystone,
             placement,
+            node,
         }
     }
 
@@ -281,6 +320,53 @@ async fn the_seed_add_provider_registers_an_openstack_cloud_through_its_keystone
         assert_eq!(status, StatusCode::OK, "{path}: {shown}");
         assert_eq!(&shown["provider"], provider, "{path}");
     }
+
+    // Its capacity is read at once, and an instance berth places on it is written into its
+    // Placement, with the project and user Keystone gave berth there; destroyed, it is gone
+    // there too.
+    until(&app, &id, "imported", |p| {
+        p["sync"]["state"] == "ok" && p["sync"]["providers"] == 1
+    })
+    .await;
+    let (status, body) = app
+        .post(
+            "/promise/flavors",
+            json!({"id": "tiny", "name": "m1.tiny", "vcpus": 1, "ram": 512, "disk": 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, made) = app
+        .post(
+            "/promise/create-instance",
+            json!({"provider-id": id, "name": "vm1", "image": "cirros", "flavor": "m1.tiny"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let instance = made["instance-id"].as_str().expect("id").to_owned();
+    let path = format!("/placement/allocations/{instance}");
+    let (status, held) = remote.placement.get(&path, Some("1.39")).await;
+    assert_eq!(status, StatusCode::OK, "{held}");
+    assert_eq!(
+        held["allocations"][&remote.node]["resources"],
+        json!({"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}),
+        "{held}"
+    );
+    assert_eq!(held["project_id"], provider["tenant"]["id"], "{held}");
+    assert!(
+        held["user_id"]
+            .as_str()
+            .is_some_and(|u| !u.is_empty() && u != "promise_user"),
+        "Keystone's user id: {held}"
+    );
+    let (status, body) = app
+        .post(
+            "/promise/destroy-instance",
+            json!({"instance-id": instance}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, held) = remote.placement.get(&path, Some("1.39")).await;
+    assert_eq!(held["allocations"], json!({}), "{held}");
 
     // The same cloud, user and project again: a conflict naming the registered one.
     let (status, body) = app

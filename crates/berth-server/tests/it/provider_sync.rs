@@ -7,7 +7,8 @@
 //! clears that by itself when it returns. While nothing changes, a read costs one listing.
 
 use crate::blazar_leases::{LEASES, enroll, rfc3339, tomorrow};
-use crate::provider_clouds::PASSWORD;
+pub(crate) use crate::provider_clouds::until;
+use crate::provider_clouds::{PASSWORD, PATIENCE};
 use crate::support::{Options, TestApp, free_port};
 use axum::Json;
 use axum::extract::State;
@@ -24,8 +25,6 @@ use uuid::Uuid;
 pub(crate) const KEY: &str = "8a0c3a9e7d21b84c6e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f";
 /// A day in microseconds.
 pub(crate) const DAY: i64 = 86_400_000_000;
-/// The longest the test waits for a synchronisation to show (many intervals of one second).
-pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The Keystone stand-in's state: where Placement is and how many tokens it issued.
 #[derive(Clone)]
@@ -103,10 +102,17 @@ pub(crate) async fn register_cloud(app: &TestApp, keystone: &str) -> String {
 
 /// berth, reading provider clouds every second.
 pub(crate) async fn local_berth(dir: &Path) -> TestApp {
+    berth_reading_every(dir, 1).await
+}
+
+/// berth, reading provider clouds every `seconds` (and whenever woken).
+pub(crate) async fn berth_reading_every(dir: &Path, seconds: u64) -> TestApp {
     let config = dir.join("berth-sync.toml");
     std::fs::write(
         &config,
-        format!("[provider_clouds]\ncredential_key = \"{KEY}\"\nsync_interval_seconds = 1\n"),
+        format!(
+            "[provider_clouds]\ncredential_key = \"{KEY}\"\nsync_interval_seconds = {seconds}\n"
+        ),
     )
     .expect("write the configuration");
     TestApp::spawn_with(Options {
@@ -114,25 +120,6 @@ pub(crate) async fn local_berth(dir: &Path) -> TestApp {
         ..Options::default()
     })
     .await
-}
-
-/// Waits until `check` holds of the provider cloud's description; returns it.
-pub(crate) async fn until(
-    app: &TestApp,
-    id: &str,
-    what: &str,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = Instant::now();
-    loop {
-        let (status, shown) = app.get(&format!("/promise/providers/{id}"), None).await;
-        assert_eq!(status, StatusCode::OK, "{shown}");
-        if check(&shown["provider"]) {
-            return shown["provider"].clone();
-        }
-        assert!(started.elapsed() < PATIENCE, "{what}: {shown}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// The local inventory of `class` on `provider`: total and reserved (0, 0 without one).

@@ -1,10 +1,12 @@
 //! Provider clouds: Promise's `add-provider` RPC (`POST /promise/add-provider`), and the
 //! `providers` of the `promise` container (`/promise/providers`: register, list, show,
-//! remove). Admins
-//! only. berth authenticates against the cloud's Keystone and finds its Placement before it
-//! registers anything; the password is sealed with the configured key and never answered.
+//! remove). Admins only. berth authenticates against the cloud's Keystone and finds its
+//! Placement before it registers anything; the password is sealed with the configured key and
+//! never answered. A registered cloud is read at once. Removing a cloud whose capacity
+//! reservations or instances hold is refused unless `?force=true`.
 
 use super::wire::{Input, RpcInput, documented, rpc_error, time};
+use crate::cloud_placement::CloudPlacement;
 use crate::cloud_sync::{Seen, SyncBoard};
 use crate::clouds::{CloudClient, ConnectError, Credentials, keystone_v3};
 use crate::http::error::ApiError;
@@ -12,7 +14,7 @@ use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::keystone::Secret;
 use crate::policy::Rule;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode};
 use axum::{Extension, Json};
 use berth_api::promise::{
@@ -227,11 +229,14 @@ async fn register_cloud(
 async fn add(
     State(state): State<AppState>,
     Extension(clouds): Extension<Arc<CloudClient>>,
+    Extension(placement): Extension<Arc<CloudPlacement>>,
     RpcInput(body): RpcInput,
 ) -> Result<Json<RpcAnswer<ProviderAdded>>, ApiError> {
     let (cloud, note) = register_cloud(&state, &clouds, body)
         .await
         .map_err(rpc_error)?;
+    // A new cloud's capacity is read at once, not at the next interval.
+    placement.wake_sync();
     Ok(Json(RpcAnswer::ok(
         "provider registered",
         ProviderAdded {
@@ -245,9 +250,11 @@ async fn add(
 async fn create(
     State(state): State<AppState>,
     Extension(clouds): Extension<Arc<CloudClient>>,
+    Extension(placement): Extension<Arc<CloudPlacement>>,
     Input(body): Input,
 ) -> Result<(StatusCode, Json<ProviderEnvelope>), ApiError> {
     let (cloud, _) = register_cloud(&state, &clouds, body).await?;
+    placement.wake_sync();
     Ok((
         StatusCode::CREATED,
         Json(ProviderEnvelope {
@@ -288,11 +295,20 @@ async fn show(
         .ok_or_else(|| ApiError::not_found(format!("Provider {id} could not be found")))
 }
 
+/// The query of `DELETE /promise/providers/{id}`.
+#[derive(Debug, serde::Deserialize)]
+struct RemoveQuery {
+    /// Remove the cloud even while reservations or instances hold its capacity.
+    #[serde(default)]
+    force: bool,
+}
+
 async fn remove(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(query): Query<RemoveQuery>,
 ) -> Result<StatusCode, ApiError> {
     let uuid = provider_id(&id)?;
-    state.berth.remove_provider_cloud(uuid).await?;
+    state.berth.remove_provider_cloud(uuid, query.force).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -142,7 +142,7 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
 
 /// The provider cloud a request is restricted to: `provider-id` (the id, or
 /// `ResourceProvider:<id>`) or the seed's `source: ResourceProvider:<id>`.
-fn provider_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
+pub(super) fn provider_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
     let named = match text(body, "provider-id")? {
         Some(id) => Some(id),
         None => text(body, "source")?,
