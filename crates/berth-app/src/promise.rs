@@ -156,6 +156,7 @@ impl Berth {
                     zone,
                     window,
                     without,
+                    ..
                 } = &query.extent;
                 let shape = match query.asked {
                     Asked::Measure(measure) => {

@@ -236,6 +236,7 @@ async fn etsi_query(
     let query = CapacityQuery {
         extent: Extent {
             zone: zone.clone(),
+            origin: None,
             window,
             without,
         },
@@ -329,6 +330,7 @@ async fn rpc_query(
     let (window, (name, pick), zone, utilization, without) = parsed;
     let extent = Extent {
         zone: zone.clone(),
+        origin: None,
         window,
         without,
     };

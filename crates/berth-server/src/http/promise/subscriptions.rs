@@ -126,6 +126,7 @@ fn subscription_json(s: &Subscription) -> SubscriptionBody {
             zone,
             threshold,
             flavor,
+            ..
         } => SubscriptionTopic::Capacity {
             flavor_id: flavor.clone(),
             resource_type: resource.as_str().to_owned(),
@@ -261,6 +262,7 @@ async fn capacity(
             zone: text(&body, "zoneId")?,
             threshold,
             flavor,
+            origin: None,
         },
         callback: callback(&body, &destinations)?,
         secret: secret(&body)?,
