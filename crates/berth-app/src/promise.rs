@@ -223,14 +223,9 @@ impl Berth {
                             .ok_or(Rejection::FlavorNotFound(name))?,
                     ),
                 };
-                let whole = measured(catalog, &query.extent, &asked)?;
-                let origins = query::capacity::origins(catalog, &query.extent)?
-                    .into_iter()
-                    .map(|origin| {
-                        let extent = query.extent.of_origin(origin);
-                        Ok((origin, measured(catalog, &extent, &asked)?))
-                    })
-                    .collect::<Result<_, Rejection>>()?;
+                let (whole, origins) = query::capacity::by_origin(catalog, &query.extent, |e| {
+                    measured(catalog, e, &asked)
+                })?;
                 Ok::<_, Rejection>(ByOrigin { whole, origins })
             })
             .await?;
@@ -245,10 +240,10 @@ impl Berth {
     ) -> Result<ByOrigin<VectorCapacity>, AppError> {
         let answer = self
             .read(move |catalog| {
-                Ok::<_, Rejection>(ByOrigin {
-                    whole: query::capacity::vector(catalog, &extent)?,
-                    origins: query::capacity::vector_by_origin(catalog, &extent)?,
-                })
+                let (whole, origins) = query::capacity::by_origin(catalog, &extent, |e| {
+                    query::capacity::vector(catalog, e)
+                })?;
+                Ok::<_, Rejection>(ByOrigin { whole, origins })
             })
             .await?;
         Ok(answer?)

@@ -404,3 +404,24 @@ fn a_capacity_subscription_watches_its_provider_only() {
     assert_eq!(bodies[0]["providerId"], two.to_string());
     assert_eq!(bodies[0]["capacityInformation"]["total"], 8);
 }
+
+#[test]
+fn an_origin_alone_in_its_scope_answers_as_the_whole() {
+    // One cloud and nothing of berth's own: the cloud's answer is the whole's.
+    let mut catalog = Catalog::default();
+    catalog.apply(&add_provider_cloud(&catalog, cloud()).expect("added"));
+    let at = Instant::from_micros(10);
+    catalog.apply(&sync(&catalog, cloud().id, &node_of(8), at).expect("sync"));
+    let one = Origin::Cloud(cloud().id);
+    let whole = capacity::vector(&catalog, &tomorrow(None)).expect("a vector");
+    let scoped = capacity::vector(&catalog, &tomorrow(Some(one))).expect("a vector");
+    assert_eq!(whole, scoped);
+    let breakdown = capacity::vector_by_origin(&catalog, &tomorrow(None)).expect("a breakdown");
+    assert_eq!(breakdown, vec![(one, whole)]);
+
+    // With the other clouds and berth's own beside it, each answers its own.
+    let catalog = three_origins();
+    let breakdown = capacity::vector_by_origin(&catalog, &tomorrow(None)).expect("a breakdown");
+    assert_eq!(breakdown.len(), 3);
+    assert_eq!(breakdown[1].1.summary(|f| f.total).cores, 8);
+}

@@ -721,6 +721,43 @@ pub fn origins(catalog: &Catalog, extent: &Extent) -> Result<Vec<Origin>, Reject
     Ok(found.into_iter().collect())
 }
 
+/// Whether the answer of `extent` is that of `origin` alone: the extent names it, or every
+/// provider of its zone is of that origin (and, for a cloud, berth has no floating IP).
+fn is_whole(catalog: &Catalog, extent: &Extent, origin: Origin) -> bool {
+    match extent.origin {
+        Some(named) => named == origin,
+        None => {
+            let zone = extent.zone.as_deref();
+            let addresses = origin == Origin::Local || catalog.floating_ips().next().is_none();
+            addresses
+                && catalog
+                    .providers()
+                    .filter(|p| in_zone(p, zone))
+                    .all(|p| origin_of(p) == origin)
+        }
+    }
+}
+
+/// `answer` within `extent` and within `extent` restricted to each of its origins
+/// ([`origins`]), the whole first. An origin that has the whole scope to itself gets the
+/// whole's answer, computed once: a catalog without provider clouds pays nothing more.
+pub fn by_origin<T: Clone>(
+    catalog: &Catalog,
+    extent: &Extent,
+    answer: impl Fn(&Extent) -> Result<T, Rejection>,
+) -> Result<(T, Vec<(Origin, T)>), Rejection> {
+    let origins = origins(catalog, extent)?;
+    let whole = answer(extent)?;
+    let parts = match origins.as_slice() {
+        [sole] if is_whole(catalog, extent, *sole) => vec![(*sole, whole.clone())],
+        _ => origins
+            .into_iter()
+            .map(|origin| Ok((origin, answer(&extent.of_origin(origin))?)))
+            .collect::<Result<_, Rejection>>()?,
+    };
+    Ok((whole, parts))
+}
+
 /// The capacity of Promise's vector within `extent`, per origin ([`origins`]): each origin's
 /// vector is that of `extent` restricted to it, and without an origin in `extent` their
 /// figures add up to [`vector`]'s.
@@ -728,8 +765,5 @@ pub fn vector_by_origin(
     catalog: &Catalog,
     extent: &Extent,
 ) -> Result<Vec<(Origin, VectorCapacity)>, Rejection> {
-    origins(catalog, extent)?
-        .into_iter()
-        .map(|origin| Ok((origin, vector(catalog, &extent.of_origin(origin))?)))
-        .collect()
+    by_origin(catalog, extent, |extent| vector(catalog, extent)).map(|(_, parts)| parts)
 }
