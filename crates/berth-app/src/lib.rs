@@ -44,7 +44,8 @@ pub use leases::{
 pub use node_allocation::{AllocateNode, Allocated, FailedAllocation};
 pub use notify::{DELIVERIES_IN_FLIGHT, FeedPage, NOTIFY_POLL, Notifier, Subscribe};
 pub use promise::{
-    Asked, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation, PriorityGrant,
+    Asked, ByOrigin, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation,
+    Measured, PriorityGrant,
 };
 pub use replica::{FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus};
 pub use search::searches_in_flight;

@@ -11,6 +11,7 @@ use crate::service::Berth;
 use berth_core::decide::admission::Search;
 use berth_core::decide::promise::{self as decide, NewInstance, NewReservation, ReservationChange};
 use berth_core::model::capacity::{Measure, Series};
+use berth_core::model::cloud::Origin;
 use berth_core::model::lease::Lease;
 use berth_core::model::lease::instance_amounts;
 use berth_core::model::promise::{Ask, CapacityPool, Flavor, Policy, PromiseInstance, PromiseKind};
@@ -129,7 +130,8 @@ pub enum Asked {
 /// A capacity query (the ETSI `/promise/capacity/{kind}/query`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CapacityQuery {
-    /// Where and when it looks.
+    /// Where and when it looks, and whose capacity (berth's own, one provider cloud's, or
+    /// every origin's).
     pub extent: Extent,
     /// What it measures.
     pub asked: Asked,
@@ -144,58 +146,109 @@ pub enum Capacity {
     Figures(Series),
 }
 
+/// The answer of a capacity query over one scope: the capacity, and for the figures of a class
+/// or of addresses how much of `reserved` open holds keep ([`query::capacity::held_of`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measured {
+    /// The capacity.
+    pub capacity: Capacity,
+    /// How much of the reserved figure is only held, at its peak over the window.
+    pub held: Option<i64>,
+}
+
+/// A capacity answer over a query's whole scope, and the answer of each origin in it
+/// ([`query::capacity::origins`]: only the origin the query names, when it names one), all
+/// read from one catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByOrigin<T> {
+    /// Over the whole scope.
+    pub whole: T,
+    /// Per origin, berth's own first, then the provider clouds by id.
+    pub origins: Vec<(Origin, T)>,
+}
+
+/// What a capacity query computes, a flavor resolved to its shape.
+enum Measuring {
+    /// The figures of a measure.
+    Figures(Measure),
+    /// How many instances of a shape fit.
+    Fit(Vec<(ResourceClass, u64)>),
+}
+
+/// The answer of a capacity query within `extent`.
+fn measured(catalog: &Catalog, extent: &Extent, asked: &Measuring) -> Result<Measured, Rejection> {
+    let scope = extent.scope();
+    match asked {
+        Measuring::Figures(measure) => Ok(Measured {
+            capacity: Capacity::Figures(query::capacity::series_in(
+                catalog,
+                scope,
+                extent.window,
+                measure,
+                &extent.without,
+            )?),
+            held: query::capacity::held_of(catalog, extent, measure),
+        }),
+        Measuring::Fit(shape) => Ok(Measured {
+            capacity: Capacity::Instances(berth_core::decide::admission::instances_that_fit_in(
+                catalog,
+                scope,
+                extent.window,
+                shape,
+                &extent.without,
+            )?),
+            held: None,
+        }),
+    }
+}
+
 /// The most ledger reservations one Promise reservation may become.
 const RESERVATION_IDS_MAX: usize = berth_core::limits::RESERVATIONS_PER_LEASE_MAX;
 
 impl Berth {
-    /// Answers a capacity query: the figures of a measure ([`query::capacity::series`]), or how
-    /// many instances of a shape or flavor fit, counted as admission counts them
-    /// ([`berth_core::decide::admission::instances_that_fit`]).
-    pub async fn capacity(&self, query: CapacityQuery) -> Result<Capacity, AppError> {
+    /// Answers a capacity query over its scope and per origin: the figures of a measure
+    /// ([`query::capacity::series_in`]) with what of them is only held, or how many instances
+    /// of a shape or flavor fit, counted as admission counts them
+    /// ([`berth_core::decide::admission::instances_that_fit_in`]).
+    pub async fn capacity(&self, query: CapacityQuery) -> Result<ByOrigin<Measured>, AppError> {
         let answer = self
             .read(move |catalog| {
-                let Extent {
-                    zone,
-                    window,
-                    without,
-                } = &query.extent;
-                let shape = match query.asked {
-                    Asked::Measure(measure) => {
-                        return query::capacity::series(
-                            catalog,
-                            zone.as_deref(),
-                            *window,
-                            &measure,
-                            without,
-                        )
-                        .map(Capacity::Figures);
-                    }
-                    Asked::Shape(shape) => shape,
+                let asked = match query.asked {
+                    Asked::Measure(measure) => Measuring::Figures(measure),
+                    Asked::Shape(shape) => Measuring::Fit(shape),
                     // A flavor has at least one vcpu and one MB (`create_flavor`), so its
                     // shape is never empty.
-                    Asked::Flavor(name) => catalog
-                        .flavor(&name)
-                        .map(|f| instance_amounts(f.vcpus, f.ram_mb, f.disk_gb, 1))
-                        .ok_or(Rejection::FlavorNotFound(name))?,
+                    Asked::Flavor(name) => Measuring::Fit(
+                        catalog
+                            .flavor(&name)
+                            .map(|f| instance_amounts(f.vcpus, f.ram_mb, f.disk_gb, 1))
+                            .ok_or(Rejection::FlavorNotFound(name))?,
+                    ),
                 };
-                berth_core::decide::admission::instances_that_fit(
-                    catalog,
-                    zone.as_deref(),
-                    *window,
-                    &shape,
-                    without,
-                )
-                .map(Capacity::Instances)
+                let (whole, origins) = query::capacity::by_origin(catalog, &query.extent, |e| {
+                    measured(catalog, e, &asked)
+                })?;
+                Ok::<_, Rejection>(ByOrigin { whole, origins })
             })
             .await?;
         Ok(answer?)
     }
 
-    /// The capacity of Promise's vector within `extent` (the RPC `query-capacity`).
-    pub async fn capacity_vector(&self, extent: Extent) -> Result<VectorCapacity, AppError> {
-        Ok(self
-            .read(move |catalog| query::capacity::vector(catalog, &extent))
-            .await??)
+    /// The capacity of Promise's vector within `extent` (the RPC `query-capacity`), and per
+    /// origin.
+    pub async fn capacity_vector(
+        &self,
+        extent: Extent,
+    ) -> Result<ByOrigin<VectorCapacity>, AppError> {
+        let answer = self
+            .read(move |catalog| {
+                let (whole, origins) = query::capacity::by_origin(catalog, &extent, |e| {
+                    query::capacity::vector(catalog, e)
+                })?;
+                Ok::<_, Rejection>(ByOrigin { whole, origins })
+            })
+            .await?;
+        Ok(answer?)
     }
 
     /// The reservations an ETSI query names or lists by kind, handed with the catalog to

@@ -156,6 +156,9 @@ pub const RECURRENCE_SHIFT_DAYS_MAX: i64 = 366;
 const _: () = assert!(RECURRENCE_OCCURRENCES_MAX >= 2);
 const _: () = assert!(RECURRENCE_ALTERNATIVES_MAX as u64 <= RECURRENCE_OCCURRENCES_MAX as u64);
 
+/// Most provider clouds registered at once: a capacity query answers per cloud, so this bounds
+/// its work.
+pub const PROVIDER_CLOUDS_MAX: usize = 64;
 /// Most resource providers berth imports from one provider cloud: a larger listing from its
 /// Placement fails the synchronisation (the cloud's capacity is then unknown).
 pub const PROVIDER_CLOUD_PROVIDERS_MAX: usize = 4096;
@@ -165,3 +168,4 @@ pub const PROVIDER_CLOUD_ANSWER_BYTES_MAX: usize = 8 * 1024 * 1024;
 pub const PROVIDER_CLOUD_ERROR_LEN_MAX: usize = 512;
 
 const _: () = assert!(PROVIDER_CLOUD_PROVIDERS_MAX > 0);
+const _: () = assert!(PROVIDER_CLOUDS_MAX > 0);

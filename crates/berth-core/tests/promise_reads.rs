@@ -205,6 +205,7 @@ fn the_capacity_vector_is_each_members_series() {
     pool(&mut w, "p", (50, 60), 1);
     let extent = Extent {
         zone: Some("az1".to_owned()),
+        origin: None,
         window: window(15, 45),
         without: Vec::new(),
     };

@@ -59,6 +59,20 @@ pub struct TimePeriod {
     pub stop_time: String,
 }
 
+/// One provider's share of an ETSI capacity query's answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderCapacityInformation {
+    /// A provider cloud's id, or `local` for berth's own capacity (its hosts and floating IPs).
+    pub provider_id: String,
+    /// The capacity over the window of that provider's resources alone.
+    pub capacity_information: CapacityInformation,
+    /// How much of that provider's `reserved` open holds keep, at its peak over the window
+    /// (berth). Absent as at the top level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<i64>,
+}
+
 /// The answer of `/promise/capacity/{kind}/query`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -78,6 +92,11 @@ pub struct CapacityQueryResult {
     /// capacity counts as reserved. Absent for the instance and volume counts and for a fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<i64>,
+    /// The same per provider (berth): berth's own capacity (`local`) when it has some in the
+    /// zone, then each provider cloud with resources there, by id; only the provider asked
+    /// for, when the query names one. The figures of the providers add up to those above.
+    #[serde(default)]
+    pub providers: Vec<ProviderCapacityInformation>,
 }
 
 /// The capacity vector of a capacity query: one figure per member.
@@ -119,6 +138,19 @@ pub struct CapacityStep {
     pub capacity: CapacityLevels,
 }
 
+/// One provider's share of a `query-capacity` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ProviderCapacity {
+    /// A provider cloud's id, or `local` for berth's own capacity (its hosts and floating IPs).
+    #[serde(rename = "provider-id")]
+    pub provider_id: String,
+    /// The figure asked for, over the window, of that provider's resources alone.
+    pub capacity: SelectedCapacity,
+    /// How much of that provider's reserved capacity open holds keep, at its peak over the
+    /// window (berth).
+    pub held: CapacityLevels,
+}
+
 /// The members of the `query-capacity` answer.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct CapacityAnswer {
@@ -137,6 +169,11 @@ pub struct CapacityAnswer {
     /// a lease. Zeros when nothing is held.
     #[serde(default)]
     pub held: CapacityLevels,
+    /// The same per provider (berth): berth's own capacity (`local`) when it has some in the
+    /// zone, then each provider cloud with resources there, by id; only the provider asked
+    /// for, when the query names one. The figures of the providers add up to `capacity`.
+    #[serde(default)]
+    pub providers: Vec<ProviderCapacity>,
 }
 
 /// The window of an ETSI capacity query: dates are RFC 3339, `YYYY-MM-DD HH:MM` (UTC) or
@@ -293,6 +330,12 @@ pub struct EtsiCapacityQuery {
     /// The shape or volume size whose instances to count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_criteria: Option<ResourceCriteria>,
+    /// Only this provider's capacity (berth): a provider cloud's id (`add-provider`'s
+    /// `provider-id`, or `ResourceProvider:<id>`), or `local` for berth's own (its hosts and
+    /// floating IPs). Absent: every provider's, and the answer's `providers` says what each
+    /// holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<Text>,
 }
 
 /// The window of a Promise RPC: dates are RFC 3339, `YYYY-MM-DD HH:MM` (UTC) or `now`.
@@ -339,4 +382,17 @@ pub struct QueryCapacity {
     /// `ResourceReservation:`-prefixed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without: Option<Names>,
+    /// Only this provider's capacity: a provider cloud's id (`add-provider`'s `provider-id`, or
+    /// `ResourceProvider:<id>`), or `local` for berth's own (its hosts and floating IPs).
+    /// Absent: every provider's, and the answer's `providers` says what each holds.
+    #[serde(
+        rename = "provider-id",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provider_id: Option<Text>,
+    /// The seed's way to name the provider, read when `provider-id` is absent:
+    /// `ResourceProvider:<id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Text>,
 }

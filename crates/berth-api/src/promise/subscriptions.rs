@@ -61,6 +61,10 @@ pub enum SubscriptionTopic {
         threshold: SubscriptionThreshold,
         /// Whether the condition held at the last evaluation.
         triggered: Option<bool>,
+        /// The provider whose capacity is watched: a provider cloud's id, or `local` for
+        /// berth's own (absent: every provider's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_id: Option<String>,
     },
 }
 
@@ -228,6 +232,10 @@ pub struct CapacityNotification {
     pub notification_id: String,
     /// `CapacityChange`.
     pub notification_type: String,
+    /// The provider watched: a provider cloud's id, or `local` for berth's own capacity
+    /// (absent: every provider's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
     /// The resource type id watched.
     pub resource_descriptor: ResourceDescriptor,
     /// The threshold.
@@ -312,6 +320,11 @@ pub struct SubscribeCapacity {
     /// The zone (absent: every zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone_id: Option<Text>,
+    /// Only this provider's capacity (berth): a provider cloud's id (`add-provider`'s
+    /// `provider-id`, or `ResourceProvider:<id>`), or `local` for berth's own (its hosts and
+    /// floating IPs). Absent: every provider's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<Text>,
     /// The threshold (required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<ThresholdRequest>,

@@ -23,7 +23,7 @@ use crate::model::lease::{Affinity, ReservationSpec};
 use crate::model::ledger::{Hold, Ledger, Peak, Window, address_slot};
 use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
-use crate::query::capacity::{check_zone, excluded, in_zone};
+use crate::query::capacity::{Scope, check_scope, excluded};
 use crate::query::filter::Filter;
 use crate::query::properties::host_property;
 use crate::rejection::{Refusal, Rejection, Shortfall};
@@ -741,11 +741,23 @@ pub fn instances_that_fit(
     size: &[(ResourceClass, u64)],
     without: &[Uuid],
 ) -> Result<u64, Rejection> {
-    check_zone(catalog, zone)?;
+    instances_that_fit_in(catalog, Scope::zone(zone), window, size, without)
+}
+
+/// How many instances of `size` could be reserved on the hosts of `scope` over the whole
+/// `window`, counted as [`instances_that_fit`] counts them.
+pub fn instances_that_fit_in(
+    catalog: &Catalog,
+    scope: Scope<'_>,
+    window: Window,
+    size: &[(ResourceClass, u64)],
+    without: &[Uuid],
+) -> Result<u64, Rejection> {
+    check_scope(catalog, scope)?;
     let skip: Vec<ReservationId> = excluded(catalog, without).into_iter().collect();
     Ok(catalog
         .providers()
-        .filter(|p| p.is_up() && in_zone(p, zone) && p.host().is_some_and(|h| h.reservable))
+        .filter(|p| p.is_up() && scope.holds(p) && p.host().is_some_and(|h| h.reservable))
         .map(|p| u64::from(slots_on(catalog, p, window, size, &skip)))
         .sum())
 }

@@ -10,8 +10,8 @@
 use crate::catalog::{Catalog, provider_cloud_of};
 use crate::change::{Change, record};
 use crate::limits::{
-    PROVIDER_CLOUD_ERROR_LEN_MAX, PROVIDER_CLOUD_PROVIDERS_MAX, PROVIDER_NAME_LEN_MAX,
-    TREE_DEPTH_MAX,
+    PROVIDER_CLOUD_ERROR_LEN_MAX, PROVIDER_CLOUD_PROVIDERS_MAX, PROVIDER_CLOUDS_MAX,
+    PROVIDER_NAME_LEN_MAX, TREE_DEPTH_MAX,
 };
 use crate::model::cloud::{
     PROVIDER_CLOUD_ATTRIBUTE, ProviderCloud, REMOTE_GENERATION_ATTRIBUTE, REMOTE_UUID_ATTRIBUTE,
@@ -29,14 +29,18 @@ use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
-/// Registers `cloud`. Its id must be new, and no registered cloud may have the same Keystone
-/// endpoint, user, project and region (the same cloud twice would count its capacity twice).
+/// Registers `cloud`. Its id must be new, no registered cloud may have the same Keystone
+/// endpoint, user, project and region (the same cloud twice would count its capacity twice),
+/// and at most [`PROVIDER_CLOUDS_MAX`] are registered.
 pub fn add_provider_cloud(
     catalog: &Catalog,
     cloud: ProviderCloud,
 ) -> Result<Vec<Change>, Rejection> {
     if catalog.provider_cloud(cloud.id).is_some() {
         return Err(Rejection::ProviderCloudExists(cloud.id));
+    }
+    if catalog.provider_clouds().count() >= PROVIDER_CLOUDS_MAX {
+        return Err(Rejection::TooMany("provider clouds"));
     }
     let same = catalog.provider_clouds().find(|c| {
         c.auth_url == cloud.auth_url
@@ -638,6 +642,26 @@ mod tests {
             Err(Rejection::ProviderCloudNotFound(Uuid::from_u128(1)))
         );
         catalog.check_invariants().expect("invariants");
+    }
+
+    #[test]
+    fn at_most_provider_clouds_max_are_registered() {
+        let mut catalog = Catalog::default();
+        for n in 0..PROVIDER_CLOUDS_MAX {
+            let user = format!("user{n}");
+            let changes = add_provider_cloud(&catalog, cloud(n as u128 + 1, &user)).expect("room");
+            catalog.apply(&changes);
+        }
+        assert_eq!(catalog.provider_clouds().count(), PROVIDER_CLOUDS_MAX);
+        assert_eq!(
+            add_provider_cloud(&catalog, cloud(10_000, "one more")),
+            Err(Rejection::TooMany("provider clouds"))
+        );
+        let removed =
+            remove_provider_cloud(&catalog, Uuid::from_u128(1), false, Instant::from_micros(0))
+                .expect("removed");
+        catalog.apply(&removed);
+        add_provider_cloud(&catalog, cloud(10_000, "one more")).expect("room again");
     }
 
     fn registered() -> Catalog {

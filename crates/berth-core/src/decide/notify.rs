@@ -8,7 +8,7 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
-use crate::decide::admission::instances_that_fit;
+use crate::decide::admission::instances_that_fit_in;
 use crate::limits::{DELIVERY_ATTEMPTS_MAX, SUBSCRIPTIONS_PER_PROJECT_MAX};
 use crate::model::capacity::{Figures, measure_of};
 use crate::model::id::LeaseId;
@@ -19,12 +19,12 @@ use crate::model::notify::{
     reservation_body, retry_delay, wants,
 };
 use crate::model::time::Instant;
-use crate::query::capacity;
+use crate::query::capacity::{self, Scope};
 use crate::rejection::Rejection;
 use uuid::Uuid;
 
-/// Records a new subscription. What it names must exist: the zone and flavor of a capacity
-/// threshold, and the leases of a reservation filter, which must be of `scope`'s project
+/// Records a new subscription. What it names must exist: the zone, provider cloud and flavor of
+/// a capacity threshold, and the leases of a reservation filter, which must be of `scope`'s project
 /// (`None`: an admin, any).
 pub fn subscribe(
     catalog: &Catalog,
@@ -39,8 +39,17 @@ pub fn subscribe(
         return Err(Rejection::TooMany("subscriptions"));
     }
     match &subscription.topic {
-        Topic::Capacity { zone, flavor, .. } => {
-            capacity::check_zone(catalog, zone.as_deref())?;
+        Topic::Capacity {
+            zone,
+            flavor,
+            origin,
+            ..
+        } => {
+            let scope = Scope {
+                zone: zone.as_deref(),
+                origin: *origin,
+            };
+            capacity::check_scope(catalog, scope)?;
             if let Some(flavor) = flavor
                 && catalog.flavor(flavor).is_none()
             {
@@ -153,24 +162,30 @@ pub fn expand(
     changes
 }
 
-/// The figures a capacity subscription watches, now.
+/// The figures a capacity subscription watches, now, over its zone's providers of its origin
+/// (`None` when a zone or cloud it names is gone).
 fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> Option<Figures> {
     let Topic::Capacity {
         resource,
         type_id,
         zone,
         flavor,
+        origin,
         ..
     } = &subscription.topic
     else {
         return None;
+    };
+    let scope = Scope {
+        zone: zone.as_deref(),
+        origin: *origin,
     };
     let window = Window::new(now, Instant::from_micros(now.as_micros() + 1))?;
     if let Some(flavor) = flavor {
         let flavor = catalog.flavor(flavor)?;
         let size =
             crate::model::lease::instance_amounts(flavor.vcpus, flavor.ram_mb, flavor.disk_gb, 1);
-        let fit = instances_that_fit(catalog, zone.as_deref(), window, &size, &[]).ok()?;
+        let fit = instances_that_fit_in(catalog, scope, window, &size, &[]).ok()?;
         let fit = i64::try_from(fit).unwrap_or(i64::MAX);
         return Some(Figures {
             total: fit,
@@ -180,7 +195,7 @@ fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> 
         });
     }
     let measure = measure_of(*resource, type_id)?;
-    capacity::series(catalog, zone.as_deref(), window, &measure, &[])
+    capacity::series_in(catalog, scope, window, &measure, &[])
         .ok()
         .map(|s| s.summary())
 }
@@ -198,12 +213,13 @@ fn threshold_body(
         type_id,
         zone,
         flavor,
+        origin,
         ..
     } = &subscription.topic
     else {
         return serde_json::Value::Null;
     };
-    serde_json::json!({
+    let mut body = serde_json::json!({
         "flavorId": flavor,
         "notificationId": id,
         "notificationType": "CapacityChange",
@@ -220,7 +236,16 @@ fn threshold_body(
             "value": threshold.value,
         },
         "crossing": if entered { "entered" } else { "left" },
-    })
+    });
+    // Only a subscription naming a provider says which: the bodies of the others are as they
+    // were before provider clouds.
+    if let (Some(origin), serde_json::Value::Object(members)) = (origin, &mut body) {
+        members.insert(
+            "providerId".to_owned(),
+            serde_json::Value::String(origin.to_string()),
+        );
+    }
+    body
 }
 
 /// The outbox entry of a capacity notification: it names the subscription, and its details are

@@ -61,6 +61,34 @@ pub struct ProviderCloud {
     pub sync: CloudSync,
 }
 
+/// Whose capacity a question is about: berth's own (the providers it was not given by a provider
+/// cloud, and its floating IPs) or one provider cloud's (the providers imported from it).
+/// Ordered as answers list them: berth's own first, then the clouds by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// berth's own capacity.
+    Local,
+    /// The capacity of the provider cloud with this id.
+    Cloud(Uuid),
+}
+
+impl Origin {
+    /// The name of berth's own capacity where a provider id is expected (Promise's
+    /// `provider-id`).
+    pub const LOCAL_NAME: &'static str = "local";
+}
+
+impl std::fmt::Display for Origin {
+    /// `local`, or the cloud's id: what answers give as the provider id.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Local => f.write_str(Origin::LOCAL_NAME),
+            Origin::Cloud(id) => write!(f, "{id}"),
+        }
+    }
+}
+
 /// The attribute that marks a provider as imported from a provider cloud: the cloud's id.
 pub const PROVIDER_CLOUD_ATTRIBUTE: &str = "provider_cloud";
 /// The attribute naming an imported provider's uuid in its cloud's Placement.

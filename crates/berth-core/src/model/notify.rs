@@ -15,6 +15,7 @@
 //! threshold, at least 1), so capacity hovering at the threshold makes no storm.
 
 use crate::model::capacity::Figures;
+use crate::model::cloud::Origin;
 use crate::model::id::LeaseId;
 use crate::model::lease::LeaseRecord;
 use crate::model::promise::PromiseKind;
@@ -170,6 +171,10 @@ pub enum Topic {
         /// now (`available` only).
         #[serde(default)]
         flavor: Option<String>,
+        /// Whose capacity: berth's own or one provider cloud's (`None`: every origin).
+        /// Subscriptions stored before it was read have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<Origin>,
     },
 }
 

@@ -15,9 +15,17 @@
 //! Over the whole window (the `capacityInformation` of a query), `available` and `total` are
 //! their minimum over the window and `reserved` and `allocated` their maximum: what can be
 //! promised for the whole window, and the most that is taken at any instant.
+//!
+//! A query looks at a [`Scope`] of providers: a zone (or every zone) and an [`Origin`] (berth's
+//! own capacity, one provider cloud's, or both). berth's floating IPs are its own: their
+//! addresses count for its own capacity and never for a cloud's. Providers of one origin are
+//! never another's, so the figures of the origins add up to those of the scope without one;
+//! a lease or a consumer holding providers of two origins is counted in each, in the
+//! instance and volume counts and in the leases a vector lists.
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, provider_cloud_of};
 use crate::model::capacity::{Figures, Measure, Series};
+use crate::model::cloud::Origin;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
 use crate::model::lease::LeaseStatus;
 use crate::model::ledger::{Window, address_slot};
@@ -25,7 +33,7 @@ use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use uuid::Uuid;
 
 /// A zone capacity queries may name: its hosts and the classes its providers have inventory
@@ -105,6 +113,60 @@ pub fn check_zone(catalog: &Catalog, zone: Option<&str>) -> Result<(), Rejection
 /// Whether `provider` is in `zone` (`None`: every zone).
 pub(crate) fn in_zone(provider: &Provider, zone: Option<&str>) -> bool {
     zone.is_none_or(|z| provider.availability_zone() == Some(z))
+}
+
+/// The origin of `provider`'s capacity: the cloud it was imported from, or berth's own.
+pub fn origin_of(provider: &Provider) -> Origin {
+    match provider_cloud_of(provider) {
+        Some(cloud) => Origin::Cloud(cloud),
+        None => Origin::Local,
+    }
+}
+
+/// The providers a capacity question counts: those of a zone and of an origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Scope<'a> {
+    /// The zone (`None`: every zone).
+    pub zone: Option<&'a str>,
+    /// The origin (`None`: every origin).
+    pub origin: Option<Origin>,
+}
+
+impl<'a> Scope<'a> {
+    /// Every provider of `zone` (`None`: every zone), whatever its origin.
+    pub fn zone(zone: Option<&'a str>) -> Scope<'a> {
+        Scope { zone, origin: None }
+    }
+
+    /// Whether `provider` is in the scope.
+    pub fn holds(&self, provider: &Provider) -> bool {
+        in_zone(provider, self.zone) && self.origin.is_none_or(|o| origin_of(provider) == o)
+    }
+
+    /// Whether berth's floating IPs count: they are berth's own capacity.
+    fn counts_addresses(&self) -> bool {
+        match self.origin {
+            None | Some(Origin::Local) => true,
+            Some(Origin::Cloud(_)) => false,
+        }
+    }
+
+    /// Whether the scope is the whole catalog.
+    fn is_everything(&self) -> bool {
+        self.zone.is_none() && self.origin.is_none()
+    }
+}
+
+/// Checks a scope: its zone must be some provider's ([`check_zone`]) and the cloud it names
+/// must be registered.
+pub fn check_scope(catalog: &Catalog, scope: Scope<'_>) -> Result<(), Rejection> {
+    check_zone(catalog, scope.zone)?;
+    match scope.origin {
+        Some(Origin::Cloud(id)) if catalog.provider_cloud(id).is_none() => {
+            Err(Rejection::ProviderCloudNotFound(id))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Usable capacity of `class` on `provider` (`(total - reserved) * allocation_ratio`), 0 without
@@ -224,13 +286,26 @@ pub fn series(
     measure: &Measure,
     without: &[Uuid],
 ) -> Result<Series, Rejection> {
-    check_zone(catalog, zone)?;
+    series_in(catalog, Scope::zone(zone), window, measure, without)
+}
+
+/// The capacity of `measure` on the providers of `scope` over `window`, leaving out the leases
+/// (or reservations) in `without`.
+pub fn series_in(
+    catalog: &Catalog,
+    scope: Scope<'_>,
+    window: Window,
+    measure: &Measure,
+    without: &[Uuid],
+) -> Result<Series, Rejection> {
+    check_scope(catalog, scope)?;
     let skip = excluded(catalog, without);
     let mut deltas = Deltas::new(window);
     let class = match measure {
         Measure::Class(class) => class,
         Measure::Addresses => {
-            for fip in catalog.floating_ips().filter(|f| f.reservable) {
+            let counted = scope.counts_addresses();
+            for fip in catalog.floating_ips().filter(|f| counted && f.reservable) {
                 deltas.add(window.start(), window.end(), TOTAL, 1);
                 for hold in catalog.ledger().holds_on(address_slot(fip.id), window) {
                     if !skip.contains(&hold.reservation) {
@@ -241,14 +316,11 @@ pub fn series(
             return Ok(deltas.series());
         }
         Measure::Instances | Measure::Volumes => {
-            counts(catalog, zone, measure, &skip, &mut deltas);
+            counts(catalog, scope, measure, &skip, &mut deltas);
             return Ok(deltas.series());
         }
     };
-    for provider in catalog
-        .providers()
-        .filter(|p| p.is_up() && in_zone(p, zone))
-    {
+    for provider in catalog.providers().filter(|p| p.is_up() && scope.holds(p)) {
         if !provider.inventories().contains_key(class) {
             continue;
         }
@@ -278,7 +350,7 @@ pub fn series(
     let zoned = |host: ProviderId| {
         catalog
             .provider(host)
-            .is_some_and(|p| p.is_up() && in_zone(p, zone) && p.inventories().contains_key(class))
+            .is_some_and(|p| p.is_up() && scope.holds(p) && p.inventories().contains_key(class))
     };
     for reservation in &skip {
         for hold in catalog
@@ -314,7 +386,7 @@ pub fn series(
     Ok(deltas.series())
 }
 
-/// Instances or volumes, counted, over the providers of `zone` that hold them (in service, with
+/// Instances or volumes, counted, over the providers of `scope` that hold them (in service, with
 /// `VCPU` for instances and `DISK_GB` for volumes):
 /// - `total` is the sum of their limits (`max_instances`, `max_volumes`);
 /// - `allocated` counts the consumers on them: every consumer allocating `VCPU` there for
@@ -328,7 +400,7 @@ pub fn series(
 /// memory and disk, as in Nova, where the instance limit is a scheduler filter.
 fn counts(
     catalog: &Catalog,
-    zone: Option<&str>,
+    scope: Scope<'_>,
     measure: &Measure,
     skip: &HashSet<ReservationId>,
     deltas: &mut Deltas,
@@ -338,7 +410,7 @@ fn counts(
         .expect("invariant: a standard class");
     let hosts: HashSet<ProviderId> = catalog
         .providers()
-        .filter(|p| p.is_up() && in_zone(p, zone) && p.inventories().contains_key(&class))
+        .filter(|p| p.is_up() && scope.holds(p) && p.inventories().contains_key(&class))
         .map(|p| {
             let limit = match instances {
                 true => crate::model::capacity::instance_limit(p),
@@ -405,10 +477,30 @@ pub const VOLUME: &str = "VOLUME";
 pub struct Extent {
     /// The zone (`None`: every zone).
     pub zone: Option<String>,
+    /// Whose capacity: berth's own or one provider cloud's (`None`: every origin).
+    pub origin: Option<Origin>,
     /// The window.
     pub window: Window,
     /// Leases (or reservations) left out, as if they did not exist.
     pub without: Vec<Uuid>,
+}
+
+impl Extent {
+    /// The providers it looks at.
+    pub fn scope(&self) -> Scope<'_> {
+        Scope {
+            zone: self.zone.as_deref(),
+            origin: self.origin,
+        }
+    }
+
+    /// The same extent, restricted to `origin`.
+    pub fn of_origin(&self, origin: Origin) -> Extent {
+        Extent {
+            origin: Some(origin),
+            ..self.clone()
+        }
+    }
 }
 
 /// One figure of each member of Promise's capacity vector.
@@ -490,39 +582,30 @@ impl VectorCapacity {
 
 /// The capacity of Promise's vector within `extent`.
 pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Rejection> {
-    let zone = extent.zone.as_deref();
-    let of = |name: &str| {
-        let class = ResourceClass::parse(name).expect("invariant: standard class names parse");
-        series(
-            catalog,
-            zone,
-            extent.window,
-            &Measure::Class(class),
-            &extent.without,
-        )
+    let scope = extent.scope();
+    let of = |measure: Measure| series_in(catalog, scope, extent.window, &measure, &extent.without);
+    let class = |name: &str| {
+        Measure::Class(ResourceClass::parse(name).expect("invariant: standard class names parse"))
+    };
+    // A host of a lease is a provider, or a floating IP's address slot (berth's own).
+    let in_scope = |host: ProviderId| match catalog.provider(host) {
+        Some(p) => scope.holds(p),
+        None => scope.zone.is_none() && scope.counts_addresses(),
     };
     Ok(VectorCapacity {
-        cores: of("VCPU")?,
-        ram: of("MEMORY_MB")?,
-        gigabytes: of("DISK_GB")?,
-        addresses: series(
-            catalog,
-            zone,
-            extent.window,
-            &Measure::Addresses,
-            &extent.without,
-        )?,
+        cores: of(class("VCPU"))?,
+        ram: of(class("MEMORY_MB"))?,
+        gigabytes: of(class("DISK_GB"))?,
+        addresses: of(Measure::Addresses)?,
         collections: catalog
             .leases()
             .filter(|l| l.holds_capacity() && l.window().overlaps(&extent.window))
             .filter(|l| !extent.without.contains(&l.id.uuid()))
             .filter(|l| {
-                zone.is_none()
-                    || l.reservations.iter().any(|r| {
-                        r.hosts
-                            .iter()
-                            .any(|(h, _)| catalog.provider(*h).is_some_and(|p| in_zone(p, zone)))
-                    })
+                scope.is_everything()
+                    || l.reservations
+                        .iter()
+                        .any(|r| r.hosts.iter().any(|(h, _)| in_scope(*h)))
             })
             .map(|l| l.id)
             .collect(),
@@ -531,7 +614,7 @@ pub fn vector(catalog: &Catalog, extent: &Extent) -> Result<VectorCapacity, Reje
     })
 }
 
-/// The peak over `extent`'s window of what open holds keep on the zone's providers in service
+/// The peak over `extent`'s window of what open holds keep on the scope's providers in service
 /// (a host held whole counts its whole capacity), per member of Promise's vector; the holds
 /// left out aside.
 fn held(catalog: &Catalog, extent: &Extent) -> Levels {
@@ -548,11 +631,11 @@ fn held(catalog: &Catalog, extent: &Extent) -> Levels {
 }
 
 /// How much of `measure`'s reserved figure open holds (leases in `HELD`) keep, at its peak over
-/// `extent`'s window (berth), on the zone's providers in service (a host held whole counts its
-/// whole capacity), the holds left out aside; `None` for the counts (instances, volumes), which
-/// holds do not ask for.
+/// `extent`'s window (berth), on the scope's providers in service (a host held whole counts its
+/// whole capacity; a floating IP counts for berth's own capacity), the holds left out aside;
+/// `None` for the counts (instances, volumes), which holds do not ask for.
 pub fn held_of(catalog: &Catalog, extent: &Extent, measure: &Measure) -> Option<i64> {
-    let zone = extent.zone.as_deref();
+    let scope = extent.scope();
     let window = extent.window;
     let class = match measure {
         Measure::Class(class) => Some(class),
@@ -569,9 +652,9 @@ pub fn held_of(catalog: &Catalog, extent: &Extent, measure: &Measure) -> Option<
             let provider = catalog.provider(hold.host);
             let amount = match (class, provider) {
                 // A floating IP's address slot.
-                (None, None) => 1,
+                (None, None) if scope.counts_addresses() => 1,
                 (Some(class), Some(p))
-                    if p.is_up() && in_zone(p, zone) && p.inventories().contains_key(class) =>
+                    if p.is_up() && scope.holds(p) && p.inventories().contains_key(class) =>
                 {
                     match hold.exclusive {
                         true => usable(p, class),
@@ -590,22 +673,97 @@ pub fn held_of(catalog: &Catalog, extent: &Extent, measure: &Measure) -> Option<
     Some(deltas.series().summary().reserved)
 }
 
-/// The planned capacity changes in force in `extent`'s window on a provider of its zone, oldest
+/// The planned capacity changes in force in `extent`'s window on a provider of its scope, oldest
 /// first (those left out aside).
 fn pools_in(catalog: &Catalog, extent: &Extent) -> Vec<Uuid> {
-    let zone = extent.zone.as_deref();
+    let scope = extent.scope();
     let mut pools: Vec<_> = catalog
         .pools()
         .filter(|pool| pool.window().overlaps(&extent.window))
         .filter(|pool| !extent.without.contains(&pool.id))
         .filter(|pool| {
-            pool.deltas.iter().any(|(provider, _, _)| {
-                catalog
-                    .provider(*provider)
-                    .is_some_and(|p| in_zone(p, zone))
-            })
+            pool.deltas
+                .iter()
+                .any(|(provider, _, _)| catalog.provider(*provider).is_some_and(|p| scope.holds(p)))
         })
         .collect();
     pools.sort_by_key(|pool| (pool.created_at, pool.id));
     pools.into_iter().map(|pool| pool.id).collect()
+}
+
+/// The origins whose capacity `extent` looks at: its own origin when it names one; else
+/// berth's own when a provider of its zone is berth's or a floating IP is registered, then
+/// each provider cloud with providers in its zone, by id. A cloud named must be registered.
+/// As many as the registered clouds and one (at most
+/// [`PROVIDER_CLOUDS_MAX`](crate::limits::PROVIDER_CLOUDS_MAX) and one), found in one pass
+/// over the providers. Providers left by a cloud since removed count in the figures of every
+/// origin together and in no single origin's.
+pub fn origins(catalog: &Catalog, extent: &Extent) -> Result<Vec<Origin>, Rejection> {
+    check_scope(catalog, extent.scope())?;
+    if let Some(origin) = extent.origin {
+        return Ok(vec![origin]);
+    }
+    let zone = extent.zone.as_deref();
+    let mut found: BTreeSet<Origin> = catalog
+        .providers()
+        .filter(|p| in_zone(p, zone))
+        .map(origin_of)
+        // A provider naming a cloud no longer registered is in no cloud's scope.
+        .filter(|origin| match origin {
+            Origin::Local => true,
+            Origin::Cloud(id) => catalog.provider_cloud(*id).is_some(),
+        })
+        .collect();
+    if catalog.floating_ips().next().is_some() {
+        found.insert(Origin::Local);
+    }
+    assert!(found.len() <= catalog.provider_clouds().count() + 1);
+    Ok(found.into_iter().collect())
+}
+
+/// Whether the answer of `extent` is that of `origin` alone: the extent names it, or every
+/// provider of its zone is of that origin (and, for a cloud, berth has no floating IP).
+fn is_whole(catalog: &Catalog, extent: &Extent, origin: Origin) -> bool {
+    match extent.origin {
+        Some(named) => named == origin,
+        None => {
+            let zone = extent.zone.as_deref();
+            let addresses = origin == Origin::Local || catalog.floating_ips().next().is_none();
+            addresses
+                && catalog
+                    .providers()
+                    .filter(|p| in_zone(p, zone))
+                    .all(|p| origin_of(p) == origin)
+        }
+    }
+}
+
+/// `answer` within `extent` and within `extent` restricted to each of its origins
+/// ([`origins`]), the whole first. An origin that has the whole scope to itself gets the
+/// whole's answer, computed once: a catalog without provider clouds pays nothing more.
+pub fn by_origin<T: Clone>(
+    catalog: &Catalog,
+    extent: &Extent,
+    answer: impl Fn(&Extent) -> Result<T, Rejection>,
+) -> Result<(T, Vec<(Origin, T)>), Rejection> {
+    let origins = origins(catalog, extent)?;
+    let whole = answer(extent)?;
+    let parts = match origins.as_slice() {
+        [sole] if is_whole(catalog, extent, *sole) => vec![(*sole, whole.clone())],
+        _ => origins
+            .into_iter()
+            .map(|origin| Ok((origin, answer(&extent.of_origin(origin))?)))
+            .collect::<Result<_, Rejection>>()?,
+    };
+    Ok((whole, parts))
+}
+
+/// The capacity of Promise's vector within `extent`, per origin ([`origins`]): each origin's
+/// vector is that of `extent` restricted to it, and without an origin in `extent` their
+/// figures add up to [`vector`]'s.
+pub fn vector_by_origin(
+    catalog: &Catalog,
+    extent: &Extent,
+) -> Result<Vec<(Origin, VectorCapacity)>, Rejection> {
+    by_origin(catalog, extent, |extent| vector(catalog, extent)).map(|(_, parts)| parts)
 }

@@ -30,6 +30,7 @@ mod placement_providers;
 mod placement_traits;
 mod postgres;
 mod promise;
+mod provider_capacity;
 mod provider_clouds;
 mod provider_instances;
 mod provider_sync;

@@ -7,8 +7,7 @@
 //! clears that by itself when it returns. While nothing changes, a read costs one listing.
 
 use crate::blazar_leases::{LEASES, enroll, rfc3339, tomorrow};
-pub(crate) use crate::provider_clouds::until;
-use crate::provider_clouds::{PASSWORD, PATIENCE};
+use crate::provider_clouds::{PASSWORD, PATIENCE, until};
 use crate::support::{Options, TestApp, free_port};
 use axum::Json;
 use axum::extract::State;

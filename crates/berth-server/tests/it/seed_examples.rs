@@ -443,7 +443,7 @@ async fn every_seed_example_works_as_written() {
                 // instance on it, so it waits for that read.
                 let id = ctx.apply(&json!("f25ed9cb-de57-43d5-9b4a-a389a1397302"));
                 let id = id.as_str().expect("the captured provider id");
-                crate::provider_sync::until(&app, id, "the registered cloud read", |p| {
+                crate::provider_clouds::until(&app, id, "the registered cloud read", |p| {
                     p["sync"]["state"] == "ok"
                 })
                 .await;

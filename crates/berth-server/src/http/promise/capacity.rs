@@ -3,10 +3,14 @@
 //! `Berth::capacity` or `Berth::capacity_vector` (over [`berth_core::query::capacity`]: the
 //! four figures over a window, `available` being its minimum over the window, and on request the
 //! step function of each, `utilization`) and renders the answer.
+//!
+//! Both take a provider (`provider-id`, `providerId`: a provider cloud's id or `local` for
+//! berth's own capacity) and answer, beside the figures of the scope, each provider's share of
+//! them in `providers`.
 
 use super::wire::{
-    Input, RpcInput, documented, flag, names, object, rpc_error, rpc_read_error, size, text, time,
-    uuids,
+    Input, RpcInput, documented, flag, names, object, provider_of, rpc_error, rpc_read_error, size,
+    text, time, uuids,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -18,14 +22,15 @@ use axum::extract::{Path, State};
 use axum::http::{Method, StatusCode};
 use berth_api::promise::{
     CapacityAnswer, CapacityInformation, CapacityLevels, CapacityQueryResult, CapacityStep,
-    EtsiCapacityQuery, Figures as FigureSet, FiguresStep, InstancesAvailable, Names, QueryCapacity,
-    RpcAnswer, SelectedCapacity, TimePeriod,
+    EtsiCapacityQuery, Figures as FigureSet, FiguresStep, InstancesAvailable, Names,
+    ProviderCapacity, ProviderCapacityInformation, QueryCapacity, RpcAnswer, SelectedCapacity,
+    TimePeriod,
 };
-use berth_app::{Asked, Capacity, CapacityQuery};
+use berth_app::{Asked, Capacity, CapacityQuery, Measured};
 use berth_core::Instant;
 use berth_core::model::capacity::{Figures, Series};
 use berth_core::model::ledger::Window;
-use berth_core::query::capacity::{Extent, Levels, held_of};
+use berth_core::query::capacity::{Extent, Levels, VectorCapacity};
 use serde_json::{Map, Value};
 
 pub(super) fn register(routes: &mut Routes) {
@@ -135,7 +140,7 @@ fn asked(kind: &str, body: &Map<String, Value>) -> Result<Asked, ApiError> {
 }
 
 /// The members of an ETSI capacity query ([`EtsiCapacityQuery`]).
-const ETSI_QUERY_FIELDS: [&str; 11] = [
+const ETSI_QUERY_FIELDS: [&str; 12] = [
     "zoneId",
     "timePeriod",
     "attributeSelector",
@@ -147,16 +152,19 @@ const ETSI_QUERY_FIELDS: [&str; 11] = [
     "networkResourceTypeId",
     "storageResourceTypeId",
     "resourceCriteria",
+    "providerId",
 ];
 
 /// The members of `query-capacity` ([`QueryCapacity`]).
-const QUERY_FIELDS: [&str; 6] = [
+const QUERY_FIELDS: [&str; 8] = [
     "window",
     "capacity",
     "zone",
     "show-utilization",
     "showUtilization",
     "without",
+    "provider-id",
+    "source",
 ];
 
 const SELECTORS: [&str; 4] = ["available", "reserved", "total", "allocated"];
@@ -227,36 +235,27 @@ async fn etsi_query(
     let zone = text(&body, "zoneId")?;
     let keep = selectors(&body)?;
     let utilization = show_utilization(&body, false)?;
-    let without = uuids(&body, "without")?;
-    let asked = asked(&kind, &body)?;
-    let held_measure = match &asked {
-        Asked::Measure(measure) => Some(measure.clone()),
-        _ => None,
-    };
     let query = CapacityQuery {
         extent: Extent {
             zone: zone.clone(),
+            origin: provider_of(&body, &["providerId"])?,
             window,
-            without,
+            without: uuids(&body, "without")?,
         },
-        asked,
+        asked: asked(&kind, &body)?,
     };
-    let extent = query.extent.clone();
-    let capacity = state.berth.capacity(query).await?;
-    let held = held_measure.and_then(|measure| {
-        state
-            .berth
-            .read_local(|catalog| held_of(catalog, &extent, &measure))
-    });
-    let (information, steps) = match capacity {
-        Capacity::Instances(fit) => (
-            CapacityInformation::Instances(InstancesAvailable { available: fit }),
-            None,
-        ),
-        Capacity::Figures(series) => (
-            CapacityInformation::Figures(figures_json(&series.summary(), &keep)),
-            utilization.then(|| utilization_json(&series, &keep)),
-        ),
+    let answer = state.berth.capacity(query).await?;
+    let information = |measured: &Measured| match &measured.capacity {
+        Capacity::Instances(fit) => {
+            CapacityInformation::Instances(InstancesAvailable { available: *fit })
+        }
+        Capacity::Figures(series) => {
+            CapacityInformation::Figures(figures_json(&series.summary(), &keep))
+        }
+    };
+    let steps = match &answer.whole.capacity {
+        Capacity::Figures(series) if utilization => Some(utilization_json(series, &keep)),
+        _ => None,
     };
     Ok(Json(CapacityQueryResult {
         zone_id: zone,
@@ -265,9 +264,18 @@ async fn etsi_query(
             start_time: time(window.start()),
             stop_time: time(window.end()),
         },
-        capacity_information: information,
+        capacity_information: information(&answer.whole),
         utilization: steps,
-        held,
+        held: answer.whole.held,
+        providers: answer
+            .origins
+            .iter()
+            .map(|(origin, measured)| ProviderCapacityInformation {
+                provider_id: origin.to_string(),
+                capacity_information: information(measured),
+                held: measured.held,
+            })
+            .collect(),
     }))
 }
 
@@ -308,37 +316,10 @@ pub(super) fn rpc_window(body: &Map<String, Value>, now: Instant) -> Result<Wind
     window(start, end, now)
 }
 
-/// Answers 201, as the seed's example of `query-capacity` shows (Annex C 12.10).
-async fn rpc_query(
-    State(state): State<AppState>,
-    _caller: Caller,
-    RpcInput(body): RpcInput,
-) -> Result<(StatusCode, Json<RpcAnswer<CapacityAnswer>>), ApiError> {
-    let body = documented(body, &QUERY_FIELDS);
-    let now = state.berth.now();
-    let parsed = (|| {
-        Ok::<_, ApiError>((
-            rpc_window(&body, now)?,
-            selector(&body)?,
-            text(&body, "zone")?,
-            show_utilization(&body, true)?,
-            uuids(&body, "without")?,
-        ))
-    })()
-    .map_err(rpc_error)?;
-    let (window, (name, pick), zone, utilization, without) = parsed;
-    let extent = Extent {
-        zone: zone.clone(),
-        window,
-        without,
-    };
-    let vector = state
-        .berth
-        .capacity_vector(extent)
-        .await
-        .map_err(rpc_read_error)?;
+/// The figure `name` (picked by `pick`) of `vector` over its window, as `capacity` answers it.
+fn selected(name: &str, pick: Pick, vector: &VectorCapacity) -> SelectedCapacity {
     let summary = Some(levels_json(vector.summary(pick)));
-    let capacity = match name {
+    match name {
         "total" => SelectedCapacity {
             total: summary,
             ..SelectedCapacity::default()
@@ -355,7 +336,51 @@ async fn rpc_query(
             available: summary,
             ..SelectedCapacity::default()
         },
+    }
+}
+
+/// Answers 201, as the seed's example of `query-capacity` shows (Annex C 12.10).
+async fn rpc_query(
+    State(state): State<AppState>,
+    _caller: Caller,
+    RpcInput(body): RpcInput,
+) -> Result<(StatusCode, Json<RpcAnswer<CapacityAnswer>>), ApiError> {
+    let body = documented(body, &QUERY_FIELDS);
+    let now = state.berth.now();
+    let parsed = (|| {
+        Ok::<_, ApiError>((
+            rpc_window(&body, now)?,
+            selector(&body)?,
+            text(&body, "zone")?,
+            show_utilization(&body, true)?,
+            uuids(&body, "without")?,
+            provider_of(&body, &["provider-id", "source"])?,
+        ))
+    })()
+    .map_err(rpc_error)?;
+    let (window, (name, pick), zone, utilization, without, origin) = parsed;
+    let extent = Extent {
+        zone: zone.clone(),
+        origin,
+        window,
+        without,
     };
+    let answer = state
+        .berth
+        .capacity_vector(extent)
+        .await
+        .map_err(rpc_read_error)?;
+    let vector = &answer.whole;
+    let providers = answer
+        .origins
+        .iter()
+        .map(|(origin, vector)| ProviderCapacity {
+            provider_id: origin.to_string(),
+            capacity: selected(name, pick, vector),
+            held: levels_json(vector.held),
+        })
+        .collect();
+    let capacity = selected(name, pick, vector);
     let steps = match utilization {
         true => vector
             .steps(pick)
@@ -385,6 +410,7 @@ async fn rpc_query(
                 .collect(),
             utilization: steps,
             held: levels_json(vector.held),
+            providers,
         },
     );
     Ok((StatusCode::CREATED, Json(answer)))

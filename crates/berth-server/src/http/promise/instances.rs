@@ -109,7 +109,7 @@ async fn create(
             image: text(&body, "image")?,
             reservation: uuid_field(&body, "reservation-id")?,
             zone: text(&body, "zone")?,
-            provider: super::rpc::provider_of(&body)?,
+            provider: super::rpc::cloud_of(&body)?,
             project_id: caller.0.project_id.clone(),
             user_id: caller.0.user_id.clone(),
         })

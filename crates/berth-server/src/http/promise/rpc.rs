@@ -5,7 +5,8 @@
 use super::capacity::rpc_window;
 use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
 use super::wire::{
-    RpcInput, count, date, documented, flag, object, rpc_error, size, text, time, uuids,
+    RpcInput, count, date, documented, flag, object, provider_of, rpc_error, size, text, time,
+    uuids,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -25,6 +26,7 @@ use berth_api::promise::{
 use berth_app::{CreateReservation, SEARCH_HORIZON_DEFAULT};
 use berth_core::Instant;
 use berth_core::decide::promise::ReservationChange;
+use berth_core::model::cloud::Origin;
 use berth_core::model::promise::{Ask, PoolAsk, PromiseKind, StorageAsk};
 use berth_core::query::promise::{HeldStep, ReservationQuery, WindowScope};
 use serde_json::{Map, Value};
@@ -140,24 +142,17 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
     }
 }
 
-/// The provider cloud a request is restricted to: `provider-id` (the id, or
-/// `ResourceProvider:<id>`) or the seed's `source: ResourceProvider:<id>`.
-pub(super) fn provider_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
-    let named = match text(body, "provider-id")? {
-        Some(id) => Some(id),
-        None => text(body, "source")?,
-    };
-    named
-        .map(|text| {
-            text.rsplit_once(':')
-                .map_or(text.as_str(), |(_, id)| id)
-                .trim()
-                .parse()
-                .map_err(|_| {
-                    ApiError::bad_request(format!("provider-id {text} is not a provider id"))
-                })
-        })
-        .transpose()
+/// The provider cloud a reservation or an instance is restricted to: `provider-id` (the id, or
+/// `ResourceProvider:<id>`) or the seed's `source: ResourceProvider:<id>`. berth's own capacity
+/// (`local`) is no cloud: a request without a provider may use it.
+pub(super) fn cloud_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
+    match provider_of(body, &["provider-id", "source"])? {
+        None => Ok(None),
+        Some(Origin::Cloud(id)) => Ok(Some(id)),
+        Some(Origin::Local) => Err(ApiError::bad_request(
+            "provider-id local names berth's own capacity: give a provider cloud's id, or none to use any capacity",
+        )),
+    }
 }
 
 /// The hold a reservation is made from (`hold_id`, berth), if any.
@@ -190,7 +185,7 @@ async fn create(
             end: date(&body, "end", now)?,
             expiry: date(&body, "expiry", now)?,
             zone: text(&body, "zone")?,
-            provider: provider_of(&body)?,
+            provider: cloud_of(&body)?,
             priority: priority(&body)?,
             grant: state.authz.policy().grant(&caller.0),
             project_id: caller.0.project_id.clone(),

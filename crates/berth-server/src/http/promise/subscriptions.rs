@@ -7,11 +7,14 @@
 //! notifications are read from the feed, which holds every notification (reservation changes
 //! and capacity thresholds crossed), each visible to its project's members and to admins.
 //!
+//! A capacity subscription may watch one provider's capacity (`providerId`: a provider cloud's
+//! id, or `local` for berth's own); its notifications then name it.
+//!
 //! A `callbackUri` whose host is a literal address the destination policy refuses is refused
 //! here (the policy comes as a request extension); host names are checked at delivery.
 
 use super::reservations::kind_of;
-use super::wire::{Input, documented, number, object, text, time};
+use super::wire::{Input, documented, number, object, provider_of, text, time};
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
@@ -126,6 +129,7 @@ fn subscription_json(s: &Subscription) -> SubscriptionBody {
             zone,
             threshold,
             flavor,
+            origin,
         } => SubscriptionTopic::Capacity {
             flavor_id: flavor.clone(),
             resource_type: resource.as_str().to_owned(),
@@ -140,6 +144,7 @@ fn subscription_json(s: &Subscription) -> SubscriptionBody {
                 },
             },
             triggered: s.triggered,
+            provider_id: origin.map(|o| o.to_string()),
         },
     };
     SubscriptionBody {
@@ -213,12 +218,13 @@ fn threshold(body: &Map<String, Value>) -> Result<Threshold, ApiError> {
 }
 
 /// The members of a capacity subscription ([`SubscribeCapacity`]).
-const CAPACITY_FIELDS: [&str; 9] = [
+const CAPACITY_FIELDS: [&str; 10] = [
     "computeResourceTypeId",
     "networkResourceTypeId",
     "storageResourceTypeId",
     "flavorId",
     "zoneId",
+    "providerId",
     "threshold",
     "callbackUri",
     "authentication",
@@ -261,6 +267,7 @@ async fn capacity(
             zone: text(&body, "zoneId")?,
             threshold,
             flavor,
+            origin: provider_of(&body, &["providerId"])?,
         },
         callback: callback(&body, &destinations)?,
         secret: secret(&body)?,

@@ -13,6 +13,7 @@ use berth_api::promise::{Count, Flag, Names, Text};
 use berth_app::AppError;
 use berth_core::Instant;
 use berth_core::limits::REQUEST_QUANTITY_MAX;
+use berth_core::model::cloud::Origin;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -268,6 +269,35 @@ pub(super) fn reservation_ids<'a>(
                 .ok_or_else(|| ApiError::bad_request(format!("{field}: reservationId is missing")))
         })
         .collect()
+}
+
+/// The provider a request names, from the first of `fields` it gives: a provider cloud's id
+/// (`<uuid>` or `ResourceProvider:<uuid>`, as Promise's `provider-id` and the seed's
+/// `source` give it) or `local` (berth's own capacity); `None` when it names none.
+pub(super) fn provider_of(
+    body: &Map<String, Value>,
+    fields: &[&str],
+) -> Result<Option<Origin>, ApiError> {
+    for field in fields {
+        let Some(named) = text(body, field)? else {
+            continue;
+        };
+        let id = named
+            .rsplit_once(':')
+            .map_or(named.as_str(), |(_, id)| id)
+            .trim();
+        if id.eq_ignore_ascii_case(Origin::LOCAL_NAME) {
+            return Ok(Some(Origin::Local));
+        }
+        return match id.parse() {
+            Ok(id) => Ok(Some(Origin::Cloud(id))),
+            Err(_) => Err(ApiError::bad_request(format!(
+                "{field} {named} is not a provider id: give a provider cloud's id, \
+                 ResourceProvider:<id> or local"
+            ))),
+        };
+    }
+    Ok(None)
 }
 
 /// An ETSI-style timestamp: RFC 3339 in UTC (`2015-09-21T01:00:00Z`).
