@@ -6,9 +6,14 @@
 //
 // Points carry data-series, data-at and data-value (the API's numbers, unformatted) for the
 // end-to-end tests; the summary cards carry the query's capacityInformation.
+//
+// Under the chart, the same figures per provider (the query's `providers`: berth's own hosts,
+// `local`, and each provider cloud whose capacity is in the zone), and, for those allowed to see
+// them (admins), the registered provider clouds with the state of their synchronisation
+// (`/promise/providers`).
 
-import {get} from './api.js';
-import {h, s, replace, formatAmount, formatInt, unitOf, paintSwatches} from './dom.js';
+import {get, getOptional} from './api.js';
+import {h, s, replace, formatAmount, formatInt, unitOf, paintSwatches, shortId} from './dom.js';
 import * as time from './time.js';
 import {tooltip, windowControls} from './timeline.js';
 
@@ -226,6 +231,54 @@ async function zoneCards(zones, resourceClass, win, selected, pick) {
   }));
 }
 
+const LOCAL = 'local';
+
+function providerName(id, clouds) {
+  if (id === LOCAL) return 'berth\'s own hosts';
+  const cloud = clouds.find((c) => c.id === id);
+  return cloud ? `cloud ${shortId(id)} (${cloud.region || 'any region'})` : `cloud ${shortId(id)}`;
+}
+
+/** The figures of each provider whose capacity is in the zone: the query's `providers`. */
+function providerTable(answer, clouds, resourceClass) {
+  const parts = answer.providers || [];
+  if (parts.length < 2 && !parts.some((p) => p.providerId !== LOCAL)) return null;
+  return h('section', {class: 'providers', 'data-role': 'provider-capacity'},
+    h('h2', {}, 'By provider'),
+    h('table', {class: 'data'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'Provider'),
+        SERIES.map((series) => h('th', {class: 'num'}, series.label)))),
+      h('tbody', {}, parts.map((part) => {
+        const info = part.capacityInformation || {};
+        return h('tr', {'data-role': 'provider-figures', 'data-provider': part.providerId},
+          h('td', {title: part.providerId}, providerName(part.providerId, clouds)),
+          SERIES.map((series) => h('td', {class: `num ${series.name === 'available' && info.available <= 0 ? 'alarm' : ''}`,
+            'data-series': series.name, 'data-value': info[series.name]},
+          formatAmount(info[series.name] ?? 0, resourceClass))));
+      }))));
+}
+
+/** The registered provider clouds and their synchronisation (admins only). */
+function cloudTable(clouds) {
+  if (!clouds.length) return null;
+  return h('section', {class: 'providers', 'data-role': 'provider-clouds'},
+    h('h2', {}, 'Provider clouds'),
+    h('table', {class: 'data'},
+      h('thead', {}, h('tr', {}, ['Provider', 'Region', 'State', 'Since', 'Last read', 'Providers', 'Last error']
+        .map((name) => h('th', {}, name)))),
+      h('tbody', {}, clouds.map((cloud) => {
+        const sync = cloud.sync || {};
+        return h('tr', {'data-role': 'provider-cloud', 'data-provider': cloud.id, 'data-state': sync.state},
+          h('td', {title: cloud.id}, shortId(cloud.id)),
+          h('td', {}, cloud.region || ''),
+          h('td', {}, h('span', {class: `badge sync-${sync.state}`}, sync.state || 'pending')),
+          h('td', {}, sync.since ? time.stamp(time.parse(sync.since)) : ''),
+          h('td', {}, sync['last-sync'] ? time.stamp(time.parse(sync['last-sync'])) : 'never'),
+          h('td', {class: 'num'}, formatInt(sync.providers || 0)),
+          h('td', {class: 'muted'}, sync['last-error'] || ''));
+      }))));
+}
+
 function select(name, options, value, onChange, label) {
   return h('label', {class: 'field'}, h('span', {}, label),
     h('select', {name, onchange: (event) => onChange(event.target.value)},
@@ -251,10 +304,12 @@ export async function render(main, ctx) {
     ctx.navigate('capacity', next, {replace: true});
   };
   const path = capacityPath(zone.name, resourceClass, win);
-  const [answer, cards] = await Promise.all([
+  const [answer, cards, registered] = await Promise.all([
     get(path),
     zoneCards(zones, resourceClass, win, zone.name, (name) => go({zone: name})),
+    getOptional('/promise/providers', {providers: []}),
   ]);
+  const clouds = (registered && registered.providers) || [];
   if (!ctx.isCurrent()) return;
   const steps = stepsOf(answer, win);
   const frame = h('div', {class: 'chart-frame'});
@@ -275,6 +330,8 @@ export async function render(main, ctx) {
       h('span', {class: 'key'}, h('span', {class: `key-swatch series ${series.name}`, 'data-color': series.color}),
         `${series.label} — ${series.note}`)))),
     stepTable(steps, resourceClass),
+    providerTable(answer, clouds, resourceClass),
+    cloudTable(clouds),
     h('p', {class: 'muted source'}, 'Source: ', h('code', {}, `GET ${decodeURIComponent(path)}`)));
   const width = Math.max(frame.clientWidth || 1200, 700);
   frame.append(chart(steps, win, width, resourceClass, {zone: zone.name}));

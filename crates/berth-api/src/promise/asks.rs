@@ -133,6 +133,10 @@ pub struct ComputeReservationRequest {
     /// Its priority, 0 to 100 (create only, default 50; ignored on update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Count>,
+    /// The provider cloud whose capacity alone it may hold (its id, or `ResourceProvider:<id>`;
+    /// create only): berth's, any capacity of the zone when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<Text>,
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_group_id: Option<Value>,
@@ -168,6 +172,10 @@ pub struct NetworkReservationRequest {
     /// Its priority, 0 to 100 (create only, default 50; ignored on update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Count>,
+    /// The provider cloud whose capacity alone it may hold (its id, or `ResourceProvider:<id>`;
+    /// create only): berth's, any capacity of the zone when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<Text>,
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_group_id: Option<Value>,
@@ -199,6 +207,10 @@ pub struct StorageReservationRequest {
     /// Its priority, 0 to 100 (create only, default 50; ignored on update).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Count>,
+    /// The provider cloud whose capacity alone it may hold (its id, or `ResourceProvider:<id>`;
+    /// create only): berth's, any capacity of the zone when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<Text>,
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_group_id: Option<Value>,

@@ -238,6 +238,10 @@ pub struct ReservationData {
     /// On create: the priority asked for was lowered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_lowered: Option<PriorityLowered>,
+    /// Whose capacity it holds (berth): `local` for berth's own hosts, else each provider
+    /// cloud's id, in that order; absent while it holds no host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_ids: Vec<String>,
 }
 
 /// The counter-offer of a refused request: the most that fits in the window, and the earliest

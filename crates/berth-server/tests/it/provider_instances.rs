@@ -176,6 +176,11 @@ async fn instances_on_a_provider_cloud_are_written_into_its_placement() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{reserved}");
+    assert_eq!(
+        reserved["reservation"]["providerIds"],
+        json!([id]),
+        "whose capacity it holds: {reserved}"
+    );
     let reservation = reserved["reservation-id"].as_str().expect("id").to_owned();
     let (status, updated) = app
         .post(

@@ -344,6 +344,22 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
     let nil = Uuid::nil().to_string();
     let (status, refused) = reserve_on(&app, Some(("provider-id", &nil)), 1).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
+    // The ETSI create takes providerId alike: the cloud's capacity is all taken.
+    let start = tomorrow();
+    let etsi = |provider: &str| {
+        json!({"startTime": rfc3339(start), "endTime": rfc3339(start + DAY), "zoneId": "RegionOne",
+               "providerId": provider,
+               "computePoolReservation": {"numCpuCores": "1", "numVcInstances": "1",
+                                          "virtualMemSize": "512"}})
+    };
+    let (status, refused) = app
+        .post("/promise/reservation/compute/create", etsi(&id))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    let (status, refused) = app
+        .post("/promise/reservation/compute/create", etsi(&nil))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
     let metrics = app.metrics_text().await;
     assert!(
         metrics.contains(&format!("berth_provider_cloud_up{{provider=\"{id}\"}} 1")),

@@ -206,10 +206,19 @@ fn screenshot_dir() -> PathBuf {
 
 /// The attributes of every element whose `data-role` is `role`, in document order.
 fn elements(html: &str, role: &str) -> Vec<BTreeMap<String, String>> {
-    let needle = format!("data-role=\"{role}\"");
+    tags_with(html, &format!("data-role=\"{role}\""))
+}
+
+/// The attributes of every start tag in `html` that has attribute `name`, in document order.
+fn elements_with(html: &str, name: &str) -> Vec<BTreeMap<String, String>> {
+    tags_with(html, &format!("{name}=\""))
+}
+
+/// The attributes of every start tag of `html` whose text holds `needle`, in document order.
+fn tags_with(html: &str, needle: &str) -> Vec<BTreeMap<String, String>> {
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(found) = html[from..].find(&needle) {
+    while let Some(found) = html[from..].find(needle) {
         let at = from + found;
         let start = html[..at].rfind('<').expect("inside a tag");
         let end = at + html[at..].find('>').expect("a closed tag");
@@ -755,6 +764,11 @@ async fn the_capacity_chart_shows_the_capacity_api_figures() {
     }
     assert_eq!(elements(&html, "summary-value").len(), 4);
     assert_eq!(elements(&html, "step").len(), steps.len(), "the step table");
+    assert!(
+        elements(&html, "provider-capacity").is_empty()
+            && elements(&html, "provider-clouds").is_empty(),
+        "berth's own hosts only: no breakdown by provider"
+    );
     let reserved = steps.iter().filter_map(|s| s["reserved"].as_i64()).max();
     let allocated = steps.iter().filter_map(|s| s["allocated"].as_i64()).max();
     assert!(
@@ -765,6 +779,92 @@ async fn the_capacity_chart_shows_the_capacity_api_figures() {
     browser
         .screenshot(&url, &screenshot_dir().join("capacity.png"), 1_000)
         .await;
+}
+
+/// With a provider cloud's capacity in the zone, the capacity view shows each provider's
+/// figures, as the capacity query's `providers` gives them, and the cloud's synchronisation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_capacity_view_shows_each_providers_figures_and_the_clouds_state() {
+    use crate::provider_sync::{
+        FakeKeystone, local_berth, register_cloud, remote_berth, start_keystone,
+    };
+    let Some(browser) =
+        Browser::find("the_capacity_view_shows_each_providers_figures_and_the_clouds_state")
+    else {
+        return;
+    };
+    let remote = remote_berth(&format!("127.0.0.1:{}", crate::support::free_port()), None).await;
+    let node = remote.create_provider("cn-remote", None).await;
+    remote.set_inventory(&node, 8, 16384).await;
+    let keystone = start_keystone(FakeKeystone {
+        placement: format!("{}/placement", remote.base),
+        issued: std::sync::Arc::default(),
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("dir");
+    let app = local_berth(dir.path()).await;
+    crate::blazar_leases::enroll(&app, "local-1", "RegionOne", 4).await;
+    let id = register_cloud(&app, &keystone).await;
+    crate::provider_clouds::until(&app, &id, "imported", |p| p["sync"]["providers"] == 1).await;
+    let from = rfc3339(now_micros() + HOUR);
+    let to = rfc3339(now_micros() + 2 * HOUR);
+    let url = format!(
+        "{}/ui/#/capacity?zone=RegionOne&class=VCPU&from={from}&to={to}",
+        app.base
+    );
+    let html = browser.dump_dom(&url).await;
+    assert_ready(&html, "capacity");
+    let query = format!(
+        "/promise/capacity/compute/query?zoneId=RegionOne&computeResourceTypeId=VCPU\
+         &timePeriod.startTime={from}&timePeriod.stopTime={to}"
+    );
+    let (status, answer) = app.get(&query, None).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let parts = answer["providers"].as_array().expect("providers");
+    assert_eq!(parts.len(), 2, "berth's own and the cloud's: {answer}");
+    let expected: Vec<(String, String, String)> = parts
+        .iter()
+        .flat_map(|part| {
+            ["allocated", "reserved", "available", "total"].map(|name| {
+                (
+                    part["providerId"].as_str().expect("id").to_owned(),
+                    name.to_owned(),
+                    part["capacityInformation"][name].to_string(),
+                )
+            })
+        })
+        .collect();
+    let rows = elements(&html, "provider-figures");
+    assert_eq!(rows.len(), 2, "a row per provider");
+    assert_eq!(rows[0]["data-provider"], "local");
+    assert_eq!(rows[1]["data-provider"], id);
+    let shown: Vec<(String, String, String)> = html
+        .split("data-role=\"provider-figures\"")
+        .skip(1)
+        .zip(&rows)
+        .flat_map(|(row, attrs)| {
+            let row = row.split("</tr>").next().unwrap_or_default();
+            elements_with(row, "data-series")
+                .into_iter()
+                .map(|cell| {
+                    (
+                        attrs["data-provider"].clone(),
+                        cell["data-series"].clone(),
+                        cell["data-value"].clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        shown, expected,
+        "each provider's figures, as the API answers"
+    );
+    let clouds = elements(&html, "provider-cloud");
+    assert_eq!(clouds.len(), 1, "the registered cloud");
+    assert_eq!(clouds[0]["data-provider"], id);
+    assert_eq!(clouds[0]["data-state"], "ok");
+    drop(remote);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -109,7 +109,7 @@ async fn create(
             image: text(&body, "image")?,
             reservation: uuid_field(&body, "reservation-id")?,
             zone: text(&body, "zone")?,
-            provider: super::rpc::cloud_of(&body)?,
+            provider: super::wire::cloud_of(&body, &["provider-id", "source"])?,
             project_id: caller.0.project_id.clone(),
             user_id: caller.0.user_id.clone(),
         })

@@ -21,6 +21,7 @@ use berth_api::promise::{
 };
 use berth_app::{AppError, CreateReservation, SEARCH_HORIZON_DEFAULT};
 use berth_core::decide::promise::ReservationChange;
+use berth_core::model::cloud::Origin;
 use berth_core::model::lease::{Lease, LeaseStatus};
 use berth_core::model::promise::{
     self, Ask, ContainerAsk, Outcome, PRIORITY_DEFAULT, PoolAsk, PromiseKind, StorageAsk,
@@ -274,7 +275,24 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
                 .collect()
         }),
         priority_lowered: None,
+        provider_ids: providers_held(catalog, lease),
     }
+}
+
+/// Whose capacity `lease` holds: `local` for berth's own hosts first, then each provider cloud's
+/// id.
+fn providers_held(catalog: &Catalog, lease: &Lease) -> Vec<String> {
+    let origins: std::collections::BTreeSet<Option<Uuid>> = lease
+        .reservations
+        .iter()
+        .flat_map(|r| r.hosts.iter())
+        .filter_map(|(host, _)| catalog.provider(*host))
+        .map(berth_core::catalog::provider_cloud_of)
+        .collect();
+    origins
+        .into_iter()
+        .map(|origin| origin.map_or_else(|| Origin::LOCAL_NAME.to_owned(), |id| id.to_string()))
+        .collect()
 }
 
 /// The counter-offer of a refused request: the most that fits in the window, in the request's
@@ -396,11 +414,12 @@ fn storage(body: &Map<String, Value>) -> Result<Option<StorageAsk>, ApiError> {
 }
 
 /// The members every kind's create and update takes (see [`ComputeReservationRequest`]).
-const COMMON_FIELDS: [&str; 7] = [
+const COMMON_FIELDS: [&str; 8] = [
     "startTime",
     "endTime",
     "expiryTime",
     "zoneId",
+    "providerId",
     "priority",
     "resourceGroupId",
     "reservationId",
@@ -472,7 +491,7 @@ async fn create(
         end: date(&body, "endTime", now)?,
         expiry: date(&body, "expiryTime", now)?,
         zone: text(&body, "zoneId")?,
-        provider: None,
+        provider: super::wire::cloud_of(&body, &["providerId"])?,
         priority: priority(&body)?,
         grant: state.authz.policy().grant(&caller.0),
         project_id: caller.0.project_id.clone(),

@@ -5,8 +5,7 @@
 use super::capacity::rpc_window;
 use super::reservations::{note_priority, priority, refused, reservation_data, update_with};
 use super::wire::{
-    RpcInput, count, date, documented, flag, object, provider_of, rpc_error, size, text, time,
-    uuids,
+    RpcInput, cloud_of, count, date, documented, flag, object, rpc_error, size, text, time, uuids,
 };
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
@@ -26,7 +25,6 @@ use berth_api::promise::{
 use berth_app::{CreateReservation, SEARCH_HORIZON_DEFAULT};
 use berth_core::Instant;
 use berth_core::decide::promise::ReservationChange;
-use berth_core::model::cloud::Origin;
 use berth_core::model::promise::{Ask, PoolAsk, PromiseKind, StorageAsk};
 use berth_core::query::promise::{HeldStep, ReservationQuery, WindowScope};
 use serde_json::{Map, Value};
@@ -142,19 +140,6 @@ fn capacity_ask(body: &Map<String, Value>) -> Result<Option<Ask>, ApiError> {
     }
 }
 
-/// The provider cloud a reservation or an instance is restricted to: `provider-id` (the id, or
-/// `ResourceProvider:<id>`) or the seed's `source: ResourceProvider:<id>`. berth's own capacity
-/// (`local`) is no cloud: a request without a provider may use it.
-pub(super) fn cloud_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
-    match provider_of(body, &["provider-id", "source"])? {
-        None => Ok(None),
-        Some(Origin::Cloud(id)) => Ok(Some(id)),
-        Some(Origin::Local) => Err(ApiError::bad_request(
-            "provider-id local names berth's own capacity: give a provider cloud's id, or none to use any capacity",
-        )),
-    }
-}
-
 /// The hold a reservation is made from (`hold_id`, berth), if any.
 fn hold_of(body: &Map<String, Value>) -> Result<Option<uuid::Uuid>, ApiError> {
     text(body, "hold_id")?
@@ -185,7 +170,7 @@ async fn create(
             end: date(&body, "end", now)?,
             expiry: date(&body, "expiry", now)?,
             zone: text(&body, "zone")?,
-            provider: cloud_of(&body)?,
+            provider: cloud_of(&body, &["provider-id", "source"])?,
             priority: priority(&body)?,
             grant: state.authz.policy().grant(&caller.0),
             project_id: caller.0.project_id.clone(),

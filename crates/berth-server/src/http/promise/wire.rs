@@ -300,6 +300,23 @@ pub(super) fn provider_of(
     Ok(None)
 }
 
+/// The provider cloud a reservation or an instance is restricted to, named by the first of
+/// `fields` given (`provider-id`, then the seed's `source`; `providerId` on the ETSI paths): the
+/// id, or `ResourceProvider:<id>`. berth's own capacity
+/// (`local`) is no cloud: a request without a provider may use it.
+pub(super) fn cloud_of(
+    body: &Map<String, Value>,
+    fields: &[&str],
+) -> Result<Option<uuid::Uuid>, ApiError> {
+    match provider_of(body, fields)? {
+        None => Ok(None),
+        Some(Origin::Cloud(id)) => Ok(Some(id)),
+        Some(Origin::Local) => Err(ApiError::bad_request(
+            "provider-id local names berth's own capacity: give a provider cloud's id, or none to use any capacity",
+        )),
+    }
+}
+
 /// An ETSI-style timestamp: RFC 3339 in UTC (`2015-09-21T01:00:00Z`).
 pub(super) fn time(at: Instant) -> String {
     jiff::Timestamp::from_microsecond(at.as_micros())
