@@ -6,9 +6,9 @@
 //! and a capacity subscription naming a provider fires only for a change of that provider.
 
 use crate::blazar_leases::{enroll, rfc3339, tomorrow};
-use crate::provider_clouds::{PATIENCE, until};
+use crate::provider_clouds::{PATIENCE, until, until_vcpu};
 use crate::provider_sync::{
-    DAY, FakeKeystone, local_berth, register_cloud, remote_berth, start_keystone, until_vcpu,
+    DAY, FakeKeystone, local_berth, register_cloud, remote_berth, start_keystone,
 };
 use crate::support::{TestApp, free_port};
 use reqwest::StatusCode;
@@ -101,7 +101,7 @@ fn expected(figures: [(&str, i64); 3]) -> Vec<(String, i64)> {
 }
 
 /// The capacity notifications of subscription `id` in the feed.
-async fn notified(app: &TestApp, id: &str) -> Vec<Value> {
+pub(crate) async fn notified(app: &TestApp, id: &str) -> Vec<Value> {
     let (status, feed) = app.get("/promise/notifications?limit=1000", None).await;
     assert_eq!(status, StatusCode::OK, "{feed}");
     feed["notifications"]
@@ -119,7 +119,7 @@ async fn notified(app: &TestApp, id: &str) -> Vec<Value> {
 }
 
 /// Waits until subscription `id` has a capacity notification in the feed; they all.
-async fn until_notified(app: &TestApp, id: &str) -> Vec<Value> {
+pub(crate) async fn until_notified(app: &TestApp, id: &str) -> Vec<Value> {
     let started = Instant::now();
     loop {
         let got = notified(app, id).await;

@@ -39,17 +39,64 @@ pub(crate) async fn until(
     }
 }
 
+/// The local inventory of `class` on `provider`: total and reserved (0, 0 without one).
+pub(crate) async fn inventory(app: &TestApp, provider: &str, class: &str) -> (u64, u64) {
+    let (status, body) = app
+        .get(
+            &format!("/placement/resource_providers/{provider}/inventories"),
+            Some("1.39"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let record = &body["inventories"][class];
+    (
+        record["total"].as_u64().unwrap_or(0),
+        record["reserved"].as_u64().unwrap_or(0),
+    )
+}
+
+/// Waits until the local inventory of VCPU on `provider` is `expected`.
+pub(crate) async fn until_vcpu(app: &TestApp, provider: &str, expected: (u64, u64)) {
+    let started = Instant::now();
+    while inventory(app, provider, "VCPU").await != expected {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "VCPU {:?}, not {expected:?}",
+            inventory(app, provider, "VCPU").await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The provider cloud `id`'s node `cn-remote` (uuid `node` there) as imported into `app`: its
+/// local uuid and its Placement record, named after the cloud.
+pub(crate) async fn imported_node(app: &TestApp, id: &str, node: &str) -> (String, Value) {
+    let cloud = uuid::Uuid::parse_str(id).expect("uuid");
+    let node = uuid::Uuid::parse_str(node).expect("uuid");
+    let local = uuid::Uuid::new_v5(&cloud, node.as_bytes()).to_string();
+    let (status, imported) = app
+        .get(
+            &format!("/placement/resource_providers/{local}"),
+            Some("1.39"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{imported}");
+    assert_eq!(imported["name"], format!("{id}:cn-remote"), "{imported}");
+    (local, imported)
+}
+
 /// The remote cloud's user's password.
 pub(crate) const PASSWORD: &str = "promise-pw-4f1c";
 /// The key berth seals credentials with in these tests.
 const KEY: &str = "5f0c3a9e7d21b84c6e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f";
 
-/// A berth configured with a credential key, over `database` when given.
+/// A berth configured with a credential key, reading its provider clouds every second, over
+/// `database` when given.
 pub(crate) async fn berth_with_key(dir: &Path, database: Option<String>) -> TestApp {
     let config = dir.join("berth-clouds.toml");
     std::fs::write(
         &config,
-        format!("[provider_clouds]\ncredential_key = \"{KEY}\"\n"),
+        format!("[provider_clouds]\ncredential_key = \"{KEY}\"\nsync_interval_seconds = 1\n"),
     )
     .expect("write the configuration");
     TestApp::spawn_with(Options {
@@ -193,18 +240,6 @@ impl RemoteCloud {
         keystone.ready(&client).await;
         let placement = TestApp::spawn().await;
         let node = placement.create_provider("cn-remote", None).await;
-        let inventories = json!({"resource_provider_generation": placement.generation(&node).await,
-            "inventories": {"VCPU": {"total": 16}, "MEMORY_MB": {"total": 32768},
-                            "DISK_GB": {"total": 200}}});
-        let (status, body) = placement
-            .call(
-                Method::PUT,
-                &format!("/placement/resource_providers/{node}/inventories"),
-                Some("1.39"),
-                Some(inventories),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
         let ks = KeystoneApi {
             client,
             url: keystone.url.clone(),
@@ -252,11 +287,31 @@ impl RemoteCloud {
                    "url": format!("{}/placement", placement.base)}),
         )
         .await;
-        RemoteCloud {
+        let cloud = RemoteCloud {
             keystone,
             placement,
             node,
-        }
+        };
+        cloud.set_vcpus(16).await;
+        cloud
+    }
+
+    /// Sets the compute node's VCPU total (its memory and disk stay).
+    pub(crate) async fn set_vcpus(&self, vcpus: u64) {
+        let node = &self.node;
+        let inventories = json!({"resource_provider_generation": self.placement.generation(node).await,
+            "inventories": {"VCPU": {"total": vcpus}, "MEMORY_MB": {"total": 32768},
+                            "DISK_GB": {"total": 200}}});
+        let (status, body) = self
+            .placement
+            .call(
+                Method::PUT,
+                &format!("/placement/resource_providers/{node}/inventories"),
+                Some("1.39"),
+                Some(inventories),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
     }
 
     /// The seed's endpoint form: Keystone's v2.0 token URL.
@@ -328,6 +383,26 @@ async fn the_seed_add_provider_registers_an_openstack_cloud_through_its_keystone
         p["sync"]["state"] == "ok" && p["sync"]["providers"] == 1
     })
     .await;
+    // Imported under the cloud's id, and reserved on as local capacity is: its 16 VCPU fit
+    // one reservation, and one more core does not.
+    let (local, _) = imported_node(&app, &id, &remote.node).await;
+    let start = crate::blazar_leases::tomorrow();
+    let reserve = |cores: u64| {
+        json!({"zone": "RegionOne", "provider-id": id, "start": crate::blazar_leases::rfc3339(start),
+               "end": crate::blazar_leases::rfc3339(start + 86_400_000_000),
+               "capacity": {"cores": cores.to_string(), "ram": "1024", "instances": "1"}})
+    };
+    let (status, made) = app.post("/promise/create-reservation", reserve(16)).await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let (status, refused) = app.post("/promise/create-reservation", reserve(1)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    let (status, body) = app
+        .post(
+            "/promise/cancel-reservation",
+            json!({"reservation-id": made["reservation-id"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = app
         .post(
             "/promise/flavors",
@@ -367,6 +442,9 @@ async fn the_seed_add_provider_registers_an_openstack_cloud_through_its_keystone
     assert_eq!(status, StatusCode::OK, "{body}");
     let (_, held) = remote.placement.get(&path, Some("1.39")).await;
     assert_eq!(held["allocations"], json!({}), "{held}");
+    // A change in the cloud shows within the interval.
+    remote.set_vcpus(32).await;
+    until_vcpu(&app, &local, (32, 0)).await;
 
     // The same cloud, user and project again: a conflict naming the registered one.
     let (status, body) = app

@@ -9,10 +9,9 @@
 //! is held is removed only by force.
 
 use crate::blazar_leases::{rfc3339, tomorrow};
-use crate::provider_clouds::{PATIENCE, until};
+use crate::provider_clouds::{PATIENCE, inventory, until, until_vcpu};
 use crate::provider_sync::{
-    DAY, FakeKeystone, berth_reading_every, inventory, register_cloud, remote_berth,
-    start_keystone, until_vcpu,
+    DAY, FakeKeystone, berth_reading_every, register_cloud, remote_berth, start_keystone,
 };
 use crate::support::{TestApp, free_port};
 use reqwest::{Method, StatusCode};
@@ -236,11 +235,29 @@ async fn instances_on_a_provider_cloud_are_written_into_its_placement() {
     // The cloud down: berth, not knowing yet, places an instance, cannot write it there, and
     // does not create it; reading the cloud at once, it marks it unknown.
     until_vcpu(&app, &local, (8, 6)).await;
+    // The cloud's health is a notification too: a subscription to its capacity (providerId)
+    // hears its total fall to nothing when it cannot be reached.
+    let (status, made) = app
+        .post(
+            "/promise/capacity/compute/subscribe",
+            json!({"zoneId": "RegionOne", "computeResourceTypeId": "numCpuCores",
+                   "providerId": id,
+                   "threshold": {"capacity_info": "total", "condition": "lt", "value": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{made}");
+    let watching = made["capacityChangeSubscriptionId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     let (kept, _database) = remote.stop().await;
     let (status, refused) = create_instance(&app, "vm-6", json!({"provider-id": id})).await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["code"], "provider_cloud_unreachable", "{refused}");
     until(&app, &id, "unknown", |p| p["sync"]["state"] == "unknown").await;
+    let heard = crate::provider_capacity::until_notified(&app, &watching).await;
+    assert_eq!(heard[0]["capacityInformation"]["total"], 0, "{heard:?}");
+    assert_eq!(heard[0]["providerId"], id.as_str(), "{heard:?}");
     let (_, listed) = app.get("/promise/instances", None).await;
     let live = listed["instances"]
         .as_array()
