@@ -233,9 +233,13 @@ async fn a_provider_clouds_capacity_is_imported_kept_current_and_unknown_while_u
     let tokens_before = issued.load(Ordering::SeqCst);
     assert!(tokens_before >= 2, "one token to register, one to read");
     // Nothing changing costs one listing a read: no provider's details are read again, and the
-    // token is reused. (The remote counts a request once it has answered it, so its count of
-    // the read that brought the change may lag the change showing here: let it settle.)
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // token is reused. Counted from the end of a whole read begun after the change showed (the
+    // second read to end from now: the first may be the one that brought the change).
+    for _ in 0..2 {
+        let (_, shown) = app.get(&format!("/promise/providers/{id}"), None).await;
+        let seen = shown["provider"]["sync"]["last-sync"].clone();
+        until(&app, &id, "read again", |p| p["sync"]["last-sync"] != seen).await;
+    }
     let before = (
         gets(&remote, "/inventories").await,
         gets(&remote, "/resource_providers\"").await,
