@@ -754,3 +754,48 @@ pub struct Error {
     /// Status again, or an error class name.
     pub error_name: Value,
 }
+
+/// `PUT /reservation/v1/leases/{lease_id}/shares/{project_id}` (berth): shares the lease's
+/// reservations with the project, within a cap (or changes the cap).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarShareRequest")]
+#[serde(deny_unknown_fields)]
+pub struct ShareRequest {
+    /// The most of each resource class (`VCPU`, `MEMORY_MB`, a reservation's own class, ...)
+    /// the project's consumers may hold inside the lease at once; at least one class, each at
+    /// least 1. Classes not named are bounded only by the reservations.
+    pub cap: BTreeMap<String, i64>,
+}
+
+/// A lease's share with one project (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarShare")]
+pub struct Share {
+    /// The lease.
+    pub lease_id: Uuid,
+    /// The project it is shared with.
+    pub project_id: String,
+    /// The most of each class the project's consumers may hold inside the lease.
+    pub cap: BTreeMap<String, u64>,
+    /// What the project's consumers hold inside the lease now, by class.
+    pub used: BTreeMap<String, u64>,
+    /// When it was shared or its cap last changed.
+    pub updated_at: String,
+}
+
+/// `PUT /reservation/v1/leases/{lease_id}/shares/{project_id}`'s answer (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarShareEnvelope")]
+pub struct ShareEnvelope {
+    /// The share.
+    pub share: Share,
+}
+
+/// `GET /reservation/v1/leases/{lease_id}/shares` (berth): the shares the caller sees.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarShareList")]
+pub struct ShareList {
+    /// Every share for the lease's project and admins; only its own for a project the lease is
+    /// shared with.
+    pub shares: Vec<Share>,
+}

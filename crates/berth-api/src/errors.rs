@@ -96,6 +96,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "placement.resource_provider.not_found",
     },
     ErrorCode {
+        code: "share_not_found",
+        status: 404,
+        meaning: "The lease is not shared with that project",
+        placement: "share_not_found",
+    },
+    ErrorCode {
         code: "method_not_allowed",
         status: 405,
         meaning: "The route does not serve the method; `Allow` lists those it serves",
@@ -166,6 +172,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         status: 409,
         meaning: "The project already keeps the most open holds it may (`HOLDS_PER_PROJECT_MAX`); use or release one first",
         placement: "too_many_holds",
+    },
+    ErrorCode {
+        code: "share_exceeded",
+        status: 409,
+        meaning: "The consumers of a project a lease is shared with would hold more of a class inside it than the share's cap; the detail names the cap and what they hold",
+        placement: "share_exceeded",
     },
     ErrorCode {
         code: "capacity_in_use",

@@ -30,8 +30,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// Longest the lifecycle engine sleeps before looking for new due events.
-pub const LIFECYCLE_POLL: Duration = Duration::from_millis(500);
+pub use crate::service::LIFECYCLE_POLL;
 /// Failed attempts at firing one event before it is recorded as failed.
 pub const EVENT_ATTEMPTS_MAX: u32 = 8;
 /// The first retry delay of a failed event; each further attempt doubles it.

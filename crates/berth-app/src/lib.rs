@@ -28,6 +28,7 @@ mod replica;
 mod search;
 mod series;
 mod service;
+mod shares;
 #[cfg(feature = "synthetic")]
 pub mod synthetic;
 

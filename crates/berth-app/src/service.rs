@@ -227,7 +227,7 @@ impl Berth {
                 self.recent.remember(entries);
                 // A batch of this process may have applied the same entries meanwhile.
                 if applied > 0 || self.read_now(Catalog::seq) > have {
-                    self.lifecycle.notify_one();
+                    self.wake_lifecycle_if_due_soon();
                     continue;
                 }
             }
@@ -236,6 +236,20 @@ impl Berth {
             self.replication.reloaded();
             self.lifecycle.notify_one();
             return Ok(());
+        }
+    }
+
+    /// Wakes the lifecycle engine when the catalog holds an event due within its poll: one that
+    /// other replicas' commits just brought may fall before the engine's next pass. Otherwise the
+    /// engine's own pause (at most [`LIFECYCLE_POLL`]) already ends before it, and an idle
+    /// replica following a busy one makes no pass, and no read, per commit it applies.
+    fn wake_lifecycle_if_due_soon(&self) {
+        let Some((at, _, _)) = self.read_now(Catalog::next_due) else {
+            return;
+        };
+        let poll = i64::try_from(LIFECYCLE_POLL.as_micros()).unwrap_or(i64::MAX);
+        if at.as_micros() <= self.now().as_micros().saturating_add(poll) {
+            self.lifecycle.notify_one();
         }
     }
 
@@ -638,6 +652,9 @@ impl Replication {
 
 /// How many of the other replicas' latest commits a replica keeps in memory after applying
 /// them, for its writers' copy to catch up from without reading the log again.
+/// Longest the lifecycle engine sleeps before looking for new due events.
+pub const LIFECYCLE_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 pub const RECENT_COMMITS: usize = 1_024;
 
 /// Other replicas' latest commits as this replica read them from the log, oldest first (at

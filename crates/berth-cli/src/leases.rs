@@ -62,6 +62,33 @@ pub enum LeaseVerb {
         #[command(subcommand)]
         verb: SeriesVerb,
     },
+    /// Share a lease with another project within a cap (or change its cap): its consumers
+    /// then present the lease's reservations as the owner's do.
+    Share {
+        /// Lease id or name.
+        lease: String,
+        /// The project to share it with.
+        #[arg(long)]
+        project: String,
+        /// The most of a resource class the project may hold inside the lease, as
+        /// `VCPU=8`; repeatable, at least one.
+        #[arg(long = "cap", value_name = "CLASS=N", required = true)]
+        caps: Vec<String>,
+    },
+    /// Revoke a lease's share with a project: it may consume nothing more (what it holds
+    /// stays until released).
+    Unshare {
+        /// Lease id or name.
+        lease: String,
+        /// The project.
+        #[arg(long)]
+        project: String,
+    },
+    /// A lease's shares, with what each project holds inside it.
+    Shares {
+        /// Lease id or name.
+        lease: String,
+    },
 }
 
 /// What `berth lease series` does.
@@ -202,6 +229,32 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             Ok(())
         }
         LeaseVerb::Series { verb } => series(ctx, verb).await,
+        LeaseVerb::Share {
+            lease,
+            project,
+            caps,
+        } => {
+            let id = resolve(ctx, &lease).await?;
+            let body = json!({ "cap": share_cap(&caps)? });
+            let path = format!("{}/shares/{}", lease_path(&id), segment(&project));
+            let answer = ctx.client.put(&path, &body).await?;
+            show_shares(ctx, &json!([answer["share"]]))
+        }
+        LeaseVerb::Unshare { lease, project } => {
+            let id = resolve(ctx, &lease).await?;
+            let path = format!("{}/shares/{}", lease_path(&id), segment(&project));
+            ctx.client.delete(&path).await?;
+            eprintln!("Lease {lease} is no longer shared with project {project}.");
+            Ok(())
+        }
+        LeaseVerb::Shares { lease } => {
+            let id = resolve(ctx, &lease).await?;
+            let answer = ctx
+                .client
+                .get(&format!("{}/shares", lease_path(&id)))
+                .await?;
+            show_shares(ctx, &answer["shares"])
+        }
         LeaseVerb::Events { lease } => {
             let id = resolve(ctx, &lease).await?;
             let answer = ctx
@@ -219,6 +272,46 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             })
         }
     }
+}
+
+/// `--cap CLASS=N` flags as the share's `cap` (class names upper-cased; the amounts are checked
+/// by berth).
+fn share_cap(caps: &[String]) -> Result<serde_json::Map<String, Value>, CliError> {
+    caps.iter()
+        .map(|item| {
+            let (class, amount) = item
+                .split_once('=')
+                .ok_or_else(|| CliError::Usage(format!("--cap {item}: use CLASS=N")))?;
+            let amount = amount.trim().parse::<i64>().map_err(|_| {
+                CliError::Usage(format!("--cap {item}: {amount} is not a whole number"))
+            })?;
+            Ok((class.trim().to_ascii_uppercase(), json!(amount)))
+        })
+        .collect()
+}
+
+/// Shares as a table: the project, its cap and what it holds, class by class.
+fn show_shares(ctx: &Ctx, shares: &Value) -> Result<(), CliError> {
+    let amounts = |map: &Value| {
+        map.as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(class, n)| format!("{class}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default()
+    };
+    emit(ctx.format, shares, |shares| {
+        Table::of(&["PROJECT", "CAP", "USED", "UPDATED"], items(shares), |s| {
+            vec![
+                get(s, "project_id"),
+                amounts(&s["cap"]),
+                amounts(&s["used"]),
+                time::show(&get(s, "updated_at")),
+            ]
+        })
+    })
 }
 
 const SERIES: &str = "/reservation/v1/lease-series";

@@ -158,6 +158,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             terms: None,
             lapses_at: None,
             series: None,
+            shares: None,
             outcome: None,
             created_at: now,
             updated_at: now,

@@ -135,6 +135,11 @@ pub const WAITLIST_ATTEMPTS_MAX: usize = 32;
 /// a long waitlist whose head does not fit costs the writer lock no more than this.
 pub const WAITLIST_SCAN_MAX: usize = 256;
 
+/// Most projects one lease may be shared with (berth).
+pub const SHARES_PER_LEASE_MAX: usize = 32;
+/// Most resource classes one share's cap may name.
+pub const SHARE_CAP_CLASSES_MAX: usize = 16;
+
 const _: () = assert!(HOLD_MINUTES_DEFAULT >= 1 && HOLD_MINUTES_DEFAULT <= HOLD_MINUTES_MAX);
 const _: () = assert!(HOLDS_PER_PROJECT_MAX > 0);
 const _: () = assert!(WAITLIST_ATTEMPTS_MAX > 0);

@@ -286,6 +286,31 @@ pub enum Rejection {
     /// The reservation presented belongs to another project.
     #[error("Reservation {0} belongs to another project")]
     ReservationForbidden(ReservationId),
+    /// The lease is not shared with that project.
+    #[error("Lease {lease} is not shared with project {project}")]
+    ShareNotFound {
+        /// The lease.
+        lease: LeaseId,
+        /// The project.
+        project: String,
+    },
+    /// A project's consumers would hold more of a class inside a lease shared with it than its
+    /// share's cap.
+    #[error(
+        "Project {project} may hold at most {cap} {class} inside lease {lease} (its share's cap); its consumers already hold {used} there"
+    )]
+    ShareExceeded {
+        /// The lease.
+        lease: LeaseId,
+        /// The consuming project.
+        project: String,
+        /// The class.
+        class: String,
+        /// The share's cap of it.
+        cap: u64,
+        /// What the project's other consumers hold of it inside the lease.
+        used: u64,
+    },
     /// The allocation asks for more than the reservation holds, or lies outside it.
     #[error(
         "Allocation of {class} on resource provider {provider} exceeds what reservation {reservation} holds"

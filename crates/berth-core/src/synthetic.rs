@@ -111,6 +111,7 @@ impl InstanceLease {
             terms: None,
             lapses_at: None,
             series: None,
+            shares: None,
             outcome: None,
             created_at: now,
             updated_at: now,

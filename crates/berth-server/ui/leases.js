@@ -1,5 +1,6 @@
 // The lease list and the lease detail page: a lease's reservations (what each asked for, the
-// hosts it holds, what is missing), its hosts on a small timeline, its lifecycle events, its
+// hosts it holds, what is missing), its hosts on a small timeline, the projects it is shared with
+// (and what each holds inside it), its lifecycle events, its
 // lifecycle record (`/leases/{id}/events`) and the notifications sent about it
 // (`/promise/notifications`, filtered by reservationId in the page).
 
@@ -170,6 +171,20 @@ function notificationsTable(notes) {
     })));
 }
 
+function amountsText(amounts) {
+  const entries = Object.entries(amounts || {});
+  return entries.length ? entries.map(([name, n]) => `${name} ${n}`).join(', ') : '—';
+}
+
+function sharesTable(shares) {
+  if (!shares.length) return empty('Not shared with another project.');
+  return h('table', {class: 'data', 'data-role': 'shares'},
+    h('thead', {}, h('tr', {}, ['Project', 'Cap', 'Holds now', 'Since (UTC)'].map((t) => h('th', {}, t)))),
+    h('tbody', {}, shares.map((share) => h('tr', {'data-role': 'share', 'data-project': share.project_id},
+      h('td', {}, projectChip(share.project_id)), h('td', {}, amountsText(share.cap)),
+      h('td', {}, amountsText(share.used)), h('td', {class: 'when'}, time.stamp(time.parse(share.updated_at)))))));
+}
+
 function miniTimeline(lease, data, frame, ctx) {
   const start = time.parse(lease.start_date);
   const end = time.parse(lease.end_date);
@@ -186,9 +201,10 @@ function miniTimeline(lease, data, frame, ctx) {
 /** The lease detail page. */
 export async function renderDetail(main, ctx) {
   const id = ctx.args[0] || '';
-  const [body, record, notes, data] = await Promise.all([
+  const [body, record, shared, notes, data] = await Promise.all([
     get(`/reservation/v1/leases/${encodeURIComponent(id)}`),
     getOptional(`/reservation/v1/leases/${encodeURIComponent(id)}/events`, {events: []}),
+    getOptional(`/reservation/v1/leases/${encodeURIComponent(id)}/shares`, {shares: []}),
     allNotifications().catch(() => []),
     load(),
   ]);
@@ -219,6 +235,7 @@ export async function renderDetail(main, ctx) {
       'An admin can move it with PUT /reservation/v1/os-hosts/{id}/allocation.') : null,
     h('h2', {}, 'Hosts'), frame,
     h('h2', {}, 'Reservations'), reservationsTable(lease, names),
+    h('h2', {}, 'Shared with'), sharesTable(shared.shares || []),
     h('div', {class: 'columns'},
       h('section', {}, h('h2', {}, 'Lifecycle events'), eventsTable(lease)),
       h('section', {}, h('h2', {}, 'Notifications'), notificationsTable(mine))),

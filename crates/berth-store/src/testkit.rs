@@ -990,6 +990,7 @@ fn lease(n: u128, project: &str) -> Lease {
         terms: None,
         lapses_at: None,
         series: None,
+        shares: None,
         outcome: None,
         created_at: T0,
         updated_at: T0,
@@ -1063,7 +1064,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     let mut started = first.clone();
     started.name = "renamed".into();
     started.status = LeaseStatus::Active;
-    started.status_reason = Some("started on time ✓".to_owned());
+    started.status_reason = Some("started on time ✓".into());
     started.degraded = true;
     started.end = at_hours(4);
     started.events[0].status = EventStatus::Done;

@@ -16,7 +16,7 @@ use crate::model::name::ResourceClass;
 use crate::model::provider::Provider;
 use crate::model::time::Instant;
 use crate::query::presentation::{
-    FencePolicy, check_presented, check_within, host_reservation_for,
+    FencePolicy, check_presented, check_share, check_within, host_reservation_for,
 };
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
@@ -130,8 +130,15 @@ fn presented(
     let Some(reservation) = named else {
         return Ok(None);
     };
-    let (_, found) = check_presented(catalog, reservation, Some(&write.project_id), now)?;
+    let (lease, found) = check_presented(catalog, reservation, Some(&write.project_id), now)?;
     check_within(catalog, found, write.consumer, &write.allocations)?;
+    check_share(
+        catalog,
+        lease,
+        &write.project_id,
+        write.consumer,
+        &write.allocations,
+    )?;
     Ok(Some(reservation))
 }
 

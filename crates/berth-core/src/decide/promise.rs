@@ -558,7 +558,7 @@ fn preempt(victim: &Lease, by: LeaseId, priority: u32, now: Instant) -> Vec<Chan
     );
     let mut lease = victim.clone();
     finish(&mut lease, now);
-    lease.status_reason = Some(reason.clone());
+    lease.status_reason = Some(reason.as_str().into());
     lease.outcome = Some(Box::new(Outcome::Preempted {
         by,
         reason: reason.clone(),
@@ -930,7 +930,12 @@ fn against_reservation(
     now: Instant,
     policy: FencePolicy,
 ) -> Result<(Vec<Change>, ProviderId), Rejection> {
-    let lease = owned(catalog, id, Some(&new.project_id))?;
+    // A reservation shared with the instance's project is drawn on as its owner's is (the
+    // share's cap is checked with the instance's allocations).
+    let lease = catalog
+        .lease(id)
+        .filter(|l| l.usable_by(&new.project_id))
+        .ok_or(Rejection::LeaseNotFound(id))?;
     if lease.outcome.is_some() || lease.status == LeaseStatus::Terminated || now >= lease.end {
         return Err(refused(format!("reservation {id} has ended")));
     }
@@ -962,8 +967,11 @@ fn against_reservation(
         {
             let mut write = write_on(new, *host, &amounts);
             write.reservation = Some(reservation.id);
-            if let Ok(changes) = allocation::set_allocations_with(catalog, &[write], now, policy) {
-                return Ok((changes, *host));
+            match allocation::set_allocations_with(catalog, &[write], now, policy) {
+                Ok(changes) => return Ok((changes, *host)),
+                // The project's share is used up: no other host of the lease changes that.
+                Err(exceeded @ Rejection::ShareExceeded { .. }) => return Err(exceeded),
+                Err(_) => {}
             }
         }
     }

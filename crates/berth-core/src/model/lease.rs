@@ -560,6 +560,32 @@ pub fn instance_amounts(
         .collect()
 }
 
+/// A project a lease's owner lets consume the lease's reservations (berth): its consumers
+/// present them as the owner's do, and together hold no more of each class in `cap` than the
+/// cap says (classes it does not name are bounded only by the reservations themselves).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    /// The project it is shared with (never the lease's own).
+    pub project_id: String,
+    /// The most of each class the project's consumers may hold inside the lease at once.
+    pub cap: std::collections::BTreeMap<ResourceClass, u64>,
+    /// When it was shared, or its cap last changed.
+    pub updated_at: Instant,
+}
+
+/// The projects a lease is shared with, by project id; boxed on the lease, as few leases are
+/// shared.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Shares(pub Vec<Share>);
+
+impl Shares {
+    /// The share of `project`, if it has one.
+    pub fn of(&self, project: &str) -> Option<&Share> {
+        self.0.iter().find(|s| s.project_id == project)
+    }
+}
+
 /// Which series (berth) a lease is an occurrence of: the leases a recurring lease request
 /// created, one per occurrence, admitted together.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -592,7 +618,7 @@ pub struct Lease {
     /// Where it stands.
     pub status: LeaseStatus,
     /// Why it is in `Error`, when it is.
-    pub status_reason: Option<String>,
+    pub status_reason: Option<Box<str>>,
     /// Set when a reservation lost resources.
     pub degraded: bool,
     /// Its reservations.
@@ -621,6 +647,9 @@ pub struct Lease {
     /// boxed, as few leases have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Box<Occurrence>>,
+    /// The projects it is shared with (berth), when it is shared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<Box<Shares>>,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -634,6 +663,17 @@ impl Lease {
         self.reservations
             .iter_mut()
             .for_each(Reservation::shrink_to_fit);
+    }
+
+    /// The share of `project` in the lease, when the lease is shared with it.
+    pub fn share_of(&self, project: &str) -> Option<&Share> {
+        self.shares.as_ref().and_then(|s| s.of(project))
+    }
+
+    /// Whether `project` may present the lease's reservations: it owns the lease or the lease
+    /// is shared with it.
+    pub fn usable_by(&self, project: &str) -> bool {
+        *self.project_id == *project || self.share_of(project).is_some()
     }
 
     /// The lease's window.
@@ -880,6 +920,7 @@ mod tests {
             terms: None,
             lapses_at: None,
             series: None,
+            shares: None,
             outcome: None,
             created_at: Instant::from_micros(0),
             updated_at: Instant::from_micros(0),

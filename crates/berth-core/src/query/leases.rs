@@ -140,3 +140,39 @@ pub fn host_held(
     let provider = catalog.provider_by_id(id).filter(|p| p.host().is_some())?;
     Some((provider, holdings(catalog, provider, filter, now)))
 }
+
+/// A share of a lease with what its project's consumers hold inside the lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareUse {
+    /// The share.
+    pub share: crate::model::lease::Share,
+    /// What the project's consumers hold inside the lease's reservations, by class (every
+    /// class they hold, capped or not).
+    pub used: std::collections::BTreeMap<crate::model::name::ResourceClass, u64>,
+}
+
+/// The shares of lease `id` the caller sees, each with its project's use: every share for the
+/// lease's project and admins (`viewer` `None`), only its own for a project the lease is shared
+/// with; `None` when the caller sees neither the lease nor a share of it.
+pub fn shares(catalog: &Catalog, id: LeaseId, viewer: Option<&str>) -> Option<Vec<ShareUse>> {
+    let lease = catalog.lease(id)?;
+    let owner = viewer.is_none_or(|p| p == &*lease.project_id);
+    if !owner && viewer.is_none_or(|p| lease.share_of(p).is_none()) {
+        return None;
+    }
+    let shares = lease.shares.iter().flat_map(|s| s.0.iter());
+    Some(
+        shares
+            .filter(|s| owner || viewer == Some(s.project_id.as_str()))
+            .map(|share| ShareUse {
+                used: crate::query::presentation::shared_holdings(
+                    catalog,
+                    lease,
+                    &share.project_id,
+                    None,
+                ),
+                share: share.clone(),
+            })
+            .collect(),
+    )
+}

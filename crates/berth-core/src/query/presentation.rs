@@ -12,7 +12,7 @@ use crate::model::lease::{Lease, Reservation, ReservationSpec};
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 /// Whether unreserved consumers are kept out of fenced capacity.
@@ -33,8 +33,8 @@ pub fn find(catalog: &Catalog, reservation: ReservationId) -> Option<(&Lease, &R
 }
 
 /// Checks that `reservation` may be presented now: the lease exists, is running, and (when a
-/// `project` is given: the consumer's) belongs to that project. Without a project the caller
-/// acts for the lease's owner (a scheduler asking for candidates).
+/// `project` is given: the consumer's) belongs to that project or is shared with it. Without a
+/// project the caller acts for the lease's owner (a scheduler asking for candidates).
 pub fn check_presented<'c>(
     catalog: &'c Catalog,
     reservation: ReservationId,
@@ -46,7 +46,7 @@ pub fn check_presented<'c>(
         reason,
     };
     let (lease, found) = find(catalog, reservation).ok_or(unavailable("unknown"))?;
-    if project.is_some_and(|p| p != &*lease.project_id) {
+    if project.is_some_and(|p| !lease.usable_by(p)) {
         return Err(Rejection::ReservationForbidden(reservation));
     }
     if lease.ended() || now >= lease.end {
@@ -120,24 +120,105 @@ pub fn presented_aggregates<'a>(
         .collect()
 }
 
-/// The active host reservation of `project` holding `provider`, if there is one: a consumer of
-/// that project allocating there presents it without naming it.
+/// The active host reservation of `project` (its own, else one shared with it) holding
+/// `provider`, if there is one: a consumer of that project allocating there presents it without
+/// naming it.
 pub fn host_reservation_for(
     catalog: &Catalog,
     provider: ProviderId,
     project: &str,
     now: Instant,
 ) -> Option<ReservationId> {
-    catalog
-        .leases_holding(provider)
-        .filter(|lease| &*lease.project_id == project && lease.started() && !lease.ended())
-        .filter(|lease| lease.start <= now && now < lease.end)
-        .flat_map(|lease| lease.reservations.iter())
-        .find(|r| {
-            matches!(r.spec, ReservationSpec::Host { .. })
-                && r.hosts.iter().any(|(h, _)| *h == provider)
-        })
-        .map(|r| r.id)
+    let held =
+        |lease: &&Lease| lease.started() && !lease.ended() && lease.start <= now && now < lease.end;
+    let on_provider = |lease: &Lease| {
+        lease
+            .reservations
+            .iter()
+            .find(|r| {
+                matches!(r.spec, ReservationSpec::Host { .. })
+                    && r.hosts.iter().any(|(h, _)| *h == provider)
+            })
+            .map(|r| r.id)
+    };
+    // One pass over the leases holding the provider: the project's own reservation answers at
+    // once, the first shared with it only if none of its own is found.
+    let mut shared = None;
+    for lease in catalog.leases_holding(provider).filter(held) {
+        let own = *lease.project_id == *project;
+        if !own && (shared.is_some() || lease.share_of(project).is_none()) {
+            continue;
+        }
+        match on_provider(lease) {
+            Some(id) if own => return Some(id),
+            Some(id) => shared = Some(id),
+            None => {}
+        }
+    }
+    shared
+}
+
+/// What the consumers of `project` (but `except`) hold inside `lease`'s reservations, by
+/// class: what a share's cap bounds.
+pub fn shared_holdings(
+    catalog: &Catalog,
+    lease: &Lease,
+    project: &str,
+    except: Option<Uuid>,
+) -> BTreeMap<ResourceClass, u64> {
+    let mut held = BTreeMap::new();
+    let consumers = lease
+        .reservations
+        .iter()
+        .flat_map(|r| catalog.consumers_of_reservation(r.id))
+        .filter(|c| Some(*c) != except)
+        .filter_map(|c| catalog.consumer(c))
+        .filter(|c| c.project_id == project);
+    for consumer in consumers {
+        for (_, class, amount) in consumer.entries() {
+            *held.entry(class.clone()).or_insert(0) += amount;
+        }
+    }
+    held
+}
+
+/// Checks a write of a consumer of `project` presenting a reservation of `lease`: when the
+/// lease is shared with the project (not its own), what the project's consumers would hold of
+/// each class the share caps stays within the cap.
+pub fn check_share(
+    catalog: &Catalog,
+    lease: &Lease,
+    project: &str,
+    consumer: Uuid,
+    allocations: &Allocations,
+) -> Result<(), Rejection> {
+    if *lease.project_id == *project {
+        return Ok(());
+    }
+    let Some(share) = lease.share_of(project) else {
+        return Ok(());
+    };
+    let held = shared_holdings(catalog, lease, project, Some(consumer));
+    for (class, cap) in &share.cap {
+        let asked: u64 = allocations
+            .values()
+            .filter_map(|by_class| by_class.get(class))
+            .sum();
+        if asked == 0 {
+            continue;
+        }
+        let used = held.get(class).copied().unwrap_or(0);
+        if used.saturating_add(asked) > *cap {
+            return Err(Rejection::ShareExceeded {
+                lease: lease.id,
+                project: project.to_owned(),
+                class: class.as_str().to_owned(),
+                cap: *cap,
+                used,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Checks allocations that count against `reservation`: only on its hosts, and (instance

@@ -134,6 +134,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::ReservationExceeded { .. }
         | Rejection::Fenced { .. } => (StatusCode::CONFLICT, UNDEFINED),
         Rejection::ReservationForbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+        Rejection::ShareNotFound { .. } => (StatusCode::NOT_FOUND, "share_not_found"),
+        Rejection::ShareExceeded { .. } => (StatusCode::CONFLICT, "share_exceeded"),
         Rejection::NodeNotFound(_)
         | Rejection::ClaimNotFound(_)
         | Rejection::AllocationNotFound(_)

@@ -1039,3 +1039,78 @@ async fn a_recurring_lease_is_refused_with_its_conflicts_then_created_renamed_an
     .code(1)
     .stderr(contains("recurrence: the rule is unbounded"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_is_shared_listed_and_unshared() {
+    let app = TestApp::spawn().await;
+    enrol(&app, "shared-1", "az1", true).await;
+    ok(
+        &app,
+        &[
+            "lease", "create", "--name", "lab", "--host", "count=1", "--start", "+1h", "--for",
+            "2h",
+        ],
+    )
+    .await;
+    let shared = json(
+        &app,
+        &[
+            "lease",
+            "share",
+            "lab",
+            "--project",
+            "course-101",
+            "--cap",
+            "vcpu=4",
+            "--cap",
+            "MEMORY_MB=8192",
+        ],
+    )
+    .await;
+    assert_eq!(shared[0]["project_id"], "course-101", "{shared}");
+    assert_eq!(
+        shared[0]["cap"],
+        serde_json::json!({"MEMORY_MB": 8192, "VCPU": 4})
+    );
+    let table = ok(&app, &["lease", "shares", "lab"]).await;
+    in_column(&table, "CAP", "MEMORY_MB=8192,VCPU=4");
+    berth(
+        &app,
+        &[
+            "lease",
+            "share",
+            "lab",
+            "--project",
+            "course-101",
+            "--cap",
+            "VCPU=-1",
+        ],
+    )
+    .await
+    .assert()
+    .code(1)
+    .stderr(contains("cap.VCPU"));
+    berth(
+        &app,
+        &["lease", "share", "lab", "--project", "x", "--cap", "VCPU"],
+    )
+    .await
+    .assert()
+    .code(2)
+    .stderr(contains("use CLASS=N"));
+    ok(
+        &app,
+        &["lease", "unshare", "lab", "--project", "course-101"],
+    )
+    .await;
+    let listed = json(&app, &["lease", "shares", "lab"]).await;
+    assert_eq!(listed, serde_json::json!([]), "{listed}");
+    berth(
+        &app,
+        &["lease", "unshare", "lab", "--project", "course-101"],
+    )
+    .await
+    .assert()
+    .code(1)
+    .stderr(contains("not shared with project course-101"));
+}

@@ -37,6 +37,7 @@ mod provider_sync;
 mod recurring;
 mod seed_examples;
 mod server;
+mod shares;
 mod staying_up;
 mod support;
 mod tls;

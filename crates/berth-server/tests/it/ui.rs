@@ -14,8 +14,8 @@
 use crate::blazar_leases::{now_micros, parse_lease_date, rfc3339};
 use crate::support::{Options, TestApp};
 use berth_server::auth::AuthMode;
-use reqwest::StatusCode;
-use serde_json::Value;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -880,6 +880,15 @@ async fn the_lease_page_and_the_failures_view_show_what_happened() {
         .find(|l| l["degraded"] == true)
         .expect("the degraded demo lease");
     let id = lease["id"].as_str().expect("id");
+    let (status, shared) = app
+        .call(
+            Method::PUT,
+            &format!("/reservation/v1/leases/{id}/shares/course-101"),
+            None,
+            Some(json!({"cap": {"VCPU": 4}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{shared}");
 
     let html = browser
         .dump_dom(&format!("{}/ui/#/lease/{id}", app.base))
@@ -924,6 +933,11 @@ async fn the_lease_page_and_the_failures_view_show_what_happened() {
         .map(|e| e["data-event-type"].clone())
         .collect();
     assert_eq!(events, ["start_lease", "before_end_lease", "end_lease"]);
+    let shares: Vec<String> = elements(&html, "share")
+        .into_iter()
+        .map(|s| s["data-project"].clone())
+        .collect();
+    assert_eq!(shares, ["course-101"], "the projects it is shared with");
     let notes: Vec<String> = elements(&html, "notification")
         .into_iter()
         .map(|n| n["data-type"].clone())

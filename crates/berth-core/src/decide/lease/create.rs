@@ -153,6 +153,7 @@ pub(super) fn assemble(
         terms: None,
         lapses_at: None,
         series: None,
+        shares: None,
         outcome: None,
         created_at: now,
         updated_at: now,

@@ -172,7 +172,7 @@ pub fn fail_event(
         .status
         .next(Transition::Fail)
         .expect("invariant: any lease can fail");
-    lease.status_reason = Some(format!("{}: {reason}", kind.as_str()));
+    lease.status_reason = Some(format!("{}: {reason}", kind.as_str()).into());
     lease.updated_at = now;
     for reservation in &mut lease.reservations {
         reservation.status = ReservationStatus::Error;

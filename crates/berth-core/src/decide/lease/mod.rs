@@ -1,5 +1,5 @@
 //! Decisions about leases and floating IPs: create, update, delete, fire a lifecycle event,
-//! hold and waitlist (`parked`), recurring leases (`series`),
+//! hold and waitlist (`parked`), recurring leases (`series`), share with other projects (`share`),
 //! record a failed action, register and remove addresses. Each returns the whole new state of
 //! what it touches plus a [`LeaseRecord`](crate::model::lease::LeaseRecord) for the durable
 //! lifecycle record.
@@ -10,6 +10,7 @@ mod events;
 mod parked;
 mod resources;
 mod series;
+mod share;
 mod update;
 
 #[cfg(test)]
@@ -26,4 +27,5 @@ pub use resources::{delete_floating_ip, register_floating_ip, set_property_priva
 pub use series::{
     NewSeries, Shift, create_series, delete_series, rename_series, series_windows, shift_series,
 };
+pub use share::{revoke_share, share_lease};
 pub use update::{LeaseUpdate, ReservationUpdate, update_lease};

@@ -322,7 +322,7 @@ pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
         start_date: lease_time(lease.start.as_micros()),
         end_date: lease_time(lease.end.as_micros()),
         status: lease.status.as_str().to_owned(),
-        status_reason: lease.status_reason.clone(),
+        status_reason: lease.status_reason.as_deref().map(str::to_owned),
         degraded: lease.degraded,
         user_id: lease.user_id.to_string(),
         project_id: lease.project_id.to_string(),

@@ -6,6 +6,7 @@ pub(crate) mod hosts;
 pub(crate) mod lease_wire;
 mod leases;
 mod series;
+mod shares;
 
 use crate::http::routes::Routes;
 use crate::policy::Rule;
@@ -37,6 +38,7 @@ pub fn register(routes: &mut Routes) {
     hosts::register(routes);
     leases::register(routes);
     series::register(routes);
+    shares::register(routes);
     floating_ips::register(routes);
 }
 

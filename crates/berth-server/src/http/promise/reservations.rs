@@ -265,7 +265,7 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         }),
         capacity: terms.map(|t| vector(&t.ask)),
         public_ips: (!ips.is_empty()).then_some(ips),
-        status_reason: lease.status_reason.clone(),
+        status_reason: lease.status_reason.as_deref().map(str::to_owned),
         // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
         degraded: lease.degraded,
         missing_resources: (!missing.is_empty()).then(|| {
