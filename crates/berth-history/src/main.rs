@@ -50,6 +50,7 @@ enum FaultArg {
     Pause,
     RestartPostgres,
     Partition,
+    ClockOffset,
     None,
 }
 
@@ -62,6 +63,7 @@ async fn main() -> std::process::ExitCode {
             Fault::Pause,
             Fault::RestartPostgres,
             Fault::Partition,
+            Fault::ClockOffset,
         ],
         chosen => chosen
             .iter()
@@ -70,6 +72,7 @@ async fn main() -> std::process::ExitCode {
                 FaultArg::Pause => Some(Fault::Pause),
                 FaultArg::RestartPostgres => Some(Fault::RestartPostgres),
                 FaultArg::Partition => Some(Fault::Partition),
+                FaultArg::ClockOffset => Some(Fault::ClockOffset),
                 FaultArg::None => None,
             })
             .collect(),

@@ -2,8 +2,8 @@
 //! before the next. A replica killed (SIGKILL) and restarted; a replica paused (SIGSTOP) longer
 //! than the store's lock and connection timeouts (10 s) and resumed; PostgreSQL restarted; a
 //! replica cut off from PostgreSQL (its proxy drops every connection and refuses new ones) and
-//! healed. berth has no setting that offsets its clock (it reads the system clock in one place,
-//! `berth-server`'s `clock`), so clock faults are not injected.
+//! healed; a replica restarted with its clock moved ahead or behind (`--clock-offset-seconds`,
+//! [`CLOCK_OFFSET_MAX_SECONDS`] at most) for a while, then restarted on the true time.
 
 use crate::history::Recorder;
 use crate::postgres::Cluster;
@@ -18,6 +18,9 @@ use tokio::sync::Mutex;
 /// pool's acquire timeout berth sets (10 s each).
 pub const PAUSE: Duration = Duration::from_millis(11_500);
 
+/// The largest clock offset the nemesis gives a replica, either way.
+pub const CLOCK_OFFSET_MAX_SECONDS: u64 = 600;
+
 /// A kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fault {
@@ -29,6 +32,9 @@ pub enum Fault {
     RestartPostgres,
     /// Cut a replica off from PostgreSQL for a while.
     Partition,
+    /// Restart a replica with its clock moved (10 s to [`CLOCK_OFFSET_MAX_SECONDS`] ahead or
+    /// behind) for a while, then restart it on the true time.
+    ClockOffset,
 }
 
 /// One fault that happened.
@@ -98,6 +104,18 @@ pub async fn run(
                 targets.proxies[replica].heal();
                 Some(replica)
             }
+            Fault::ClockOffset => {
+                let seconds =
+                    i64::try_from(10 + rng.below(CLOCK_OFFSET_MAX_SECONDS - 9)).unwrap_or(10);
+                let offset = match rng.below(2) {
+                    0 => seconds,
+                    _ => -seconds,
+                };
+                moved_clock(&targets.replicas[replica], offset).await?;
+                tokio::time::sleep(hold).await;
+                moved_clock(&targets.replicas[replica], 0).await?;
+                Some(replica)
+            }
         };
         done.push(Injected {
             fault,
@@ -108,4 +126,12 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(500 + rng.below(1_500))).await;
     }
     Ok(done)
+}
+
+/// Restarts `replica` with its clock `offset_seconds` from the true time (SIGKILL, then start).
+async fn moved_clock(replica: &Mutex<Replica>, offset_seconds: i64) -> Result<()> {
+    let mut replica = replica.lock().await;
+    replica.kill();
+    replica.clock_offset_seconds = offset_seconds;
+    replica.restart().await
 }

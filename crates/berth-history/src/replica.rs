@@ -1,5 +1,6 @@
 //! A replica: the real `berth serve` binary over PostgreSQL (through its own proxy), started,
-//! killed with SIGKILL, paused with SIGSTOP and resumed with SIGCONT by the nemesis.
+//! killed with SIGKILL, paused with SIGSTOP and resumed with SIGCONT, and restarted with its
+//! clock moved, by the nemesis.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ pub struct Replica {
     dir: PathBuf,
     database: String,
     planted: Option<String>,
+    /// Seconds its clock runs ahead (negative: behind) from its next start (`--clock-offset-seconds`).
+    pub clock_offset_seconds: i64,
     /// Its HTTP port on 127.0.0.1.
     pub port: u16,
     child: Option<Child>,
@@ -44,6 +47,7 @@ impl Replica {
             dir: dir.to_owned(),
             database,
             planted,
+            clock_offset_seconds: 0,
             port: free_port()?,
             child: None,
         };
@@ -78,6 +82,10 @@ impl Replica {
             ])
             .arg(&self.dir)
             .args(["--database", &self.database])
+            .arg(format!(
+                "--clock-offset-seconds={}",
+                self.clock_offset_seconds
+            ))
             .env("BERTH_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(log);

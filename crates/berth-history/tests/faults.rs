@@ -54,6 +54,7 @@ fn all_faults() -> Vec<Fault> {
         Fault::Pause,
         Fault::RestartPostgres,
         Fault::Partition,
+        Fault::ClockOffset,
     ]
 }
 

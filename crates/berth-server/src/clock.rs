@@ -1,4 +1,5 @@
-//! The wall clock: the one place berth reads the system time.
+//! The wall clock: the one place berth reads the system time, and the offset fault tests may
+//! give it.
 
 use berth_app::Clock;
 use berth_core::Instant;
@@ -25,4 +26,23 @@ impl Clock for SystemClock {
 /// Now, in whole seconds since the Unix epoch (for signature timestamps).
 pub fn unix_seconds() -> u64 {
     u64::try_from(SystemClock.now().as_micros() / 1_000_000).unwrap_or(0)
+}
+
+/// The system clock moved by a fixed offset: what `--clock-offset-seconds` runs berth on, so a
+/// fault test can give one replica a clock ahead of or behind the others'.
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetClock {
+    /// Microseconds added to the system clock.
+    pub offset_micros: i64,
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> Instant {
+        Instant::from_micros(
+            SystemClock
+                .now()
+                .as_micros()
+                .saturating_add(self.offset_micros),
+        )
+    }
 }

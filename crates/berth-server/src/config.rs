@@ -139,6 +139,10 @@ pub struct ServeArgs {
     /// [default: 600].
     #[arg(long, env = "BERTH_CLAIM_TTL_SECONDS")]
     pub claim_ttl_seconds: Option<u64>,
+    /// For fault testing only: run as if the system clock were this many seconds ahead
+    /// (negative: behind), at most a day either way [default: 0].
+    #[arg(long, env = "BERTH_CLOCK_OFFSET_SECONDS", allow_hyphen_values = true)]
+    pub clock_offset_seconds: Option<i64>,
     /// Most connections served at once; more wait in the listen backlog [default: 1024].
     #[arg(long, env = "BERTH_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
@@ -451,6 +455,8 @@ pub struct Config {
     pub callback_destinations: Destinations,
     /// How long a node claim holds when the request gives no `ttl`.
     pub claim_ttl: Duration,
+    /// Seconds added to the system clock (fault testing; 0 otherwise).
+    pub clock_offset_seconds: i64,
     /// Where `--auth headers` accepts identity headers from.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// The authorization policy file, if any.
@@ -565,6 +571,7 @@ impl Config {
             callback_ca_file,
             callback_destinations,
             claim_ttl,
+            clock_offset_seconds: clock_offset(args)?,
             trusted_proxies,
             policy_file,
             access_policy,
@@ -644,6 +651,19 @@ impl Config {
 }
 
 /// How long a node claim holds without a `ttl`: the flag's, else the file's, else the default.
+/// Longest clock offset `--clock-offset-seconds` takes, either way: a day.
+const CLOCK_OFFSET_MAX_SECONDS: i64 = 86_400;
+
+fn clock_offset(args: &ServeArgs) -> anyhow::Result<i64> {
+    let offset = args.clock_offset_seconds.unwrap_or(0);
+    if offset.abs() > CLOCK_OFFSET_MAX_SECONDS {
+        anyhow::bail!(
+            "--clock-offset-seconds {offset}: at most {CLOCK_OFFSET_MAX_SECONDS} seconds either way"
+        );
+    }
+    Ok(offset)
+}
+
 fn claim_ttl(args: &ServeArgs, section: Option<BaremetalSection>) -> anyhow::Result<Duration> {
     let claim_ttl = args
         .claim_ttl_seconds
@@ -1312,6 +1332,36 @@ mod tests {
         assert!(
             error.contains("--callback-allow \"10.0.0.0/40\""),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn a_clock_offset_moves_the_clock_by_at_most_a_day() {
+        use berth_app::Clock as _;
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.clock_offset_seconds, 0);
+        let behind = Cli::try_parse_from(["berth", "serve", "--clock-offset-seconds", "-90"])
+            .expect("a negative offset parses");
+        let Command::Serve(args) = behind.command else {
+            panic!("serve");
+        };
+        let config = Config::from_args(&args).expect("within a day");
+        assert_eq!(config.clock_offset_seconds, -90);
+        let moved = crate::clock::OffsetClock {
+            offset_micros: -90_000_000,
+        };
+        // Read the moved clock first: the system clock, read after it, is then no earlier.
+        let early = moved.now().as_micros();
+        let skew = crate::clock::SystemClock.now().as_micros() - early;
+        assert!((90_000_000..91_000_000).contains(&skew), "{skew}");
+        let too_far = ServeArgs {
+            clock_offset_seconds: Some(86_401),
+            ..ServeArgs::default()
+        };
+        let refused = Config::from_args(&too_far).expect_err("over a day");
+        assert!(
+            refused.to_string().contains("--clock-offset-seconds"),
+            "{refused}"
         );
     }
 

@@ -113,6 +113,22 @@ impl Running {
     }
 }
 
+/// The system clock, or (fault tests) the system clock moved by `--clock-offset-seconds`.
+fn wall_clock(config: &Config) -> Arc<dyn berth_app::Clock> {
+    match config.clock_offset_seconds {
+        0 => Arc::new(clock::SystemClock),
+        offset => {
+            tracing::warn!(
+                offset_seconds = offset,
+                "--clock-offset-seconds: this replica's clock is moved (fault testing only)"
+            );
+            Arc::new(clock::OffsetClock {
+                offset_micros: offset.saturating_mul(1_000_000),
+            })
+        }
+    }
+}
+
 /// Opens the store, loads the service, seeds demo data if asked, binds and starts serving.
 pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let auth = authenticator(config)?;
@@ -123,8 +139,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         Arc::clone(&destinations),
     )?);
     let store = open_store(&config.storage, config.sqlite_synchronous).await?;
-    let berth =
-        Arc::new(Berth::open(store, Arc::new(clock::SystemClock), Arc::new(ids::V7Ids)).await?);
+    let berth = Arc::new(Berth::open(store, wall_clock(config), Arc::new(ids::V7Ids)).await?);
     berth.set_fence_policy(match config.fence_unreserved {
         true => berth_core::query::presentation::FencePolicy::Enforced,
         false => berth_core::query::presentation::FencePolicy::Off,
