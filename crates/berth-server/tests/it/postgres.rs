@@ -275,6 +275,19 @@ async fn two_replicas_racing_holds_waits_and_leases_never_over_commit() {
 }
 
 #[tokio::test]
+async fn two_replicas_racing_for_the_last_of_a_share_never_exceed_its_cap() {
+    let test = "two_replicas_racing_for_the_last_of_a_share_never_exceed_its_cap";
+    on_scratch_database(test, |url| async move {
+        let first = replica(&url).await;
+        let second = replica(&url).await;
+        crate::shares::race_for_the_last_of_a_share(&[&first, &second]).await;
+        let _ = first.stop().await;
+        let _ = second.stop().await;
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn two_replicas_racing_series_and_leases_never_over_commit() {
     let test = "two_replicas_racing_series_and_leases_never_over_commit";
     on_scratch_database(test, |url| async move {

@@ -2,8 +2,9 @@
 //! a cap; that project's Placement consumers (written by the service, as Nova writes them) and
 //! Promise instances draw on it up to the cap and no further; a third project cannot; the
 //! shares listing says what each project holds; revoking stops new consumption and both
-//! projects hear of it in their feeds; bad shares are refused naming the field; and only the
-//! owner (or an admin) shares.
+//! projects hear of it in their feeds; bad shares are refused naming the field; only the owner
+//! (or an admin) shares; and 32 clients racing for the last of a share never pass its cap (on
+//! SQLite here, on two PostgreSQL replicas in `postgres`, with the helper marked `pub(crate)`).
 
 use crate::blazar_leases::{LEASES, lease_body, minutes, now_micros};
 use crate::support::{Options, TestApp, Who};
@@ -393,20 +394,22 @@ async fn bad_shares_are_refused_naming_the_field() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clients_racing_for_the_last_of_a_share_never_exceed_its_cap() {
-    let app = app().await;
-    let provider = host(&app, "h1").await;
+/// A running one-host lease on `apps[0]`'s host `h1`, shared with the guest within 5 VCPU; then
+/// 32 consumers of the guest, one VCPU each, sent at once, spread over `apps`: exactly five are
+/// admitted, the others refused, and every replica's listing says the guest holds 5.
+pub(crate) async fn race_for_the_last_of_a_share(apps: &[&TestApp]) {
+    let first = apps[0];
+    let provider = host(first, "h1").await;
     let lease = running_lease(
-        &app,
+        first,
         json!([{"resource_type": "physical:host", "min": 1, "max": 1}]),
     )
     .await;
-    let (status, body) = share(&app, OWNER, &lease, GUEST.project, json!({"VCPU": 5})).await;
+    let (status, body) = share(first, OWNER, &lease, GUEST.project, json!({"VCPU": 5})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    // 32 consumers of the guest, one VCPU each, at once: exactly five fit under the cap.
     let racers: Vec<_> = (0..32u32)
         .map(|n| {
+            let app = apps[n as usize % apps.len()];
             let (client, base, provider) = (app.client.clone(), app.base.clone(), provider.clone());
             tokio::spawn(async move {
                 let body = json!({"allocations": {&provider: {"resources": {"VCPU": 1}}},
@@ -440,13 +443,21 @@ async fn clients_racing_for_the_last_of_a_share_never_exceed_its_cap() {
             .all(|(status, _)| matches!(*status, StatusCode::NO_CONTENT | StatusCode::CONFLICT)),
         "{answers:?}"
     );
-    let (_, listed) = app
-        .call_as(
-            OWNER,
-            Method::GET,
-            &format!("{LEASES}/{lease}/shares"),
-            None,
-        )
-        .await;
-    assert_eq!(listed["shares"][0]["used"]["VCPU"], 5, "{listed}");
+    for app in apps {
+        let (_, listed) = app
+            .call_as(
+                OWNER,
+                Method::GET,
+                &format!("{LEASES}/{lease}/shares"),
+                None,
+            )
+            .await;
+        assert_eq!(listed["shares"][0]["used"]["VCPU"], 5, "{listed}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_racing_for_the_last_of_a_share_never_exceed_its_cap() {
+    let app = app().await;
+    race_for_the_last_of_a_share(&[&app]).await;
 }
