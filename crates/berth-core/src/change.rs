@@ -221,14 +221,21 @@ impl Change {
 /// An entry of `lease`'s lifecycle record, as the change that appends it. The details always
 /// carry the lease's `project_id` (the record outlives the lease; notifications are routed by
 /// project).
-pub(crate) fn record(
+pub(crate) fn record(lease: &Lease, kind: &str, at: Instant, details: serde_json::Value) -> Change {
+    record_for(lease, kind, at, details, &lease.project_id)
+}
+
+/// An entry of `lease`'s lifecycle record addressed to `project` (its `project_id`, which routes
+/// notifications): the lease's own project, or one the lease is shared with.
+pub(crate) fn record_for(
     lease: &Lease,
     kind: &str,
     at: Instant,
     mut details: serde_json::Value,
+    project: &str,
 ) -> Change {
     if let serde_json::Value::Object(map) = &mut details {
-        map.insert("project_id".into(), (*lease.project_id).into());
+        map.insert("project_id".into(), project.into());
     }
     Change::LeaseRecorded(LeaseRecord {
         lease_id: lease.id,

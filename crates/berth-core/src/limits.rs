@@ -135,6 +135,8 @@ pub const WAITLIST_ATTEMPTS_MAX: usize = 32;
 /// a long waitlist whose head does not fit costs the writer lock no more than this.
 pub const WAITLIST_SCAN_MAX: usize = 256;
 
+/// Longest project id a share names (as Placement's consumer `project_id`).
+pub const PROJECT_ID_LEN_MAX: usize = 255;
 /// Most projects one lease may be shared with (berth).
 pub const SHARES_PER_LEASE_MAX: usize = 32;
 /// Most resource classes one share's cap may name.

@@ -164,15 +164,15 @@ pub fn shares(catalog: &Catalog, id: LeaseId, viewer: Option<&str>) -> Option<Ve
     Some(
         shares
             .filter(|s| owner || viewer == Some(s.project_id.as_str()))
-            .map(|share| ShareUse {
-                used: crate::query::presentation::shared_holdings(
-                    catalog,
-                    lease,
-                    &share.project_id,
-                    None,
-                ),
-                share: share.clone(),
-            })
+            .map(|share| share_use(catalog, lease, share))
             .collect(),
     )
+}
+
+/// `share` of `lease` with what its project's consumers hold inside the lease.
+pub fn share_use(catalog: &Catalog, lease: &Lease, share: &crate::model::lease::Share) -> ShareUse {
+    ShareUse {
+        used: crate::query::presentation::shared_holdings(catalog, lease, &share.project_id, None),
+        share: share.clone(),
+    }
 }

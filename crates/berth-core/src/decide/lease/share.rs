@@ -7,10 +7,10 @@
 
 use super::checks::bad;
 use crate::catalog::Catalog;
-use crate::change::{Change, record};
+use crate::change::{Change, record, record_for};
 use crate::limits;
 use crate::model::id::LeaseId;
-use crate::model::lease::{Lease, LeaseRecord, LeaseStatus, Share, Shares};
+use crate::model::lease::{Lease, LeaseStatus, Share, Shares};
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
@@ -62,8 +62,8 @@ fn parse_cap(
     Ok(parsed)
 }
 
-/// The record of a share's change addressed to the project it names (the lease's own record
-/// goes to the owner).
+/// The record of a share's change addressed to the project it names, which also says whose
+/// lease it is (the lease's own record goes to the owner).
 fn told(
     lease: &Lease,
     kind: &str,
@@ -72,15 +72,9 @@ fn told(
     mut details: serde_json::Value,
 ) -> Change {
     if let serde_json::Value::Object(map) = &mut details {
-        map.insert("project_id".into(), project.into());
         map.insert("owner_project_id".into(), (*lease.project_id).into());
     }
-    Change::LeaseRecorded(LeaseRecord {
-        lease_id: lease.id,
-        kind: kind.to_owned(),
-        at,
-        details: details.to_string(),
-    })
+    record_for(lease, kind, at, details, project)
 }
 
 /// Shares lease `id` with `project` within `cap`, or changes the cap of its share. Only the
@@ -98,8 +92,11 @@ pub fn share_lease(
 ) -> Result<(Vec<Change>, Share), Rejection> {
     let lease = shareable(catalog, id, owner)?;
     let project = project.trim();
-    if project.is_empty() || project.chars().count() > 255 {
-        return Err(bad("project_id: must be between 1 and 255 characters"));
+    if !(1..=limits::PROJECT_ID_LEN_MAX).contains(&project.chars().count()) {
+        return Err(bad(format!(
+            "project_id: must be between 1 and {} characters",
+            limits::PROJECT_ID_LEN_MAX
+        )));
     }
     if project == &*lease.project_id {
         return Err(bad(

@@ -17,7 +17,7 @@ use axum::http::{Method, StatusCode};
 use berth_api::blazar::{Share, ShareEnvelope, ShareList, ShareRequest};
 use berth_api::time::record_time;
 use berth_core::model::id::LeaseId;
-use berth_core::query::leases::ShareUse;
+use berth_core::query::leases::{self, ShareUse};
 use serde_json::{Map, Value};
 
 const SHARES: &str = "/reservation/v1/leases/{lease_id}/shares";
@@ -100,23 +100,26 @@ async fn put(
 ) -> Result<Json<ShareEnvelope>, ApiError> {
     let id = lease_id(&id)?;
     // To a project that does not see the lease, it does not exist, whatever the body says.
-    visible(&state, &caller, id).await?;
+    let scope = caller.project_scope();
+    let seen = state
+        .berth
+        .read(|catalog| leases::find(catalog, id, scope.as_deref()).is_some())
+        .await?;
+    if !seen {
+        return Err(not_found(id));
+    }
     let request: ShareRequest = serde_json::from_value(Value::Object(body)).map_err(|e| {
         ApiError::bad_request(format!(
             "cap: a map of resource class names to whole numbers ({e})"
         ))
     })?;
-    let owner = caller.project_scope();
-    state
+    let share = state
         .berth
-        .share_lease(id, owner.clone(), project.clone(), request.cap)
+        .share_lease(id, scope, project, request.cap)
         .await?;
-    let share = visible(&state, &caller, id)
-        .await?
-        .into_iter()
-        .find(|s| s.project_id == project.trim())
-        .ok_or_else(|| not_found(id))?;
-    Ok(Json(ShareEnvelope { share }))
+    Ok(Json(ShareEnvelope {
+        share: wire(id, share),
+    }))
 }
 
 async fn revoke(
