@@ -296,47 +296,27 @@ async fn a_shared_promise_reservation_takes_the_second_projects_instances_up_to_
                 "disk_gb": 0, "amount": 3}]),
     )
     .await;
-    let instance = |name: &str| json!({"name": name, "flavor": "m1.small", "image": "cirros", "reservation-id": lease});
-    let (status, body) = app
-        .call_as(
-            GUEST,
-            Method::POST,
-            "/promise/create-instance",
-            Some(instance("early")),
-        )
-        .await;
+    let create = |who: Who<'static>, name: &'static str| {
+        let body = json!({"name": name, "flavor": "m1.small", "image": "cirros",
+                          "reservation-id": lease});
+        let app = &app;
+        async move {
+            app.call_as(who, Method::POST, "/promise/create-instance", Some(body))
+                .await
+        }
+    };
+    let (status, body) = create(GUEST, "early").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "not shared yet: {body}");
     let (status, body) = share(&app, OWNER, &lease, GUEST.project, json!({"VCPU": 2})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app
-        .call_as(
-            GUEST,
-            Method::POST,
-            "/promise/create-instance",
-            Some(instance("one")),
-        )
-        .await;
+    let (status, body) = create(GUEST, "one").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["instance"]["project-id"], GUEST.project, "{body}");
-    let (status, body) = app
-        .call_as(
-            GUEST,
-            Method::POST,
-            "/promise/create-instance",
-            Some(instance("two")),
-        )
-        .await;
+    let (status, body) = create(GUEST, "two").await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(body.to_string().contains("its share's cap"), "{body}");
     // The owner's own instance still fits: two slots of three are left.
-    let (status, body) = app
-        .call_as(
-            OWNER,
-            Method::POST,
-            "/promise/create-instance",
-            Some(instance("mine")),
-        )
-        .await;
+    let (status, body) = create(OWNER, "mine").await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
