@@ -365,33 +365,48 @@ struct Batch {
 }
 
 impl Batch {
-    /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
-    /// is gone or whose request was closed at its deadline, and commits them.
+    /// Commits the queued decisions as one batch. They are taken from the queue only once the
+    /// batch holds the database's writer lock, so that the decisions queued while another
+    /// replica held it go into this batch rather than wait for the next.
     async fn run(self, mut working: OwnedMutexGuard<Working>) {
-        let batch: Vec<Pending> = {
-            let mut queue = self
-                .queue
-                .lock()
-                .expect("invariant: queue lock is never poisoned");
-            let mut batch = Vec::new();
-            // Bounded by the queue's length and the batch's.
-            while batch.len() < BATCH_LEN_MAX {
-                let Some(pending) = queue.pop_front() else {
-                    break;
-                };
-                if pending.reply.is_closed() {
-                    continue;
-                }
-                match pending.deadline.as_ref().is_none_or(|d| d.take()) {
-                    true => batch.push(pending),
-                    false => {
-                        let _ = pending.reply.send(Err(AppError::TimedOut));
-                    }
+        if self.queued_none() {
+            return;
+        }
+        self.commit_batch(&mut working).await;
+    }
+
+    /// Whether no decision is queued (all were answered, withdrawn or abandoned meanwhile).
+    fn queued_none(&self) -> bool {
+        self.queue
+            .lock()
+            .expect("invariant: queue lock is never poisoned")
+            .is_empty()
+    }
+
+    /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
+    /// is gone or whose request was closed at its deadline.
+    fn take(&self) -> Vec<Pending> {
+        let mut queue = self
+            .queue
+            .lock()
+            .expect("invariant: queue lock is never poisoned");
+        let mut batch = Vec::new();
+        // Bounded by the queue's length and the batch's.
+        while batch.len() < BATCH_LEN_MAX {
+            let Some(pending) = queue.pop_front() else {
+                break;
+            };
+            if pending.reply.is_closed() {
+                continue;
+            }
+            match pending.deadline.as_ref().is_none_or(|d| d.take()) {
+                true => batch.push(pending),
+                false => {
+                    let _ = pending.reply.send(Err(AppError::TimedOut));
                 }
             }
-            batch
-        };
-        self.commit_batch(&mut working, batch).await;
+        }
+        batch
     }
 
     /// Brings the writers' copy as far as the readers' catalog before the batch takes the
@@ -449,19 +464,21 @@ impl Batch {
         Ok(())
     }
 
-    async fn commit_batch(&self, working: &mut Working, batch: Vec<Pending>) {
-        if batch.is_empty() {
-            return;
-        }
+    async fn commit_batch(&self, working: &mut Working) {
         if let Err(error) = self.prepare(working).await {
-            return fail(batch, &error);
+            return fail(self.take(), &error);
         }
         let mut tx = match self.store.begin_write().await {
             Ok(tx) => tx,
-            Err(error) => return fail(batch, &error),
+            Err(error) => return fail(self.take(), &error),
         };
         if let Err(error) = self.current(tx.as_mut(), working).await {
-            return fail(batch, &error);
+            return fail(self.take(), &error);
+        }
+        let batch = self.take();
+        if batch.is_empty() {
+            // Dropped uncommitted: rolled back, nothing written.
+            return;
         }
         working.dirty = true;
         let now = self.clock.now();

@@ -272,6 +272,23 @@ impl Bench {
         (sample, seen)
     }
 
+    /// The database's catalog sequence, as replica 1's `/metrics` shows it (one per commit of
+    /// any replica), or `None` when it does not answer it.
+    async fn stored_seq(&self) -> Option<u64> {
+        let Replica { origin, client } = &self.replicas[0];
+        let text = client
+            .get(format!("{origin}/metrics"))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("berth_catalog_stored_seq "))
+            .and_then(|value| value.trim().parse().ok())
+    }
+
     /// One cheap read on `replica` that goes through the catalog: one provider by uuid.
     async fn probe(&self, replica: usize) -> Sample {
         let Replica { origin, client } = &self.replicas[replica];
@@ -623,6 +640,7 @@ async fn write_scenarios(
         let mut object = serde_json::Map::new();
         for kind in [Kind::Lease, Kind::Allocation] {
             let before = Cpu::read(&args.pids);
+            let seq_before = bench.stored_seq().await;
             let summary = writes(
                 bench,
                 kind,
@@ -633,6 +651,10 @@ async fn write_scenarios(
             )
             .await?;
             let spent = before.spent_until(&Cpu::read(&args.pids));
+            let commits = match (seq_before, bench.stored_seq().await) {
+                (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+                _ => None,
+            };
             report.summary(
                 &format!(
                     "{what}: {} x{}, concurrency {}",
@@ -643,6 +665,14 @@ async fn write_scenarios(
                 &summary,
             );
             let mut entry = summary.to_json();
+            if let Some(commits) = commits {
+                // Every replica's commits, the scenario's and any engine's (few, at this pace).
+                let per_commit = summary.ok as f64 / commits.max(1) as f64;
+                report.line(&format!(
+                    "  commits: {commits} ({per_commit:.1} writes per commit)"
+                ));
+                entry["commits"] = json!(commits);
+            }
             if !args.pids.is_empty() {
                 report.line(&format!(
                     "  CPU: replicas {:?} ms, PostgreSQL {} ms",
