@@ -9,8 +9,9 @@
 //! future by one offset per seed, so the examples keep their spacing. Promise's `add-provider`
 //! (12.1) registers a real cloud: a Keystone (`keystone_server`) whose catalog lists a second
 //! berth as Placement (`provider_clouds::RemoteCloud`), its address and the user's password
-//! substituted; create-instance (12.6) then places its instance on that cloud. Without
-//! Keystone's virtualenv those two examples are skipped loudly (a failure under `CI=true`).
+//! substituted; create-instance (12.6) then places its instance on that cloud, and
+//! destroy-instance (12.7) destroys it. Without Keystone's virtualenv those three examples are
+//! skipped loudly (a failure under `CI=true`).
 //!
 //! `seed_examples/expected_failures.json` lists the examples that wait for the Promise model to
 //! count instances and volumes without a flavor and to reserve pools as sums. A listed example
@@ -39,6 +40,8 @@ const PROMISE_SEED: &str = "001_4ada8b28a7c6446e.txt";
 const ADD_PROVIDER: &str = "12.1";
 /// Its example that creates an instance on that cloud.
 const CREATE_INSTANCE: &str = "12.6";
+/// Promise's destroy-instance example: it destroys the instance create-instance made.
+const DESTROY_INSTANCE: &str = "12.7";
 
 /// The examples expected to fail, each with its reason.
 const EXPECTED_FAILURES: &str = include_str!("seed_examples/expected_failures.json");
@@ -432,7 +435,7 @@ async fn every_seed_example_works_as_written() {
             let key = (seed.seed.clone(), example.id.clone());
             assert!(ran.insert(key.clone()), "{key:?} twice");
             if seed.seed == PROMISE_SEED
-                && [ADD_PROVIDER, CREATE_INSTANCE].contains(&example.id.as_str())
+                && [ADD_PROVIDER, CREATE_INSTANCE, DESTROY_INSTANCE].contains(&example.id.as_str())
                 && remote.is_none()
             {
                 continue;
