@@ -1,8 +1,11 @@
 //! A crash campaign: the `berth` binary killed with SIGKILL at random moments while eight
-//! clients write, restarted, and checked after every restart: every acknowledged allocation and
-//! lease is there, a lease create whose answer was lost, retried with its `Idempotency-Key`,
-//! answers with the one lease it made (or makes it), no lease exists twice, and no provider is
-//! used beyond its capacity. On SQLite always, and on PostgreSQL when `BERTH_TEST_POSTGRES_URL`
+//! clients write (Placement allocations, Blazar leases, Promise reservations, node claims and
+//! their release), restarted, and checked after every restart: every acknowledged allocation,
+//! lease and Promise reservation is there, a create whose answer was lost, retried with its
+//! `Idempotency-Key`, answers with the one object it made (or makes it), no lease exists twice,
+//! a released claim stays released, and no provider is used beyond its capacity. After most kills the leases acknowledged since the last are read
+//! back by id, so that a check costs the same at the ten-thousandth kill as at the first; every
+//! hundredth kill and at the end, the whole listing is read. On SQLite always, and on PostgreSQL when `BERTH_TEST_POSTGRES_URL`
 //! is set (otherwise that test says loudly that it skipped). `BERTH_CRASH_KILLS` sets the number
 //! of kills per backend (100 by default; `BERTH_CRASH_KILLS=10000` is the long campaign of
 //! docs/robustness.md).
@@ -15,6 +18,7 @@
 //! may be doubled. Where FUSE cannot be mounted these say loudly that they skipped (a failure
 //! under `CI=true`).
 
+use crate::baremetal::{CLAIMS, NODES};
 use crate::blazar_leases::{LEASES, lease_body, now_micros, rfc3339};
 use crate::support::free_port;
 use berth_store_postgres::scratch;
@@ -30,6 +34,11 @@ const WRITERS: usize = 8;
 const DAY: i64 = 86_400_000_000;
 /// The provider the allocations go to: large enough never to refuse one.
 const PROVIDER: &str = "c4a5e000-0000-4000-8000-000000000001";
+/// The zone of the host the leases and Promise reservations take.
+const ZONE: &str = "crash-zone";
+/// Bare-metal nodes for the claims: more than the writers can hold at once, with a claim each
+/// whose answer or release was lost.
+const NODE_COUNT: usize = 3 * WRITERS;
 
 fn kills() -> usize {
     std::env::var("BERTH_CRASH_KILLS")
@@ -115,6 +124,24 @@ struct Told {
     leases: BTreeMap<String, String>,
     /// Lease creates that got no answer: their names.
     unanswered: BTreeSet<String>,
+    /// Leases acknowledged since the last check: their names.
+    fresh: Vec<String>,
+    /// Promise reservations acknowledged: their number to their id.
+    promises: BTreeMap<u64, String>,
+    /// Promise reservation creates that got no answer: their numbers.
+    unanswered_promises: BTreeSet<u64>,
+    /// Promise reservations acknowledged since the last check: their numbers.
+    fresh_promises: Vec<u64>,
+    /// The bare-metal nodes every claim may take.
+    nodes: Vec<String>,
+    /// Node claims acknowledged and not yet released.
+    claims_held: BTreeSet<String>,
+    /// Node claims whose release was acknowledged since the last check.
+    claims_released: Vec<String>,
+    /// Node claim creates that got no answer: their numbers.
+    unanswered_claims: BTreeSet<u64>,
+    /// Node claims acknowledged, in all.
+    claims_acknowledged: usize,
     /// Writes that got no answer.
     lost_answers: usize,
 }
@@ -130,7 +157,8 @@ impl Rng {
     }
 }
 
-async fn setup(client: &reqwest::Client, base: &str) {
+/// Makes the provider, the host and the nodes the writers use; answers the nodes' ids.
+async fn setup(client: &reqwest::Client, base: &str) -> Vec<String> {
     let provider = json!({"name": "crash-target", "uuid": PROVIDER});
     let created = client
         .post(format!("{base}/placement/resource_providers"))
@@ -153,7 +181,7 @@ async fn setup(client: &reqwest::Client, base: &str) {
         .expect("set its inventory");
     assert_eq!(set.status(), StatusCode::OK);
     let host = json!({"name": "crash-host", "vcpus": 1_000_000, "memory_mb": 1_000_000_000,
-                      "local_gb": 1_000_000});
+                      "local_gb": 1_000_000, "availability_zone": ZONE});
     let enrolled = client
         .post(format!("{base}/reservation/v1/os-hosts"))
         .json(&host)
@@ -161,6 +189,21 @@ async fn setup(client: &reqwest::Client, base: &str) {
         .await
         .expect("enrol the host");
     assert_eq!(enrolled.status(), StatusCode::CREATED);
+    let mut nodes = Vec::with_capacity(NODE_COUNT);
+    for i in 0..NODE_COUNT {
+        let node = json!({"name": format!("crash-node-{i}"), "resource_class": "baremetal-crash",
+                          "provision_state": "available"});
+        let made = client
+            .post(format!("{base}{NODES}"))
+            .json(&node)
+            .send()
+            .await
+            .expect("enrol a node");
+        assert_eq!(made.status(), StatusCode::CREATED);
+        let made: Value = made.json().await.expect("json");
+        nodes.push(made["uuid"].as_str().expect("a uuid").to_owned());
+    }
+    nodes
 }
 
 /// The body of lease `name`: one small instance slot a month out.
@@ -194,50 +237,209 @@ async fn create_lease(
     Some((status, sent.json().await.ok()?))
 }
 
-/// One writer: allocations and leases, one after the other, until the server dies.
+/// One writer: allocations, Blazar leases, Promise reservations and node claims (each claim
+/// released once it is acknowledged), in turn, until the server dies.
 async fn writer(base: String, next: Arc<AtomicU64>, told: Arc<tokio::sync::Mutex<Told>>) {
     let client = reqwest::Client::new();
     loop {
         let n = next.fetch_add(1, Ordering::Relaxed);
-        if n.is_multiple_of(2) {
-            let consumer = uuid::Uuid::from_u128(0xC4A5_0000_0000_0000_0000 + u128::from(n));
-            let body = json!({"allocations": {PROVIDER: {"resources": {"VCPU": 1}}},
-                              "project_id": "p", "user_id": "u",
-                              "consumer_generation": null, "consumer_type": "INSTANCE"});
-            let sent = client
-                .put(format!("{base}/placement/allocations/{consumer}"))
-                .header("OpenStack-API-Version", "placement 1.39")
-                .json(&body)
-                .timeout(Duration::from_secs(10))
-                .send()
-                .await;
-            let mut told = told.lock().await;
-            match sent.map(|r| r.status()) {
-                Ok(StatusCode::NO_CONTENT) => told.consumers.push(consumer.to_string()),
-                Ok(other) => panic!("an allocation answered {other}"),
-                Err(_) => {
-                    told.lost_answers += 1;
-                    return;
-                }
-            }
-        } else {
-            let name = format!("crash-{n}");
-            let answer = create_lease(&client, &base, &name, n).await;
-            let mut told = told.lock().await;
-            match answer {
-                Some((StatusCode::CREATED, body)) => {
-                    let id = body["lease"]["id"].as_str().expect("an id").to_owned();
-                    told.leases.insert(name, id);
-                }
-                Some((status, body)) => panic!("a lease create answered {status}: {body}"),
-                None => {
-                    told.lost_answers += 1;
-                    told.unanswered.insert(name);
-                    return;
-                }
-            }
+        let answered = match n % 4 {
+            0 => write_allocation(&client, &base, n, &told).await,
+            1 => write_lease(&client, &base, n, &told).await,
+            2 => write_promise(&client, &base, n, &told).await,
+            _ => write_claim(&client, &base, n, &told).await,
+        };
+        if !answered {
+            told.lock().await.lost_answers += 1;
+            return;
         }
     }
+}
+
+/// An allocation of one VCPU for a new consumer; `false` when it got no answer.
+async fn write_allocation(
+    client: &reqwest::Client,
+    base: &str,
+    n: u64,
+    told: &tokio::sync::Mutex<Told>,
+) -> bool {
+    let consumer = uuid::Uuid::from_u128(0xC4A5_0000_0000_0000_0000 + u128::from(n));
+    let body = json!({"allocations": {PROVIDER: {"resources": {"VCPU": 1}}},
+                      "project_id": "p", "user_id": "u",
+                      "consumer_generation": null, "consumer_type": "INSTANCE"});
+    let sent = client
+        .put(format!("{base}/placement/allocations/{consumer}"))
+        .header("OpenStack-API-Version", "placement 1.39")
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await;
+    match sent.map(|r| r.status()) {
+        Ok(StatusCode::NO_CONTENT) => told.lock().await.consumers.push(consumer.to_string()),
+        Ok(other) => panic!("an allocation answered {other}"),
+        Err(_) => return false,
+    }
+    true
+}
+
+/// A Blazar lease, with its name as its key; `false` when it got no answer.
+async fn write_lease(
+    client: &reqwest::Client,
+    base: &str,
+    n: u64,
+    told: &tokio::sync::Mutex<Told>,
+) -> bool {
+    let name = format!("crash-{n}");
+    let answer = create_lease(client, base, &name, n).await;
+    let mut told = told.lock().await;
+    match answer {
+        Some((StatusCode::CREATED, body)) => {
+            let id = body["lease"]["id"].as_str().expect("an id").to_owned();
+            told.fresh.push(name.clone());
+            told.leases.insert(name, id);
+            true
+        }
+        Some((status, body)) => panic!("a lease create answered {status}: {body}"),
+        None => {
+            told.unanswered.insert(name);
+            false
+        }
+    }
+}
+
+/// A Promise reservation (the RPC), with its key; `false` when it got no answer.
+async fn write_promise(
+    client: &reqwest::Client,
+    base: &str,
+    n: u64,
+    told: &tokio::sync::Mutex<Told>,
+) -> bool {
+    let answer = create_promise(client, base, n).await;
+    let mut told = told.lock().await;
+    match answer {
+        Some(Ok(id)) => {
+            told.fresh_promises.push(n);
+            told.promises.insert(n, id);
+            true
+        }
+        Some(Err(refused)) => panic!("a Promise reservation answered {refused}"),
+        None => {
+            told.unanswered_promises.insert(n);
+            false
+        }
+    }
+}
+
+/// Sends Promise reservation `n` with its key: its id, a refusal, or `None` without an answer.
+async fn create_promise(
+    client: &reqwest::Client,
+    base: &str,
+    n: u64,
+) -> Option<Result<String, String>> {
+    let start = now_micros() / DAY * DAY + 60 * DAY + i64::try_from(n).expect("small") * 60_000_000;
+    let body = json!({"zone": ZONE, "start": rfc3339(start), "end": rfc3339(start + 3_600_000_000),
+                      "capacity": {"cores": 1}});
+    let url = format!("{base}/promise/create-reservation");
+    let made = Made {
+        status: StatusCode::OK,
+        id: "/reservation-id",
+    };
+    create_with_key(client, &url, &format!("promise-{n}"), &body, made).await
+}
+
+/// What a create answers when it made its object: its status, and where its id is.
+struct Made {
+    status: StatusCode,
+    id: &'static str,
+}
+
+/// Sends a create with `key` as its `Idempotency-Key`: the id of what it made, a refusal, or
+/// `None` without an answer.
+async fn create_with_key(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: &Value,
+    made: Made,
+) -> Option<Result<String, String>> {
+    let sent = client
+        .post(url)
+        .header("Idempotency-Key", format!("\"{key}\""))
+        .json(body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    let status = sent.status();
+    let body: Value = sent.json().await.ok()?;
+    Some(
+        match (status, body.pointer(made.id).and_then(Value::as_str)) {
+            (status, Some(id)) if status == made.status => Ok(id.to_owned()),
+            _ => Err(format!("{status}: {body}")),
+        },
+    )
+}
+
+/// A node claim, with its key, released once acknowledged; `false` when either got no answer.
+async fn write_claim(
+    client: &reqwest::Client,
+    base: &str,
+    n: u64,
+    told: &tokio::sync::Mutex<Told>,
+) -> bool {
+    let nodes = told.lock().await.nodes.clone();
+    let claim = match create_claim(client, base, n, &nodes).await {
+        Some(Ok(claim)) => claim,
+        Some(Err(refused)) => panic!("a node claim answered {refused}"),
+        None => {
+            told.lock().await.unanswered_claims.insert(n);
+            return false;
+        }
+    };
+    {
+        let mut told = told.lock().await;
+        told.claims_acknowledged += 1;
+        told.claims_held.insert(claim.clone());
+    }
+    let released = client
+        .delete(format!("{base}{CLAIMS}/{claim}"))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await;
+    let mut told = told.lock().await;
+    match released.map(|r| r.status()) {
+        Ok(StatusCode::NO_CONTENT) => {
+            told.claims_held.remove(&claim);
+            told.claims_released.push(claim);
+            true
+        }
+        Ok(other) => panic!("releasing a node claim answered {other}"),
+        Err(_) => false,
+    }
+}
+
+/// Sends node claim `n` (any of `nodes`) with its key: the claim's id, a refusal, or `None`
+/// without an answer.
+async fn create_claim(
+    client: &reqwest::Client,
+    base: &str,
+    n: u64,
+    nodes: &[String],
+) -> Option<Result<String, String>> {
+    let instance = uuid::Uuid::from_u128(0xC1A1_0000_0000_0000_0000 + u128::from(n));
+    let body = json!({"instance_uuid": instance.to_string(), "node_uuid": nodes});
+    let made = Made {
+        status: StatusCode::CREATED,
+        id: "/reservation/uuid",
+    };
+    create_with_key(
+        client,
+        &format!("{base}{CLAIMS}"),
+        &format!("claim-{n}"),
+        &body,
+        made,
+    )
+    .await
 }
 
 /// What a check after a restart found.
@@ -256,14 +458,28 @@ impl Findings {
     }
 }
 
+/// How a check reads the leases back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leases {
+    /// Each lease acknowledged since the last check, by its id: a check whose cost does not
+    /// grow with the campaign.
+    Fresh,
+    /// The whole listing: every acknowledged lease, and no name twice.
+    All,
+}
+
+/// A whole listing every this many kills (and at the end); the others read only what is new.
+const LIST_ALL_EVERY: usize = 100;
+
 /// After a restart: every acknowledged write is there, every unanswered lease create retried
-/// with its key answers with at most one lease, no lease name exists twice, and usage is within
-/// capacity.
+/// with its key answers with at most one lease, no lease name exists twice (in a whole
+/// listing), and usage is within capacity.
 async fn check(
     client: &reqwest::Client,
     base: &str,
     told: &mut Told,
     from_consumer: usize,
+    leases: Leases,
 ) -> Findings {
     let mut findings = Findings::default();
     let mut kept = told.consumers[..from_consumer].to_vec();
@@ -290,6 +506,7 @@ async fn check(
         match create_lease(client, base, &name, index).await {
             Some((StatusCode::CREATED, body)) => {
                 let id = body["lease"]["id"].as_str().expect("an id").to_owned();
+                told.fresh.push(name.clone());
                 told.leases.insert(name, id);
             }
             other => findings
@@ -297,6 +514,157 @@ async fn check(
                 .push(format!("the retry of {name} answered {other:?}")),
         }
     }
+    retry_promises(client, base, told, &mut findings).await;
+    check_claims(client, base, told, &mut findings).await;
+    let fresh = std::mem::take(&mut told.fresh);
+    let fresh_promises = std::mem::take(&mut told.fresh_promises);
+    for n in fresh_promises {
+        let id = told.promises[&n].clone();
+        if !lease_exists(client, base, &id).await {
+            told.promises.remove(&n);
+            findings
+                .lost
+                .push(format!("acknowledged Promise reservation {n} ({id})"));
+        }
+    }
+    match leases {
+        Leases::Fresh => check_fresh(client, base, told, &fresh, &mut findings).await,
+        Leases::All => check_all(client, base, told, &mut findings).await,
+    }
+    check_usage(client, base, told, &mut findings).await;
+    findings
+}
+
+/// Whether lease `id` (a Blazar lease or a Promise reservation) is there.
+async fn lease_exists(client: &reqwest::Client, base: &str, id: &str) -> bool {
+    let found = client
+        .get(format!("{base}{LEASES}/{id}"))
+        .send()
+        .await
+        .expect("read a lease");
+    match found.status() {
+        StatusCode::OK => true,
+        StatusCode::NOT_FOUND => false,
+        other => panic!("reading lease {id} answered {other}"),
+    }
+}
+
+/// Every Promise reservation create that got no answer, retried with its key, answers with
+/// one reservation (the first, or made now).
+async fn retry_promises(
+    client: &reqwest::Client,
+    base: &str,
+    told: &mut Told,
+    findings: &mut Findings,
+) {
+    for n in std::mem::take(&mut told.unanswered_promises) {
+        match create_promise(client, base, n).await {
+            Some(Ok(id)) => {
+                told.fresh_promises.push(n);
+                told.promises.insert(n, id);
+            }
+            other => findings.broken.push(format!(
+                "the retry of Promise reservation {n} answered {other:?}"
+            )),
+        }
+    }
+}
+
+/// Node claims: a claim create that got no answer, retried with its key, answers with one
+/// claim, which is then released; a claim whose release got no answer is there or gone, and
+/// released now if there; a claim whose release was acknowledged stays gone.
+async fn check_claims(
+    client: &reqwest::Client,
+    base: &str,
+    told: &mut Told,
+    findings: &mut Findings,
+) {
+    for n in std::mem::take(&mut told.unanswered_claims) {
+        match create_claim(client, base, n, &told.nodes).await {
+            Some(Ok(claim)) => {
+                told.claims_acknowledged += 1;
+                told.claims_held.insert(claim);
+            }
+            other => findings
+                .broken
+                .push(format!("the retry of node claim {n} answered {other:?}")),
+        }
+    }
+    for claim in std::mem::take(&mut told.claims_released) {
+        let found = client
+            .get(format!("{base}{CLAIMS}/{claim}"))
+            .send()
+            .await
+            .expect("read a claim");
+        match found.status() {
+            StatusCode::NOT_FOUND => {}
+            StatusCode::OK => {
+                // Its acknowledged release is lost: released again, so that the node is free.
+                findings
+                    .lost
+                    .push(format!("the acknowledged release of claim {claim}"));
+                told.claims_held.insert(claim);
+            }
+            other => findings
+                .broken
+                .push(format!("reading claim {claim} answered {other}")),
+        }
+    }
+    for claim in std::mem::take(&mut told.claims_held) {
+        let released = client
+            .delete(format!("{base}{CLAIMS}/{claim}"))
+            .send()
+            .await
+            .expect("release a claim");
+        match released.status() {
+            StatusCode::NO_CONTENT | StatusCode::NOT_FOUND => {}
+            other => findings
+                .broken
+                .push(format!("releasing claim {claim} answered {other}")),
+        }
+    }
+}
+
+/// Each lease acknowledged since the last check is there, by the id its client was told.
+async fn check_fresh(
+    client: &reqwest::Client,
+    base: &str,
+    told: &mut Told,
+    fresh: &[String],
+    findings: &mut Findings,
+) {
+    for name in fresh {
+        let Some(id) = told.leases.get(name).cloned() else {
+            continue;
+        };
+        let found = client
+            .get(format!("{base}{LEASES}/{id}"))
+            .send()
+            .await
+            .expect("read a lease");
+        match found.status() {
+            StatusCode::OK => {
+                let body: Value = found.json().await.expect("json");
+                if body["lease"]["name"] != name.as_str() {
+                    findings
+                        .broken
+                        .push(format!("acknowledged lease {id} is now {body}, not {name}"));
+                }
+            }
+            StatusCode::NOT_FOUND => {
+                told.leases.remove(name);
+                findings
+                    .lost
+                    .push(format!("acknowledged lease {name} ({id})"));
+            }
+            other => panic!("reading lease {id} answered {other}"),
+        }
+    }
+}
+
+/// The whole listing holds every acknowledged lease with the id its client was told, no name
+/// twice, and exactly the Promise reservations acknowledged (each retry resolved to one).
+async fn check_all(client: &reqwest::Client, base: &str, told: &mut Told, findings: &mut Findings) {
     let listed: Value = client
         .get(format!("{base}{LEASES}"))
         .send()
@@ -306,9 +674,14 @@ async fn check(
         .await
         .expect("json");
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut promises = BTreeSet::new();
     for lease in listed["leases"].as_array().expect("leases") {
         let name = lease["name"].as_str().expect("a name").to_owned();
         let id = lease["id"].as_str().expect("an id").to_owned();
+        if !name.starts_with("crash-") {
+            promises.insert(id);
+            continue;
+        }
         if seen.insert(name.clone(), id).is_some() {
             findings.broken.push(format!("lease {name} exists twice"));
         }
@@ -328,6 +701,26 @@ async fn check(
             false
         }
     });
+    told.promises.retain(|n, id| {
+        let there = promises.contains(id);
+        if !there {
+            findings
+                .lost
+                .push(format!("acknowledged Promise reservation {n} ({id})"));
+        }
+        there
+    });
+    if promises.len() != told.promises.len() {
+        findings.broken.push(format!(
+            "{} Promise reservations exist, {} were acknowledged",
+            promises.len(),
+            told.promises.len()
+        ));
+    }
+}
+
+/// The provider's usage covers every acknowledged allocation, within its capacity.
+async fn check_usage(client: &reqwest::Client, base: &str, told: &Told, findings: &mut Findings) {
     let usages: Value = client
         .get(format!(
             "{base}/placement/resource_providers/{PROVIDER}/usages"
@@ -351,7 +744,6 @@ async fn check(
             .broken
             .push(format!("{used} VCPU used beyond capacity"));
     }
-    findings
 }
 
 /// Starts the writers against `base`, and lets them write for `least` plus up to 180 ms.
@@ -374,8 +766,11 @@ async fn campaign(database: Option<&str>, kills: usize, seed: u64) -> String {
     let dir = tempfile::tempdir().expect("a data directory");
     let client = reqwest::Client::new();
     let mut server = Server::start(dir.path(), database).await;
-    setup(&client, &server.base).await;
-    let told = Arc::new(tokio::sync::Mutex::new(Told::default()));
+    let nodes = setup(&client, &server.base).await;
+    let told = Arc::new(tokio::sync::Mutex::new(Told {
+        nodes,
+        ..Told::default()
+    }));
     let next = Arc::new(AtomicU64::new(0));
     let mut rng = Rng(seed);
     let started = std::time::Instant::now();
@@ -390,18 +785,24 @@ async fn campaign(database: Option<&str>, kills: usize, seed: u64) -> String {
         }
         server = Server::start(dir.path(), database).await;
         let mut told = told.lock().await;
-        let findings = check(&client, &server.base, &mut told, checked).await;
+        let leases = match kill.is_multiple_of(LIST_ALL_EVERY) {
+            true => Leases::All,
+            false => Leases::Fresh,
+        };
+        let findings = check(&client, &server.base, &mut told, checked, leases).await;
         assert!(findings.is_clean(), "after kill {kill}: {findings:?}");
         checked = told.consumers.len();
     }
     let mut told = told.lock().await;
-    let findings = check(&client, &server.base, &mut told, 0).await;
+    let findings = check(&client, &server.base, &mut told, 0, Leases::All).await;
     assert!(findings.is_clean(), "at the end: {findings:?}");
     format!(
-        "{kills} kills in {:.0} s: {} allocations and {} leases acknowledged, {} answers lost, none of them lost or doubled",
+        "{kills} kills in {:.0} s: {} allocations, {} leases, {} Promise reservations and {} node claims acknowledged, {} answers lost, none of them lost or doubled",
         started.elapsed().as_secs_f64(),
         told.consumers.len(),
         told.leases.len(),
+        told.promises.len(),
+        told.claims_acknowledged,
         told.lost_answers
     )
 }
@@ -459,13 +860,16 @@ async fn power_cut_campaign(
     let mut server = Server::try_start(&data, None, &["--sqlite-synchronous", "full"])
         .await
         .expect("berth starts on the filesystem");
-    setup(&client, &server.base).await;
+    let nodes = setup(&client, &server.base).await;
     server.kill();
     let flags = ["--sqlite-synchronous", synchronous];
     server = Server::try_start(&data, None, &flags)
         .await
         .expect("berth starts again on the filesystem");
-    let told = Arc::new(tokio::sync::Mutex::new(Told::default()));
+    let told = Arc::new(tokio::sync::Mutex::new(Told {
+        nodes,
+        ..Told::default()
+    }));
     let next = Arc::new(AtomicU64::new(0));
     let mut rng = Rng(seed);
     let started = std::time::Instant::now();
@@ -498,7 +902,7 @@ async fn power_cut_campaign(
             }
         };
         let mut told = told.lock().await;
-        let findings = check(&client, &server.base, &mut told, checked).await;
+        let findings = check(&client, &server.base, &mut told, checked, Leases::All).await;
         checked = told.consumers.len();
         if !findings.lost.is_empty() {
             report.first_loss.get_or_insert(cut);
@@ -518,11 +922,13 @@ async fn power_cut_campaign(
     drop(disk);
     let told = told.lock().await;
     report.summary = format!(
-        "synchronous={synchronous}: {} power cuts in {:.0} s ({dropped_pages} unsynced pages dropped): {} allocations and {} leases acknowledged and kept, {} answers lost, {} acknowledged writes lost, {} restarts on an unreadable database, first loss after cut {:?}",
+        "synchronous={synchronous}: {} power cuts in {:.0} s ({dropped_pages} unsynced pages dropped): {} allocations, {} leases, {} Promise reservations and {} node claims acknowledged and kept, {} answers lost, {} acknowledged writes lost, {} restarts on an unreadable database, first loss after cut {:?}",
         report.cuts,
         started.elapsed().as_secs_f64(),
         told.consumers.len(),
         told.leases.len(),
+        told.promises.len(),
+        told.claims_acknowledged,
         told.lost_answers,
         report.lost,
         report.unreadable,
