@@ -301,6 +301,10 @@ for r in counts:
         if cpu:
             print(f"  {'':<32} CPU: replicas {cpu['replicas_ms']} ms, "
                   f"PostgreSQL {cpu['postgres_ms']} ms")
+        commits = (pick(j) or {}).get("commits")
+        if commits:
+            print(f"  {'':<32} commits: {commits} "
+                  f"({pick(j)['ok'] / commits:.1f} writes per commit)")
     for kind in ("lease_creates", "allocation_writes"):
         print(f"  visibility {kind}: most reads one sample needed "
               f"{j['visibility'][kind]['most_reads']}")
