@@ -3,11 +3,13 @@
 //! their release), restarted, and checked after every restart: every acknowledged allocation,
 //! lease and Promise reservation is there, a create whose answer was lost, retried with its
 //! `Idempotency-Key`, answers with the one object it made (or makes it), no lease exists twice,
-//! a released claim stays released, and no provider is used beyond its capacity. After most kills the leases acknowledged since the last are read
-//! back by id, so that a check costs the same at the ten-thousandth kill as at the first; every
-//! hundredth kill and at the end, the whole listing is read. On SQLite always, and on PostgreSQL when `BERTH_TEST_POSTGRES_URL`
-//! is set (otherwise that test says loudly that it skipped). `BERTH_CRASH_KILLS` sets the number
-//! of kills per backend (100 by default; `BERTH_CRASH_KILLS=10000` is the long campaign of
+//! a released claim stays released, and no provider is used beyond its capacity. After most
+//! kills the leases acknowledged since the last are read back by id; every hundredth kill the
+//! whole listing is read and then everything acknowledged is deleted (and checked to stay gone a
+//! hundred kills later), so that a kill costs the same at the ten-thousandth kill as at the
+//! first. On SQLite always, and on PostgreSQL when `BERTH_TEST_POSTGRES_URL` is set (otherwise
+//! that test says loudly that it skipped). `BERTH_CRASH_KILLS` sets the number of kills per
+//! backend (100 by default; `BERTH_CRASH_KILLS=10000` is the long campaign of
 //! docs/robustness.md).
 //!
 //! Then power cuts on SQLite: the data directory on a filesystem that drops what was not synced
@@ -142,8 +144,22 @@ struct Told {
     unanswered_claims: BTreeSet<u64>,
     /// Node claims acknowledged, in all.
     claims_acknowledged: usize,
+    /// Leases and Promise reservations deleted since the last whole listing: their ids.
+    deleted_leases: Vec<String>,
+    /// Consumers whose allocations were deleted since the last whole listing.
+    deleted_consumers: Vec<String>,
+    /// Acknowledged allocations, leases and Promise reservations a check deleted, in all.
+    cleared: Cleared,
     /// Writes that got no answer.
     lost_answers: usize,
+}
+
+/// What the checks deleted, in all.
+#[derive(Default)]
+struct Cleared {
+    allocations: usize,
+    leases: usize,
+    promises: usize,
 }
 
 /// A small deterministic generator (xorshift), so a campaign's kill times replay.
@@ -529,7 +545,10 @@ async fn check(
     }
     match leases {
         Leases::Fresh => check_fresh(client, base, told, &fresh, &mut findings).await,
-        Leases::All => check_all(client, base, told, &mut findings).await,
+        Leases::All => {
+            check_all(client, base, told, &mut findings).await;
+            check_deleted_consumers(client, base, told, &mut findings).await;
+        }
     }
     check_usage(client, base, told, &mut findings).await;
     findings
@@ -701,6 +720,11 @@ async fn check_all(client: &reqwest::Client, base: &str, told: &mut Told, findin
             false
         }
     });
+    for id in std::mem::take(&mut told.deleted_leases) {
+        if seen.values().any(|found| *found == id) || promises.contains(&id) {
+            findings.broken.push(format!("deleted lease {id} is back"));
+        }
+    }
     told.promises.retain(|n, id| {
         let there = promises.contains(id);
         if !there {
@@ -716,6 +740,69 @@ async fn check_all(client: &reqwest::Client, base: &str, told: &mut Told, findin
             promises.len(),
             told.promises.len()
         ));
+    }
+}
+
+/// The allocations deleted since the last whole listing are still gone.
+async fn check_deleted_consumers(
+    client: &reqwest::Client,
+    base: &str,
+    told: &mut Told,
+    findings: &mut Findings,
+) {
+    for consumer in std::mem::take(&mut told.deleted_consumers) {
+        let found: Value = client
+            .get(format!("{base}/placement/allocations/{consumer}"))
+            .header("OpenStack-API-Version", "placement 1.39")
+            .send()
+            .await
+            .expect("read an allocation")
+            .json()
+            .await
+            .expect("json");
+        if found["allocations"].get(PROVIDER).is_some() {
+            findings
+                .broken
+                .push(format!("deleted allocation {consumer} is back"));
+        }
+    }
+}
+
+/// Deletes every acknowledged allocation, lease and Promise reservation (each checked just
+/// before), so that the catalog, and with it each restart, stays as small at the
+/// ten-thousandth kill as at the first; the next whole listing checks they stay gone.
+async fn clear(client: &reqwest::Client, base: &str, told: &mut Told) {
+    told.cleared.leases += told.leases.len();
+    told.cleared.promises += told.promises.len();
+    told.cleared.allocations += told.consumers.len();
+    let leases = std::mem::take(&mut told.leases).into_values();
+    let promises = std::mem::take(&mut told.promises).into_values();
+    for id in leases.chain(promises) {
+        let deleted = client
+            .delete(format!("{base}{LEASES}/{id}"))
+            .send()
+            .await
+            .expect("delete a lease");
+        assert_eq!(
+            deleted.status(),
+            StatusCode::NO_CONTENT,
+            "deleting lease {id}"
+        );
+        told.deleted_leases.push(id);
+    }
+    for consumer in std::mem::take(&mut told.consumers) {
+        let deleted = client
+            .delete(format!("{base}/placement/allocations/{consumer}"))
+            .header("OpenStack-API-Version", "placement 1.39")
+            .send()
+            .await
+            .expect("delete an allocation");
+        assert_eq!(
+            deleted.status(),
+            StatusCode::NO_CONTENT,
+            "deleting {consumer}"
+        );
+        told.deleted_consumers.push(consumer);
     }
 }
 
@@ -791,18 +878,26 @@ async fn campaign(database: Option<&str>, kills: usize, seed: u64) -> String {
         };
         let findings = check(&client, &server.base, &mut told, checked, leases).await;
         assert!(findings.is_clean(), "after kill {kill}: {findings:?}");
+        if leases == Leases::All {
+            clear(&client, &server.base, &mut told).await;
+            println!(
+                "crash campaign: {kill} kills, every check clean, {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
         checked = told.consumers.len();
     }
     let mut told = told.lock().await;
     let findings = check(&client, &server.base, &mut told, 0, Leases::All).await;
     assert!(findings.is_clean(), "at the end: {findings:?}");
     format!(
-        "{kills} kills in {:.0} s: {} allocations, {} leases, {} Promise reservations and {} node claims acknowledged, {} answers lost, none of them lost or doubled",
+        "{kills} kills in {:.0} s: {} allocations, {} leases, {} Promise reservations and {} node claims acknowledged, {} of them deleted again, {} answers lost, none of them lost, doubled or back after its deletion",
         started.elapsed().as_secs_f64(),
-        told.consumers.len(),
-        told.leases.len(),
-        told.promises.len(),
+        told.consumers.len() + told.cleared.allocations,
+        told.leases.len() + told.cleared.leases,
+        told.promises.len() + told.cleared.promises,
         told.claims_acknowledged,
+        told.cleared.allocations + told.cleared.leases + told.cleared.promises,
         told.lost_answers
     )
 }
