@@ -500,18 +500,9 @@ async fn check(
     let mut findings = Findings::default();
     let mut kept = told.consumers[..from_consumer].to_vec();
     for consumer in &told.consumers[from_consumer..] {
-        let found: Value = client
-            .get(format!("{base}/placement/allocations/{consumer}"))
-            .header("OpenStack-API-Version", "placement 1.39")
-            .send()
-            .await
-            .expect("read an allocation")
-            .json()
-            .await
-            .expect("json");
-        match found["allocations"].get(PROVIDER) {
-            Some(_) => kept.push(consumer.clone()),
-            None => findings
+        match holds(client, base, consumer).await {
+            true => kept.push(consumer.clone()),
+            false => findings
                 .lost
                 .push(format!("acknowledged allocation {consumer}")),
         }
@@ -743,6 +734,20 @@ async fn check_all(client: &reqwest::Client, base: &str, told: &mut Told, findin
     }
 }
 
+/// Whether `consumer` holds an allocation on the provider.
+async fn holds(client: &reqwest::Client, base: &str, consumer: &str) -> bool {
+    let found: Value = client
+        .get(format!("{base}/placement/allocations/{consumer}"))
+        .header("OpenStack-API-Version", "placement 1.39")
+        .send()
+        .await
+        .expect("read an allocation")
+        .json()
+        .await
+        .expect("json");
+    found["allocations"].get(PROVIDER).is_some()
+}
+
 /// The allocations deleted since the last whole listing are still gone.
 async fn check_deleted_consumers(
     client: &reqwest::Client,
@@ -751,16 +756,7 @@ async fn check_deleted_consumers(
     findings: &mut Findings,
 ) {
     for consumer in std::mem::take(&mut told.deleted_consumers) {
-        let found: Value = client
-            .get(format!("{base}/placement/allocations/{consumer}"))
-            .header("OpenStack-API-Version", "placement 1.39")
-            .send()
-            .await
-            .expect("read an allocation")
-            .json()
-            .await
-            .expect("json");
-        if found["allocations"].get(PROVIDER).is_some() {
+        if holds(client, base, &consumer).await {
             findings
                 .broken
                 .push(format!("deleted allocation {consumer} is back"));
@@ -848,10 +844,20 @@ async fn write_for_a_while(
     writers
 }
 
+/// The checks' client. It keeps no connection between requests: a restarted berth may listen
+/// on the port its killed predecessor had, and a connection kept from that one would fail the
+/// next request sent to the new one.
+fn check_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("a client")
+}
+
 /// Kills berth `kills` times at random moments under eight writers, checking after each restart.
 async fn campaign(database: Option<&str>, kills: usize, seed: u64) -> String {
     let dir = tempfile::tempdir().expect("a data directory");
-    let client = reqwest::Client::new();
+    let client = check_client();
     let mut server = Server::start(dir.path(), database).await;
     let nodes = setup(&client, &server.base).await;
     let told = Arc::new(tokio::sync::Mutex::new(Told {
@@ -949,7 +955,7 @@ async fn power_cut_campaign(
     let at = tempfile::tempdir().expect("a mount point");
     let mut disk = power_cut_disk(backing.path(), at.path())?;
     let data = at.path().join("data");
-    let client = reqwest::Client::new();
+    let client = check_client();
     // The provider and host the writers write to are made durable first, by a berth that syncs
     // every commit: a loss the campaign reports is then one of the writers' own.
     let mut server = Server::try_start(&data, None, &["--sqlite-synchronous", "full"])
