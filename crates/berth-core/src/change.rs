@@ -17,6 +17,7 @@ use crate::model::provider::{
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The version of [`Change`]'s serde form that this build writes and reads.
@@ -182,10 +183,11 @@ pub enum Change {
     /// An idempotency key recorded with what its first request created (`Some`), or forgotten
     /// once expired (`None`).
     IdempotencySet {
-        /// The key, scoped to its project and route.
-        key: IdempotencyKey,
-        /// Its record.
-        record: Option<IdempotencyRecord>,
+        /// The key, scoped to its project and route (shared: both catalogs, and both of each
+        /// catalog's indexes, hold this one value).
+        key: Arc<IdempotencyKey>,
+        /// Its record (shared the same way).
+        record: Option<Arc<IdempotencyRecord>>,
     },
     /// A host property (extra capability or host field) marked private or public.
     PropertyPrivacy {

@@ -184,8 +184,8 @@ impl Catalog {
             .collect();
         catalog.outbox_cursor = rows.outbox_cursor;
         let mut idempotency = IdempotencyIndex::default();
-        for (key, record) in &rows.idempotency {
-            idempotency.set(key, Some(record));
+        for (key, record) in rows.idempotency {
+            idempotency.set(&Arc::new(key), Some(&Arc::new(record)));
         }
         catalog.idempotency = idempotency;
         debug_assert!(catalog.check_invariants().is_ok());
@@ -252,7 +252,7 @@ impl Catalog {
             .idempotency
             .records
             .iter()
-            .map(|(k, r)| (k.clone(), r.clone()))
+            .map(|(k, r)| (k.as_ref().clone(), r.as_ref().clone()))
             .collect();
         rows.normalize();
         rows

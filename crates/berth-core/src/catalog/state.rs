@@ -127,8 +127,8 @@ impl std::borrow::Borrow<LeaseId> for ByLeaseId {
 /// Idempotency records by key, and by age for pruning.
 #[derive(Debug, Clone, Default)]
 pub(super) struct IdempotencyIndex {
-    pub(super) records: imbl::HashMap<IdempotencyKey, IdempotencyRecord>,
-    pub(super) by_age: imbl::OrdSet<(Instant, IdempotencyKey)>,
+    pub(super) records: imbl::HashMap<Arc<IdempotencyKey>, Arc<IdempotencyRecord>>,
+    pub(super) by_age: imbl::OrdSet<(Instant, Arc<IdempotencyKey>)>,
 }
 
 impl Catalog {

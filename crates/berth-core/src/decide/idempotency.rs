@@ -7,6 +7,7 @@ use crate::limits::{IDEMPOTENCY_KEY_LEN_MAX, IDEMPOTENCY_PRUNE_MAX};
 use crate::model::idempotency::{IdempotencyRecord, Idempotent};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// The object an earlier request with this key created, if a live record names one:
@@ -44,20 +45,20 @@ pub fn record(
     assert!(request.key.key.len() <= IDEMPOTENCY_KEY_LEN_MAX);
     let mut changes: Vec<Change> = catalog
         .idempotency_expired(now)
-        .filter(|key| **key != request.key)
+        .filter(|key| key.as_ref() != &request.key)
         .take(IDEMPOTENCY_PRUNE_MAX)
         .map(|key| Change::IdempotencySet {
-            key: key.clone(),
+            key: Arc::clone(key),
             record: None,
         })
         .collect();
     changes.push(Change::IdempotencySet {
-        key: request.key.clone(),
-        record: Some(IdempotencyRecord {
+        key: Arc::new(request.key.clone()),
+        record: Some(Arc::new(IdempotencyRecord {
             fingerprint: request.fingerprint.clone(),
             object_id,
             created_at: now,
-        }),
+        })),
     });
     changes
 }

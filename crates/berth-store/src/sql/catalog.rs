@@ -306,7 +306,7 @@ pub(super) async fn persist<B: SqlBackend>(
             lease::set_property_privacy::<B>(conn, name, *private, now).await
         }
         Change::IdempotencySet { key, record } => {
-            idempotency::set::<B>(conn, key, record.as_ref()).await
+            idempotency::set::<B>(conn, key, record.as_deref()).await
         }
         Change::FlavorSet { .. }
         | Change::ProviderCloudSet { .. }
