@@ -5,7 +5,7 @@
 
 use berth_history::nemesis::Fault;
 use berth_history::run::{Config, campaign};
-use berth_history::workload::Shape;
+use berth_history::workload::{PAUSE_DEFAULT, Shape};
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,6 +31,11 @@ struct Args {
     /// Concurrent clients.
     #[arg(long, default_value_t = 6)]
     clients: usize,
+    /// A client's mean pause between two operations, in milliseconds (each pause is drawn from
+    /// a third of it to five thirds): a larger one keeps a long run's history checkable on a
+    /// fast machine.
+    #[arg(long, default_value_t = PAUSE_DEFAULT.as_millis() as u64)]
+    pause_ms: u64,
     /// The faults the nemesis injects [default: all].
     #[arg(long, value_enum, value_delimiter = ',')]
     faults: Vec<FaultArg>,
@@ -85,8 +90,18 @@ async fn main() -> std::process::ExitCode {
         faults,
         planted: args.planted,
         shape: Shape::default(),
+        pause: Duration::from_millis(args.pause_ms),
     };
-    let reports = match campaign(&config, args.runs, args.seed, args.expect_anomaly).await {
+    // Stopped by a signal, the campaign is dropped: its replicas are killed and its private
+    // PostgreSQL stopped, as at its end.
+    let outcome = tokio::select! {
+        outcome = campaign(&config, args.runs, args.seed, args.expect_anomaly) => outcome,
+        signal = stopped() => {
+            eprintln!("berth-history: stopped by {signal}; the runs so far are not reported");
+            return std::process::ExitCode::from(130);
+        }
+    };
+    let reports = match outcome {
         Ok(reports) => reports,
         Err(error) => {
             eprintln!("berth-history: {error:#}");
@@ -114,5 +129,20 @@ async fn main() -> std::process::ExitCode {
     match passed {
         true => std::process::ExitCode::SUCCESS,
         false => std::process::ExitCode::FAILURE,
+    }
+}
+
+/// Waits for SIGINT or SIGTERM and names it (never, when neither can be watched).
+async fn stopped() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut interrupt), Ok(mut terminate)) => tokio::select! {
+            _ = interrupt.recv() => "SIGINT",
+            _ = terminate.recv() => "SIGTERM",
+        },
+        _ => std::future::pending().await,
     }
 }

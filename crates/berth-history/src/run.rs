@@ -38,6 +38,9 @@ pub struct Config {
     pub planted: Option<String>,
     /// The catalog.
     pub shape: Shape,
+    /// A client's mean pause between two operations (each pause is drawn from a third of it to
+    /// five thirds): what bounds a run's operations, whatever the machine's speed.
+    pub pause: Duration,
 }
 
 /// What a run found.
@@ -148,6 +151,7 @@ async fn exercise(
                 client,
                 seed,
                 config.length,
+                config.pause,
             ))
         })
         .collect();

@@ -571,9 +571,22 @@ async fn on_host(clients: &Clients, client: usize, base: &str, h: u8, rng: &mut 
     }
 }
 
+/// The mean pause between two operations of a client unless told: each pause is 10 to 50 ms.
+pub const PAUSE_DEFAULT: Duration = Duration::from_millis(30);
+
 /// Client `client`: operations until `until` (since the run began), each to a replica chosen
-/// at random, with a short pause between them.
-pub async fn client(clients: Arc<Clients>, client: usize, seed: u64, until: Duration) {
+/// at random, with a pause of a third of `pause` to five thirds of it between them.
+pub async fn client(
+    clients: Arc<Clients>,
+    client: usize,
+    seed: u64,
+    until: Duration,
+    pause: Duration,
+) {
+    let least = pause / 3;
+    let spread = u64::try_from((pause * 4 / 3).as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1);
     let mut rng = Rng::new(seed);
     while clients.recorder.now() < until {
         let base =
@@ -595,6 +608,6 @@ pub async fn client(clients: Arc<Clients>, client: usize, seed: u64, until: Dura
                 .await
             }
         }
-        tokio::time::sleep(Duration::from_millis(10 + rng.below(40))).await;
+        tokio::time::sleep(least + Duration::from_micros(rng.below(spread))).await;
     }
 }

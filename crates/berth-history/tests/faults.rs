@@ -12,7 +12,7 @@
 
 use berth_history::nemesis::Fault;
 use berth_history::run::{Config, campaign};
-use berth_history::workload::Shape;
+use berth_history::workload::{PAUSE_DEFAULT, Shape};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,6 +82,7 @@ async fn three_replicas_under_faults_keep_linearizable_histories() {
         faults: all_faults(),
         planted: None,
         shape: Shape::default(),
+        pause: PAUSE_DEFAULT,
     };
     let reports = campaign(&config, 3, 0x4849_5354_0001, false)
         .await
@@ -134,6 +135,7 @@ async fn unchecked_consumer_generations_are_found_within_ten_runs() {
         faults: vec![Fault::Kill, Fault::RestartPostgres, Fault::Partition],
         planted: Some("skip-generation-check".to_owned()),
         shape: Shape::default(),
+        pause: PAUSE_DEFAULT,
     };
     let reports = campaign(&config, 10, 0x4849_5354_1001, true)
         .await
