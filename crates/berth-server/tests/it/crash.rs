@@ -235,22 +235,19 @@ fn lease(name: &str, index: u64) -> Value {
     )
 }
 
+/// Sends lease `name` with its name as its key: its id, a refusal, or `None` without an answer.
 async fn create_lease(
     client: &reqwest::Client,
     base: &str,
     name: &str,
     index: u64,
-) -> Option<(StatusCode, Value)> {
-    let sent = client
-        .post(format!("{base}{LEASES}"))
-        .header("Idempotency-Key", format!("\"{name}\""))
-        .json(&lease(name, index))
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .ok()?;
-    let status = sent.status();
-    Some((status, sent.json().await.ok()?))
+) -> Option<Result<String, String>> {
+    let made = Made {
+        status: StatusCode::CREATED,
+        id: "/lease/id",
+    };
+    let url = format!("{base}{LEASES}");
+    create_with_key(client, &url, name, &lease(name, index), made).await
 }
 
 /// One writer: allocations, Blazar leases, Promise reservations and node claims (each claim
@@ -309,13 +306,12 @@ async fn write_lease(
     let answer = create_lease(client, base, &name, n).await;
     let mut told = told.lock().await;
     match answer {
-        Some((StatusCode::CREATED, body)) => {
-            let id = body["lease"]["id"].as_str().expect("an id").to_owned();
+        Some(Ok(id)) => {
             told.fresh.push(name.clone());
             told.leases.insert(name, id);
             true
         }
-        Some((status, body)) => panic!("a lease create answered {status}: {body}"),
+        Some(Err(refused)) => panic!("a lease create answered {refused}"),
         None => {
             told.unanswered.insert(name);
             false
@@ -487,9 +483,10 @@ enum Leases {
 /// A whole listing every this many kills (and at the end); the others read only what is new.
 const LIST_ALL_EVERY: usize = 100;
 
-/// After a restart: every acknowledged write is there, every unanswered lease create retried
-/// with its key answers with at most one lease, no lease name exists twice (in a whole
-/// listing), and usage is within capacity.
+/// After a restart: every acknowledged write is there (the leases and Promise reservations made
+/// since the last check read by id, or all of them in the whole listing), every create that got
+/// no answer, retried with its key, answers with one object, no lease name exists twice (in a
+/// whole listing), and usage is within capacity.
 async fn check(
     client: &reqwest::Client,
     base: &str,
@@ -511,8 +508,7 @@ async fn check(
     for name in std::mem::take(&mut told.unanswered) {
         let index: u64 = name["crash-".len()..].parse().expect("numbered");
         match create_lease(client, base, &name, index).await {
-            Some((StatusCode::CREATED, body)) => {
-                let id = body["lease"]["id"].as_str().expect("an id").to_owned();
+            Some(Ok(id)) => {
                 told.fresh.push(name.clone());
                 told.leases.insert(name, id);
             }
@@ -525,17 +521,11 @@ async fn check(
     check_claims(client, base, told, &mut findings).await;
     let fresh = std::mem::take(&mut told.fresh);
     let fresh_promises = std::mem::take(&mut told.fresh_promises);
-    for n in fresh_promises {
-        let id = told.promises[&n].clone();
-        if !lease_exists(client, base, &id).await {
-            told.promises.remove(&n);
-            findings
-                .lost
-                .push(format!("acknowledged Promise reservation {n} ({id})"));
-        }
-    }
     match leases {
-        Leases::Fresh => check_fresh(client, base, told, &fresh, &mut findings).await,
+        Leases::Fresh => {
+            check_fresh(client, base, told, &fresh, &mut findings).await;
+            check_fresh_promises(client, base, told, &fresh_promises, &mut findings).await;
+        }
         Leases::All => {
             check_all(client, base, told, &mut findings).await;
             check_deleted_consumers(client, base, told, &mut findings).await;
@@ -545,17 +535,39 @@ async fn check(
     findings
 }
 
-/// Whether lease `id` (a Blazar lease or a Promise reservation) is there.
-async fn lease_exists(client: &reqwest::Client, base: &str, id: &str) -> bool {
+/// Lease `id` (a Blazar lease or a Promise reservation) as `GET` shows it, or `None` when it is
+/// not there.
+async fn read_lease(client: &reqwest::Client, base: &str, id: &str) -> Option<Value> {
     let found = client
         .get(format!("{base}{LEASES}/{id}"))
         .send()
         .await
         .expect("read a lease");
     match found.status() {
-        StatusCode::OK => true,
-        StatusCode::NOT_FOUND => false,
+        StatusCode::OK => Some(found.json().await.expect("json")),
+        StatusCode::NOT_FOUND => None,
         other => panic!("reading lease {id} answered {other}"),
+    }
+}
+
+/// Each Promise reservation acknowledged since the last check is there.
+async fn check_fresh_promises(
+    client: &reqwest::Client,
+    base: &str,
+    told: &mut Told,
+    fresh: &[u64],
+    findings: &mut Findings,
+) {
+    for n in fresh {
+        let Some(id) = told.promises.get(n).cloned() else {
+            continue;
+        };
+        if read_lease(client, base, &id).await.is_none() {
+            told.promises.remove(n);
+            findings
+                .lost
+                .push(format!("acknowledged Promise reservation {n} ({id})"));
+        }
     }
 }
 
@@ -647,27 +659,17 @@ async fn check_fresh(
         let Some(id) = told.leases.get(name).cloned() else {
             continue;
         };
-        let found = client
-            .get(format!("{base}{LEASES}/{id}"))
-            .send()
-            .await
-            .expect("read a lease");
-        match found.status() {
-            StatusCode::OK => {
-                let body: Value = found.json().await.expect("json");
-                if body["lease"]["name"] != name.as_str() {
-                    findings
-                        .broken
-                        .push(format!("acknowledged lease {id} is now {body}, not {name}"));
-                }
-            }
-            StatusCode::NOT_FOUND => {
+        match read_lease(client, base, &id).await {
+            Some(body) if body["lease"]["name"] != name.as_str() => findings
+                .broken
+                .push(format!("acknowledged lease {id} is now {body}, not {name}")),
+            Some(_) => {}
+            None => {
                 told.leases.remove(name);
                 findings
                     .lost
                     .push(format!("acknowledged lease {name} ({id})"));
             }
-            other => panic!("reading lease {id} answered {other}"),
         }
     }
 }
