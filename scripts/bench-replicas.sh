@@ -30,6 +30,9 @@
 #   BENCH_SAMPLES           samples per visibility / read-after-write scenario [default: 200]
 #   BENCH_CLIENTS           concurrent clients of the write scenarios [default: 16]
 #   BENCH_SCENARIO_SECONDS  longest one scenario runs [default: 120]
+#   BENCH_FIRST_FOLLOWER    1: "replica 1" (where the one-replica scenario writes) is the last
+#                           replica started, a follower that forwards its writes, not the first,
+#                           which holds the writer's term [default: 0]
 #   BENCH_POSTGRES          server URL, without a database [default: postgres://postgres@127.0.0.1:5432]
 #   BENCH_DATABASE          database to create and drop [default: berth_bench_replicas]
 #   BENCH_RESULTS           directory for the raw JSON results [default: target/bench-replicas]
@@ -211,6 +214,11 @@ for r in $REPLICAS; do
         started+=("$REPLICA_PID")
         ready+=("$READY_MS")
     done
+    if [ "${BENCH_FIRST_FOLLOWER:-0}" = 1 ] && [ "$r" -gt 1 ]; then
+        # The last started first: a follower, since the first started holds the writer's term.
+        urls=("${urls[-1]}" "${urls[@]:0:$((r - 1))}")
+        started=("${started[-1]}" "${started[@]:0:$((r - 1))}")
+    fi
     printf 'replicas %s ready_ms %s rss_mib %s load before %s\n' "$r" "${ready[*]}" \
         "$(rss_mib "${started[@]}")" "$(loadavg)" >>"$RESULTS/notes.txt"
     # Load average every 5 s during the run (a bounded sampler, stopped below).

@@ -258,6 +258,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "unsupported_media_type",
     },
     ErrorCode {
+        code: "not_writer",
+        status: 421,
+        meaning: "A write forwarded between replicas reached one that does not take it; nothing was done",
+        placement: "not_writer",
+    },
+    ErrorCode {
         code: "idempotency_key_reused",
         status: 422,
         meaning: "The `Idempotency-Key` was sent before with a different request",

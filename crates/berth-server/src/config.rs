@@ -161,6 +161,15 @@ pub struct ServeArgs {
     /// PEM private key of `--tls-cert`.
     #[arg(long, env = "BERTH_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// The URL the other replicas reach this one at when it takes their writes (PostgreSQL)
+    /// [default: the bound address, unless it listens on every address].
+    #[arg(long, env = "BERTH_ADVERTISE_URL")]
+    pub advertise_url: Option<String>,
+    /// Whether this replica forwards its writes to the replica that takes them (PostgreSQL);
+    /// `false` decides them here, as a replica whose writer cannot be reached does
+    /// [default: true].
+    #[arg(long, env = "BERTH_FORWARD_WRITES")]
+    pub forward_writes: Option<bool>,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -190,6 +199,8 @@ struct FileConfig {
     provider_clouds: Option<ProviderCloudsSection>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    advertise_url: Option<String>,
+    forward_writes: Option<bool>,
 }
 
 /// `[keystone]` in the TOML file: where Keystone is and berth's own credentials there.
@@ -473,6 +484,42 @@ pub struct Config {
     /// How often provider clouds are read (`[provider_clouds] sync_interval_seconds`, 30 s by
     /// default).
     pub cloud_sync_interval: Duration,
+    /// Where the other replicas reach this one, when given (else the bound address).
+    pub advertise_url: Option<url::Url>,
+    /// Whether this replica forwards its writes to the one that takes them.
+    pub forward_writes: bool,
+}
+
+/// Whether unreserved consumers are fenced and the preemption notice: flags over
+/// `[placement]` over defaults.
+fn placement_settings(args: &ServeArgs, placement: PlacementSection) -> (bool, Duration) {
+    let fence = args
+        .fence_unreserved
+        .or(placement.fence_unreserved)
+        .unwrap_or(true);
+    let notice = args
+        .preemption_notice_seconds
+        .or(placement.preemption_notice_seconds)
+        .unwrap_or(120);
+    (fence, Duration::from_secs(notice))
+}
+
+/// `--advertise-url`: an `http` or `https` URL with a host, and no query or fragment.
+fn advertise(text: &str) -> anyhow::Result<url::Url> {
+    let url = url::Url::parse(text)
+        .map_err(|error| anyhow::anyhow!("--advertise-url {text:?}: {error}"))?;
+    let fits = matches!(url.scheme(), "http" | "https")
+        && url.host().is_some()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
+    match fits {
+        true => Ok(url),
+        false => anyhow::bail!(
+            "--advertise-url {text:?}: give an http or https URL with a host, without credentials, query or fragment"
+        ),
+    }
 }
 
 /// The PEM files HTTPS is served with.
@@ -521,7 +568,8 @@ impl Config {
         })?;
         let policy_file = args.policy_file.clone().or(file.policy_file);
         let access_policy = access_policy(policy_file.as_deref())?;
-        let placement = file.placement.unwrap_or_default();
+        let (fence_unreserved, preemption_notice) =
+            placement_settings(args, file.placement.unwrap_or_default());
         let policy = file
             .promise
             .and_then(|p| p.policy)
@@ -542,6 +590,7 @@ impl Config {
         let cloud_sync_interval = clouds.sync_interval()?;
         let (max_connections, idle_timeout, header_timeout) =
             connection_settings(args, file.http.unwrap_or_default())?;
+        let advertise_url = args.advertise_url.clone().or(file.advertise_url);
         let cors_allowed_origins = cors_origins(
             &args.cors_allowed_origins,
             file.cors_allowed_origins.as_deref(),
@@ -558,15 +607,8 @@ impl Config {
             auth,
             tokens,
             demo: args.demo || file.demo.unwrap_or(false),
-            fence_unreserved: args
-                .fence_unreserved
-                .or(placement.fence_unreserved)
-                .unwrap_or(true),
-            preemption_notice: Duration::from_secs(
-                args.preemption_notice_seconds
-                    .or(placement.preemption_notice_seconds)
-                    .unwrap_or(120),
-            ),
+            fence_unreserved,
+            preemption_notice,
             policy,
             callback_ca_file,
             callback_destinations,
@@ -579,6 +621,8 @@ impl Config {
             tls,
             cloud_sync_interval,
             credential_key: clouds.key()?,
+            advertise_url: advertise_url.as_deref().map(advertise).transpose()?,
+            forward_writes: args.forward_writes.or(file.forward_writes).unwrap_or(true),
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             max_connections,
@@ -595,7 +639,7 @@ impl Config {
             StorageUrl::Postgres(url) => redact_url(url),
         };
         let general = format!(
-            "listen = \"{}\"\ndatabase = \"{}\"\nsqlite_synchronous = \"{:?}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
+            "listen = \"{}\"\ndatabase = \"{}\"\nsqlite_synchronous = \"{:?}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\nforward_writes = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
             self.listen,
             storage,
             self.sqlite_synchronous,
@@ -604,11 +648,20 @@ impl Config {
             self.demo,
             self.body_limit_bytes,
             self.request_timeout.as_secs(),
+            self.forward_writes,
             self.fence_unreserved,
             self.preemption_notice.as_secs()
         )
         .to_lowercase();
-        // Paths keep their case.
+        // URLs and paths keep their case.
+        let general = match &self.advertise_url {
+            Some(url) => general.replacen(
+                "\n\n[placement]",
+                &format!("\nadvertise_url = {:?}\n\n[placement]", url.as_str()),
+                1,
+            ),
+            None => general,
+        };
         let ca_file = match &self.callback_ca_file {
             Some(path) => format!("{:?}", path.display().to_string()),
             None => "none".to_owned(),
@@ -1363,6 +1416,51 @@ mod tests {
             refused.to_string().contains("--clock-offset-seconds"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn writes_are_forwarded_by_default_to_an_advertised_http_url() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert!(config.forward_writes);
+        assert_eq!(config.advertise_url, None);
+        let cli = Cli::try_parse_from([
+            "berth",
+            "serve",
+            "--advertise-url",
+            "https://berth-2.example.net:8778/",
+            "--forward-writes",
+            "false",
+        ])
+        .expect("parses");
+        let Command::Serve(args) = cli.command else {
+            panic!("serve");
+        };
+        let config = Config::from_args(&args).expect("valid");
+        assert!(!config.forward_writes);
+        let described = config.describe();
+        assert!(
+            described.contains("advertise_url = \"https://berth-2.example.net:8778/\"")
+                && described.contains("forward_writes = false"),
+            "{described}"
+        );
+        for refused in [
+            "ftp://berth-2:8778",
+            "http://user:pw@berth-2:8778",
+            "http://berth-2:8778/?x=1",
+            "http://berth-2:8778/#top",
+            "berth-2:8778",
+            "/relative",
+        ] {
+            let args = ServeArgs {
+                advertise_url: Some(refused.to_owned()),
+                ..ServeArgs::default()
+            };
+            let error = Config::from_args(&args).expect_err(refused);
+            assert!(
+                error.to_string().contains("--advertise-url"),
+                "{refused}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -139,39 +139,28 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         Arc::clone(&destinations),
     )?);
     let store = open_store(&config.storage, config.sqlite_synchronous).await?;
-    let berth = Arc::new(Berth::open(store, wall_clock(config), Arc::new(ids::V7Ids)).await?);
-    berth.set_fence_policy(match config.fence_unreserved {
-        true => berth_core::query::presentation::FencePolicy::Enforced,
-        false => berth_core::query::presentation::FencePolicy::Off,
-    });
-    berth.set_preemption_notice(config.preemption_notice);
-    berth.set_claim_ttl(config.claim_ttl);
-    if let Some(policy) = &config.policy {
-        berth.set_policy(policy.clone()).await?;
-    }
-    if config.demo && berth.seed_demo().await? {
-        tracing::info!("seeded the demo inventory");
-    }
+    let forwarder = forwarder(config)?;
+    let berth =
+        Arc::new(Berth::open(Arc::clone(&store), wall_clock(config), Arc::new(ids::V7Ids)).await?);
+    configure(&berth, config).await?;
     let limits = HttpLimits {
         body_limit_bytes: config.body_limit_bytes,
         request_timeout: config.request_timeout,
     };
     let stop = CancellationToken::new();
-    let engine = Arc::clone(&berth);
-    let halt = stop.clone();
-    tokio::spawn(async move { engine.run_lifecycle(halt.cancelled_owned()).await });
-    let engine = Arc::clone(&berth);
-    let halt = stop.clone();
-    tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));
-    let engine = Arc::clone(&berth);
-    let halt = stop.clone();
-    tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
+    spawn_engines(&berth, notifier, &stop);
     let (cloud_client, cloud_placement, board) = start_clouds(config, &berth, &stop)?;
-    let mut app = http::router(berth, auth, limits, config.access_policy.clone())?
-        .layer(axum::Extension(destinations))
-        .layer(axum::Extension(cloud_client))
-        .layer(axum::Extension(cloud_placement))
-        .layer(axum::Extension(board));
+    let mut app = http::router(
+        berth,
+        auth,
+        limits,
+        config.access_policy.clone(),
+        forwarder.clone(),
+    )?
+    .layer(axum::Extension(destinations))
+    .layer(axum::Extension(cloud_client))
+    .layer(axum::Extension(cloud_placement))
+    .layer(axum::Extension(board));
     if !config.cors_allowed_origins.is_empty() {
         app = app.layer(http::cors(config.cors_allowed_origins.clone()));
     }
@@ -187,6 +176,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         header_timeout: config.header_timeout,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    if let Some(forwarder) = forwarder {
+        let url = advertised(config, addr, scheme);
+        start_forwarding(forwarder, url, store, &stop).await;
+    }
     let placement = match placement_listener {
         Some(listener) => {
             let placement_addr = listener.local_addr()?;
@@ -213,6 +206,81 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         task,
         grace: config.shutdown_grace,
     })
+}
+
+/// Sets the service's policies from the configuration, and seeds the demo inventory if asked.
+async fn configure(berth: &Berth, config: &Config) -> anyhow::Result<()> {
+    berth.set_fence_policy(match config.fence_unreserved {
+        true => berth_core::query::presentation::FencePolicy::Enforced,
+        false => berth_core::query::presentation::FencePolicy::Off,
+    });
+    berth.set_preemption_notice(config.preemption_notice);
+    berth.set_claim_ttl(config.claim_ttl);
+    if let Some(policy) = &config.policy {
+        berth.set_policy(policy.clone()).await?;
+    }
+    if config.demo && berth.seed_demo().await? {
+        tracing::info!("seeded the demo inventory");
+    }
+    Ok(())
+}
+
+/// The service's engines, until `stop`: lifecycle, notifications, following other replicas.
+fn spawn_engines(
+    berth: &Arc<Berth>,
+    notifier: Arc<dyn berth_app::Notifier>,
+    stop: &CancellationToken,
+) {
+    let engine = Arc::clone(berth);
+    let halt = stop.clone();
+    tokio::spawn(async move { engine.run_lifecycle(halt.cancelled_owned()).await });
+    let engine = Arc::clone(berth);
+    let halt = stop.clone();
+    tokio::spawn(engine.run_notifications(notifier, halt.cancelled_owned()));
+    let engine = Arc::clone(berth);
+    let halt = stop.clone();
+    tokio::spawn(async move { engine.run_replication(halt.cancelled_owned()).await });
+}
+
+/// Bids for the writer's term at `url` (none: never takes the others' writes), reads who holds
+/// it before the first request is served, and renews it until `stop`.
+async fn start_forwarding(
+    forwarder: Arc<http::forward::Forwarder>,
+    url: Option<String>,
+    store: Arc<dyn Store>,
+    stop: &CancellationToken,
+) {
+    match url {
+        Some(url) => forwarder.advertise(url),
+        None => tracing::info!(
+            "listening on every address without --advertise-url: this replica forwards writes but never takes the others'"
+        ),
+    }
+    forwarder.renew(store.as_ref()).await;
+    tokio::spawn(forwarder.run(store, stop.clone()));
+}
+
+/// Forwarding of writes to the replica that takes them, where replicas share the database
+/// (PostgreSQL); none where one process holds it.
+fn forwarder(config: &Config) -> anyhow::Result<Option<Arc<http::forward::Forwarder>>> {
+    if !matches!(config.storage, StorageUrl::Postgres(_)) {
+        return Ok(None);
+    }
+    // The writer answers within its request timeout, or its commit grace for a write it took.
+    let answer_within =
+        config.request_timeout + http::deadline::COMMIT_GRACE + Duration::from_secs(5);
+    let forwarder = http::forward::Forwarder::new(config.forward_writes, answer_within)?;
+    Ok(Some(Arc::new(forwarder)))
+}
+
+/// Where the other replicas reach this one: `--advertise-url`, else the bound address unless it
+/// is every address (which names no one place to reach).
+fn advertised(config: &Config, addr: SocketAddr, scheme: &str) -> Option<String> {
+    match &config.advertise_url {
+        Some(url) => Some(url.as_str().trim_end_matches('/').to_owned()),
+        None if addr.ip().is_unspecified() => None,
+        None => Some(format!("{scheme}://{addr}")),
+    }
 }
 
 /// The provider clouds' client, their Placement calls and the board of their reads, with the

@@ -129,6 +129,49 @@ impl SqlBackend for PostgresStore {
         self.retained
     }
 
+    async fn writer_term(
+        &self,
+        bid: Option<berth_store::WriterBid<'_>>,
+        term: Duration,
+    ) -> Result<Option<berth_store::WriterTerm>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_err)?;
+        if let Some(bid) = bid {
+            let term = i64::try_from(term.as_micros()).unwrap_or(i64::MAX);
+            // Taken when nobody holds an unexpired term, renewed by its holder; the row lock
+            // orders two bids made at once, and the second finds the first's term.
+            sqlx::query(
+                "INSERT INTO writer_term (id, holder, url, secret, expires_at) \
+                 VALUES (1, $1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint + $4) \
+                 ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, url = EXCLUDED.url, \
+                   secret = EXCLUDED.secret, expires_at = EXCLUDED.expires_at \
+                 WHERE writer_term.holder = EXCLUDED.holder \
+                   OR writer_term.expires_at <= (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+            )
+            .bind(bid.holder)
+            .bind(bid.url)
+            .bind(bid.secret)
+            .bind(term)
+            .execute(&mut *conn)
+            .await
+            .map_err(map_err)?;
+        }
+        let row = sqlx::query(
+            "SELECT holder, url, secret FROM writer_term WHERE id = 1 \
+             AND expires_at > (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+        )
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(map_err)?;
+        row.map(|row| {
+            Ok(berth_store::WriterTerm {
+                holder: row.try_get("holder").map_err(map_err)?,
+                url: row.try_get("url").map_err(map_err)?,
+                secret: row.try_get("secret").map_err(map_err)?,
+            })
+        })
+        .transpose()
+    }
+
     async fn listen(&self) -> Result<Option<Box<dyn CommitFeed>>, StoreError> {
         let mut listener = PgListener::connect_with(&self.pool)
             .await

@@ -18,4 +18,5 @@ pub mod testkit;
 pub use mem::MemStore;
 pub use port::{
     CHANGE_LOG_PAGE, CHANGE_LOG_RETAINED, CommitFeed, Committed, Store, StoreError, Tail, WriteTx,
+    WriterBid, WriterTerm,
 };

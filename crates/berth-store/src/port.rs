@@ -52,6 +52,28 @@ pub enum Tail {
     Unavailable,
 }
 
+/// A replica's bid to take every replica's writes (see [`Store::writer_term`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterBid<'a> {
+    /// Who bids: an id drawn once per process.
+    pub holder: &'a str,
+    /// Where the other replicas reach it.
+    pub url: &'a str,
+    /// The secret the other replicas present when they forward a request to it.
+    pub secret: &'a str,
+}
+
+/// The replica that takes the writes, until its term ends unless it renews it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterTerm {
+    /// Its id.
+    pub holder: String,
+    /// Where the other replicas reach it.
+    pub url: String,
+    /// The secret it expects of forwarded requests.
+    pub secret: String,
+}
+
 /// Announcements of catalog commits made by other processes over the same database.
 #[async_trait]
 pub trait CommitFeed: Send {
@@ -92,6 +114,21 @@ pub trait Store: Send + Sync + 'static {
     /// Announcements of other processes' commits, where the database carries them (PostgreSQL's
     /// `LISTEN`); `None` where it does not, and a replica checks the stored sequence instead.
     async fn listen(&self) -> Result<Option<Box<dyn CommitFeed>>, StoreError> {
+        Ok(None)
+    }
+
+    /// Bids for the writer's term, when `bid` is given, and answers who holds it now: a bid
+    /// takes the term when nobody holds an unexpired one, and the holder's bid renews it, for
+    /// `term` from the database's clock (the replicas' clocks are never compared). `None` where
+    /// nobody holds one, or where one process holds the database (SQLite) and nothing is
+    /// forwarded. Safety never rests on the term: the database serializes writers whoever takes
+    /// the writes, so two replicas that both believe they hold it are only slower.
+    async fn writer_term(
+        &self,
+        bid: Option<WriterBid<'_>>,
+        term: std::time::Duration,
+    ) -> Result<Option<WriterTerm>, StoreError> {
+        let _ = (bid, term);
         Ok(None)
     }
 

@@ -130,6 +130,9 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         Ok(status) => text.push_str(&replica_lines(&status)),
         Err(error) => tracing::warn!(%error, "reading the replica status failed"),
     }
+    if let Some(forwarder) = &state.forwarder {
+        text.push_str(&forwarder.metrics_lines());
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 

@@ -17,6 +17,7 @@ pub mod deadline;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod forward;
 pub mod idempotency;
 pub mod meta;
 pub mod placement;
@@ -47,6 +48,7 @@ pub fn router(
     auth: Arc<Authenticator>,
     limits: HttpLimits,
     policy: AccessPolicy,
+    forwarder: Option<Arc<forward::Forwarder>>,
 ) -> anyhow::Result<Router> {
     let mut routes = routes::Routes::default();
     meta::register(&mut routes);
@@ -64,6 +66,8 @@ pub fn router(
         openapi,
         authz,
         limits,
+        forwarder,
+        write_routes: Arc::new(routes.writes()),
     };
     Ok(routes
         .into_router()
@@ -75,6 +79,10 @@ pub fn router(
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authorize::middleware,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            forward::middleware,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

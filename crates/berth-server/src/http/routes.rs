@@ -23,6 +23,9 @@ struct Operation {
     rule: Rule,
     summary: &'static str,
     tag: &'static str,
+    /// Whether the route may change something (every method but `GET`, `HEAD` and `OPTIONS`,
+    /// unless marked as changing nothing): where replicas forward writes, these are forwarded.
+    changes: bool,
     /// The JSON body the route accepts, if it takes one.
     request: Option<SchemaOf>,
     /// The answers it gives on success: status and body.
@@ -71,14 +74,22 @@ impl Routes {
         }
         let tag = tag_of(path);
         self.operations.push(Operation {
-            method,
+            method: method.clone(),
             path,
             rule,
             summary,
             tag,
+            changes: !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS),
             request: None,
             responses: Vec::new(),
         });
+        self
+    }
+
+    /// Marks the route added last as changing nothing although its method could (a query sent
+    /// by `POST`), so that it is answered where it arrives, never forwarded to the writer.
+    pub fn changes_nothing(&mut self) -> &mut Routes {
+        self.last().changes = false;
         self
     }
 
@@ -122,6 +133,15 @@ impl Routes {
         self.operations
             .iter()
             .map(|op| (op.method.clone(), op.path, op.rule))
+    }
+
+    /// The routes that may change something (see [`Routes::changes_nothing`]).
+    pub fn writes(&self) -> crate::http::forward::WriteRoutes {
+        self.operations
+            .iter()
+            .filter(|op| op.changes)
+            .map(|op| (op.method.clone(), op.path))
+            .collect()
     }
 
     /// The axum router of every registered route.

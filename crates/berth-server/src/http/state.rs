@@ -23,6 +23,10 @@ pub struct AppState {
     pub authz: Arc<Authorization>,
     /// Limits applied to every request (a long poll ends before the request timeout).
     pub limits: HttpLimits,
+    /// Where writes are forwarded to, where replicas share a database and this one forwards.
+    pub forwarder: Option<Arc<crate::http::forward::Forwarder>>,
+    /// The routes that may change something (those forwarded).
+    pub write_routes: Arc<crate::http::forward::WriteRoutes>,
 }
 
 /// Limits applied to every request.

@@ -14,6 +14,7 @@ mod crash;
 mod error_codes;
 mod failures;
 mod fence;
+mod forwarding;
 mod holds;
 mod https_callbacks;
 mod idempotency;

@@ -13,7 +13,7 @@ use serde_json::json;
 
 /// Runs `body` with the URL of a fresh database, dropping it afterwards even when `body` panics.
 /// Without `BERTH_TEST_POSTGRES_URL`, prints a loud skip line naming `test` and returns.
-async fn on_scratch_database<F, Fut>(test: &str, body: F)
+pub(crate) async fn on_scratch_database<F, Fut>(test: &str, body: F)
 where
     F: FnOnce(String) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -138,43 +138,56 @@ async fn two_replicas_share_one_catalog_and_never_double_write() {
 async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
     let test = "two_replicas_racing_for_the_last_units_admit_exactly_the_capacity";
     on_scratch_database(test, |url| async move {
-        let first = TestApp::spawn_with(Options { database: Some(url.clone()), ..Options::default() }).await;
-        let second = TestApp::spawn_with(Options { database: Some(url), ..Options::default() }).await;
-        let rp = first.create_provider("cn1", None).await;
-        first.set_inventory(&rp, 10, 1024).await;
-        let tasks: Vec<_> = (0..64u128)
-            .map(|n| {
-                let app = if n % 2 == 0 { &first } else { &second };
-                let client = app.client.clone();
-                let url = format!("{}/placement/allocations/{}", app.base, uuid::Uuid::from_u128(0xc000 + n));
-                let body = json!({"allocations": {&rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
-                                  "consumer_generation": null, "consumer_type": "INSTANCE"});
-                tokio::spawn(async move {
-                    client.put(url).header("OpenStack-API-Version", "placement 1.38").json(&body).send().await.expect("send").status()
-                })
-            })
-            .collect();
-        let mut admitted = 0;
-        for task in tasks {
-            match task.await.expect("task") {
-                StatusCode::NO_CONTENT => admitted += 1,
-                StatusCode::CONFLICT => {}
-                other => panic!("unexpected status {other}"),
-            }
-        }
-        assert_eq!(admitted, 10, "exactly the capacity is admitted across both replicas");
-        for app in [&first, &second] {
-            let (_, usages) = app.get(&format!("/placement/resource_providers/{rp}/usages"), Some("1.39")).await;
-            assert_eq!(usages["usages"]["VCPU"], 10);
-        }
+        let (first, second) = (replica(&url).await, replica(&url).await);
+        race_for_the_last_units(&first, &second).await;
         let _ = first.stop().await;
         let _ = second.stop().await;
     })
     .await;
 }
 
+/// 64 allocations of one VCPU each, sent to two replicas in turn at once, for 10 VCPUs: exactly
+/// 10 are admitted, and both replicas read 10 used.
+pub(crate) async fn race_for_the_last_units(first: &TestApp, second: &TestApp) {
+    let rp = first.create_provider("cn1", None).await;
+    first.set_inventory(&rp, 10, 1024).await;
+    let tasks: Vec<_> = (0..64u128)
+        .map(|n| {
+            let app = if n % 2 == 0 { first } else { second };
+            let client = app.client.clone();
+            let url = format!("{}/placement/allocations/{}", app.base, uuid::Uuid::from_u128(0xc000 + n));
+            let body = json!({"allocations": {&rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
+                              "consumer_generation": null, "consumer_type": "INSTANCE"});
+            tokio::spawn(async move {
+                client.put(url).header("OpenStack-API-Version", "placement 1.38").json(&body).send().await.expect("send").status()
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for task in tasks {
+        match task.await.expect("task") {
+            StatusCode::NO_CONTENT => admitted += 1,
+            StatusCode::CONFLICT => {}
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!(
+        admitted, 10,
+        "exactly the capacity is admitted across both replicas"
+    );
+    for app in [first, second] {
+        let (_, usages) = app
+            .get(
+                &format!("/placement/resource_providers/{rp}/usages"),
+                Some("1.39"),
+            )
+            .await;
+        assert_eq!(usages["usages"]["VCPU"], 10);
+    }
+}
+
 /// The value of an unlabelled metric in `app`'s `/metrics`.
-async fn metric(app: &TestApp, name: &str) -> u64 {
+pub(crate) async fn metric(app: &TestApp, name: &str) -> u64 {
     let text = app.metrics_text().await;
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
@@ -225,10 +238,17 @@ async fn a_replica_follows_another_through_the_replication_log() {
     .await;
 }
 
-/// A replica over the database at `url`.
-async fn replica(url: &str) -> TestApp {
+/// A replica over the database at `url` that decides its own writes: the races between two of
+/// them are the database's to serialize (forwarding to one writer is tested in `forwarding`).
+pub(crate) async fn replica(url: &str) -> TestApp {
+    replica_forwarding(url, false).await
+}
+
+/// A replica over the database at `url`, forwarding its writes to the writer or not.
+pub(crate) async fn replica_forwarding(url: &str, forward_writes: bool) -> TestApp {
     TestApp::spawn_with(Options {
         database: Some(url.to_owned()),
+        forward_writes: Some(forward_writes),
         ..Options::default()
     })
     .await

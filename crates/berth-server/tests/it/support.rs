@@ -45,6 +45,8 @@ pub(crate) struct Options {
     pub(crate) config: Option<PathBuf>,
     /// The address to listen on (`127.0.0.1:0` unless set): a server restarted where it was.
     pub(crate) listen: Option<String>,
+    /// `--forward-writes` (PostgreSQL replicas); `None` keeps the default (forwarded).
+    pub(crate) forward_writes: Option<bool>,
 }
 
 /// The range test receivers listen in.
@@ -118,6 +120,7 @@ impl TestApp {
             header_timeout_seconds: options.header_timeout_seconds,
             callback_allow: options.callback_allow,
             config: options.config,
+            forward_writes: options.forward_writes,
             ..ServeArgs::default()
         };
         let mut config = Config::from_args(&args).expect("config");

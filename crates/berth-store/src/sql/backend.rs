@@ -81,6 +81,17 @@ pub trait SqlBackend: Send + Sync + 'static {
         async { Ok(None) }
     }
 
+    /// Bids for the writer's term and answers who holds it (`Store::writer_term`), where
+    /// several processes share the database.
+    fn writer_term(
+        &self,
+        bid: Option<crate::port::WriterBid<'_>>,
+        term: std::time::Duration,
+    ) -> impl Future<Output = Result<Option<crate::port::WriterTerm>, StoreError>> + Send {
+        let _ = (bid, term);
+        async { Ok(None) }
+    }
+
     /// Reads every lease, in any order.
     fn load_leases(
         conn: &mut Conn<Self>,

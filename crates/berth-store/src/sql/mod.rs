@@ -76,6 +76,14 @@ impl<B: SqlBackend> Store for B {
         SqlBackend::listen(self).await
     }
 
+    async fn writer_term(
+        &self,
+        bid: Option<crate::port::WriterBid<'_>>,
+        term: std::time::Duration,
+    ) -> Result<Option<crate::port::WriterTerm>, StoreError> {
+        SqlBackend::writer_term(self, bid, term).await
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let (tx, seq) = self.begin_locked().await?;
         Ok(Box::new(SqlTx::<B> {

@@ -61,6 +61,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Whether a lease request fits, the counter-offer, free capacity per zone (berth extension)",
             availability,
         )
+        .changes_nothing()
         .accepts::<AvailabilityRequest>()
         .answers::<Availability>(200);
 }

@@ -50,6 +50,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Query capacity (ETSI style)",
             etsi_query,
         )
+        .changes_nothing()
         .accepts::<EtsiCapacityQuery>()
         .answers::<CapacityQueryResult>(200)
         .add(
@@ -59,6 +60,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Query capacity (Promise RPC)",
             rpc_query,
         )
+        .changes_nothing()
         .accepts::<QueryCapacity>()
         .answers::<RpcAnswer<CapacityAnswer>>(201);
 }

@@ -60,6 +60,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Query reservations (ETSI style)",
             query,
         )
+        .changes_nothing()
         .accepts::<EtsiReservationQuery>()
         .answers::<ReservationQueryResult>(200)
         .add(

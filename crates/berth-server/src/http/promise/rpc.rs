@@ -66,6 +66,7 @@ pub(super) fn register(routes: &mut Routes) {
             "Query reservations (Promise RPC)",
             query,
         )
+        .changes_nothing()
         .accepts::<QueryRequest>()
         .answers::<RpcAnswer<ReservationsMatched>>(200);
 }

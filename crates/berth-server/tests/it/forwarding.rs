@@ -1,0 +1,216 @@
+//! Replicas over one PostgreSQL database forward their writes to the one that holds the
+//! writer's term, decide them themselves when it is gone, and keep each caller's own address
+//! for the writer to judge. Runs when `BERTH_TEST_POSTGRES_URL` is set.
+
+use crate::postgres::{metric, on_scratch_database, race_for_the_last_units, replica_forwarding};
+use crate::support::{Options, TestApp};
+use berth_server::auth::AuthMode;
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::Duration;
+
+/// Waits (at most 10 s, polling every 20 ms) until `name` in `app`'s `/metrics` is `value`.
+async fn until_metric(app: &TestApp, name: &str, value: u64) {
+    for _ in 0..500 {
+        if metric(app, name).await == value {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{name} never reached {value} at {}", app.base);
+}
+
+/// A replica over the database at `url`, forwarding its writes (the default).
+async fn replica(url: &str) -> TestApp {
+    replica_forwarding(url, true).await
+}
+
+/// Two replicas, one of them the writer, racing for the last units: the follower's writes are
+/// forwarded and exactly the capacity is admitted.
+#[tokio::test]
+async fn two_forwarding_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
+    let test = "two_forwarding_replicas_racing_for_the_last_units_admit_exactly_the_capacity";
+    on_scratch_database(test, |url| async move {
+        let writer = replica(&url).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = replica(&url).await;
+        race_for_the_last_units(&follower, &writer).await;
+        // The provider, its inventory and the follower's 32 allocations.
+        assert_eq!(metric(&follower, "berth_writes_forwarded_total").await, 34);
+        let _ = writer.stop().await;
+        let _ = follower.stop().await;
+    })
+    .await;
+}
+
+/// An allocation of one VCPU on `rp` for a new consumer.
+fn allocation(rp: &str) -> serde_json::Value {
+    json!({"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
+           "consumer_generation": null, "consumer_type": "INSTANCE"})
+}
+
+#[tokio::test]
+async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when_the_writer_is_gone()
+ {
+    let test = "a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when_the_writer_is_gone";
+    on_scratch_database(test, |url| async move {
+        let writer = replica(&url).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = replica(&url).await;
+        assert_eq!(metric(&follower, "berth_writer_term_held").await, 0);
+
+        // Writes sent to the follower are forwarded, answered as the writer answers them, and
+        // read back at once from the follower.
+        let rp = follower.create_provider("cn1", None).await;
+        follower.set_inventory(&rp, 4, 1024).await;
+        for n in 0..6u128 {
+            let consumer = uuid::Uuid::from_u128(0xf000 + n);
+            let (status, _) = follower
+                .call(
+                    reqwest::Method::PUT,
+                    &format!("/placement/allocations/{consumer}"),
+                    Some("1.38"),
+                    Some(allocation(&rp)),
+                )
+                .await;
+            let expected = if n < 4 {
+                StatusCode::NO_CONTENT
+            } else {
+                StatusCode::CONFLICT
+            };
+            assert_eq!(status, expected, "allocation {n}");
+        }
+        let (_, usages) = follower
+            .get(
+                &format!("/placement/resource_providers/{rp}/usages"),
+                Some("1.39"),
+            )
+            .await;
+        assert_eq!(
+            usages["usages"]["VCPU"], 4,
+            "the follower reads the writer's commits at once"
+        );
+        // Provider, inventory (a generation read, then a PUT) and six allocations.
+        let forwarded = metric(&follower, "berth_writes_forwarded_total").await;
+        assert_eq!(forwarded, 8, "every write went to the writer");
+        assert_eq!(
+            metric(&writer, "berth_writes_received_total").await,
+            forwarded
+        );
+        assert_eq!(
+            metric(&writer, "berth_writes_forwarded_total").await,
+            0,
+            "the writer forwards nothing"
+        );
+
+        // A query sent by POST is answered where it arrives.
+        let (status, _) = follower.post("/promise/query-reservation", json!({})).await;
+        assert_ne!(status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            metric(&follower, "berth_writes_forwarded_total").await,
+            forwarded
+        );
+
+        // A request that presents a secret the replica does not hold is refused untouched.
+        let forged = writer
+            .client
+            .post(format!("{}/placement/resource_providers", writer.base))
+            .header("x-berth-forwarded", "not-the-secret")
+            .header("x-berth-forwarded-for", "10.1.2.3")
+            .json(&json!({"name": "forged"}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(forged.status(), StatusCode::MISDIRECTED_REQUEST);
+        assert!(forged.headers().contains_key("x-berth-not-writer"));
+        let (_, providers) = writer
+            .get("/placement/resource_providers?name=forged", Some("1.39"))
+            .await;
+        assert_eq!(
+            providers["resource_providers"].as_array().map(Vec::len),
+            Some(0)
+        );
+
+        // The writer stops: the follower decides its writes itself at once, then takes the term.
+        let _ = writer.stop().await;
+        let (status, _) = follower
+            .call(
+                reqwest::Method::DELETE,
+                &format!("/placement/allocations/{}", uuid::Uuid::from_u128(0xf000)),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::NO_CONTENT,
+            "decided here while the writer is gone"
+        );
+        assert!(metric(&follower, "berth_writes_forward_fallbacks_total").await >= 1);
+        until_metric(&follower, "berth_writer_term_held", 1).await;
+        let (_, usages) = follower
+            .get(
+                &format!("/placement/resource_providers/{rp}/usages"),
+                Some("1.39"),
+            )
+            .await;
+        assert_eq!(usages["usages"]["VCPU"], 3);
+        assert_eq!(
+            metric(&follower, "berth_writes_forward_unknown_total").await,
+            0
+        );
+        let _ = follower.stop().await;
+    })
+    .await;
+}
+
+/// In `headers` mode the writer judges a forwarded request's identity headers by the address of
+/// the caller who sent it to the follower, never by the follower's own address.
+#[tokio::test]
+async fn a_forwarded_request_is_trusted_as_its_caller_is_not_as_the_replica_that_forwarded_it() {
+    let test =
+        "a_forwarded_request_is_trusted_as_its_caller_is_not_as_the_replica_that_forwarded_it";
+    on_scratch_database(test, |url| async move {
+        // Both replicas believe identity headers from 127.0.0.1 alone, which is also where the
+        // follower forwards from.
+        let options = || Options {
+            database: Some(url.clone()),
+            auth: Some(AuthMode::Headers),
+            trusted_proxies: vec!["127.0.0.1/32".to_owned()],
+            ..Options::default()
+        };
+        let writer = TestApp::spawn_with(options()).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = TestApp::spawn_with(options()).await;
+        let send = |from: &'static str, name: &'static str| {
+            let client = reqwest::Client::builder()
+                .local_address(from.parse::<std::net::IpAddr>().expect("ip"))
+                .build()
+                .expect("client");
+            let url = format!("{}/placement/resource_providers", follower.base);
+            async move {
+                client
+                    .post(url)
+                    .header("OpenStack-API-Version", "placement 1.20")
+                    .header("x-project-id", "admin")
+                    .header("x-user-id", "admin")
+                    .header("x-roles", "admin")
+                    .json(&json!({"name": name}))
+                    .send()
+                    .await
+                    .expect("send")
+                    .status()
+            }
+        };
+        assert_eq!(send("127.0.0.1", "trusted").await, StatusCode::OK);
+        assert_eq!(
+            send("127.0.0.2", "untrusted").await,
+            StatusCode::UNAUTHORIZED,
+            "a caller the replicas do not trust stays untrusted through the forward"
+        );
+        assert_eq!(metric(&follower, "berth_writes_forwarded_total").await, 2);
+        let _ = follower.stop().await;
+        let _ = writer.stop().await;
+    })
+    .await;
+}
