@@ -14,8 +14,9 @@
 //! A forwarded request carries the writer's secret ([`FORWARDED`]), the caller's address
 //! ([`FORWARDED_FOR`], whose trust the writer judges as if the caller had come to it) and, for
 //! Placement served at a listener's root, where it was mounted. A request that carries a secret
-//! is never forwarded again; one whose secret is not this replica's is refused with 421 and
-//! [`NOT_WRITER`], which the forwarding replica reads as "decide it yourself".
+//! is never forwarded again; one whose secret is not this replica's, or that reaches it when it
+//! no longer believes it holds the term (it could not renew it for [`BELIEVED`]), is refused
+//! with 421 and [`NOT_WRITER`], which the forwarding replica reads as "decide it yourself".
 
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
@@ -35,8 +36,16 @@ use tokio_util::sync::CancellationToken;
 /// How long a writer's term lasts unless renewed: a writer that stops (killed, paused, cut off
 /// from the database) stops taking the writes this long after its last renewal at most.
 pub const TERM: Duration = Duration::from_secs(3);
-/// How often each replica renews its term or reads who holds it.
+/// How often each replica renews its term or reads who holds it; a renewal that takes longer
+/// counts as failed.
 pub const RENEW: Duration = Duration::from_secs(1);
+/// How long a replica believes what it last read of the term: less than [`TERM`], so that a
+/// writer that can no longer renew (cut off from the database) stops taking writes before
+/// another replica can take the term, and a replica that cannot read the term stops forwarding.
+pub const BELIEVED: Duration = Duration::from_secs(2);
+/// How long forwarding waits for a connection to the writer; past it the writer cannot have
+/// seen the request, and the replica decides it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a forwarding connection may stay idle in the pool: below the writer's idle timeout,
 /// so the writer never closes a connection just as a request is sent on it.
 const POOL_IDLE: Duration = Duration::from_secs(20);
@@ -63,8 +72,8 @@ pub struct Forwarder {
     url: OnceLock<String>,
     /// Whether this replica forwards its writes (it may still take the others').
     forwards: bool,
-    /// The term as last read.
-    term: RwLock<Option<Arc<WriterTerm>>>,
+    /// The term as last read, and when it was read.
+    term: RwLock<Option<(Arc<WriterTerm>, std::time::Instant)>>,
     client: reqwest::Client,
     counts: Counts,
 }
@@ -88,6 +97,7 @@ impl Forwarder {
     pub fn new(forwards: bool, timeout: Duration) -> anyhow::Result<Forwarder> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
+            .connect_timeout(CONNECT_TIMEOUT)
             .pool_idle_timeout(POOL_IDLE)
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
@@ -129,10 +139,15 @@ impl Forwarder {
             url,
             secret: &self.secret,
         });
-        let term = match store.writer_term(bid, TERM).await {
-            Ok(term) => term.map(Arc::new),
-            Err(error) => {
+        let read = tokio::time::timeout(RENEW, store.writer_term(bid, TERM)).await;
+        let term = match read {
+            Ok(Ok(term)) => term.map(|term| (Arc::new(term), std::time::Instant::now())),
+            Ok(Err(error)) => {
                 tracing::warn!(%error, "reading the writer's term failed; deciding writes here");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("reading the writer's term took too long; deciding writes here");
                 None
             }
         };
@@ -145,8 +160,11 @@ impl Forwarder {
             .is_some_and(|term| term.holder == self.holder)
     }
 
+    /// The term, if it was read less than [`BELIEVED`] ago.
     fn current(&self) -> Option<Arc<WriterTerm>> {
-        self.term.read().expect("invariant: never poisoned").clone()
+        let held = self.term.read().expect("invariant: never poisoned");
+        let (term, read_at) = held.as_ref()?;
+        (read_at.elapsed() < BELIEVED).then(|| Arc::clone(term))
     }
 
     /// The writer to forward to: another replica, when this one forwards.
@@ -161,7 +179,10 @@ impl Forwarder {
     /// Forgets `term` until the next renewal reads it again: its writer did not take a request.
     fn forget(&self, term: &Arc<WriterTerm>) {
         let mut current = self.term.write().expect("invariant: never poisoned");
-        if current.as_ref().is_some_and(|held| Arc::ptr_eq(held, term)) {
+        if current
+            .as_ref()
+            .is_some_and(|(held, _)| Arc::ptr_eq(held, term))
+        {
             *current = None;
         }
     }
@@ -244,12 +265,14 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
 }
 
 /// A request another replica forwarded: decided here under its caller's address when it
-/// presents this replica's secret, else refused untouched.
+/// presents this replica's secret and this replica still holds the term, else refused untouched
+/// (the forwarding replica then decides it).
 async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Response {
     let headers = request.headers_mut();
     let genuine = headers
         .remove(FORWARDED)
-        .is_some_and(|secret| forwarder.is_own_secret(secret.as_bytes()));
+        .is_some_and(|secret| forwarder.is_own_secret(secret.as_bytes()))
+        && forwarder.holds_term();
     let caller = headers
         .remove(FORWARDED_FOR)
         .and_then(|v| v.to_str().ok()?.parse::<IpAddr>().ok());
@@ -260,7 +283,8 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
         let mut refused = ApiError::new(
             StatusCode::MISDIRECTED_REQUEST,
             "not_writer",
-            "This replica does not take forwarded writes under that secret.",
+            "This replica does not take forwarded writes: another holds the writer's term, or \
+             the secret is not its own.",
         )
         .into_response();
         refused
