@@ -393,7 +393,8 @@ fn lost(forwarder: &Forwarder, error: &reqwest::Error) -> Response {
 }
 
 /// `headers` without those that belong to one connection (RFC 9110 section 7.6.1) and without
-/// the length, which the new message sets.
+/// the length, which the new message sets. `Host` is kept: the writer builds the links of its
+/// answer (`Location`, Placement's `links`) from the host the caller asked for.
 fn end_to_end(headers: &HeaderMap) -> HeaderMap {
     let mut kept = headers.clone();
     let named: Vec<HeaderName> = headers
@@ -408,7 +409,6 @@ fn end_to_end(headers: &HeaderMap) -> HeaderMap {
     }
     for name in [
         header::CONNECTION,
-        header::HOST,
         header::CONTENT_LENGTH,
         header::TRANSFER_ENCODING,
         header::TE,
@@ -434,7 +434,7 @@ mod tests {
             ("connection", "keep-alive, x-hop"),
             ("x-hop", "1"),
             ("keep-alive", "timeout=5"),
-            ("host", "replica-2:8778"),
+            ("host", "berth.example.net"),
             ("content-length", "12"),
             ("transfer-encoding", "chunked"),
             ("x-auth-token", "t"),
@@ -451,7 +451,12 @@ mod tests {
         names.sort_unstable();
         assert_eq!(
             names,
-            ["idempotency-key", "openstack-api-version", "x-auth-token"]
+            [
+                "host",
+                "idempotency-key",
+                "openstack-api-version",
+                "x-auth-token"
+            ]
         );
     }
 }

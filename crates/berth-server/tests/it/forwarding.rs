@@ -214,3 +214,58 @@ async fn a_forwarded_request_is_trusted_as_its_caller_is_not_as_the_replica_that
     })
     .await;
 }
+
+/// Placement served at the root of a follower's own listener keeps its root links when the
+/// writer decides the request: the forward says where it was mounted.
+#[tokio::test]
+async fn a_write_forwarded_from_placement_at_the_root_is_answered_with_root_links() {
+    let test = "a_write_forwarded_from_placement_at_the_root_is_answered_with_root_links";
+    on_scratch_database(test, |url| async move {
+        let writer = replica(&url).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let args = berth_server::config::ServeArgs {
+            listen: Some("127.0.0.1:0".into()),
+            placement_listen: Some("127.0.0.1:0".into()),
+            database: Some(url.clone()),
+            ..berth_server::config::ServeArgs::default()
+        };
+        let config = berth_server::config::Config::from_args(&args).expect("config");
+        let follower = berth_server::start(&config).await.expect("start");
+        let root = format!(
+            "http://{}",
+            follower.placement_addr().expect("Placement's listener")
+        );
+        let answer = reqwest::Client::new()
+            .post(format!("{root}/resource_providers"))
+            .header("OpenStack-API-Version", "placement 1.0")
+            .json(&json!({"name": "at-the-root"}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(answer.status(), StatusCode::CREATED);
+        let location = answer.headers()["location"]
+            .to_str()
+            .expect("ascii")
+            .to_owned();
+        assert_eq!(
+            location.rsplit_once('/').map(|(base, _)| base),
+            Some(format!("{root}/resource_providers").as_str()),
+            "the caller's host and a root link, not under /placement"
+        );
+        let metrics = reqwest::get(format!("http://{}/metrics", follower.addr()))
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        assert!(
+            metrics
+                .lines()
+                .any(|line| line == "berth_writes_forwarded_total 1"),
+            "{metrics}"
+        );
+        follower.shutdown().await.expect("shutdown");
+        let _ = writer.stop().await;
+    })
+    .await;
+}
