@@ -58,6 +58,10 @@ pub const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-berth-forwarded
 pub const FORWARDED_MOUNT: HeaderName = HeaderName::from_static("x-berth-forwarded-mount");
 /// On a 421: this replica does not take writes under that secret; nothing was done.
 pub const NOT_WRITER: HeaderName = HeaderName::from_static("x-berth-not-writer");
+/// On the answer to a forwarded request: the id of the writer that decided it. An answer
+/// without it did not come from a berth that took the request (the advertised address reached
+/// something else), and the forwarding replica decides the request itself.
+pub const WRITER: HeaderName = HeaderName::from_static("x-berth-writer");
 
 /// This replica's part in forwarding: its bid for the writer's term, who holds it, and the
 /// client it forwards with.
@@ -303,7 +307,11 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
     if root {
         crate::http::placement::mount_at_root(request.extensions_mut());
     }
-    next.run(request).await
+    let mut answer = next.run(request).await;
+    if let Ok(holder) = HeaderValue::from_str(&forwarder.holder) {
+        answer.headers_mut().insert(WRITER, holder);
+    }
+    answer
 }
 
 /// Passes `request` to the writer and answers with its answer; decides it here when the writer
@@ -348,6 +356,14 @@ async fn forward(
         .await;
     let answer = match sent {
         Ok(answer) if answer.headers().contains_key(NOT_WRITER) => None,
+        Ok(answer) if !from_writer(&answer, term) => {
+            tracing::warn!(
+                writer = %term.url,
+                status = %answer.status(),
+                "the writer's address answered without being the writer; deciding writes here"
+            );
+            None
+        }
         Ok(answer) => Some(answer),
         Err(error) if error.is_connect() => {
             tracing::debug!(%error, writer = %term.url, "the writer cannot be reached");
@@ -366,7 +382,8 @@ async fn forward(
             .await;
     };
     let status = answer.status();
-    let headers = end_to_end(answer.headers());
+    let mut headers = end_to_end(answer.headers());
+    headers.remove(WRITER);
     match answer.bytes().await {
         Ok(body) => {
             forwarder.counts.forwarded.fetch_add(1, Ordering::Relaxed);
@@ -377,6 +394,15 @@ async fn forward(
         }
         Err(error) => lost(forwarder, &error),
     }
+}
+
+/// Whether `answer` came from the writer `term` names (not from whatever else listens at its
+/// address).
+fn from_writer(answer: &reqwest::Response, term: &WriterTerm) -> bool {
+    answer
+        .headers()
+        .get(WRITER)
+        .is_some_and(|holder| holder.as_bytes() == term.holder.as_bytes())
 }
 
 /// A forwarded write whose answer was lost after it was sent: the writer may have committed it.

@@ -269,3 +269,64 @@ async fn a_write_forwarded_from_placement_at_the_root_is_answered_with_root_link
     })
     .await;
 }
+
+/// Whatever answers at the advertised address without being the writer (another service took
+/// the port) never answers for berth: the follower decides the write itself.
+#[tokio::test]
+async fn an_answer_that_does_not_come_from_the_writer_is_dropped_and_the_write_decided_here() {
+    let test = "an_answer_that_does_not_come_from_the_writer_is_dropped_and_the_write_decided_here";
+    on_scratch_database(test, |url| async move {
+        use berth_store::Store as _;
+        // Something that is not berth, answering 200 to everything.
+        let impostor = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let impostor_url = format!("http://{}", impostor.local_addr().expect("addr"));
+        let app = axum::Router::new().fallback(|| async { "ok" });
+        let serving = tokio::spawn(async move { axum::serve(impostor, app).await });
+        // It holds the writer's term for a minute, as a stale or mistaken advertisement would.
+        let store = berth_store_postgres::PostgresStore::connect(&url)
+            .await
+            .expect("store");
+        let bid = berth_store::WriterBid {
+            holder: "impostor",
+            url: &impostor_url,
+            secret: "s",
+        };
+        let term = store
+            .writer_term(Some(bid), Duration::from_secs(60))
+            .await
+            .expect("bid");
+        assert_eq!(term.map(|t| t.holder).as_deref(), Some("impostor"));
+        let follower = replica(&url).await;
+        let (status, body) = follower
+            .call(
+                reqwest::Method::POST,
+                "/placement/resource_providers",
+                Some("1.20"),
+                Some(json!({"name": "decided-here"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "berth's own answer: {body}");
+        assert_eq!(body["name"], "decided-here");
+        let (_, found) = follower
+            .get(
+                "/placement/resource_providers?name=decided-here",
+                Some("1.39"),
+            )
+            .await;
+        assert_eq!(
+            found["resource_providers"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(metric(&follower, "berth_writes_forwarded_total").await, 0);
+        assert_eq!(
+            metric(&follower, "berth_writes_forward_fallbacks_total").await,
+            1
+        );
+        let _ = follower.stop().await;
+        store.close().await;
+        serving.abort();
+    })
+    .await;
+}
