@@ -32,7 +32,8 @@
 #   BENCH_SCENARIO_SECONDS  longest one scenario runs [default: 120]
 #   BENCH_FIRST_FOLLOWER    1: "replica 1" (where the one-replica scenario writes) is the last
 #                           replica started, a follower that forwards its writes, not the first,
-#                           which holds the writer's term [default: 0]
+#                           which takes the writer's term (each count starts once the previous
+#                           count's term has lapsed) [default: 0]
 #   BENCH_POSTGRES          server URL, without a database [default: postgres://postgres@127.0.0.1:5432]
 #   BENCH_DATABASE          database to create and drop [default: berth_bench_replicas]
 #   BENCH_RESULTS           directory for the raw JSON results [default: target/bench-replicas]
@@ -247,6 +248,9 @@ for r in $REPLICAS; do
         "$(rss_mib "${started[@]}")" "$(loadavg)" >>"$RESULTS/notes.txt"
     stop_pids "${started[@]}"
     forget_pids "${started[@]}"
+    # The writer's term of the replicas just stopped lapses 3 s after its last renewal: wait it
+    # out, so that the next count's first replica takes it (and "replica 1" is the writer).
+    sleep 4
 done
 
 # --- 4. table -----------------------------------------------------------------------------------
