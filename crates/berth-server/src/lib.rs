@@ -245,7 +245,7 @@ fn spawn_engines(
 /// Bids for the writer's term at `url` (none: never takes the others' writes), reads who holds
 /// it before the first request is served, and renews it until `stop`.
 async fn start_forwarding(
-    forwarder: Arc<http::forward::Forwarder>,
+    forwarder: Arc<http::writer::Forwarder>,
     url: Option<String>,
     store: Arc<dyn Store>,
     stop: &CancellationToken,
@@ -262,14 +262,14 @@ async fn start_forwarding(
 
 /// Forwarding of writes to the replica that takes them, where replicas share the database
 /// (PostgreSQL); none where one process holds it.
-fn forwarder(config: &Config) -> anyhow::Result<Option<Arc<http::forward::Forwarder>>> {
+fn forwarder(config: &Config) -> anyhow::Result<Option<Arc<http::writer::Forwarder>>> {
     if !matches!(config.storage, StorageUrl::Postgres(_)) {
         return Ok(None);
     }
     // The writer answers within its request timeout, or its commit grace for a write it took.
     let answer_within =
         config.request_timeout + http::deadline::COMMIT_GRACE + Duration::from_secs(5);
-    let forwarder = http::forward::Forwarder::new(config.forward_writes, answer_within)?;
+    let forwarder = http::writer::Forwarder::new(config.forward_writes, answer_within)?;
     Ok(Some(Arc::new(forwarder)))
 }
 

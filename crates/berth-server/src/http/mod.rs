@@ -29,6 +29,7 @@ pub mod state;
 pub mod status;
 pub mod surface;
 pub mod ui;
+pub mod writer;
 
 use crate::auth::Authenticator;
 use crate::metrics::Metrics;
@@ -48,7 +49,7 @@ pub fn router(
     auth: Arc<Authenticator>,
     limits: HttpLimits,
     policy: AccessPolicy,
-    forwarder: Option<Arc<forward::Forwarder>>,
+    forwarder: Option<Arc<writer::Forwarder>>,
 ) -> anyhow::Result<Router> {
     let mut routes = routes::Routes::default();
     meta::register(&mut routes);

@@ -136,7 +136,7 @@ impl Routes {
     }
 
     /// The routes that may change something (see [`Routes::changes_nothing`]).
-    pub fn writes(&self) -> crate::http::forward::WriteRoutes {
+    pub fn writes(&self) -> crate::http::writer::WriteRoutes {
         self.operations
             .iter()
             .filter(|op| op.changes)

@@ -24,9 +24,9 @@ pub struct AppState {
     /// Limits applied to every request (a long poll ends before the request timeout).
     pub limits: HttpLimits,
     /// Where writes are forwarded to, where replicas share a database and this one forwards.
-    pub forwarder: Option<Arc<crate::http::forward::Forwarder>>,
+    pub forwarder: Option<Arc<crate::http::writer::Forwarder>>,
     /// The routes that may change something (those forwarded).
-    pub write_routes: Arc<crate::http::forward::WriteRoutes>,
+    pub write_routes: Arc<crate::http::writer::WriteRoutes>,
 }
 
 /// Limits applied to every request.

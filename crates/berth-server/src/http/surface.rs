@@ -260,6 +260,35 @@ pub mod tests_support {
     }
 }
 
+/// Where Placement is mounted for the request at hand: `/placement` on berth's listener, the
+/// root on Placement's own. Links and `Location` headers are built under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mount(&'static str);
+
+impl Mount {
+    /// Under `/placement`, beside berth's other surfaces.
+    pub(crate) const PREFIXED: Mount = Mount("/placement");
+    /// At the root of a listener of its own.
+    pub(crate) const ROOT: Mount = Mount("");
+
+    /// The path of `rest` (which starts with `/`) under this mount.
+    pub(crate) fn path(self, rest: &str) -> String {
+        format!("{}{rest}", self.0)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Mount {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Mount, Infallible> {
+        Ok(parts
+            .extensions
+            .get::<Mount>()
+            .copied()
+            .unwrap_or(Mount::PREFIXED))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,16 +61,6 @@ pub fn register(routes: &mut Routes) {
 /// the version document, `/resource_providers` the providers) and marked [`Mount::ROOT`], so
 /// that it passes the same authorization, microversion and error handling as under `/placement`.
 /// berth's other surfaces are not reachable there.
-/// Whether the request at hand came to Placement at a listener's root (to forward it so).
-pub(crate) fn is_mounted_at_root(extensions: &axum::http::Extensions) -> bool {
-    extensions.get::<Mount>() == Some(&Mount::ROOT)
-}
-
-/// Marks a request as having come to Placement at a listener's root (a forwarded one that did).
-pub(crate) fn mount_at_root(extensions: &mut axum::http::Extensions) {
-    extensions.insert(Mount::ROOT);
-}
-
 pub fn at_root(app: Router) -> Router {
     let rooted = tower::ServiceBuilder::new()
         .map_request(|mut request: Request| {

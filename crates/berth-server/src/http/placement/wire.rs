@@ -9,15 +9,13 @@ use crate::http::state::AppState;
 use crate::http::surface::Microversion;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
+use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use berth_app::AppError;
 use berth_core::{Instant, Provider, ProviderId, Rejection};
 use serde::Serialize;
 use serde_json::Value;
-use std::convert::Infallible;
 use uuid::Uuid;
 
 /// Parses a provider uuid from the path; a malformed one names no provider (404).
@@ -128,31 +126,4 @@ pub(super) fn generation_changed(error: AppError) -> ApiError {
     }
 }
 
-/// Where the surface is mounted for the request at hand: `/placement` on berth's listener, the
-/// root on Placement's own. Links and `Location` headers are built under it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Mount(&'static str);
-
-impl Mount {
-    /// Under `/placement`, beside berth's other surfaces.
-    pub(crate) const PREFIXED: Mount = Mount("/placement");
-    /// At the root of a listener of its own.
-    pub(crate) const ROOT: Mount = Mount("");
-
-    /// The path of `rest` (which starts with `/`) under this mount.
-    pub(crate) fn path(self, rest: &str) -> String {
-        format!("{}{rest}", self.0)
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Mount {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Mount, Infallible> {
-        Ok(parts
-            .extensions
-            .get::<Mount>()
-            .copied()
-            .unwrap_or(Mount::PREFIXED))
-    }
-}
+pub(crate) use crate::http::surface::Mount;

@@ -1,0 +1,208 @@
+//! The writer's term as this replica sees it: its bid for the term (`Store::writer_term`,
+//! renewed every [`RENEW`], lapsing after [`TERM`]), who holds it, the client writes are
+//! forwarded with, and what forwarding did (for `/metrics`). The middleware that forwards is
+//! `http::forward`.
+
+use axum::http::Method;
+use berth_store::{Store, WriterBid, WriterTerm};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How long a writer's term lasts unless renewed: a writer that stops (killed, paused, cut off
+/// from the database) stops taking the writes this long after its last renewal at most.
+pub const TERM: Duration = Duration::from_secs(3);
+/// How often each replica renews its term or reads who holds it; a renewal that takes longer
+/// counts as failed.
+pub const RENEW: Duration = Duration::from_secs(1);
+/// How long a replica believes what it last read of the term: less than [`TERM`], so that a
+/// writer that can no longer renew (cut off from the database) stops taking writes before
+/// another replica can take the term, and a replica that cannot read the term stops forwarding.
+pub const BELIEVED: Duration = Duration::from_secs(2);
+/// How long forwarding waits for a connection to the writer; past it the writer cannot have
+/// seen the request, and the replica decides it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a forwarding connection may stay idle in the pool: below the writer's idle timeout,
+/// so the writer never closes a connection just as a request is sent on it.
+const POOL_IDLE: Duration = Duration::from_secs(20);
+
+/// This replica's part in forwarding: its bid for the writer's term, who holds it, and the
+/// client it forwards with.
+#[derive(Debug)]
+pub struct Forwarder {
+    /// This process's id in the term.
+    pub(crate) holder: String,
+    /// What forwarded requests must present to this replica.
+    secret: String,
+    /// Where the other replicas reach this one; set once the listener is bound, never when it
+    /// does not bid.
+    url: OnceLock<String>,
+    /// Whether this replica forwards its writes (it may still take the others').
+    forwards: bool,
+    /// The term as last read, and when it was read.
+    term: RwLock<Option<(Arc<WriterTerm>, std::time::Instant)>>,
+    pub(crate) client: reqwest::Client,
+    pub(crate) counts: Counts,
+}
+
+/// What forwarding did since the replica started.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    /// Writes forwarded and answered by the writer.
+    pub(crate) forwarded: AtomicU64,
+    /// Writes decided here because the writer could not be reached or was not the writer.
+    pub(crate) decided_here: AtomicU64,
+    /// Writes forwarded whose answer was lost.
+    pub(crate) unknown: AtomicU64,
+    /// Writes other replicas forwarded here.
+    pub(crate) received: AtomicU64,
+}
+
+impl Forwarder {
+    /// A replica that forwards its writes when `forwards`, with a new id and secret, waiting
+    /// `timeout` at most for a forwarded request's answer.
+    pub fn new(forwards: bool, timeout: Duration) -> anyhow::Result<Forwarder> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .pool_idle_timeout(POOL_IDLE)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        let mut secret = [0u8; 32];
+        aws_lc_rs::rand::fill(&mut secret)
+            .map_err(|_| anyhow::anyhow!("the system's random source failed"))?;
+        Ok(Forwarder {
+            holder: crate::ids::request_uuid().to_string(),
+            secret: secret.iter().map(|b| format!("{b:02x}")).collect(),
+            url: OnceLock::new(),
+            forwards,
+            term: RwLock::new(None),
+            client,
+            counts: Counts::default(),
+        })
+    }
+
+    /// Bids for the writer's term from now on, advertising `url`.
+    pub fn advertise(&self, url: String) {
+        let _ = self.url.set(url);
+    }
+
+    /// Renews or bids for the term, and reads who holds it, every [`RENEW`] until `stop` (the
+    /// first time one period from now: the server did it once before serving).
+    pub async fn run(self: Arc<Self>, store: Arc<dyn Store>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(RENEW) => {}
+            }
+            self.renew(store.as_ref()).await;
+        }
+    }
+
+    /// Renews or bids for the term once, and reads who holds it.
+    pub async fn renew(&self, store: &dyn Store) {
+        let bid = self.url.get().map(|url| WriterBid {
+            holder: &self.holder,
+            url,
+            secret: &self.secret,
+        });
+        let read = tokio::time::timeout(RENEW, store.writer_term(bid, TERM)).await;
+        let term = match read {
+            Ok(Ok(term)) => term.map(|term| (Arc::new(term), std::time::Instant::now())),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "reading the writer's term failed; deciding writes here");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("reading the writer's term took too long; deciding writes here");
+                None
+            }
+        };
+        *self.term.write().expect("invariant: never poisoned") = term;
+    }
+
+    /// Whether this replica holds the writer's term, as last read.
+    pub fn holds_term(&self) -> bool {
+        self.current()
+            .is_some_and(|term| term.holder == self.holder)
+    }
+
+    /// The term, if it was read less than [`BELIEVED`] ago.
+    fn current(&self) -> Option<Arc<WriterTerm>> {
+        let held = self.term.read().expect("invariant: never poisoned");
+        let (term, read_at) = held.as_ref()?;
+        (read_at.elapsed() < BELIEVED).then(|| Arc::clone(term))
+    }
+
+    /// The writer to forward to: another replica, when this one forwards.
+    pub(crate) fn writer(&self) -> Option<Arc<WriterTerm>> {
+        let term = self.current()?;
+        let elsewhere = self.forwards
+            && term.holder != self.holder
+            && self.url.get().is_none_or(|own| *own != term.url);
+        elsewhere.then_some(term)
+    }
+
+    /// Forgets `term` until the next renewal reads it again: its writer did not take a request.
+    pub(crate) fn forget(&self, term: &Arc<WriterTerm>) {
+        let mut current = self.term.write().expect("invariant: never poisoned");
+        if current
+            .as_ref()
+            .is_some_and(|(held, _)| Arc::ptr_eq(held, term))
+        {
+            *current = None;
+        }
+    }
+
+    pub(crate) fn is_own_secret(&self, presented: &[u8]) -> bool {
+        aws_lc_rs::constant_time::verify_slices_are_equal(presented, self.secret.as_bytes()).is_ok()
+    }
+
+    /// Forwarding's figures in Prometheus text format.
+    pub fn metrics_lines(&self) -> String {
+        let lines = [
+            (
+                "berth_writer_term_held",
+                "gauge",
+                "1 when this replica holds the writer's term and takes the others' writes.",
+                u64::from(self.holds_term()),
+            ),
+            (
+                "berth_writes_forwarded_total",
+                "counter",
+                "Writes this replica forwarded to the writer and the writer answered.",
+                self.counts.forwarded.load(Ordering::Relaxed),
+            ),
+            (
+                "berth_writes_forward_fallbacks_total",
+                "counter",
+                "Writes this replica decided itself because the writer could not take them.",
+                self.counts.decided_here.load(Ordering::Relaxed),
+            ),
+            (
+                "berth_writes_forward_unknown_total",
+                "counter",
+                "Writes forwarded whose answer was lost (answered 503 timeout_outcome_unknown).",
+                self.counts.unknown.load(Ordering::Relaxed),
+            ),
+            (
+                "berth_writes_received_total",
+                "counter",
+                "Writes other replicas forwarded to this one.",
+                self.counts.received.load(Ordering::Relaxed),
+            ),
+        ];
+        let mut text = String::new();
+        for (name, kind, help, value) in lines {
+            text.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            ));
+        }
+        text
+    }
+}
+
+/// The routes whose requests are forwarded: every route that may change something.
+pub type WriteRoutes = HashSet<(Method, &'static str)>;
