@@ -51,25 +51,26 @@ pub const WRITER: HeaderName = HeaderName::from_static("x-berth-writer");
 /// forwarded request in under its caller's address, or refuses it when it presents another
 /// replica's secret.
 pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(forwarder) = state.forwarder.clone() else {
+    let Some(forwarder) = state.forwarder.as_deref() else {
         return next.run(request).await;
     };
     if request.headers().contains_key(FORWARDED) {
-        return take_in(&forwarder, request, next).await;
+        return take_in(forwarder, request, next).await;
     }
-    let route = request
+    let Some(term) = forwarder.writer() else {
+        return next.run(request).await;
+    };
+    let writes = request
         .extensions()
         .get::<MatchedPath>()
-        .map(MatchedPath::as_str);
-    let writes = route.is_some_and(|route| {
-        state
-            .write_routes
-            .iter()
-            .any(|(method, path)| method == request.method() && *path == route)
-    });
-    match (writes, forwarder.writer()) {
-        (true, Some(term)) => forward(&forwarder, &term, request, next, &state).await,
-        _ => next.run(request).await,
+        .is_some_and(|route| {
+            state
+                .write_routes
+                .contains(request.method(), route.as_str())
+        });
+    match writes {
+        true => forward(forwarder, &term, request, next, &state).await,
+        false => next.run(request).await,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use axum::http::Method;
 use berth_store::{Store, WriterBid, WriterTerm};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
@@ -204,5 +204,46 @@ impl Forwarder {
     }
 }
 
-/// The routes whose requests are forwarded: every route that may change something.
-pub type WriteRoutes = HashSet<(Method, &'static str)>;
+/// The routes whose requests are forwarded: every route that may change something, by route
+/// template, with the methods that may.
+#[derive(Debug, Default)]
+pub struct WriteRoutes(HashMap<&'static str, Vec<Method>>);
+
+impl WriteRoutes {
+    /// Whether `method` on the route template `path` may change something.
+    pub fn contains(&self, method: &Method, path: &str) -> bool {
+        self.0
+            .get(path)
+            .is_some_and(|methods| methods.contains(method))
+    }
+}
+
+impl FromIterator<(Method, &'static str)> for WriteRoutes {
+    fn from_iter<I: IntoIterator<Item = (Method, &'static str)>>(routes: I) -> WriteRoutes {
+        let mut by_path: HashMap<&'static str, Vec<Method>> = HashMap::new();
+        for (method, path) in routes {
+            by_path.entry(path).or_default().push(method);
+        }
+        WriteRoutes(by_path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_route_is_found_by_its_template_and_method() {
+        let routes: WriteRoutes = [
+            (Method::POST, "/reservation/v1/leases"),
+            (Method::PUT, "/reservation/v1/leases/{lease_id}"),
+            (Method::DELETE, "/reservation/v1/leases/{lease_id}"),
+        ]
+        .into_iter()
+        .collect();
+        assert!(routes.contains(&Method::POST, "/reservation/v1/leases"));
+        assert!(routes.contains(&Method::DELETE, "/reservation/v1/leases/{lease_id}"));
+        assert!(!routes.contains(&Method::GET, "/reservation/v1/leases/{lease_id}"));
+        assert!(!routes.contains(&Method::POST, "/reservation/v1/availability"));
+    }
+}
