@@ -67,6 +67,18 @@ impl Metrics {
     }
 }
 
+/// Unlabelled figures this server renders itself (not through the process-wide recorder), in
+/// Prometheus text format: each `(name, type, help, value)` with its `HELP` and `TYPE` lines.
+pub fn plain_lines(figures: &[(&str, &str, &str, u64)]) -> String {
+    let mut text = String::new();
+    for (name, kind, help, value) in figures {
+        text.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+        ));
+    }
+    text
+}
+
 /// The `method` label: a standard method, or `other` for any extension method.
 fn method_label(method: &Method) -> &'static str {
     match *method {

@@ -52,8 +52,9 @@ pub enum Tail {
     Unavailable,
 }
 
-/// A replica's bid to take every replica's writes (see [`Store::writer_term`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A replica's bid to take every replica's writes (see [`Store::writer_term`]). `Debug` does
+/// not show the secret.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WriterBid<'a> {
     /// Who bids: an id drawn once per process.
     pub holder: &'a str,
@@ -63,8 +64,9 @@ pub struct WriterBid<'a> {
     pub secret: &'a str,
 }
 
-/// The replica that takes the writes, until its term ends unless it renews it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The replica that takes the writes, until its term ends unless it renews it. `Debug` does not
+/// show the secret.
+#[derive(Clone, PartialEq, Eq)]
 pub struct WriterTerm {
     /// Its id.
     pub holder: String,
@@ -72,6 +74,24 @@ pub struct WriterTerm {
     pub url: String,
     /// The secret it expects of forwarded requests.
     pub secret: String,
+}
+
+impl std::fmt::Debug for WriterBid<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterBid")
+            .field("holder", &self.holder)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for WriterTerm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterTerm")
+            .field("holder", &self.holder)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Announcements of catalog commits made by other processes over the same database.

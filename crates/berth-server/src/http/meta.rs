@@ -188,13 +188,7 @@ fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
             status.entries_under_lock,
         ),
     ];
-    let mut text = String::new();
-    for (name, kind, help, value) in lines {
-        text.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-        ));
-    }
-    text
+    crate::metrics::plain_lines(&lines)
 }
 
 async fn openapi(State(state): State<AppState>) -> Json<Value> {

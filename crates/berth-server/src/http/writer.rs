@@ -3,6 +3,7 @@
 //! forwarded with, and what forwarding did (for `/metrics`). The middleware that forwards is
 //! `http::forward`.
 
+use crate::keystone::Secret;
 use axum::http::Method;
 use berth_store::{Store, WriterBid, WriterTerm};
 use std::collections::HashMap;
@@ -34,8 +35,8 @@ const POOL_IDLE: Duration = Duration::from_secs(20);
 pub struct Forwarder {
     /// This process's id in the term.
     pub(crate) holder: String,
-    /// What forwarded requests must present to this replica.
-    secret: String,
+    /// What forwarded requests must present to this replica (never shown by `Debug`).
+    secret: Secret,
     /// Where the other replicas reach this one; set once the listener is bound, never when it
     /// does not bid.
     url: OnceLock<String>,
@@ -75,7 +76,12 @@ impl Forwarder {
             .map_err(|_| anyhow::anyhow!("the system's random source failed"))?;
         Ok(Forwarder {
             holder: crate::ids::request_uuid().to_string(),
-            secret: secret.iter().map(|b| format!("{b:02x}")).collect(),
+            secret: Secret::new(
+                secret
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>(),
+            ),
             url: OnceLock::new(),
             forwards,
             term: RwLock::new(None),
@@ -106,7 +112,7 @@ impl Forwarder {
         let bid = self.url.get().map(|url| WriterBid {
             holder: &self.holder,
             url,
-            secret: &self.secret,
+            secret: self.secret.expose(),
         });
         let read = tokio::time::timeout(RENEW, store.writer_term(bid, TERM)).await;
         let term = match read {
@@ -157,7 +163,11 @@ impl Forwarder {
     }
 
     pub(crate) fn is_own_secret(&self, presented: &[u8]) -> bool {
-        aws_lc_rs::constant_time::verify_slices_are_equal(presented, self.secret.as_bytes()).is_ok()
+        aws_lc_rs::constant_time::verify_slices_are_equal(
+            presented,
+            self.secret.expose().as_bytes(),
+        )
+        .is_ok()
     }
 
     /// Forwarding's figures in Prometheus text format.
@@ -194,13 +204,7 @@ impl Forwarder {
                 self.counts.received.load(Ordering::Relaxed),
             ),
         ];
-        let mut text = String::new();
-        for (name, kind, help, value) in lines {
-            text.push_str(&format!(
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-            ));
-        }
-        text
+        crate::metrics::plain_lines(&lines)
     }
 }
 
@@ -231,6 +235,21 @@ impl FromIterator<(Method, &'static str)> for WriteRoutes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_secret_is_shown_by_debug() {
+        let forwarder = Forwarder::new(true, Duration::from_secs(1)).expect("forwarder");
+        let secret = forwarder.secret.expose().to_owned();
+        let term = WriterTerm {
+            holder: "h".to_owned(),
+            url: "http://127.0.0.1:1".to_owned(),
+            secret: secret.clone(),
+        };
+        *forwarder.term.write().expect("lock") = Some((Arc::new(term), std::time::Instant::now()));
+        let shown = format!("{forwarder:?}");
+        assert!(shown.contains("http://127.0.0.1:1"), "{shown}");
+        assert!(!shown.contains(&secret), "{shown}");
+    }
 
     #[test]
     fn a_write_route_is_found_by_its_template_and_method() {
