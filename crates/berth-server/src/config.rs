@@ -230,11 +230,8 @@ impl KeystoneSection {
         let auth_url = self
             .auth_url
             .context("[keystone] auth_url is required, such as \"http://keystone:5000/v3\"")?;
-        let parsed = url::Url::parse(&auth_url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
         anyhow::ensure!(
-            parsed.is_some(),
+            http_url(&auth_url).is_some(),
             "[keystone] auth_url {auth_url:?} is not an http(s) URL"
         );
         let domain = |id: Option<String>, name: Option<String>, what: &str| match (id, name) {
@@ -504,22 +501,27 @@ fn placement_settings(args: &ServeArgs, placement: PlacementSection) -> (bool, D
     (fence, Duration::from_secs(notice))
 }
 
-/// `--advertise-url`: an `http` or `https` URL with a host, and no query or fragment.
+/// `text` as an `http` or `https` URL with a host, or `None`.
+fn http_url(text: &str) -> Option<url::Url> {
+    url::Url::parse(text)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+}
+
+/// `--advertise-url`: an `http` or `https` URL with a host, without credentials, query or
+/// fragment.
 fn advertise(text: &str) -> anyhow::Result<url::Url> {
-    let url = url::Url::parse(text)
-        .map_err(|error| anyhow::anyhow!("--advertise-url {text:?}: {error}"))?;
-    let fits = matches!(url.scheme(), "http" | "https")
-        && url.host().is_some()
-        && url.query().is_none()
-        && url.fragment().is_none()
-        && url.username().is_empty()
-        && url.password().is_none();
-    match fits {
-        true => Ok(url),
-        false => anyhow::bail!(
+    let url = http_url(text).filter(|u| {
+        u.query().is_none()
+            && u.fragment().is_none()
+            && u.username().is_empty()
+            && u.password().is_none()
+    });
+    url.with_context(|| {
+        format!(
             "--advertise-url {text:?}: give an http or https URL with a host, without credentials, query or fragment"
-        ),
-    }
+        )
+    })
 }
 
 /// The PEM files HTTPS is served with.
