@@ -2,7 +2,8 @@
 //! writer's term, decide them themselves when it is gone, and keep each caller's own address
 //! for the writer to judge. Runs when `BERTH_TEST_POSTGRES_URL` is set.
 
-use crate::postgres::{metric, on_scratch_database, race_for_the_last_units, replica_forwarding};
+use crate::placement_allocations::{dict, race_for_the_last_units};
+use crate::postgres::{metric, metric_in, on_scratch_database, replica_forwarding};
 use crate::support::{Options, TestApp};
 use berth_server::auth::AuthMode;
 use reqwest::StatusCode;
@@ -34,19 +35,13 @@ async fn two_forwarding_replicas_racing_for_the_last_units_admit_exactly_the_cap
         let writer = replica(&url).await;
         until_metric(&writer, "berth_writer_term_held", 1).await;
         let follower = replica(&url).await;
-        race_for_the_last_units(&follower, &writer).await;
+        race_for_the_last_units(&[&follower, &writer]).await;
         // The provider, its inventory and the follower's 32 allocations.
         assert_eq!(metric(&follower, "berth_writes_forwarded_total").await, 34);
         let _ = writer.stop().await;
         let _ = follower.stop().await;
     })
     .await;
-}
-
-/// An allocation of one VCPU on `rp` for a new consumer.
-fn allocation(rp: &str) -> serde_json::Value {
-    json!({"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
-           "consumer_generation": null, "consumer_type": "INSTANCE"})
 }
 
 #[tokio::test]
@@ -70,7 +65,7 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
                     reqwest::Method::PUT,
                     &format!("/placement/allocations/{consumer}"),
                     Some("1.38"),
-                    Some(allocation(&rp)),
+                    Some(dict(&rp, json!({"VCPU": 1}), serde_json::Value::Null)),
                 )
                 .await;
             let expected = if n < 4 {
@@ -258,12 +253,7 @@ async fn a_write_forwarded_from_placement_at_the_root_is_answered_with_root_link
             .text()
             .await
             .expect("text");
-        assert!(
-            metrics
-                .lines()
-                .any(|line| line == "berth_writes_forwarded_total 1"),
-            "{metrics}"
-        );
+        assert_eq!(metric_in(&metrics, "berth_writes_forwarded_total"), 1);
         follower.shutdown().await.expect("shutdown");
         let _ = writer.stop().await;
     })

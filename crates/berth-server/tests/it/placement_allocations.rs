@@ -8,7 +8,7 @@ const C1: &str = "c0000000-0000-4000-8000-000000000001";
 const C2: &str = "c0000000-0000-4000-8000-000000000002";
 const C3: &str = "c0000000-0000-4000-8000-000000000003";
 
-fn dict(rp: &str, resources: Value, generation: Value) -> Value {
+pub(crate) fn dict(rp: &str, resources: Value, generation: Value) -> Value {
     json!({"allocations": {rp: {"resources": resources}}, "project_id": "p1", "user_id": "u1",
            "consumer_generation": generation, "consumer_type": "INSTANCE"})
 }
@@ -465,14 +465,23 @@ async fn reshaper_moves_inventory_and_allocations_together() {
 #[tokio::test]
 async fn racing_clients_never_over_commit_the_last_units() {
     let app = TestApp::spawn().await;
-    let rp = provider_with(&app, "cn1", json!({"VCPU": {"total": 10}})).await;
-    let tasks: Vec<_> = (0..64)
+    race_for_the_last_units(&[&app]).await;
+}
+
+/// 64 allocations of one VCPU each for new consumers, sent at once to `apps` in turn, for a
+/// provider of 10 VCPUs (made on the first): exactly 10 are admitted, and every one of `apps`
+/// reads 10 used.
+pub(crate) async fn race_for_the_last_units(apps: &[&TestApp]) {
+    let rp = apps[0].create_provider("cn1", None).await;
+    apps[0].set_inventory(&rp, 10, 1024).await;
+    let tasks: Vec<_> = (0..64usize)
         .map(|n| {
+            let app = apps[n % apps.len()];
             let client = app.client.clone();
             let url = format!(
                 "{}/placement/allocations/{}",
                 app.base,
-                uuid::Uuid::from_u128(0xc000 + n)
+                uuid::Uuid::from_u128(0xc000 + n as u128)
             );
             let body = dict(&rp, json!({"VCPU": 1}), Value::Null);
             tokio::spawn(async move {
@@ -496,11 +505,13 @@ async fn racing_clients_never_over_commit_the_last_units() {
         }
     }
     assert_eq!(admitted, 10, "exactly the capacity is admitted");
-    let (_, usages) = app
-        .get(
-            &format!("/placement/resource_providers/{rp}/usages"),
-            Some("1.39"),
-        )
-        .await;
-    assert_eq!(usages["usages"]["VCPU"], 10);
+    for app in apps {
+        let (_, usages) = app
+            .get(
+                &format!("/placement/resource_providers/{rp}/usages"),
+                Some("1.39"),
+            )
+            .await;
+        assert_eq!(usages["usages"]["VCPU"], 10);
+    }
 }

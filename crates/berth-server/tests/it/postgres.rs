@@ -139,56 +139,20 @@ async fn two_replicas_racing_for_the_last_units_admit_exactly_the_capacity() {
     let test = "two_replicas_racing_for_the_last_units_admit_exactly_the_capacity";
     on_scratch_database(test, |url| async move {
         let (first, second) = (replica(&url).await, replica(&url).await);
-        race_for_the_last_units(&first, &second).await;
+        crate::placement_allocations::race_for_the_last_units(&[&first, &second]).await;
         let _ = first.stop().await;
         let _ = second.stop().await;
     })
     .await;
 }
 
-/// 64 allocations of one VCPU each, sent to two replicas in turn at once, for 10 VCPUs: exactly
-/// 10 are admitted, and both replicas read 10 used.
-pub(crate) async fn race_for_the_last_units(first: &TestApp, second: &TestApp) {
-    let rp = first.create_provider("cn1", None).await;
-    first.set_inventory(&rp, 10, 1024).await;
-    let tasks: Vec<_> = (0..64u128)
-        .map(|n| {
-            let app = if n % 2 == 0 { first } else { second };
-            let client = app.client.clone();
-            let url = format!("{}/placement/allocations/{}", app.base, uuid::Uuid::from_u128(0xc000 + n));
-            let body = json!({"allocations": {&rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u",
-                              "consumer_generation": null, "consumer_type": "INSTANCE"});
-            tokio::spawn(async move {
-                client.put(url).header("OpenStack-API-Version", "placement 1.38").json(&body).send().await.expect("send").status()
-            })
-        })
-        .collect();
-    let mut admitted = 0;
-    for task in tasks {
-        match task.await.expect("task") {
-            StatusCode::NO_CONTENT => admitted += 1,
-            StatusCode::CONFLICT => {}
-            other => panic!("unexpected status {other}"),
-        }
-    }
-    assert_eq!(
-        admitted, 10,
-        "exactly the capacity is admitted across both replicas"
-    );
-    for app in [first, second] {
-        let (_, usages) = app
-            .get(
-                &format!("/placement/resource_providers/{rp}/usages"),
-                Some("1.39"),
-            )
-            .await;
-        assert_eq!(usages["usages"]["VCPU"], 10);
-    }
-}
-
 /// The value of an unlabelled metric in `app`'s `/metrics`.
 pub(crate) async fn metric(app: &TestApp, name: &str) -> u64 {
-    let text = app.metrics_text().await;
+    metric_in(&app.metrics_text().await, name)
+}
+
+/// The value of an unlabelled metric in the Prometheus text `text`.
+pub(crate) fn metric_in(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|value| value.parse().ok())
