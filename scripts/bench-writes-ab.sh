@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A/B of two berth binaries on plain writes, those that use none of the features added between
 # them: lease creates (`berth-load create-leases`: 100 hosts, 5,000 single-instance leases, 32
-# clients) and allocation writes (`berth-load put-allocations`: 200 providers from `berth-load
-# populate`, 5,000 new consumers, 32 clients), each on a fresh SQLite data directory, the two
+# clients), the same sent each with its own `Idempotency-Key` (`--keyed`), and allocation writes
+# (`berth-load put-allocations`: 200 providers from `berth-load populate`, 5,000 new consumers,
+# 32 clients), each on a fresh SQLite data directory, the two
 # binaries alternating (which goes first alternates too), ROUNDS rounds.
 #
 # Usage: bash scripts/bench-writes-ab.sh OLD_BERTH NEW_BERTH BERTH_LOAD [ROUNDS]
@@ -66,6 +67,10 @@ measure() {
     out=$("$LOAD" create-leases --url "$BASE" --hosts 100 --leases 5000 --concurrency 32 --json)
     stop
     printf '%s leases %s\n' "$side" "$(figures "$out")" | tee -a "$TMP/results"
+    serve "$side-keyed" "$binary"
+    out=$("$LOAD" create-leases --url "$BASE" --hosts 100 --leases 5000 --concurrency 32 --keyed --json)
+    stop
+    printf '%s keyed-leases %s\n' "$side" "$(figures "$out")" | tee -a "$TMP/results"
     serve "$side-allocations" "$binary"
     "$LOAD" populate --url "$BASE/placement" --providers 200 >/dev/null
     out=$("$LOAD" put-allocations --url "$BASE/placement" --requests 5000 --concurrency 32 --json)
@@ -89,7 +94,7 @@ rows = {}
 for line in open(sys.argv[1]):
     side, kind, rate, *_ = line.split()
     rows.setdefault((kind, side), []).append(float(rate))
-for kind in ("leases", "allocations"):
+for kind in ("leases", "keyed-leases", "allocations"):
     old, new = statistics.median(rows[(kind, "old")]), statistics.median(rows[(kind, "new")])
     print(f"median {kind}: old {old:.0f}/s, new {new:.0f}/s ({100 * new / old:.0f}%)")
 PY

@@ -11,7 +11,6 @@ use berth_core::decide::baremetal::{
     self as decide, Candidates, ClaimRequest, NewNode, NodeChange,
 };
 use berth_core::decide::health::Effects;
-use berth_core::decide::idempotency;
 use berth_core::model::baremetal::{NodeClaim, ProvisionState};
 use berth_core::model::idempotency::Idempotent;
 use berth_core::model::provider::{Attributes, Provider};
@@ -119,12 +118,11 @@ impl Berth {
         // A key seen before is answered by the decision (with the claim it made), never here.
         let now = self.now();
         let key = cmd.idempotency;
-        let refused = |catalog: &berth_core::Catalog| match &key {
-            Some(key) if !matches!(idempotency::replay(catalog, key, now), Ok(None)) => None,
-            _ => decide::claim(catalog, &request, now, policy).err(),
-        };
+        let refused =
+            |catalog: &berth_core::Catalog| decide::claim(catalog, &request, now, policy).err();
         if self.read_local(refused).is_some()
             && let Some(rejection) = self.read(refused).await?
+            && !self.seen(key.as_ref()).await?
         {
             return Err(AppError::Rejected(rejection));
         }

@@ -13,7 +13,6 @@ use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::ProviderId;
 use berth_core::decide::admission::{self, Search};
-use berth_core::decide::idempotency::replay;
 use berth_core::decide::lease::{self as decide, LeaseUpdate, NewLease};
 use berth_core::decide::lifecycle::fire_event;
 use berth_core::model::idempotency::Idempotent;
@@ -159,18 +158,20 @@ impl Berth {
         let now = self.now();
         let key = cmd.idempotency;
         let asked = new.clone();
-        let seen = key.clone();
         let weight = decide::admission_weight(new.reservations.iter().map(|(_, spec)| spec));
         let fits = match weight <= berth_core::limits::ADMISSION_IN_PLACE_MAX {
             // As cheap to decide under the lock as any write: no snapshot to pay for.
             true => Ok(()),
             false => {
-                self.read_blocking(move |catalog| match &seen {
-                    Some(seen) if !matches!(replay(catalog, seen, now), Ok(None)) => Ok(()),
-                    _ => decide::create_lease(catalog, &asked, now, &Search::NONE).map(|_| ()),
+                self.read_blocking(move |catalog| {
+                    decide::create_lease(catalog, &asked, now, &Search::NONE).map(|_| ())
                 })
                 .await?
             }
+        };
+        let fits = match fits {
+            Err(_) if self.seen(key.as_ref()).await? => Ok(()),
+            other => other,
         };
         let decided = new.clone();
         let result = match fits {

@@ -384,21 +384,16 @@ impl Berth {
         // As asked, over a snapshot: what fits goes to the writer lock with nothing to search.
         // A key seen before goes straight to its decision, which answers with what it made.
         let key = cmd.idempotency;
-        let seen = key.clone();
         let asked = new.clone();
         let fits = self
-            .read_blocking(move |catalog| match &seen {
-                Some(seen)
-                    if !matches!(
-                        berth_core::decide::idempotency::replay(catalog, seen, now),
-                        Ok(None)
-                    ) =>
-                {
-                    Ok(())
-                }
-                _ => decide::create_reservation(catalog, &asked, now, &Search::NONE).map(|_| ()),
+            .read_blocking(move |catalog| {
+                decide::create_reservation(catalog, &asked, now, &Search::NONE).map(|_| ())
             })
             .await?;
+        let fits = match fits {
+            Err(_) if self.seen(key.as_ref()).await? => Ok(()),
+            other => other,
+        };
         let displacing = match fits {
             Ok(()) => Vec::new(),
             Err(berth_core::Rejection::DoesNotFit(_)) => {

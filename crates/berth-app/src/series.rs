@@ -6,7 +6,6 @@ use crate::error::AppError;
 use crate::leases::{CreateLease, SEARCH_HORIZON_DEFAULT, horizon_end};
 use crate::service::Berth;
 use berth_core::decide::admission::Search;
-use berth_core::decide::idempotency::replay;
 use berth_core::decide::lease::{self as decide, NewSeries, Shift};
 use berth_core::model::lease::Lease;
 use berth_core::{Catalog, Rejection};
@@ -62,13 +61,16 @@ impl Berth {
         let fits = match weight <= berth_core::limits::ADMISSION_IN_PLACE_MAX {
             true => Ok(()),
             false => {
-                let (asked, seen) = (new.clone(), key.clone());
-                self.read_blocking(move |catalog| match &seen {
-                    Some(seen) if !matches!(replay(catalog, seen, now), Ok(None)) => Ok(()),
-                    _ => decide::create_series(catalog, &asked, now, &Search::NONE).map(|_| ()),
+                let asked = new.clone();
+                self.read_blocking(move |catalog| {
+                    decide::create_series(catalog, &asked, now, &Search::NONE).map(|_| ())
                 })
                 .await?
             }
+        };
+        let fits = match fits {
+            Err(_) if self.seen(key.as_ref()).await? => Ok(()),
+            other => other,
         };
         let decided = new.clone();
         let result = match fits {

@@ -3,10 +3,12 @@
 
 use crate::deadline::Deadline;
 use crate::error::AppError;
+use berth_core::limits::IDEMPOTENCY_PRUNE_MAX;
+use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, IdempotencyRecord};
 use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{CHANGE_LOG_PAGE, Committed, Store, StoreError, Tail, WriteTx};
 use std::any::Any;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use tokio::sync::{Mutex, Notify, OwnedMutexGuard, oneshot};
 use uuid::Uuid;
@@ -37,6 +39,9 @@ pub trait IdGen: Send + Sync + 'static {
 struct Pending {
     /// Identifies it in the queue (for withdrawing it at its deadline).
     id: u64,
+    /// The idempotency key the decision names: its record, as the store holds it under the
+    /// writer lock, is given to the decision.
+    key: Option<IdempotencyKey>,
     decide: Decide,
     reply: Reply,
     /// The deadline of the request that made it, if any.
@@ -47,8 +52,16 @@ struct Pending {
 type Reply = oneshot::Sender<Result<Box<dyn Any + Send>, AppError>>;
 
 type Decide = Box<
-    dyn FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, Box<dyn Any + Send>), Rejection> + Send,
+    dyn FnOnce(
+            &Catalog,
+            Option<&IdempotencyRecord>,
+            Instant,
+        ) -> Result<(Vec<Change>, Box<dyn Any + Send>), Rejection>
+        + Send,
 >;
+
+/// The idempotency records of the keys a batch names, as the batch's decisions leave them.
+type Records = HashMap<IdempotencyKey, IdempotencyRecord>;
 
 /// The writers' working copy of the catalog.
 struct Working {
@@ -267,9 +280,27 @@ impl Berth {
         &self,
         decide: impl FnOnce(&Catalog, Instant) -> Result<(Vec<Change>, T), Rejection> + Send + 'static,
     ) -> Result<T, AppError> {
+        self.write_keyed(None, move |catalog, _, now| decide(catalog, now))
+            .await
+    }
+
+    /// [`Berth::write`] for a decision that names an idempotency key: it is given the key's
+    /// record (live or expired) as the store holds it under the writer lock, or as an earlier
+    /// decision of the same batch left it.
+    pub(crate) async fn write_keyed<T: Send + 'static>(
+        &self,
+        key: Option<IdempotencyKey>,
+        decide: impl FnOnce(
+            &Catalog,
+            Option<&IdempotencyRecord>,
+            Instant,
+        ) -> Result<(Vec<Change>, T), Rejection>
+        + Send
+        + 'static,
+    ) -> Result<T, AppError> {
         let (reply, mut answer) = oneshot::channel();
-        let decide: Decide = Box::new(move |catalog, now| {
-            decide(catalog, now)
+        let decide: Decide = Box::new(move |catalog, record, now| {
+            decide(catalog, record, now)
                 .map(|(changes, value)| (changes, Box::new(value) as Box<dyn Any + Send>))
         });
         let deadline = Deadline::current();
@@ -283,6 +314,7 @@ impl Berth {
             .expect("invariant: queue lock is never poisoned")
             .push_back(Pending {
                 id,
+                key,
                 decide,
                 reply,
                 deadline,
@@ -480,6 +512,11 @@ impl Batch {
             // Dropped uncommitted: rolled back, nothing written.
             return;
         }
+        let keys: Vec<&IdempotencyKey> = batch.iter().filter_map(|p| p.key.as_ref()).collect();
+        let mut records = match keyed_records(tx.as_mut(), &keys).await {
+            Ok(records) => records,
+            Err(error) => return fail(batch, &error),
+        };
         working.dirty = true;
         let now = self.clock.now();
         let mut changes = Vec::new();
@@ -492,9 +529,11 @@ impl Batch {
             if pending.reply.is_closed() {
                 continue;
             }
-            match (pending.decide)(&working.catalog, now) {
+            let record = pending.key.as_ref().and_then(|key| records.get(key));
+            match (pending.decide)(&working.catalog, record, now) {
                 Err(rejection) => refused.push((pending.reply, rejection)),
                 Ok((decided, value)) => {
+                    note_records(&mut records, &decided);
                     working.catalog.apply(&decided);
                     changes.extend(decided);
                     accepted.push((pending.reply, value));
@@ -533,11 +572,7 @@ impl Batch {
                 }
                 false => accepted,
             };
-        let committed = match tx.persist(&changes, now).await {
-            Ok(()) => tx.commit().await,
-            Err(error) => Err(error),
-        };
-        let seq = match committed {
+        let seq = match commit_changes(tx, &changes, now).await {
             Ok(seq) => seq,
             Err(error) => {
                 let replies = accepted.into_iter().map(|(reply, _)| reply);
@@ -558,6 +593,70 @@ impl Batch {
         }
         refuse(refused);
     }
+}
+
+/// The records of the idempotency keys a batch names, read under the writer lock (one read for
+/// the whole batch; none when no decision names a key).
+async fn keyed_records(
+    tx: &mut dyn WriteTx,
+    keys: &[&IdempotencyKey],
+) -> Result<Records, StoreError> {
+    if keys.is_empty() {
+        return Ok(Records::new());
+    }
+    Ok(tx.idempotency_records(keys).await?.into_iter().collect())
+}
+
+/// Notes the keys a decision records, so that a later decision of the same batch naming one of
+/// them is given its new record.
+fn note_records(records: &mut Records, decided: &[Change]) {
+    for change in decided {
+        if let Change::IdempotencySet { key, record } = change {
+            match record {
+                Some(record) => records.insert(key.as_ref().clone(), record.as_ref().clone()),
+                None => records.remove(key.as_ref()),
+            };
+        }
+    }
+}
+
+/// Writes a batch's changes (pruning expired idempotency records first) and commits them.
+async fn commit_changes(
+    mut tx: Box<dyn WriteTx>,
+    changes: &[Change],
+    now: Instant,
+) -> Result<u64, StoreError> {
+    prune_records(tx.as_mut(), changes, now).await?;
+    tx.persist(changes, now).await?;
+    tx.commit().await
+}
+
+/// Prunes expired idempotency records, at most [`IDEMPOTENCY_PRUNE_MAX`] for each key
+/// `changes` record (none when they record none), so that the records never outnumber the
+/// keys of the last [`IDEMPOTENCY_TTL`] by more than what was there before.
+async fn prune_records(
+    tx: &mut dyn WriteTx,
+    changes: &[Change],
+    now: Instant,
+) -> Result<(), StoreError> {
+    let recorded = changes
+        .iter()
+        .filter(|c| {
+            matches!(
+                c,
+                Change::IdempotencySet {
+                    record: Some(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    if recorded == 0 {
+        return Ok(());
+    }
+    let before = now - IDEMPOTENCY_TTL;
+    tx.prune_idempotency(before, recorded.saturating_mul(IDEMPOTENCY_PRUNE_MAX))
+        .await
 }
 
 /// Runs `f` over the readers' catalog.

@@ -8,14 +8,13 @@
 
 mod common;
 
-use berth_app::{AppError, Berth, CreateLease, CreateProvider, Deadline, EnrollHost};
+use berth_app::{AppError, Berth, CreateLease, CreateProvider, Deadline};
 use berth_core::catalog::CatalogRows;
-use berth_core::model::idempotency::{IdempotencyKey, Idempotent};
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord, Idempotent};
 use berth_core::model::lease::LeaseRecord;
-use berth_core::model::lease::ReservationSpec;
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
-use common::{CountingIds, FixedClock};
+use common::{CountingIds, FixedClock, one_host_lease};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use tokio::sync::{Notify, Semaphore};
@@ -72,6 +71,12 @@ impl Store for GatedStore {
     async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError> {
         self.inner.change_log_bounds().await
     }
+    async fn idempotency_record(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.inner.idempotency_record(key).await
+    }
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         Ok(Box::new(GatedTx {
             inner: self.inner.begin_write().await?,
@@ -109,6 +114,15 @@ impl WriteTx for GatedTx {
         limit: usize,
     ) -> Result<berth_store::Tail, StoreError> {
         self.inner.changes_after(seq, limit).await
+    }
+    async fn idempotency_records(
+        &mut self,
+        keys: &[&IdempotencyKey],
+    ) -> Result<Vec<(IdempotencyKey, IdempotencyRecord)>, StoreError> {
+        self.inner.idempotency_records(keys).await
+    }
+    async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.inner.prune_idempotency(before, limit).await
     }
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         self.inner.persist(changes, now).await
@@ -275,17 +289,7 @@ async fn a_decision_whose_caller_went_away_is_never_made() {
 async fn host(berth: &Berth, gate: &Gate, name: &str) {
     gate.open_once();
     berth
-        .enroll_host(EnrollHost {
-            reservable: true,
-            name: name.into(),
-            vcpus: Some(8),
-            memory_mb: Some(16_384),
-            local_gb: Some(100),
-            availability_zone: Some("az1".into()),
-            hypervisor_type: None,
-            service_name: None,
-            attributes: std::collections::BTreeMap::new(),
-        })
+        .enroll_host(common::host(name, "az1"))
         .await
         .expect("enroll");
     // Its commit arrived at the gate: take that word, so the next arrival waited for is new.
@@ -296,20 +300,6 @@ async fn host(berth: &Berth, gate: &Gate, name: &str) {
 fn keyed_lease(key: &str) -> CreateLease {
     let start = 1_700_000_000_000_000 + 24 * 3_600_000_000;
     CreateLease {
-        name: "once".into(),
-        project_id: "p1".into(),
-        user_id: "u1".into(),
-        start: Instant::from_micros(start),
-        end: Instant::from_micros(start + 3_600_000_000),
-        before_end: None,
-        reservations: vec![ReservationSpec::Host {
-            min: 1,
-            max: 1,
-            hypervisor_properties: String::new().into(),
-            resource_properties: String::new().into(),
-            before_end: "default".into(),
-        }],
-        horizon: berth_app::SEARCH_HORIZON_DEFAULT,
         idempotency: Some(Idempotent {
             key: IdempotencyKey {
                 project_id: "p1".into(),
@@ -318,7 +308,7 @@ fn keyed_lease(key: &str) -> CreateLease {
             },
             fingerprint: "request".into(),
         }),
-        hold: None,
+        ..one_host_lease("once", start, start + 3_600_000_000)
     }
 }
 

@@ -3,7 +3,8 @@
 
 mod common;
 
-use berth_app::{AppError, AskHold, Berth, CreateLease, EnrollHost, HoldOutcome};
+use berth_app::{AppError, AskHold, Berth, CreateLease, HoldOutcome};
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::{Affinity, LeaseStatus, ReservationSpec, ReservationStatus};
 use berth_core::{Instant, LeaseId, Rejection, ReservationId};
 use berth_store::MemStore;
@@ -30,17 +31,7 @@ async fn replica(store: &MemStore, clock: &ManualClock, first_id: u64) -> Arc<Be
 
 async fn enroll(berth: &Berth, name: &str, zone: &str) {
     berth
-        .enroll_host(EnrollHost {
-            reservable: true,
-            name: name.into(),
-            vcpus: Some(8),
-            memory_mb: Some(16_384),
-            local_gb: Some(100),
-            availability_zone: Some(zone.into()),
-            hypervisor_type: None,
-            service_name: None,
-            attributes: BTreeMap::new(),
-        })
+        .enroll_host(common::host(name, zone))
         .await
         .expect("enroll");
 }
@@ -389,6 +380,12 @@ impl berth_store::Store for CrashingStore {
     async fn change_log_bounds(&self) -> Result<(u64, u64), berth_store::StoreError> {
         self.inner.change_log_bounds().await
     }
+    async fn idempotency_record(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, berth_store::StoreError> {
+        self.inner.idempotency_record(key).await
+    }
     async fn begin_write(&self) -> Result<Box<dyn berth_store::WriteTx>, berth_store::StoreError> {
         let tx = self.inner.begin_write().await?;
         Ok(Box::new(CrashingTx {
@@ -432,6 +429,19 @@ impl berth_store::WriteTx for CrashingTx {
         limit: usize,
     ) -> Result<berth_store::Tail, berth_store::StoreError> {
         self.inner.changes_after(seq, limit).await
+    }
+    async fn idempotency_records(
+        &mut self,
+        keys: &[&IdempotencyKey],
+    ) -> Result<Vec<(IdempotencyKey, IdempotencyRecord)>, berth_store::StoreError> {
+        self.inner.idempotency_records(keys).await
+    }
+    async fn prune_idempotency(
+        &mut self,
+        before: Instant,
+        limit: usize,
+    ) -> Result<(), berth_store::StoreError> {
+        self.inner.prune_idempotency(before, limit).await
     }
     async fn persist(
         &mut self,

@@ -11,7 +11,6 @@ mod common;
 use berth_app::{AppError, Berth, CreateLease, EnrollHost};
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite};
 use berth_core::model::consumer::Allocations;
-use berth_core::model::lease::ReservationSpec;
 use berth_core::{Catalog, Instant, LeaseId, ProviderId, ResourceClass};
 use berth_store::Store;
 use berth_store_postgres::{PostgresStore, scratch};
@@ -123,24 +122,7 @@ fn check_no_over_commit(catalog: &Catalog, replica: usize, step: usize) {
 }
 
 fn lease(start: i64, seconds: i64) -> CreateLease {
-    CreateLease {
-        name: "lease".into(),
-        project_id: "p1".into(),
-        user_id: "u1".into(),
-        start: Instant::from_micros(start),
-        end: Instant::from_micros(start + seconds * SECOND),
-        before_end: None,
-        reservations: vec![ReservationSpec::Host {
-            min: 1,
-            max: 1,
-            hypervisor_properties: String::new().into(),
-            resource_properties: String::new().into(),
-            before_end: "default".into(),
-        }],
-        horizon: berth_app::SEARCH_HORIZON_DEFAULT,
-        idempotency: None,
-        hold: None,
-    }
+    common::one_host_lease("lease", start, start + seconds * SECOND)
 }
 
 fn allocation(consumer: Uuid, host: ProviderId, vcpus: u64) -> ConsumerWrite {

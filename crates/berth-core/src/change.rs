@@ -181,12 +181,12 @@ pub enum Change {
         claim: Option<NodeClaim>,
     },
     /// An idempotency key recorded with what its first request created (`Some`), or forgotten
-    /// once expired (`None`).
+    /// (`None`). Only the store keeps the records: the catalog holds none, and a decision
+    /// that names a key is given the key's record as the store holds it under the writer lock.
     IdempotencySet {
-        /// The key, scoped to its project and route (shared: both catalogs, and both of each
-        /// catalog's indexes, hold this one value).
+        /// The key, scoped to its project and route.
         key: Arc<IdempotencyKey>,
-        /// Its record (shared the same way).
+        /// Its record.
         record: Option<Arc<IdempotencyRecord>>,
     },
     /// A host property (extra capability or host field) marked private or public.

@@ -113,8 +113,8 @@ pub const DELIVERY_ATTEMPTS_MAX: u32 = 8;
 
 /// The longest idempotency key accepted, in bytes.
 pub const IDEMPOTENCY_KEY_LEN_MAX: usize = 255;
-/// Most expired idempotency records one decision removes (so pruning never makes a decision
-/// slow).
+/// Most expired idempotency records a commit removes for each key it records (so pruning never
+/// makes a commit slow, yet outpaces recording).
 pub const IDEMPOTENCY_PRUNE_MAX: usize = 16;
 
 const _: () = assert!(IDEMPOTENCY_PRUNE_MAX > 1, "pruning outpaces recording");

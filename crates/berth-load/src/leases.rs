@@ -175,6 +175,7 @@ pub(crate) async fn run(
     leases: usize,
     concurrency: usize,
     seed: u64,
+    keyed: bool,
 ) -> anyhow::Result<()> {
     if hosts == 0 {
         bail!("--hosts must be at least 1");
@@ -192,7 +193,11 @@ pub(crate) async fn run(
     let start = Instant::now();
     let outcome = pool::run(leases, concurrency, target.deadline, move |index| {
         let body = lease_body("bench-lease", index, per_slot, first_start);
-        timed(client.post(url.as_str()).json(&body))
+        let request = client.post(url.as_str()).json(&body);
+        timed(match keyed {
+            true => request.header("Idempotency-Key", format!("bench-{seed}-{index}")),
+            false => request,
+        })
     })
     .await?;
     let summary = Summary::new(
@@ -204,8 +209,9 @@ pub(crate) async fn run(
     );
     summary.print(
         &format!(
-            "POST /reservation/v1/leases x{leases}, concurrency {concurrency}, {hosts} hosts \
+            "POST /reservation/v1/leases x{leases}{}, concurrency {concurrency}, {hosts} hosts \
              (enrolled in {:.1} s), {slots} windows from {}",
+            if keyed { " with keys" } else { "" },
             enrolled.as_secs_f64(),
             rfc3339(first_start)
         ),

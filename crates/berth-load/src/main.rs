@@ -92,6 +92,9 @@ enum Command {
         /// Moves every window later; change it to create again on the same server.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Sends each create with its own `Idempotency-Key` (`bench-<seed>-<index>`).
+        #[arg(long)]
+        keyed: bool,
     },
     /// Bounded work: victims' lease creates and allocation writes and `/healthz`, timed while
     /// attackers loop the most expensive requests the limits allow (see `attack.rs`).
@@ -212,9 +215,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
             leases,
             concurrency,
             seed,
+            keyed,
         } => {
             let target = client::Target::new(&common)?;
-            leases::run(&target, hosts, leases, concurrency, seed).await
+            leases::run(&target, hosts, leases, concurrency, seed, keyed).await
         }
         Command::Attack {
             common,

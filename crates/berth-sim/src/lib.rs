@@ -1078,7 +1078,45 @@ impl Sim {
         if held != disk {
             return Err(self.fail("the catalog in memory differs from the disk's"));
         }
+        self.name_unanswered().await?;
         berth.read_local(|c| self.check_told(c))
+    }
+
+    /// Names the Promise reservations and claims whose create got no answer and which berth
+    /// made all the same: their idempotency key's record, committed with them, names them.
+    async fn name_unanswered(&mut self) -> Result<(), Failure> {
+        use berth_store::Store;
+        let reservations = self
+            .leases
+            .values()
+            .filter(|asked| asked.id.is_none() && matches!(asked.cmd, Asking::Promise(_)))
+            .filter_map(|asked| asked.cmd.key().cloned());
+        let claims = self
+            .claims
+            .values()
+            .filter(|asked| asked.id.is_none())
+            .filter_map(|asked| asked.cmd.idempotency.as_ref().map(|i| i.key.clone()));
+        let keys: Vec<IdempotencyKey> = reservations.chain(claims).collect();
+        let mut made = BTreeMap::new();
+        for key in keys {
+            let record = self
+                .store
+                .idempotency_record(&key)
+                .await
+                .map_err(|e| self.fail(format!("reading an idempotency record: {e}")))?;
+            if let Some(record) = record {
+                made.insert(key, record.object_id);
+            }
+        }
+        for asked in self.leases.values_mut().filter(|a| a.id.is_none()) {
+            let id = asked.cmd.key().and_then(|key| made.get(key));
+            asked.id = id.map(|id| LeaseId::new(*id));
+        }
+        for asked in self.claims.values_mut().filter(|a| a.id.is_none()) {
+            let key = asked.cmd.idempotency.as_ref().map(|i| &i.key);
+            asked.id = key.and_then(|key| made.get(key)).copied();
+        }
+        Ok(())
     }
 
     /// Every object is as its clients were told (or one of the outcomes a write without an
@@ -1147,12 +1185,6 @@ impl Sim {
         for (name, asked) in &mut self.leases {
             if !matches!(asked.cmd, Asking::Promise(_)) {
                 continue;
-            }
-            if asked.id.is_none() {
-                let key = asked.cmd.key().expect("reservations are sent with a key");
-                asked.id = catalog
-                    .idempotency_record(key)
-                    .map(|record| LeaseId::new(record.object_id));
             }
             if let Some(id) = asked.id {
                 reservations.insert(id, name.clone());
@@ -1480,12 +1512,6 @@ impl Sim {
         let mut asked_ids = std::collections::BTreeSet::new();
         let mut failure = None;
         for (name, asked) in &mut self.claims {
-            if asked.id.is_none() {
-                let key = asked.cmd.idempotency.as_ref().map(|i| &i.key);
-                asked.id = key
-                    .and_then(|key| catalog.idempotency_record(key))
-                    .map(|record| record.object_id);
-            }
             let found = asked.id.and_then(|id| catalog.claim(id));
             if let Some(claim) = found {
                 asked.expires_at = Some(claim.expires_at);

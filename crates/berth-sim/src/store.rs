@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{CommitFeed, MemStore, Store, StoreError, Tail, WriteTx};
@@ -199,6 +200,13 @@ impl Store for SimStore {
         Ok(None)
     }
 
+    async fn idempotency_record(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.live()?.idempotency_record(key).await
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let n = self.disk().commits + 1;
         self.reached(n, Boundary::BeforeWrite)?;
@@ -251,6 +259,17 @@ impl WriteTx for SimTx {
 
     async fn changes_after(&mut self, seq: u64, limit: usize) -> Result<Tail, StoreError> {
         self.inner.changes_after(seq, limit).await
+    }
+
+    async fn idempotency_records(
+        &mut self,
+        keys: &[&IdempotencyKey],
+    ) -> Result<Vec<(IdempotencyKey, IdempotencyRecord)>, StoreError> {
+        self.inner.idempotency_records(keys).await
+    }
+
+    async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.inner.prune_idempotency(before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {

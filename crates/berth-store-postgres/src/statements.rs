@@ -113,8 +113,11 @@ pub(crate) const SQL: Statements = Statements {
         ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document",
     delete_document: "DELETE FROM documents WHERE kind = $1 AND id = $2",
 
-    idempotency_keys: "SELECT project_id, route, idempotency_key, fingerprint, object_id, created_at
-        FROM idempotency_keys",
+    idempotency_keys_in: "SELECT i.project_id, i.route, i.idempotency_key, i.fingerprint,
+            i.object_id, i.created_at
+        FROM jsonb_array_elements($1::jsonb) AS k(e)
+        JOIN idempotency_keys i ON i.project_id = k.e->>0 AND i.route = k.e->>1
+            AND i.idempotency_key = k.e->>2",
     upsert_idempotency_key: "INSERT INTO idempotency_keys
         (project_id, route, idempotency_key, fingerprint, object_id, created_at)
         VALUES ($1, $2, $3, $4, $5, $6)
@@ -123,6 +126,10 @@ pub(crate) const SQL: Statements = Statements {
             created_at = excluded.created_at",
     delete_idempotency_key: "DELETE FROM idempotency_keys
         WHERE project_id = $1 AND route = $2 AND idempotency_key = $3",
+    prune_idempotency_keys: "DELETE FROM idempotency_keys
+        WHERE (project_id, route, idempotency_key) IN (
+            SELECT project_id, route, idempotency_key FROM idempotency_keys
+            WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
 
     change_log: Some(ChangeLogWrites {
         append: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",

@@ -111,8 +111,12 @@ pub(crate) const SQL: Statements = Statements {
         ON CONFLICT (kind, id) DO UPDATE SET document = excluded.document",
     delete_document: "DELETE FROM documents WHERE kind = ? AND id = ?",
 
-    idempotency_keys: "SELECT project_id, route, idempotency_key, fingerprint, object_id, created_at
-        FROM idempotency_keys",
+    // CROSS JOIN keeps the keys the outer loop: each is looked up by the primary key.
+    idempotency_keys_in: "SELECT i.project_id, i.route, i.idempotency_key, i.fingerprint,
+            i.object_id, i.created_at
+        FROM json_each(?) AS k
+        CROSS JOIN idempotency_keys i ON i.project_id = k.value ->> 0
+            AND i.route = k.value ->> 1 AND i.idempotency_key = k.value ->> 2",
     upsert_idempotency_key: "INSERT INTO idempotency_keys
         (project_id, route, idempotency_key, fingerprint, object_id, created_at)
         VALUES (?, ?, ?, ?, ?, ?)
@@ -121,6 +125,10 @@ pub(crate) const SQL: Statements = Statements {
             created_at = excluded.created_at",
     delete_idempotency_key: "DELETE FROM idempotency_keys
         WHERE project_id = ? AND route = ? AND idempotency_key = ?",
+    prune_idempotency_keys: "DELETE FROM idempotency_keys
+        WHERE (project_id, route, idempotency_key) IN (
+            SELECT project_id, route, idempotency_key FROM idempotency_keys
+            WHERE created_at < ? ORDER BY created_at LIMIT ?)",
 
     // One process holds an SQLite database: nothing follows it, so commits keep no log.
     change_log: None,

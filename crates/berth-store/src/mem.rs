@@ -6,6 +6,7 @@ use crate::port::{CHANGE_LOG_RETAINED, Store, StoreError, Tail, WriteTx};
 use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::{FloatingIp, LeaseRecord};
 use berth_core::{CHANGE_FORMAT, Catalog, Change, Instant};
 use std::sync::Arc;
@@ -18,13 +19,14 @@ pub struct MemStore {
     state: Arc<Mutex<MemState>>,
 }
 
-/// What the store holds: the catalog, the lifecycle record (entry `i` has sequence `i + 1`) and
-/// the replication log (each commit's sequence with its changes encoded as the SQL stores encode
-/// them, the latest [`CHANGE_LOG_RETAINED`]).
+/// What the store holds: the catalog, the lifecycle record (entry `i` has sequence `i + 1`), the
+/// idempotency records and the replication log (each commit's sequence with its changes encoded
+/// as the SQL stores encode them, the latest [`CHANGE_LOG_RETAINED`]).
 #[derive(Debug, Default)]
 struct MemState {
     catalog: Catalog,
     records: Vec<LeaseRecord>,
+    keys: Keys,
     log: std::collections::VecDeque<(u64, String)>,
     /// How many commits the log keeps (0 is taken as [`CHANGE_LOG_RETAINED`]).
     retained: u64,
@@ -37,6 +39,7 @@ impl MemStore {
             state: Arc::new(Mutex::new(MemState {
                 catalog: Catalog::new(),
                 records: Vec::new(),
+                keys: Keys::default(),
                 log: std::collections::VecDeque::new(),
                 retained: CHANGE_LOG_RETAINED,
             })),
@@ -51,6 +54,7 @@ impl MemStore {
             state: Arc::new(Mutex::new(MemState {
                 catalog: state.catalog.clone(),
                 records: state.records.clone(),
+                keys: state.keys.clone(),
                 log: state.log.clone(),
                 retained: state.retained,
             })),
@@ -97,12 +101,21 @@ impl Store for MemStore {
         Ok((oldest, state.retained()))
     }
 
+    async fn idempotency_record(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        Ok(self.state.lock().await.keys.by_key.get(key).cloned())
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let guard = Arc::clone(&self.state).lock_owned().await;
         let draft = guard.catalog.clone();
+        let keys = guard.keys.clone();
         Ok(Box::new(MemTx {
             guard,
             draft,
+            keys,
             recorded: Vec::new(),
             persisted: Vec::new(),
         }))
@@ -157,6 +170,39 @@ impl MemState {
     }
 }
 
+/// The idempotency records, by key and by age (persistent maps: a transaction's draft is a
+/// cheap copy).
+#[derive(Debug, Clone, Default)]
+struct Keys {
+    by_key: imbl::OrdMap<IdempotencyKey, IdempotencyRecord>,
+    by_age: imbl::OrdSet<(Instant, IdempotencyKey)>,
+}
+
+impl Keys {
+    fn set(&mut self, key: &IdempotencyKey, record: Option<&IdempotencyRecord>) {
+        if let Some(old) = self.by_key.remove(key) {
+            self.by_age.remove(&(old.created_at, key.clone()));
+        }
+        if let Some(record) = record {
+            self.by_age.insert((record.created_at, key.clone()));
+            self.by_key.insert(key.clone(), record.clone());
+        }
+    }
+
+    fn prune(&mut self, before: Instant, limit: usize) {
+        let expired: Vec<IdempotencyKey> = self
+            .by_age
+            .iter()
+            .take_while(|(at, _)| *at < before)
+            .take(limit)
+            .map(|(_, key)| key.clone())
+            .collect();
+        for key in &expired {
+            self.set(key, None);
+        }
+    }
+}
+
 /// The sequence number of the record entry at `index`.
 fn record_seq(index: usize) -> u64 {
     u64::try_from(index).expect("invariant: a record index fits in u64") + 1
@@ -179,6 +225,8 @@ fn check_address_free(catalog: &Catalog, id: Uuid, fip: &FloatingIp) -> Result<(
 struct MemTx {
     guard: OwnedMutexGuard<MemState>,
     draft: Catalog,
+    /// The idempotency records as this transaction leaves them.
+    keys: Keys,
     /// Record entries appended by this transaction, not yet committed.
     recorded: Vec<LeaseRecord>,
     /// Every change persisted, for the replication log.
@@ -202,6 +250,7 @@ impl WriteTx for MemTx {
                     check_address_free(&self.draft, *id, fip)?;
                 }
                 Change::LeaseRecorded(record) => self.recorded.push(record.clone()),
+                Change::IdempotencySet { key, record } => self.keys.set(key, record.as_deref()),
                 _ => {}
             }
             self.draft.apply(std::slice::from_ref(change));
@@ -214,13 +263,33 @@ impl WriteTx for MemTx {
         Ok(self.guard.tail(seq, limit))
     }
 
+    async fn idempotency_records(
+        &mut self,
+        keys: &[&IdempotencyKey],
+    ) -> Result<Vec<(IdempotencyKey, IdempotencyRecord)>, StoreError> {
+        Ok(keys
+            .iter()
+            .filter_map(|key| {
+                let record = self.keys.by_key.get(*key)?;
+                Some(((*key).clone(), record.clone()))
+            })
+            .collect())
+    }
+
+    async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.keys.prune(before, limit);
+        Ok(())
+    }
+
     async fn commit(self: Box<Self>) -> Result<u64, StoreError> {
         let MemTx {
             mut guard,
             mut draft,
+            keys,
             recorded,
             persisted,
         } = *self;
+        guard.keys = keys;
         let seq = guard.catalog.seq() + 1;
         draft.set_seq(seq);
         guard.catalog = draft;

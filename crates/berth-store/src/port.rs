@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 
@@ -152,6 +153,14 @@ pub trait Store: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The committed record of an idempotency key, live or expired, read outside any write
+    /// (to tell whether a refusal found before the writer lock must go to the decision, which
+    /// answers a key seen before with what it made).
+    async fn idempotency_record(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+
     /// Starts a catalog write. The transaction excludes every other catalog writer, in this
     /// process and in every other replica, until it commits or is dropped (which rolls back).
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError>;
@@ -181,6 +190,16 @@ pub trait WriteTx: Send {
 
     /// The replication log after `seq`, read under the writer lock: at most `limit` entries.
     async fn changes_after(&mut self, seq: u64, limit: usize) -> Result<Tail, StoreError>;
+
+    /// The records of those of `keys` that have one, live or expired, read under the writer
+    /// lock: what a decision naming a key is given. Records are never loaded with the catalog.
+    async fn idempotency_records(
+        &mut self,
+        keys: &[&IdempotencyKey],
+    ) -> Result<Vec<(IdempotencyKey, IdempotencyRecord)>, StoreError>;
+
+    /// Deletes at most `limit` idempotency records created before `before`, oldest first.
+    async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError>;
 
     /// Writes `changes`, in order. `now` stamps the rows that carry no time of their own.
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError>;

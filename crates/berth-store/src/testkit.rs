@@ -47,24 +47,26 @@ where
     idempotency_keys_round_trip(&make().await).await;
 }
 
-/// Idempotency keys round-trip with the change that records them, stay apart per project and
-/// route, are replaced once expired, and are deleted when pruned.
+/// Idempotency keys round-trip with the change that records them (and only in the store: the
+/// catalog's rows hold none), stay apart per project and route, are read by key inside and
+/// outside a write, are replaced once expired, and are pruned oldest first, at most as many as
+/// asked.
 async fn idempotency_keys_round_trip<S: Store>(store: &S) {
     use berth_core::decide::idempotency::record;
-    use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, Idempotent};
+    use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey};
     let mut catalog = Catalog::new();
-    let request = |project: &str, route: &str, key: &str, fingerprint: &str| Idempotent {
-        key: IdempotencyKey {
-            project_id: project.to_owned(),
-            route: route.to_owned(),
-            key: key.to_owned(),
-        },
-        fingerprint: fingerprint.to_owned(),
-    };
+    let request = keyed;
+    let at = |micros: i64| T0 + berth_core::Span::from_micros(micros);
     let leases = "POST /reservation/v1/leases";
     let claims = "POST /baremetal/v1/reservations";
-    let first = request("p1", leases, "key-1", "f1");
-    // Recorded in the same commit as the object it names.
+    let long = "k".repeat(berth_core::limits::IDEMPOTENCY_KEY_LEN_MAX);
+    let asked = [
+        request("p1", leases, "key-1", "f1"),
+        request("p2", leases, "key-1", "f2"),
+        request("p1", claims, "key-1", "f3"),
+        request("p1", leases, &long, "f4"),
+    ];
+    // Recorded in the same commit as the object it names, each a microsecond after the last.
     let new = NewProvider {
         uuid: pid(0xD0),
         name: "cn1".to_owned(),
@@ -72,45 +74,101 @@ async fn idempotency_keys_round_trip<S: Store>(store: &S) {
         availability_zone: None,
     };
     let mut changes = decide::create_provider(&catalog, &new, T0).expect("created");
-    changes.extend(record(&catalog, &first, uuid(0xD0), T0));
-    changes.extend(record(
-        &catalog,
-        &request("p2", leases, "key-1", "f2"),
-        uuid(0xD1),
-        T0,
-    ));
-    changes.extend(record(
-        &catalog,
-        &request("p1", claims, "key-1", "f3"),
-        uuid(0xD2),
-        T0,
-    ));
-    let long = "k".repeat(berth_core::limits::IDEMPOTENCY_KEY_LEN_MAX);
-    changes.extend(record(
-        &catalog,
-        &request("p1", leases, &long, "f4"),
-        uuid(0xD3),
-        T0,
-    ));
+    for (n, asked) in (0_i64..).zip(&asked) {
+        changes.push(record(asked, uuid(0xD0 + n as u128), at(n)));
+    }
     write_changes(store, &mut catalog, changes).await;
     assert_same(store, &catalog).await;
+    for (n, asked) in (0_i64..).zip(&asked) {
+        let found = store.idempotency_record(&asked.key).await.expect("read");
+        let found = found.expect("recorded");
+        assert_eq!(
+            (
+                found.object_id,
+                found.fingerprint.as_str(),
+                found.created_at
+            ),
+            (uuid(0xD0 + n as u128), asked.fingerprint.as_str(), at(n))
+        );
+    }
+    let unknown = request("p3", leases, "key-1", "f1").key;
     assert_eq!(
-        store.load_catalog().await.expect("load").idempotency.len(),
-        4
+        store.idempotency_record(&unknown).await.expect("read"),
+        None
     );
-    // Expired: a new request with the key replaces the record, and prunes the others.
-    let later = T0 + IDEMPOTENCY_TTL;
+    // Inside a write, one read answers the keys that have a record.
+    let mut tx = store.begin_write().await.expect("begin");
+    let mut found = tx
+        .idempotency_records(&[&asked[2].key, &unknown, &asked[0].key])
+        .await
+        .expect("read");
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let found: Vec<(&IdempotencyKey, Uuid)> = found.iter().map(|(k, r)| (k, r.object_id)).collect();
+    assert_eq!(
+        found,
+        vec![(&asked[2].key, uuid(0xD2)), (&asked[0].key, uuid(0xD0))]
+    );
+    // Pruning dropped with its transaction is rolled back.
+    tx.prune_idempotency(at(10), 4).await.expect("prune");
+    drop(tx);
+    assert!(
+        store
+            .idempotency_record(&asked[3].key)
+            .await
+            .expect("read")
+            .is_some()
+    );
+    // Expired: a new request with the key replaces the record.
     let again = request("p1", leases, "key-1", "f5");
-    let changes = record(&catalog, &again, uuid(0xD4), later);
-    assert_eq!(changes.len(), 4, "three pruned, one replaced");
-    write_changes(store, &mut catalog, changes).await;
-    assert_same(store, &catalog).await;
-    let rows = store.load_catalog().await.expect("load");
-    assert_eq!(rows.idempotency.len(), 1);
+    let later = T0 + IDEMPOTENCY_TTL;
+    write_changes(store, &mut catalog, vec![record(&again, uuid(0xD4), later)]).await;
+    let replaced = store.idempotency_record(&again.key).await.expect("read");
     assert_eq!(
-        (&rows.idempotency[0].0, rows.idempotency[0].1.object_id),
-        (&again.key, uuid(0xD4))
+        replaced.map(|r| (r.object_id, r.fingerprint, r.created_at)),
+        Some((uuid(0xD4), "f5".to_owned(), later))
     );
+    // The oldest go first, no more than asked, and nothing as young as `before`.
+    let mut tx = store.begin_write().await.expect("begin");
+    tx.prune_idempotency(at(3), 1).await.expect("prune");
+    tx.commit().await.expect("commit");
+    let keys = [&asked[1].key, &asked[2].key, &asked[3].key, &again.key];
+    assert_eq!(recorded(store, &keys).await, [false, true, true, true]);
+    let mut tx = store.begin_write().await.expect("begin");
+    tx.prune_idempotency(at(3), 10).await.expect("prune");
+    tx.commit().await.expect("commit");
+    assert_eq!(recorded(store, &keys).await, [false, false, true, true]);
+    // Pruning changed no catalog row.
+    catalog.set_seq(store.catalog_seq().await.expect("seq"));
+    assert_same(store, &catalog).await;
+}
+
+/// A request's key, scoped to `project` and `route`, with `fingerprint`.
+fn keyed(
+    project: &str,
+    route: &str,
+    key: &str,
+    fingerprint: &str,
+) -> berth_core::model::idempotency::Idempotent {
+    berth_core::model::idempotency::Idempotent {
+        key: berth_core::model::idempotency::IdempotencyKey {
+            project_id: project.to_owned(),
+            route: route.to_owned(),
+            key: key.to_owned(),
+        },
+        fingerprint: fingerprint.to_owned(),
+    }
+}
+
+/// Whether each of `keys` has a record in `store`.
+async fn recorded<S: Store>(
+    store: &S,
+    keys: &[&berth_core::model::idempotency::IdempotencyKey],
+) -> Vec<bool> {
+    let mut found = Vec::with_capacity(keys.len());
+    for key in keys {
+        found.push(store.idempotency_record(key).await.expect("read").is_some());
+    }
+    found
 }
 
 /// A node record and a claim round-trip, change, and go (the claim on release, the record with

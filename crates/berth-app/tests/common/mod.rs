@@ -48,3 +48,41 @@ impl IdGen for CountingIds {
         Uuid::from_u128(u128::from(self.0.fetch_add(1, Ordering::Relaxed)) + 1)
     }
 }
+
+/// A reservable host of 8 VCPUs, 16 GiB and 100 GB in `zone`.
+pub(crate) fn host(name: &str, zone: &str) -> berth_app::EnrollHost {
+    berth_app::EnrollHost {
+        reservable: true,
+        name: name.into(),
+        vcpus: Some(8),
+        memory_mb: Some(16_384),
+        local_gb: Some(100),
+        availability_zone: Some(zone.into()),
+        hypervisor_type: None,
+        service_name: None,
+        attributes: std::collections::BTreeMap::new(),
+    }
+}
+
+/// A lease `name` of project p1 holding one whole host over `[start, end)` (microseconds),
+/// without an idempotency key.
+pub(crate) fn one_host_lease(name: &str, start: i64, end: i64) -> berth_app::CreateLease {
+    berth_app::CreateLease {
+        name: name.into(),
+        project_id: "p1".into(),
+        user_id: "u1".into(),
+        start: Instant::from_micros(start),
+        end: Instant::from_micros(end),
+        before_end: None,
+        reservations: vec![berth_core::model::lease::ReservationSpec::Host {
+            min: 1,
+            max: 1,
+            hypervisor_properties: String::new().into(),
+            resource_properties: String::new().into(),
+            before_end: "default".into(),
+        }],
+        horizon: berth_app::SEARCH_HORIZON_DEFAULT,
+        idempotency: None,
+        hold: None,
+    }
+}

@@ -90,9 +90,8 @@ impl Catalog {
             | Change::SubscriptionSet { .. }
             | Change::DeliverySet { .. }
             | Change::OutboxCursor(_) => self.apply_promise(change),
-            Change::IdempotencySet { key, record } => {
-                self.idempotency.set(key, record.as_ref());
-            }
+            // Kept by the store alone, read under the writer lock when a request names its key.
+            Change::IdempotencySet { .. } => {}
             Change::PropertyPrivacy { name, private } => {
                 match private {
                     true => self.private_properties.insert(name.clone()),

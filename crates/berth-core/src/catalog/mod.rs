@@ -12,7 +12,6 @@ mod baremetal;
 mod clouds;
 pub use clouds::{provider_cloud_of, remote_generation, remote_of};
 mod consumers;
-mod idempotency;
 mod invariants;
 #[cfg(test)]
 pub(crate) use invariants::ParkedIndex;

@@ -1,12 +1,11 @@
 //! The catalog as the flat rows storage holds, both ways.
 
 use super::providers::is_sharing;
-use super::state::{Catalog, IdempotencyIndex};
+use super::state::Catalog;
 use crate::model::baremetal::{NodeClaim, NodeRecord};
 use crate::model::cloud::ProviderCloud;
 use crate::model::consumer::Consumer;
 use crate::model::id::ProviderId;
-use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::inventory::Inventory;
 use crate::model::lease::{FloatingIp, Lease};
 use crate::model::name::{ResourceClass, TraitName};
@@ -71,8 +70,6 @@ pub struct CatalogRows {
     pub deliveries: Vec<Delivery>,
     /// The outbox sequence number expanded up to.
     pub outbox_cursor: u64,
-    /// Idempotency keys with what their first request created.
-    pub idempotency: Vec<(IdempotencyKey, IdempotencyRecord)>,
 }
 
 impl CatalogRows {
@@ -102,7 +99,6 @@ impl CatalogRows {
         self.pools.sort_by_key(|p| p.id);
         self.subscriptions.sort_by_key(|s| s.id);
         self.deliveries.sort_by(|a, b| a.id.cmp(&b.id));
-        self.idempotency.sort_by(|a, b| a.0.cmp(&b.0));
     }
 }
 
@@ -183,11 +179,6 @@ impl Catalog {
             .map(|d| (d.id.clone(), d))
             .collect();
         catalog.outbox_cursor = rows.outbox_cursor;
-        let mut idempotency = IdempotencyIndex::default();
-        for (key, record) in rows.idempotency {
-            idempotency.set(&Arc::new(key), Some(&Arc::new(record)));
-        }
-        catalog.idempotency = idempotency;
         debug_assert!(catalog.check_invariants().is_ok());
         catalog
     }
@@ -248,12 +239,6 @@ impl Catalog {
         rows.deliveries = self.deliveries.values().cloned().collect();
         rows.outbox_cursor = self.outbox_cursor;
         rows.claims = self.claims.values().cloned().collect();
-        rows.idempotency = self
-            .idempotency
-            .records
-            .iter()
-            .map(|(k, r)| (k.as_ref().clone(), r.as_ref().clone()))
-            .collect();
         rows.normalize();
         rows
     }

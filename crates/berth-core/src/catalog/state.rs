@@ -4,7 +4,6 @@ use crate::model::baremetal::NodeClaim;
 use crate::model::cloud::ProviderCloud;
 use crate::model::consumer::Consumer;
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
-use crate::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::model::lease::{EventKind, FloatingIp, Lease};
 use crate::model::ledger::Ledger;
 use crate::model::name::{ResourceClass, TraitName};
@@ -89,8 +88,6 @@ pub struct Catalog {
     /// Claims by expiry (the lifecycle engine releases them), apart from the leases' events so
     /// that claim churn never copies the shared lease index.
     pub(super) claim_due: BTreeSet<(Instant, Uuid)>,
-    /// Idempotency records (persistent maps, as the lease indexes).
-    pub(super) idempotency: IdempotencyIndex,
 }
 
 /// A lease in the catalog's lease set: ordered and compared by its id, and found by it.
@@ -122,13 +119,6 @@ impl std::borrow::Borrow<LeaseId> for ByLeaseId {
     fn borrow(&self) -> &LeaseId {
         &self.0.id
     }
-}
-
-/// Idempotency records by key, and by age for pruning.
-#[derive(Debug, Clone, Default)]
-pub(super) struct IdempotencyIndex {
-    pub(super) records: imbl::HashMap<Arc<IdempotencyKey>, Arc<IdempotencyRecord>>,
-    pub(super) by_age: imbl::OrdSet<(Instant, Arc<IdempotencyKey>)>,
 }
 
 impl Catalog {

@@ -2,8 +2,9 @@
 //! retry with the same key gets the first result instead of a second object.
 //!
 //! A record is written by the same decision (and so in the same commit) as the object it
-//! names, and a later decision with the same key finds it in the catalog under the writer lock:
-//! two requests with one key can never both create. The fingerprint of the request is computed
+//! names, and a later decision with the same key is given it, as the store holds it under the
+//! writer lock: two requests with one key can never both create. The catalog holds no record:
+//! a day of keys would cost memory and start-up time in proportion to the writes of that day. The fingerprint of the request is computed
 //! outside the core (the server hashes what the request asked); here it is an opaque string.
 //! Replaying and recording keys are decisions ([`crate::decide::idempotency`]).
 

@@ -285,3 +285,32 @@ async fn a_retry_after_taking_the_last_capacity_answers_with_the_first_lease() {
     );
     assert_eq!(count(&app, P1, LEASES, "leases").await, 1);
 }
+
+/// The same for a Promise reservation, which is always tried over a snapshot first: the
+/// snapshot's refusal sends a key the store has seen on to its decision, which answers with the
+/// first reservation.
+#[tokio::test]
+async fn a_promise_retry_after_taking_the_last_capacity_answers_with_the_first() {
+    let app = headers_app().await;
+    hosts(&app, &["cn1"]).await;
+    let start = tomorrow();
+    let body = json!({"zoneId": "az1", "computePoolReservation": {"numCpuCores": 16},
+                      "startTime": crate::blazar_leases::rfc3339(start),
+                      "endTime": crate::blazar_leases::rfc3339(start + HOUR)});
+    let path = "/promise/reservation/compute/create";
+    let (status, first) = send(&app, P1, path, Some("all-cores"), &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, again) = send(&app, P1, path, Some("all-cores"), &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    assert_eq!(
+        again["reservationData"]["reservationId"],
+        first["reservationData"]["reservationId"]
+    );
+    let (status, refused) = send(&app, P1, path, Some("another"), &body).await;
+    assert_ne!(
+        status,
+        StatusCode::CREATED,
+        "without the key it does not fit: {refused}"
+    );
+    assert_eq!(count(&app, P1, LEASES, "leases").await, 1);
+}

@@ -45,7 +45,6 @@ pub(super) async fn load<B: SqlBackend>(conn: &mut Conn<B>) -> Result<CatalogRow
     load_consumers::<B>(conn, &mut rows).await?;
     lease::load::<B>(conn, &mut rows).await?;
     document::load::<B>(conn, &mut rows).await?;
-    idempotency::load::<B>(conn, &mut rows).await?;
     rows.normalize();
     Ok(rows)
 }

@@ -25,6 +25,7 @@ use crate::port::{CommitFeed, Store, StoreError, Tail, WriteTx};
 use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
+use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
@@ -84,6 +85,15 @@ impl<B: SqlBackend> Store for B {
         SqlBackend::writer_term(self, bid, term).await
     }
 
+    async fn idempotency_record(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        let found = idempotency::read::<B>(&mut conn, &[key]).await?;
+        Ok(found.into_iter().next().map(|(_, record)| record))
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let (tx, seq) = self.begin_locked().await?;
         Ok(Box::new(SqlTx::<B> {
@@ -135,6 +145,17 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
 
     async fn changes_after(&mut self, seq: u64, limit: usize) -> Result<Tail, StoreError> {
         log::after::<B>(&mut self.tx, seq, limit).await
+    }
+
+    async fn idempotency_records(
+        &mut self,
+        keys: &[&IdempotencyKey],
+    ) -> Result<Vec<(IdempotencyKey, IdempotencyRecord)>, StoreError> {
+        idempotency::read::<B>(&mut self.tx, keys).await
+    }
+
+    async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        idempotency::prune::<B>(&mut self.tx, before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {

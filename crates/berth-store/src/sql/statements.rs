@@ -138,13 +138,18 @@ pub struct Statements {
     /// `(kind, id)`.
     pub delete_document: &'static str,
 
-    /// Returns `project_id, route, idempotency_key, fingerprint, object_id, created_at`.
-    pub idempotency_keys: &'static str,
+    /// `(keys)`, a JSON array of `[project_id, route, idempotency_key]` triples: returns
+    /// `project_id, route, idempotency_key, fingerprint, object_id, created_at` of the keys
+    /// that have a record, looking each up by the primary key.
+    pub idempotency_keys_in: &'static str,
     /// `(project_id, route, idempotency_key, fingerprint, object_id, created_at)`, replacing
     /// the record of the same key.
     pub upsert_idempotency_key: &'static str,
     /// `(project_id, route, idempotency_key)`.
     pub delete_idempotency_key: &'static str,
+    /// `(before, limit)`: deletes at most `limit` records created before `before`, oldest
+    /// first, through the `created_at` index.
+    pub prune_idempotency_keys: &'static str,
 
     /// How commits write the replication log; `None` where one process holds the database,
     /// so no other follows it and the log stays empty.
