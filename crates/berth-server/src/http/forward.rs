@@ -51,10 +51,17 @@ pub const WRITER: HeaderName = HeaderName::from_static("x-berth-writer");
 /// forwarded request in under its caller's address, or refuses it when it presents another
 /// replica's secret.
 pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let forwarded = request.headers().contains_key(FORWARDED);
     let Some(forwarder) = state.forwarder.as_deref() else {
-        return next.run(request).await;
+        // A berth that takes no forwarded writes (one over SQLite) may listen where a replica
+        // that held the term listened: what a replica forwarded there is refused, never decided
+        // in another database.
+        return match forwarded {
+            true => not_writer(),
+            false => next.run(request).await,
+        };
     };
-    if request.headers().contains_key(FORWARDED) {
+    if forwarded {
         return take_in(forwarder, request, next).await;
     }
     let Some(term) = forwarder.writer() else {
@@ -90,17 +97,7 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
         .remove(FORWARDED_MOUNT)
         .is_some_and(|v| v.as_bytes() == b"root");
     if !genuine {
-        let mut refused = ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "not_writer",
-            "This replica does not take forwarded writes: another holds the writer's term, or \
-             the secret is not its own.",
-        )
-        .into_response();
-        refused
-            .headers_mut()
-            .insert(NOT_WRITER, HeaderValue::from_static("1"));
-        return refused;
+        return not_writer();
     }
     forwarder.counts.received.fetch_add(1, Ordering::Relaxed);
     // The caller's address, or none: the forwarding replica's own is never believed.
@@ -118,6 +115,22 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
         answer.headers_mut().insert(WRITER, holder);
     }
     answer
+}
+
+/// The refusal of a forwarded request by a replica that does not take it: 421 `not_writer`,
+/// with [`NOT_WRITER`] for the forwarding replica to read.
+fn not_writer() -> Response {
+    let mut refused = ApiError::new(
+        StatusCode::MISDIRECTED_REQUEST,
+        "not_writer",
+        "This replica does not take forwarded writes: another holds the writer's term, or the \
+         secret is not its own.",
+    )
+    .into_response();
+    refused
+        .headers_mut()
+        .insert(NOT_WRITER, HeaderValue::from_static("1"));
+    refused
 }
 
 /// Passes `request` to the writer and answers with its answer; decides it here when the writer

@@ -22,7 +22,6 @@
 
 use crate::baremetal::{CLAIMS, NODES};
 use crate::blazar_leases::{LEASES, lease_body, now_micros, rfc3339};
-use crate::support::free_port;
 use berth_store_postgres::scratch;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -65,36 +64,46 @@ impl Server {
 
     /// Starts `berth serve` over `dir` (and `database`, when given) with `extra` flags, and
     /// waits until it answers; an error when it exits or does not answer.
+    ///
+    /// berth listens on a port it chooses (`127.0.0.1:0`) and the address is read from its own
+    /// log: a port picked here and handed to it could be taken meanwhile by another campaign's
+    /// berth, which would then answer in its place (as it once did, two campaigns running at
+    /// once over thousands of restarts).
     async fn try_start(
         dir: &std::path::Path,
         database: Option<&str>,
         extra: &[&str],
     ) -> Result<Server, String> {
-        let port = free_port();
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_berth"));
         command
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
+            .env("BERTH_LOG_FORMAT", "json")
+            .env("BERTH_LOG", "warn,berth_server=info")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+            .stderr(std::process::Stdio::piped());
         if let Some(database) = database {
             command.args(["--database", database]);
         }
         command.args(extra);
+        let mut child = command.spawn().expect("spawn berth");
+        let serving = serving_address(child.stderr.take().expect("piped stderr"));
         let mut server = Server {
-            child: command.spawn().expect("spawn berth"),
-            base: format!("http://127.0.0.1:{port}"),
+            child,
+            base: String::new(),
         };
         let client = reqwest::Client::new();
         for _ in 0..600 {
-            let ready = client.get(format!("{}/healthz", server.base)).send().await;
-            if ready.is_ok_and(|r| r.status().is_success()) {
-                return Ok(server);
+            if server.base.is_empty()
+                && let Ok(addr) = serving.try_recv()
+            {
+                server.base = format!("http://{addr}");
+            }
+            if !server.base.is_empty() {
+                let ready = client.get(format!("{}/healthz", server.base)).send().await;
+                if ready.is_ok_and(|r| r.status().is_success()) {
+                    return Ok(server);
+                }
             }
             if let Ok(Some(status)) = server.child.try_wait() {
                 return Err(format!("berth exited at start ({status})"));
@@ -109,6 +118,33 @@ impl Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The address a starting berth says it serves at, read from its JSON log on a thread that
+/// then reads the rest of the log until berth is gone (so that berth never blocks on a full
+/// pipe).
+fn serving_address(log: std::process::ChildStderr) -> std::sync::mpsc::Receiver<String> {
+    let (found, serving) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        let mut found = Some(found);
+        for line in std::io::BufReader::new(log).lines() {
+            let Ok(line) = line else { break };
+            let Some(sender) = found.as_ref() else {
+                continue;
+            };
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if entry["fields"]["message"] == "berth is serving"
+                && let Some(addr) = entry["fields"]["addr"].as_str()
+            {
+                let _ = sender.send(addr.to_owned());
+                found = None;
+            }
+        }
+    });
+    serving
 }
 
 impl Drop for Server {
@@ -889,7 +925,11 @@ async fn campaign(database: Option<&str>, kills: usize, seed: u64) -> String {
         if leases == Leases::All {
             clear(&client, &server.base, &mut told).await;
             println!(
-                "crash campaign: {kill} kills, every check clean, {:.0} s",
+                "crash campaign, {}: {kill} kills, every check clean, {:.0} s",
+                match database {
+                    Some(_) => "PostgreSQL",
+                    None => "SQLite",
+                },
                 started.elapsed().as_secs_f64()
             );
         }

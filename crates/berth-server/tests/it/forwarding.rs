@@ -21,6 +21,18 @@ async fn until_metric(app: &TestApp, name: &str, value: u64) {
     panic!("{name} never reached {value} at {}", app.base);
 }
 
+/// A provider `name` created at `app` as a replica would forward it, presenting `secret`.
+async fn forwarded_to(app: &TestApp, secret: &str, name: &str) -> reqwest::Response {
+    app.client
+        .post(format!("{}/placement/resource_providers", app.base))
+        .header("x-berth-forwarded", secret)
+        .header("x-berth-forwarded-for", "10.1.2.3")
+        .json(&json!({ "name": name }))
+        .send()
+        .await
+        .expect("send")
+}
+
 /// A replica over the database at `url`, forwarding its writes (the default).
 async fn replica(url: &str) -> TestApp {
     replica_forwarding(url, true).await
@@ -107,15 +119,7 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
         );
 
         // A request that presents a secret the replica does not hold is refused untouched.
-        let forged = writer
-            .client
-            .post(format!("{}/placement/resource_providers", writer.base))
-            .header("x-berth-forwarded", "not-the-secret")
-            .header("x-berth-forwarded-for", "10.1.2.3")
-            .json(&json!({"name": "forged"}))
-            .send()
-            .await
-            .expect("send");
+        let forged = forwarded_to(&writer, "not-the-secret", "forged").await;
         assert_eq!(forged.status(), StatusCode::MISDIRECTED_REQUEST);
         assert!(forged.headers().contains_key("x-berth-not-writer"));
         let (_, providers) = writer
@@ -319,4 +323,27 @@ async fn an_answer_that_does_not_come_from_the_writer_is_dropped_and_the_write_d
         serving.abort();
     })
     .await;
+}
+
+/// A berth that takes no forwarded writes (one over SQLite, which a replica's old address may
+/// now reach) refuses a forwarded request untouched, whatever its secret, so that a replica's
+/// write is never decided in another database; its own callers' writes go on as ever.
+#[tokio::test]
+async fn a_berth_without_replicas_refuses_forwarded_writes_untouched() {
+    let app = TestApp::spawn().await;
+    let forwarded = forwarded_to(&app, "any-secret", "forwarded").await;
+    assert_eq!(forwarded.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert!(forwarded.headers().contains_key("x-berth-not-writer"));
+    let (status, _) = app
+        .post("/placement/resource_providers", json!({"name": "direct"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, providers) = app.get("/placement/resource_providers", Some("1.39")).await;
+    let names: Vec<&str> = providers["resource_providers"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["direct"]);
 }
