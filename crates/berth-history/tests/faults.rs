@@ -1,6 +1,6 @@
 //! Histories checked under faults, in CI: three runs of 30 s over three replicas of the real
-//! `berth` binary, with every fault of the nemesis, must show no anomaly (and no history too
-//! large to check); and the negative control, a `berth` built with the feature
+//! `berth` binary, with every fault of the nemesis, must be checked whole and show no anomaly
+//! (a run with a history too large to check is reported and replaced, at most twice); and the negative control, a `berth` built with the feature
 //! `berth-server/planted-defects` and started with consumer generations unchecked, must show an
 //! anomaly within ten runs. Run when `BERTH_TEST_POSTGRES_URL` is set (the signal that
 //! PostgreSQL tests are wanted; the harness starts its own private cluster); otherwise each
@@ -56,6 +56,14 @@ fn runnable(test: &str, binary: Option<&PathBuf>, hint: &str) -> bool {
 /// 84,000 search steps of 2,000,000 a key; at 30 ms one key went past it).
 const CHECKED_PAUSE: Duration = Duration::from_millis(45);
 
+/// Runs whose whole history must be checked and found linearizable.
+const CHECKED_RUNS: usize = 3;
+
+/// Runs allowed beyond those, in place of a run one of whose keys outgrew the checker's bound
+/// (which is reported, never passed): a writer killed at the wrong moment can leave enough
+/// overlapping unknown writes on one key to do so, more often on a busy machine.
+const SPARE_RUNS: usize = 2;
+
 fn all_faults() -> Vec<Fault> {
     vec![
         Fault::Kill,
@@ -92,11 +100,17 @@ async fn three_replicas_under_faults_keep_linearizable_histories() {
         shape: Shape::default(),
         pause: CHECKED_PAUSE,
     };
-    let reports = campaign(&config, 3, 0x4849_5354_0001, false)
-        .await
-        .expect("the campaign runs");
-    assert_eq!(reports.len(), 3);
-    for report in &reports {
+    let mut checked = Vec::new();
+    let mut unchecked = Vec::new();
+    // Bounded: at most CHECKED_RUNS + SPARE_RUNS runs.
+    for seed in (0x4849_5354_0001..).take(CHECKED_RUNS + SPARE_RUNS) {
+        if checked.len() == CHECKED_RUNS {
+            break;
+        }
+        let mut reports = campaign(&config, 1, seed, false)
+            .await
+            .expect("the campaign runs");
+        let report = reports.pop().expect("one run");
         println!("{}", report.summary());
         assert!(
             report.check.anomalies().is_empty(),
@@ -108,11 +122,23 @@ async fn three_replicas_under_faults_keep_linearizable_histories() {
             "the final state: {:?}",
             report.final_violations
         );
-        assert!(
-            report.check.unchecked().is_empty(),
-            "a history too large to check: {}",
-            report.summary()
+        match report.check.unchecked().is_empty() {
+            true => checked.push(report),
+            false => unchecked.push(report.summary()),
+        }
+    }
+    if !unchecked.is_empty() {
+        println!(
+            "{} run(s) had a history too large to check (no anomaly found in what was checked): {unchecked:?}",
+            unchecked.len()
         );
+    }
+    assert_eq!(
+        checked.len(),
+        CHECKED_RUNS,
+        "fewer than {CHECKED_RUNS} runs could be checked whole: {unchecked:?}"
+    );
+    for report in &checked {
         assert!(
             !report.faults.is_empty(),
             "no fault was injected: {}",
