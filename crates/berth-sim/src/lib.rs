@@ -1085,38 +1085,41 @@ impl Sim {
     /// Names the Promise reservations and claims whose create got no answer and which berth
     /// made all the same: their idempotency key's record, committed with them, names them.
     async fn name_unanswered(&mut self) -> Result<(), Failure> {
-        use berth_store::Store;
-        let reservations = self
-            .leases
-            .values()
-            .filter(|asked| asked.id.is_none() && matches!(asked.cmd, Asking::Promise(_)))
-            .filter_map(|asked| asked.cmd.key().cloned());
-        let claims = self
-            .claims
-            .values()
-            .filter(|asked| asked.id.is_none())
-            .filter_map(|asked| asked.cmd.idempotency.as_ref().map(|i| i.key.clone()));
-        let keys: Vec<IdempotencyKey> = reservations.chain(claims).collect();
-        let mut made = BTreeMap::new();
-        for key in keys {
-            let record = self
-                .store
-                .idempotency_record(&key)
-                .await
-                .map_err(|e| self.fail(format!("reading an idempotency record: {e}")))?;
-            if let Some(record) = record {
-                made.insert(key, record.object_id);
+        let store = self.store.clone();
+        let made = |key: IdempotencyKey| {
+            let store = store.clone();
+            async move {
+                use berth_store::Store;
+                let record = store.idempotency_record(&key).await;
+                record.map(|found| found.map(|r| r.object_id))
+            }
+        };
+        let mut unreadable = None;
+        for asked in self.leases.values_mut() {
+            if asked.id.is_some() || !matches!(asked.cmd, Asking::Promise(_)) {
+                continue;
+            }
+            let Some(key) = asked.cmd.key().cloned() else {
+                continue;
+            };
+            match made(key).await {
+                Ok(id) => asked.id = id.map(LeaseId::new),
+                Err(e) => unreadable = Some(e),
             }
         }
-        for asked in self.leases.values_mut().filter(|a| a.id.is_none()) {
-            let id = asked.cmd.key().and_then(|key| made.get(key));
-            asked.id = id.map(|id| LeaseId::new(*id));
-        }
         for asked in self.claims.values_mut().filter(|a| a.id.is_none()) {
-            let key = asked.cmd.idempotency.as_ref().map(|i| &i.key);
-            asked.id = key.and_then(|key| made.get(key)).copied();
+            let Some(key) = asked.cmd.idempotency.as_ref().map(|i| i.key.clone()) else {
+                continue;
+            };
+            match made(key).await {
+                Ok(id) => asked.id = id,
+                Err(e) => unreadable = Some(e),
+            }
         }
-        Ok(())
+        match unreadable {
+            Some(e) => Err(self.fail(format!("reading an idempotency record: {e}"))),
+            None => Ok(()),
+        }
     }
 
     /// Every object is as its clients were told (or one of the outcomes a write without an
