@@ -61,6 +61,19 @@ pub async fn create(server: &str) -> (String, String) {
     (name, url)
 }
 
+/// Vacuums the database at `url`, as autovacuum would: for a long campaign on a server that runs
+/// without it, whose dead rows would otherwise slow every later statement.
+pub async fn vacuum(url: &str) {
+    let mut conn = PgConnection::connect(url)
+        .await
+        .expect("connect to the scratch database");
+    sqlx::raw_sql("VACUUM")
+        .execute(&mut conn)
+        .await
+        .expect("vacuum the scratch database");
+    let _ = conn.close().await;
+}
+
 /// Drops the databases, best effort: a failure is printed, not raised.
 pub async fn drop_all(server: &str, names: &[String]) {
     let mut conn = match PgConnection::connect(server).await {
@@ -97,17 +110,4 @@ fn with_database_replaces_only_the_path() {
     for (url, want) in cases {
         assert_eq!(with_database(url, "x"), want, "{url}");
     }
-}
-
-/// Vacuums the database at `url`, as autovacuum would: for a long campaign on a server that runs
-/// without it, whose dead rows would otherwise slow every later statement.
-pub async fn vacuum(url: &str) {
-    let mut conn = PgConnection::connect(url)
-        .await
-        .expect("connect to the scratch database");
-    sqlx::raw_sql("VACUUM")
-        .execute(&mut conn)
-        .await
-        .expect("vacuum the scratch database");
-    let _ = conn.close().await;
 }
