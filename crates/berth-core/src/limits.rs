@@ -174,5 +174,11 @@ pub const PROVIDER_CLOUD_ANSWER_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most characters of a provider cloud's last error berth keeps.
 pub const PROVIDER_CLOUD_ERROR_LEN_MAX: usize = 512;
 
+/// Longest period of one usage report, in days (a report of a longer one is refused).
+pub const USAGE_PERIOD_DAYS_MAX: i64 = 366;
+/// Most usage-history segments one report adds up: a period whose history holds more is
+/// refused, and a shorter one must be asked.
+pub const USAGE_SEGMENTS_MAX: usize = 200_000;
+
 const _: () = assert!(PROVIDER_CLOUD_PROVIDERS_MAX > 0);
 const _: () = assert!(PROVIDER_CLOUDS_MAX > 0);

@@ -131,6 +131,16 @@ pub(crate) const SQL: Statements = Statements {
             SELECT project_id, route, idempotency_key FROM idempotency_keys
             WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
 
+    usage_drop_from: "DELETE FROM usage_segments
+        WHERE source_kind = $1 AND source = $2 AND since >= $3",
+    usage_close_at: "UPDATE usage_segments SET until = $1
+        WHERE source_kind = $2 AND source = $3 AND (until IS NULL OR until > $4)",
+    usage_insert: "INSERT INTO usage_segments (source_kind, source, kind, project_id,
+        reservation_id, provider_id, resource_class, amount, since, until)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    usage_overlapping: "SELECT source_kind, source, kind, project_id, reservation_id,
+        provider_id, resource_class, amount, since, until FROM usage_segments
+        WHERE since < $1 AND (until IS NULL OR until > $2) ORDER BY id LIMIT $3",
     change_log: Some(ChangeLogWrites {
         append: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
         prune: "DELETE FROM change_log WHERE seq <= $1",

@@ -131,6 +131,16 @@ pub(crate) const SQL: Statements = Statements {
             WHERE created_at < ? ORDER BY created_at LIMIT ?)",
 
     // One process holds an SQLite database: nothing follows it, so commits keep no log.
+    usage_drop_from: "DELETE FROM usage_segments
+        WHERE source_kind = ? AND source = ? AND since >= ?",
+    usage_close_at: "UPDATE usage_segments SET until = ?
+        WHERE source_kind = ? AND source = ? AND (until IS NULL OR until > ?)",
+    usage_insert: "INSERT INTO usage_segments (source_kind, source, kind, project_id,
+        reservation_id, provider_id, resource_class, amount, since, until)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    usage_overlapping: "SELECT source_kind, source, kind, project_id, reservation_id,
+        provider_id, resource_class, amount, since, until FROM usage_segments
+        WHERE since < ? AND (until IS NULL OR until > ?) ORDER BY id LIMIT ?",
     change_log: None,
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",

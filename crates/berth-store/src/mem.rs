@@ -8,6 +8,8 @@ use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::{FloatingIp, LeaseRecord};
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::{UsageSegment, UsageUpdate};
 use berth_core::{CHANGE_FORMAT, Catalog, Change, Instant};
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -30,6 +32,8 @@ struct MemState {
     log: std::collections::VecDeque<(u64, String)>,
     /// How many commits the log keeps (0 is taken as [`CHANGE_LOG_RETAINED`]).
     retained: u64,
+    /// The usage history, in the order it was written.
+    usage: Vec<UsageSegment>,
 }
 
 impl MemStore {
@@ -42,6 +46,7 @@ impl MemStore {
                 keys: Keys::default(),
                 log: std::collections::VecDeque::new(),
                 retained: CHANGE_LOG_RETAINED,
+                usage: Vec::new(),
             })),
         }
     }
@@ -57,6 +62,7 @@ impl MemStore {
                 keys: state.keys.clone(),
                 log: state.log.clone(),
                 retained: state.retained,
+                usage: state.usage.clone(),
             })),
         }
     }
@@ -108,6 +114,21 @@ impl Store for MemStore {
         Ok(self.state.lock().await.keys.by_key.get(key).cloned())
     }
 
+    async fn usage_segments(
+        &self,
+        period: Window,
+        limit: usize,
+    ) -> Result<Vec<UsageSegment>, StoreError> {
+        let state = self.state.lock().await;
+        Ok(state
+            .usage
+            .iter()
+            .filter(|s| s.since < period.end() && s.until.is_none_or(|u| u > period.start()))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let guard = Arc::clone(&self.state).lock_owned().await;
         let draft = guard.catalog.clone();
@@ -118,6 +139,7 @@ impl Store for MemStore {
             keys,
             recorded: Vec::new(),
             persisted: Vec::new(),
+            usage: Vec::new(),
         }))
     }
 
@@ -231,6 +253,8 @@ struct MemTx {
     recorded: Vec<LeaseRecord>,
     /// Every change persisted, for the replication log.
     persisted: Vec<Change>,
+    /// The usage updates this transaction writes, applied at its commit.
+    usage: Vec<UsageUpdate>,
 }
 
 #[async_trait]
@@ -241,6 +265,11 @@ impl WriteTx for MemTx {
 
     async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
         Ok(self.draft.to_rows())
+    }
+
+    async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
+        self.usage.extend_from_slice(updates);
+        Ok(())
     }
 
     async fn persist(&mut self, changes: &[Change], _now: Instant) -> Result<(), StoreError> {
@@ -288,8 +317,12 @@ impl WriteTx for MemTx {
             keys,
             recorded,
             persisted,
+            usage,
         } = *self;
         guard.keys = keys;
+        for update in &usage {
+            update.apply_to(&mut guard.usage);
+        }
         let seq = guard.catalog.seq() + 1;
         draft.set_seq(seq);
         guard.catalog = draft;

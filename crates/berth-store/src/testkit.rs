@@ -13,6 +13,8 @@ use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseRecord, LeaseStatus,
     Reservation, ReservationSpec, ReservationStatus,
 };
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::{UsageKind, UsageSegment, UsageSource, UsageUpdate};
 use berth_core::{
     AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, LeaseId, ProviderId,
     ReservationId, ResourceClass, TraitName,
@@ -45,6 +47,143 @@ where
     provider_conditions_round_trip(&make().await).await;
     nodes_and_claims_round_trip(&make().await).await;
     idempotency_keys_round_trip(&make().await).await;
+    usage_history_round_trips(&make().await).await;
+}
+
+/// An hour after `T0`, or before it.
+fn hour(hours: i64) -> Instant {
+    T0 + berth_core::Span::from_hours(hours)
+}
+
+/// A usage segment of project p1 on provider 3, in VCPU (reservation 9 unless on demand).
+fn usage_segment(
+    source: UsageSource,
+    kind: UsageKind,
+    amount: u64,
+    since: i64,
+    until: Option<i64>,
+) -> UsageSegment {
+    UsageSegment {
+        source,
+        kind,
+        project_id: "p1".to_owned(),
+        reservation: (kind != UsageKind::OnDemand).then(|| ReservationId::new(Uuid::from_u128(9))),
+        provider: ProviderId::new(Uuid::from_u128(3)),
+        class: ResourceClass::parse("VCPU").expect("a class"),
+        amount,
+        since: hour(since),
+        until: until.map(hour),
+    }
+}
+
+/// Writes `updates` in one commit.
+async fn write_usage<S: Store>(store: &S, updates: &[UsageUpdate]) {
+    let mut tx = store.begin_write().await.expect("begin");
+    tx.record_usage(updates).await.expect("record usage");
+    tx.commit().await.expect("commit");
+}
+
+const USAGE_LEASE: UsageSource = UsageSource::Lease(LeaseId::new(Uuid::from_u128(7)));
+const USAGE_CONSUMER: UsageSource = UsageSource::Consumer(Uuid::from_u128(7));
+
+/// The usage history: updates written in one commit are read back in the order written, with
+/// every field; a rolled-back update writes nothing. Then [`usage_history_replaces`].
+async fn usage_history_round_trips<S: Store>(store: &S) {
+    let (lease, consumer) = (USAGE_LEASE, USAGE_CONSUMER);
+    let everything = Window::new(hour(-100), hour(100)).expect("a period");
+    // The lease reserves 8 from hour 2 to 10; the consumer holds 3 from hour 1 on.
+    let first = [
+        UsageUpdate {
+            source: lease,
+            at: hour(0),
+            segments: vec![usage_segment(lease, UsageKind::Reserved, 8, 2, Some(10))],
+        },
+        UsageUpdate {
+            source: consumer,
+            at: hour(1),
+            segments: vec![usage_segment(consumer, UsageKind::Consumed, 3, 1, None)],
+        },
+    ];
+    write_usage(store, &first).await;
+    let written = vec![first[0].segments[0].clone(), first[1].segments[0].clone()];
+    assert_eq!(
+        store.usage_segments(everything, 10).await.expect("read"),
+        written
+    );
+    // Rolled back: nothing changes.
+    let mut tx = store.begin_write().await.expect("begin");
+    let gone = UsageUpdate {
+        source: consumer,
+        at: hour(5),
+        segments: Vec::new(),
+    };
+    tx.record_usage(std::slice::from_ref(&gone))
+        .await
+        .expect("record usage");
+    drop(tx);
+    assert_eq!(
+        store.usage_segments(everything, 10).await.expect("read"),
+        written
+    );
+    usage_history_replaces(store).await;
+}
+
+/// After [`usage_history_round_trips`]: a later update of a source ends its running segments
+/// at its instant, drops those that had not begun and leaves other sources alone; a read keeps
+/// to the segments that overlap its period and to its limit.
+async fn usage_history_replaces<S: Store>(store: &S) {
+    let (lease, consumer) = (USAGE_LEASE, USAGE_CONSUMER);
+    let everything = Window::new(hour(-100), hour(100)).expect("a period");
+    // At hour 4 the lease moves to hours 6 to 12 (its running segment ends at 4), and the
+    // consumer goes on demand with 5.
+    let moved = usage_segment(lease, UsageKind::Reserved, 8, 6, Some(12));
+    let on_demand = usage_segment(consumer, UsageKind::OnDemand, 5, 4, None);
+    let updates = [
+        UsageUpdate {
+            source: lease,
+            at: hour(4),
+            segments: vec![moved.clone()],
+        },
+        UsageUpdate {
+            source: consumer,
+            at: hour(4),
+            segments: vec![on_demand.clone()],
+        },
+    ];
+    write_usage(store, &updates).await;
+    let ended = [
+        usage_segment(lease, UsageKind::Reserved, 8, 2, Some(4)),
+        usage_segment(consumer, UsageKind::Consumed, 3, 1, Some(4)),
+    ];
+    assert_eq!(
+        store.usage_segments(everything, 10).await.expect("read"),
+        vec![ended[0].clone(), ended[1].clone(), moved, on_demand.clone()]
+    );
+    // At hour 5, before the moved lease begins, it is deleted: its future segment goes.
+    let deleted = UsageUpdate {
+        source: lease,
+        at: hour(5),
+        segments: Vec::new(),
+    };
+    write_usage(store, &[deleted]).await;
+    assert_eq!(
+        store.usage_segments(everything, 10).await.expect("read"),
+        vec![ended[0].clone(), ended[1].clone(), on_demand.clone()]
+    );
+    // A period of hours 4 to 5 reads the open consumer segment alone; the limit cuts a read.
+    let late = Window::new(hour(4), hour(5)).expect("a period");
+    assert_eq!(
+        store.usage_segments(late, 10).await.expect("read"),
+        vec![on_demand]
+    );
+    assert_eq!(
+        store
+            .usage_segments(everything, 2)
+            .await
+            .expect("read")
+            .len(),
+        2
+    );
 }
 
 /// Idempotency keys round-trip with the change that records them (and only in the store: the

@@ -18,6 +18,7 @@ pub trait SqlBackend: Send + Sync + 'static {
     /// The sqlx database, able to bind and read every column type berth stores.
     type Db: Driver
         + Bind<i64>
+        + Bind<Option<i64>>
         + Bind<f64>
         + Bind<bool>
         + Bind<String>
@@ -26,6 +27,7 @@ pub trait SqlBackend: Send + Sync + 'static {
         + Bind<Self::Uuid>
         + Bind<Option<Self::Uuid>>
         + Read<i64>
+        + Read<Option<i64>>
         + Read<f64>
         + Read<bool>
         + Read<String>

@@ -151,6 +151,19 @@ pub struct Statements {
     /// first, through the `created_at` index.
     pub prune_idempotency_keys: &'static str,
 
+    /// `(source_kind, source, at)`: deletes a source's usage segments that begin at `at` or
+    /// later.
+    pub usage_drop_from: &'static str,
+    /// `(at, source_kind, source, at)`: ends at `at` a source's usage segments running then.
+    pub usage_close_at: &'static str,
+    /// `(source_kind, source, kind, project_id, reservation_id, provider_id, resource_class,
+    /// amount, since, until)`.
+    pub usage_insert: &'static str,
+    /// `(end, start, limit)`: returns `source_kind, source, kind, project_id, reservation_id,
+    /// provider_id, resource_class, amount, since, until` of at most `limit` usage segments
+    /// that begin before `end` and run past `start`, in the order they were written.
+    pub usage_overlapping: &'static str,
+
     /// How commits write the replication log; `None` where one process holds the database,
     /// so no other follows it and the log stays empty.
     pub change_log: Option<ChangeLogWrites>,

@@ -1,0 +1,47 @@
+//! Usage reports (berth): unit-hours by project and resource class over a period, added up from
+//! the usage history the store keeps ([`berth_core::query::usage`]).
+
+use crate::error::AppError;
+use crate::service::Berth;
+use berth_core::limits::{USAGE_PERIOD_DAYS_MAX, USAGE_SEGMENTS_MAX};
+use berth_core::model::ledger::Window;
+use berth_core::query::usage::{UsageTotals, report};
+use berth_core::{Rejection, ResourceClass, Span};
+use std::collections::BTreeMap;
+
+/// A usage report: each project's and class's totals.
+pub type UsageReport = BTreeMap<(String, ResourceClass), UsageTotals>;
+
+impl Berth {
+    /// The usage report over `period`, as far as now; `project` keeps one project's rows.
+    /// Refused (`LimitExceeded`) for a period longer than [`USAGE_PERIOD_DAYS_MAX`] days, or
+    /// one whose history holds more than [`USAGE_SEGMENTS_MAX`] segments: the work of one
+    /// report is bounded.
+    pub async fn usage_report(
+        &self,
+        period: Window,
+        project: Option<&str>,
+    ) -> Result<UsageReport, AppError> {
+        if period.duration() > Span::from_days(USAGE_PERIOD_DAYS_MAX) {
+            let day = Span::from_days(1).as_micros();
+            let days = (period.duration().as_micros() + day - 1) / day;
+            return Err(AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_period_days",
+                max: USAGE_PERIOD_DAYS_MAX.unsigned_abs(),
+                got: days.unsigned_abs(),
+            }));
+        }
+        let segments = self
+            .store
+            .usage_segments(period, USAGE_SEGMENTS_MAX + 1)
+            .await?;
+        if segments.len() > USAGE_SEGMENTS_MAX {
+            return Err(AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_segments",
+                max: USAGE_SEGMENTS_MAX as u64,
+                got: segments.len() as u64,
+            }));
+        }
+        Ok(report(&segments, period, self.now(), project))
+    }
+}
