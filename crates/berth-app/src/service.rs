@@ -3,11 +3,11 @@
 
 use crate::deadline::Deadline;
 use crate::error::AppError;
-use berth_core::limits::IDEMPOTENCY_PRUNE_MAX;
+use berth_core::limits::{IDEMPOTENCY_PRUNE_MAX, USAGE_PRUNE_MIN, USAGE_RETENTION_DAYS};
 use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, IdempotencyRecord};
 use berth_core::model::usage::UsageUpdate;
 use berth_core::query::usage;
-use berth_core::{Catalog, Change, Instant, Rejection};
+use berth_core::{Catalog, Change, Instant, Rejection, Span};
 use berth_store::{CHANGE_LOG_PAGE, Committed, Store, StoreError, Tail, WriteTx};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -625,7 +625,8 @@ fn note_records(records: &mut Records, decided: &[Change]) {
 }
 
 /// Writes a batch's changes (pruning expired idempotency records first) and the usage history
-/// they make, and commits them.
+/// they make (pruning segments past [`USAGE_RETENTION_DAYS`], at most twice what it writes and
+/// at least [`USAGE_PRUNE_MIN`]), and commits them.
 async fn commit_changes(
     mut tx: Box<dyn WriteTx>,
     changes: &[Change],
@@ -636,6 +637,10 @@ async fn commit_changes(
     tx.persist(changes, now).await?;
     if !usage.is_empty() {
         tx.record_usage(usage).await?;
+        let written: usize = usage.iter().map(|u| u.segments.len()).sum();
+        let expired = now - Span::from_days(USAGE_RETENTION_DAYS);
+        tx.prune_usage(expired, USAGE_PRUNE_MIN.max(2 * written))
+            .await?;
     }
     tx.commit().await
 }

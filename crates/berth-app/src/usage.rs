@@ -3,7 +3,7 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
-use berth_core::limits::{USAGE_PERIOD_DAYS_MAX, USAGE_SEGMENTS_MAX};
+use berth_core::limits::{USAGE_PERIOD_DAYS_MAX, USAGE_RETENTION_DAYS, USAGE_SEGMENTS_MAX};
 use berth_core::model::ledger::Window;
 use berth_core::query::usage::{UsageTotals, report};
 use berth_core::{Rejection, ResourceClass, Span};
@@ -15,20 +15,31 @@ pub type UsageReport = BTreeMap<(String, ResourceClass), UsageTotals>;
 impl Berth {
     /// The usage report over `period`, as far as now; `project` keeps one project's rows.
     /// Refused (`LimitExceeded`) for a period longer than [`USAGE_PERIOD_DAYS_MAX`] days, or
-    /// one whose history holds more than [`USAGE_SEGMENTS_MAX`] segments: the work of one
-    /// report is bounded.
+    /// one whose history holds more than [`USAGE_SEGMENTS_MAX`] segments (the work of one
+    /// report is bounded), or one that begins more than [`USAGE_RETENTION_DAYS`] days ago (the
+    /// history no longer holds all of it).
     pub async fn usage_report(
         &self,
         period: Window,
         project: Option<&str>,
     ) -> Result<UsageReport, AppError> {
-        if period.duration() > Span::from_days(USAGE_PERIOD_DAYS_MAX) {
+        let days = |span: Span| {
             let day = Span::from_days(1).as_micros();
-            let days = (period.duration().as_micros() + day - 1) / day;
+            ((span.as_micros() + day - 1) / day).unsigned_abs()
+        };
+        if period.duration() > Span::from_days(USAGE_PERIOD_DAYS_MAX) {
             return Err(AppError::Rejected(Rejection::LimitExceeded {
                 limit: "usage_period_days",
                 max: USAGE_PERIOD_DAYS_MAX.unsigned_abs(),
-                got: days.unsigned_abs(),
+                got: days(period.duration()),
+            }));
+        }
+        let now = self.now();
+        if period.start() < now - Span::from_days(USAGE_RETENTION_DAYS) {
+            return Err(AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_retention_days",
+                max: USAGE_RETENTION_DAYS.unsigned_abs(),
+                got: days(now.since(period.start())),
             }));
         }
         let segments = self
@@ -42,6 +53,6 @@ impl Berth {
                 got: segments.len() as u64,
             }));
         }
-        Ok(report(&segments, period, self.now(), project))
+        Ok(report(&segments, period, now, project))
     }
 }

@@ -136,6 +136,9 @@ impl WriteTx for GatedTx {
     async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
         self.inner.record_usage(updates).await
     }
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.inner.prune_usage(before, limit).await
+    }
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         self.inner.persist(changes, now).await
     }

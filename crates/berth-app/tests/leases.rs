@@ -456,6 +456,13 @@ impl berth_store::WriteTx for CrashingTx {
     ) -> Result<(), berth_store::StoreError> {
         self.inner.record_usage(updates).await
     }
+    async fn prune_usage(
+        &mut self,
+        before: Instant,
+        limit: usize,
+    ) -> Result<(), berth_store::StoreError> {
+        self.inner.prune_usage(before, limit).await
+    }
     async fn persist(
         &mut self,
         changes: &[berth_core::Change],

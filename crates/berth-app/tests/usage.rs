@@ -1,6 +1,6 @@
 //! Usage history through the service: a lease's and a consumer's writes leave the history the
 //! report adds up (a start event alone writes none), the history outlives a restart, and a
-//! report's period is bounded.
+//! report's period is bounded in length and age.
 
 mod common;
 
@@ -129,4 +129,31 @@ async fn a_report_longer_than_the_named_limit_is_refused() {
             ..
         })
     ));
+}
+
+#[tokio::test]
+async fn a_report_reaching_past_the_retention_is_refused() {
+    let store = MemStore::new();
+    let clock = ManualClock::at(T0);
+    let berth = open(&store, &clock, 0).await;
+    let kept = berth_core::limits::USAGE_RETENTION_DAYS * Span::from_days(1).as_micros();
+    berth
+        .usage_report(period(T0 - kept, T0 - kept + HOUR), None)
+        .await
+        .expect("the oldest period kept is answered");
+    let refused = berth
+        .usage_report(period(T0 - kept - 1, T0 - kept + HOUR), None)
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(
+            refused,
+            AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_retention_days",
+                max: 400,
+                got: 401,
+            })
+        ),
+        "{refused:?}"
+    );
 }

@@ -140,6 +140,7 @@ impl Store for MemStore {
             recorded: Vec::new(),
             persisted: Vec::new(),
             usage: Vec::new(),
+            usage_prunes: Vec::new(),
         }))
     }
 
@@ -244,6 +245,32 @@ fn check_address_free(catalog: &Catalog, id: Uuid, fip: &FloatingIp) -> Result<(
     Ok(())
 }
 
+/// Deletes from `history` at most `limit` segments that ended before `before`, those that
+/// ended first first.
+fn prune_usage(history: &mut Vec<UsageSegment>, before: Instant, limit: usize) {
+    let mut ended: Vec<Instant> = history
+        .iter()
+        .filter_map(|s| s.until.filter(|until| *until < before))
+        .collect();
+    if ended.len() > limit {
+        ended.select_nth_unstable(limit);
+        ended.truncate(limit);
+    }
+    // Ties at the last instant kept: drop the earlier ends, then as many of the last as fit.
+    let Some(&last) = ended.iter().max() else {
+        return;
+    };
+    let mut at_last = ended.iter().filter(|at| **at == last).count();
+    history.retain(|s| match s.until {
+        Some(until) if until < last => false,
+        Some(until) if until == last && at_last > 0 => {
+            at_last -= 1;
+            false
+        }
+        _ => true,
+    });
+}
+
 struct MemTx {
     guard: OwnedMutexGuard<MemState>,
     draft: Catalog,
@@ -255,6 +282,8 @@ struct MemTx {
     persisted: Vec<Change>,
     /// The usage updates this transaction writes, applied at its commit.
     usage: Vec<UsageUpdate>,
+    /// The usage prunes this transaction asks, `(before, limit)`, applied at its commit.
+    usage_prunes: Vec<(Instant, usize)>,
 }
 
 #[async_trait]
@@ -269,6 +298,11 @@ impl WriteTx for MemTx {
 
     async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
         self.usage.extend_from_slice(updates);
+        Ok(())
+    }
+
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.usage_prunes.push((before, limit));
         Ok(())
     }
 
@@ -318,10 +352,14 @@ impl WriteTx for MemTx {
             recorded,
             persisted,
             usage,
+            usage_prunes,
         } = *self;
         guard.keys = keys;
         for update in &usage {
             update.apply_to(&mut guard.usage);
+        }
+        for (before, limit) in usage_prunes {
+            prune_usage(&mut guard.usage, before, limit);
         }
         let seq = guard.catalog.seq() + 1;
         draft.set_seq(seq);

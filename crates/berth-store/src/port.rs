@@ -216,6 +216,10 @@ pub trait WriteTx: Send {
     /// each does): the history is kept here alone, never loaded with the catalog.
     async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError>;
 
+    /// Deletes at most `limit` usage segments that ended before `before`, those that ended
+    /// first first.
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError>;
+
     /// Writes `changes`, in order. `now` stamps the rows that carry no time of their own.
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError>;
 

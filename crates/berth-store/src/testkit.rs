@@ -48,6 +48,8 @@ where
     nodes_and_claims_round_trip(&make().await).await;
     idempotency_keys_round_trip(&make().await).await;
     usage_history_round_trips(&make().await).await;
+    usage_history_folds_repeated_sources(&make().await).await;
+    usage_history_is_pruned_oldest_end_first(&make().await).await;
 }
 
 /// An hour after `T0`, or before it.
@@ -96,11 +98,13 @@ async fn usage_history_round_trips<S: Store>(store: &S) {
         UsageUpdate {
             source: lease,
             at: hour(0),
+            cuts: true,
             segments: vec![usage_segment(lease, UsageKind::Reserved, 8, 2, Some(10))],
         },
         UsageUpdate {
             source: consumer,
             at: hour(1),
+            cuts: true,
             segments: vec![usage_segment(consumer, UsageKind::Consumed, 3, 1, None)],
         },
     ];
@@ -115,6 +119,7 @@ async fn usage_history_round_trips<S: Store>(store: &S) {
     let gone = UsageUpdate {
         source: consumer,
         at: hour(5),
+        cuts: true,
         segments: Vec::new(),
     };
     tx.record_usage(std::slice::from_ref(&gone))
@@ -142,11 +147,13 @@ async fn usage_history_replaces<S: Store>(store: &S) {
         UsageUpdate {
             source: lease,
             at: hour(4),
+            cuts: true,
             segments: vec![moved.clone()],
         },
         UsageUpdate {
             source: consumer,
             at: hour(4),
+            cuts: true,
             segments: vec![on_demand.clone()],
         },
     ];
@@ -163,6 +170,7 @@ async fn usage_history_replaces<S: Store>(store: &S) {
     let deleted = UsageUpdate {
         source: lease,
         at: hour(5),
+        cuts: true,
         segments: Vec::new(),
     };
     write_usage(store, &[deleted]).await;
@@ -184,6 +192,117 @@ async fn usage_history_replaces<S: Store>(store: &S) {
             .len(),
         2
     );
+}
+
+/// One commit that updates a source twice (the second at an earlier instant, then a third
+/// at a later one) beside another source, one update of which cuts nothing, leaves the history
+/// that applying the updates one by one leaves.
+async fn usage_history_folds_repeated_sources<S: Store>(store: &S) {
+    let (lease, consumer) = (USAGE_LEASE, USAGE_CONSUMER);
+    let everything = Window::new(hour(-100), hour(100)).expect("a period");
+    let update = |source, at, segments| UsageUpdate {
+        source,
+        at: hour(at),
+        cuts: true,
+        segments,
+    };
+    let fresh = |source, at, segments| UsageUpdate {
+        cuts: false,
+        ..update(source, at, segments)
+    };
+    let reserved = |since, until| usage_segment(lease, UsageKind::Reserved, 4, since, until);
+    let consumed = |since| usage_segment(consumer, UsageKind::Consumed, 2, since, None);
+    let before = [
+        update(lease, 0, vec![reserved(1, Some(3)), reserved(5, Some(9))]),
+        update(consumer, 0, vec![consumed(0)]),
+    ];
+    write_usage(store, &before).await;
+    let batch = [
+        update(
+            lease,
+            6,
+            vec![reserved(7, Some(10)), reserved(11, Some(12))],
+        ),
+        update(consumer, 2, vec![consumed(2), consumed(8)]),
+        update(lease, 4, vec![reserved(4, Some(8))]),
+        update(lease, 8, vec![reserved(9, Some(11))]),
+        update(consumer, 5, Vec::new()),
+        fresh(consumer, 6, vec![consumed(6)]),
+        update(consumer, 7, vec![consumed(9)]),
+    ];
+    let mut expected = Vec::new();
+    for update in before.iter().chain(&batch) {
+        update.apply_to(&mut expected);
+    }
+    write_usage(store, &batch).await;
+    let mut read = store.usage_segments(everything, 20).await.expect("read");
+    // Rows written by one commit may come back in another order; the history is a set.
+    let key = |s: &UsageSegment| (s.source, s.since, s.until, s.amount);
+    read.sort_by_key(key);
+    expected.sort_by_key(key);
+    assert_eq!(read, expected);
+}
+
+/// Pruning the usage history deletes at most as many segments as asked, of those that ended
+/// before the instant asked, the earliest ends first; a running segment is never pruned, and a
+/// rolled-back prune deletes nothing.
+async fn usage_history_is_pruned_oldest_end_first<S: Store>(store: &S) {
+    let (lease, consumer) = (USAGE_LEASE, USAGE_CONSUMER);
+    let everything = Window::new(hour(-100), hour(100)).expect("a period");
+    let ended = |since, until| usage_segment(lease, UsageKind::Reserved, 1, since, Some(until));
+    let written = [
+        UsageUpdate {
+            source: lease,
+            at: hour(0),
+            cuts: true,
+            segments: vec![
+                ended(3, 4),
+                ended(0, 1),
+                ended(2, 3),
+                ended(1, 2),
+                ended(8, 9),
+            ],
+        },
+        UsageUpdate {
+            source: consumer,
+            at: hour(0),
+            cuts: true,
+            segments: vec![usage_segment(consumer, UsageKind::Consumed, 2, 0, None)],
+        },
+    ];
+    write_usage(store, &written).await;
+    let prune = |before, limit| async move {
+        let mut tx = store.begin_write().await.expect("begin");
+        tx.prune_usage(hour(before), limit).await.expect("prune");
+        tx
+    };
+    drop(prune(10, 10).await);
+    assert_eq!(
+        store
+            .usage_segments(everything, 10)
+            .await
+            .expect("read")
+            .len(),
+        6
+    );
+    prune(5, 2).await.commit().await.expect("commit");
+    let left = || async move {
+        let mut ends: Vec<_> = store
+            .usage_segments(everything, 10)
+            .await
+            .expect("read")
+            .iter()
+            .map(|s| s.until)
+            .collect();
+        ends.sort();
+        ends
+    };
+    assert_eq!(
+        left().await,
+        [None, Some(hour(3)), Some(hour(4)), Some(hour(9))]
+    );
+    prune(5, 10).await.commit().await.expect("commit");
+    assert_eq!(left().await, [None, Some(hour(9))]);
 }
 
 /// Idempotency keys round-trip with the change that records them (and only in the store: the

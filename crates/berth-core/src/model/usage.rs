@@ -107,27 +107,33 @@ pub struct UsageSegment {
 }
 
 /// A source's usage from `at` on: its segments running at `at` end there, those that had not
-/// begun are dropped, and `segments` (none when it uses nothing any more, or is gone) follow,
-/// none of them beginning before `at`.
+/// begun are dropped (when `cuts`), and `segments` (none when it uses nothing any more, or is
+/// gone) follow, none of them beginning before `at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageUpdate {
     /// Whose usage changed.
     pub source: UsageSource,
     /// When.
     pub at: Instant,
+    /// Whether the source used anything at or after `at` before the update: `false` for a
+    /// lease just created or a consumer's first allocations, whose history a store then need
+    /// not look up.
+    pub cuts: bool,
     /// What it uses from then on.
     pub segments: Vec<UsageSegment>,
 }
 
 impl UsageUpdate {
     /// Applies the update to a history kept in memory, as a store applies it: the source's
-    /// segments that had not begun at `at` are dropped, those running at `at` end there, and
-    /// the update's segments are added.
+    /// segments that had not begun at `at` are dropped and those running at `at` end there
+    /// (when it `cuts`), and the update's segments are added.
     pub fn apply_to(&self, history: &mut Vec<UsageSegment>) {
-        history.retain(|s| s.source != self.source || s.since < self.at);
-        for segment in history.iter_mut().filter(|s| s.source == self.source) {
-            if segment.until.is_none_or(|until| until > self.at) {
-                segment.until = Some(self.at);
+        if self.cuts {
+            history.retain(|s| s.source != self.source || s.since < self.at);
+            for segment in history.iter_mut().filter(|s| s.source == self.source) {
+                if segment.until.is_none_or(|until| until > self.at) {
+                    segment.until = Some(self.at);
+                }
             }
         }
         history.extend(self.segments.iter().cloned());

@@ -48,6 +48,7 @@ pub fn updates(catalog: &Catalog, changes: &[Change], now: Instant) -> Vec<Usage
             (before != after).then_some(UsageUpdate {
                 source,
                 at: now,
+                cuts: !before.is_empty(),
                 segments: after,
             })
         })

@@ -108,6 +108,20 @@ pub(super) async fn execute<B: SqlBackend>(
     B::Db::run(conn, query).await.map_err(B::map_err)
 }
 
+/// Runs a pruning statement that binds `(before, limit)`: an instant and a row count.
+pub(super) async fn prune_before<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    statement: &'static str,
+    before: berth_core::Instant,
+    limit: usize,
+) -> Result<(), StoreError> {
+    use super::driver::Args as _;
+    let query = sqlx::query(statement)
+        .arg(crate::codec::encode_instant(before))
+        .arg(i64::try_from(limit).unwrap_or(i64::MAX));
+    execute::<B>(conn, query).await
+}
+
 /// Runs a statement and returns every row.
 pub(super) async fn fetch_all<B: SqlBackend>(
     conn: &mut Conn<B>,

@@ -171,10 +171,11 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
     }
 
     async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
-        for update in updates {
-            usage::record::<B>(&mut self.tx, update).await?;
-        }
-        Ok(())
+        usage::record::<B>(&mut self.tx, updates).await
+    }
+
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        usage::prune::<B>(&mut self.tx, before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
