@@ -3,11 +3,9 @@
 
 use crate::deadline::Deadline;
 use crate::error::AppError;
-use berth_core::limits::{IDEMPOTENCY_PRUNE_MAX, USAGE_PRUNE_MIN, USAGE_RETENTION_DAYS};
+use berth_core::limits::IDEMPOTENCY_PRUNE_MAX;
 use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, IdempotencyRecord};
-use berth_core::model::usage::UsageUpdate;
-use berth_core::query::usage;
-use berth_core::{Catalog, Change, Instant, Rejection, Span};
+use berth_core::{Catalog, Change, Instant, Rejection};
 use berth_store::{CHANGE_LOG_PAGE, Committed, Store, StoreError, Tail, WriteTx};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -522,7 +520,6 @@ impl Batch {
         working.dirty = true;
         let now = self.clock.now();
         let mut changes = Vec::new();
-        let mut usage = Vec::new();
         let mut accepted = Vec::with_capacity(batch.len());
         // Refusals are answered once the batch is settled, so that whatever a refused caller
         // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
@@ -537,14 +534,13 @@ impl Batch {
                 Err(rejection) => refused.push((pending.reply, rejection)),
                 Ok((decided, value)) => {
                     note_records(&mut records, &decided);
-                    usage.extend(usage::updates(&working.catalog, &decided, now));
                     working.catalog.apply(&decided);
                     changes.extend(decided);
                     accepted.push((pending.reply, value));
                 }
             }
         }
-        admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
+        admit_waiting(&mut working.catalog, &mut changes, now);
         let refuse = |refused: Vec<(Reply, Rejection)>| {
             for (reply, rejection) in refused {
                 let _ = reply.send(Err(AppError::Rejected(rejection)));
@@ -576,7 +572,7 @@ impl Batch {
                 }
                 false => accepted,
             };
-        let seq = match commit_changes(tx, &changes, &usage, now).await {
+        let seq = match commit_changes(tx, &changes, now).await {
             Ok(seq) => seq,
             Err(error) => {
                 let replies = accepted.into_iter().map(|(reply, _)| reply);
@@ -624,24 +620,14 @@ fn note_records(records: &mut Records, decided: &[Change]) {
     }
 }
 
-/// Writes a batch's changes (pruning expired idempotency records first) and the usage history
-/// they make (pruning segments past [`USAGE_RETENTION_DAYS`], at most twice what it writes and
-/// at least [`USAGE_PRUNE_MIN`]), and commits them.
+/// Writes a batch's changes (pruning expired idempotency records first) and commits them.
 async fn commit_changes(
     mut tx: Box<dyn WriteTx>,
     changes: &[Change],
-    usage: &[UsageUpdate],
     now: Instant,
 ) -> Result<u64, StoreError> {
     prune_records(tx.as_mut(), changes, now).await?;
     tx.persist(changes, now).await?;
-    if !usage.is_empty() {
-        tx.record_usage(usage).await?;
-        let written: usize = usage.iter().map(|u| u.segments.len()).sum();
-        let expired = now - Span::from_days(USAGE_RETENTION_DAYS);
-        tx.prune_usage(expired, USAGE_PRUNE_MIN.max(2 * written))
-            .await?;
-    }
     tx.commit().await
 }
 
@@ -839,12 +825,7 @@ fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
 /// waitlisted: admits waitlisted leases that fit now, in the core's fair order, with at most
 /// [`berth_core::limits::WAITLIST_ATTEMPTS_MAX`] admissions as asked (no search) in all. Their
 /// changes join the batch's, so they commit with the decisions that freed the capacity.
-fn admit_waiting(
-    catalog: &mut Catalog,
-    changes: &mut Vec<Change>,
-    usage: &mut Vec<UsageUpdate>,
-    now: Instant,
-) {
+fn admit_waiting(catalog: &mut Catalog, changes: &mut Vec<Change>, now: Instant) {
     if !catalog.has_waiting() || !changes.iter().any(Change::may_free_capacity) {
         return;
     }
@@ -856,7 +837,6 @@ fn admit_waiting(
         if admitted.is_empty() {
             break;
         }
-        usage.extend(usage::updates(catalog, &admitted, now));
         catalog.apply(&admitted);
         changes.extend(admitted);
     }

@@ -12,8 +12,6 @@ use berth_app::{AppError, Berth, CreateLease, CreateProvider, Deadline};
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord, Idempotent};
 use berth_core::model::lease::LeaseRecord;
-use berth_core::model::ledger::Window;
-use berth_core::model::usage::{UsageSegment, UsageUpdate};
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
 use common::{CountingIds, FixedClock, one_host_lease};
@@ -79,13 +77,6 @@ impl Store for GatedStore {
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         self.inner.idempotency_record(key).await
     }
-    async fn usage_segments(
-        &self,
-        period: Window,
-        limit: usize,
-    ) -> Result<Vec<UsageSegment>, StoreError> {
-        self.inner.usage_segments(period, limit).await
-    }
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         Ok(Box::new(GatedTx {
             inner: self.inner.begin_write().await?,
@@ -132,12 +123,6 @@ impl WriteTx for GatedTx {
     }
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
         self.inner.prune_idempotency(before, limit).await
-    }
-    async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
-        self.inner.record_usage(updates).await
-    }
-    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
-        self.inner.prune_usage(before, limit).await
     }
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         self.inner.persist(changes, now).await

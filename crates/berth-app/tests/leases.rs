@@ -386,13 +386,6 @@ impl berth_store::Store for CrashingStore {
     ) -> Result<Option<IdempotencyRecord>, berth_store::StoreError> {
         self.inner.idempotency_record(key).await
     }
-    async fn usage_segments(
-        &self,
-        period: berth_core::model::ledger::Window,
-        limit: usize,
-    ) -> Result<Vec<berth_core::model::usage::UsageSegment>, berth_store::StoreError> {
-        self.inner.usage_segments(period, limit).await
-    }
     async fn begin_write(&self) -> Result<Box<dyn berth_store::WriteTx>, berth_store::StoreError> {
         let tx = self.inner.begin_write().await?;
         Ok(Box::new(CrashingTx {
@@ -449,19 +442,6 @@ impl berth_store::WriteTx for CrashingTx {
         limit: usize,
     ) -> Result<(), berth_store::StoreError> {
         self.inner.prune_idempotency(before, limit).await
-    }
-    async fn record_usage(
-        &mut self,
-        updates: &[berth_core::model::usage::UsageUpdate],
-    ) -> Result<(), berth_store::StoreError> {
-        self.inner.record_usage(updates).await
-    }
-    async fn prune_usage(
-        &mut self,
-        before: Instant,
-        limit: usize,
-    ) -> Result<(), berth_store::StoreError> {
-        self.inner.prune_usage(before, limit).await
     }
     async fn persist(
         &mut self,

@@ -6,8 +6,6 @@ use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
-use berth_core::model::ledger::Window;
-use berth_core::model::usage::{UsageSegment, UsageUpdate};
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{CommitFeed, MemStore, Store, StoreError, Tail, WriteTx};
 use std::sync::{Arc, Mutex};
@@ -209,14 +207,6 @@ impl Store for SimStore {
         self.live()?.idempotency_record(key).await
     }
 
-    async fn usage_segments(
-        &self,
-        period: Window,
-        limit: usize,
-    ) -> Result<Vec<UsageSegment>, StoreError> {
-        self.live()?.usage_segments(period, limit).await
-    }
-
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let n = self.disk().commits + 1;
         self.reached(n, Boundary::BeforeWrite)?;
@@ -280,14 +270,6 @@ impl WriteTx for SimTx {
 
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
         self.inner.prune_idempotency(before, limit).await
-    }
-
-    async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
-        self.inner.record_usage(updates).await
-    }
-
-    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
-        self.inner.prune_usage(before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {

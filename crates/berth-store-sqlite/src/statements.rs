@@ -131,28 +131,6 @@ pub(crate) const SQL: Statements = Statements {
             WHERE created_at < ? ORDER BY created_at LIMIT ?)",
 
     // One process holds an SQLite database: nothing follows it, so commits keep no log.
-    // Each over a JSON array, the array the outer loop (CROSS JOIN): every source is looked
-    // up by its index, whatever the table's size.
-    usage_drop_from: "DELETE FROM usage_segments WHERE id IN (
-        SELECT u.id FROM json_each(?) AS k
-        CROSS JOIN usage_segments u ON u.source_kind = k.value ->> 0
-            AND u.source = k.value ->> 1 AND u.since >= k.value ->> 2)",
-    usage_close_at: "UPDATE usage_segments SET until = k.value ->> 2
-        FROM json_each(?) AS k
-        WHERE usage_segments.source_kind = k.value ->> 0
-            AND usage_segments.source = k.value ->> 1
-            AND (usage_segments.until IS NULL OR usage_segments.until > k.value ->> 2)",
-    usage_insert: "INSERT INTO usage_segments (source_kind, source, kind, project_id,
-        reservation_id, provider_id, resource_class, amount, since, until)
-        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
-            value ->> 6, value ->> 7, value ->> 8, value ->> 9
-        FROM json_each(?) ORDER BY key",
-    usage_prune: "DELETE FROM usage_segments WHERE id IN (
-        SELECT id FROM usage_segments WHERE until < ? ORDER BY until LIMIT ?)",
-    // No ORDER BY: it would make SQLite scan the table by rowid instead of the `until` index.
-    usage_overlapping: "SELECT id, source_kind, source, kind, project_id, reservation_id,
-        provider_id, resource_class, amount, since, until FROM usage_segments
-        WHERE since < ? AND (until IS NULL OR until > ?) LIMIT ?",
     change_log: None,
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",

@@ -5,8 +5,6 @@ use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
-use berth_core::model::ledger::Window;
-use berth_core::model::usage::{UsageSegment, UsageUpdate};
 use berth_core::{Change, Instant};
 
 /// A storage failure. Domain rules are checked by the core before anything reaches storage, so
@@ -163,15 +161,6 @@ pub trait Store: Send + Sync + 'static {
         key: &IdempotencyKey,
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
 
-    /// The usage history's segments that overlap `period`, of every project, in the order they
-    /// were written: at most `limit` (a caller asking one more than it takes learns that there
-    /// were more).
-    async fn usage_segments(
-        &self,
-        period: Window,
-        limit: usize,
-    ) -> Result<Vec<UsageSegment>, StoreError>;
-
     /// Starts a catalog write. The transaction excludes every other catalog writer, in this
     /// process and in every other replica, until it commits or is dropped (which rolls back).
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError>;
@@ -211,14 +200,6 @@ pub trait WriteTx: Send {
 
     /// Deletes at most `limit` idempotency records created before `before`, oldest first.
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError>;
-
-    /// Writes the usage history's `updates`, in order ([`UsageUpdate::apply_to`] says what
-    /// each does): the history is kept here alone, never loaded with the catalog.
-    async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError>;
-
-    /// Deletes at most `limit` usage segments that ended before `before`, those that ended
-    /// first first.
-    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError>;
 
     /// Writes `changes`, in order. `now` stamps the rows that carry no time of their own.
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError>;

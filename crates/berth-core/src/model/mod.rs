@@ -18,4 +18,3 @@ pub mod promise;
 pub mod provider;
 pub mod recurrence;
 pub mod time;
-pub mod usage;

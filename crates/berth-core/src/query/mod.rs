@@ -20,4 +20,3 @@ pub mod presentation;
 pub mod promise;
 pub mod properties;
 pub mod providers;
-pub mod usage;

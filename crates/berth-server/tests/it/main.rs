@@ -43,4 +43,3 @@ mod staying_up;
 mod support;
 mod tls;
 mod ui;
-mod usage;

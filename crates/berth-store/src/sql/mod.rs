@@ -16,7 +16,6 @@ mod idempotency;
 mod lease;
 mod log;
 mod statements;
-mod usage;
 
 use backend::execute;
 pub use backend::{Conn, SqlBackend};
@@ -28,8 +27,6 @@ use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
-use berth_core::model::ledger::Window;
-use berth_core::model::usage::{UsageSegment, UsageUpdate};
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
 
@@ -97,15 +94,6 @@ impl<B: SqlBackend> Store for B {
         Ok(found.into_iter().next().map(|(_, record)| record))
     }
 
-    async fn usage_segments(
-        &self,
-        period: Window,
-        limit: usize,
-    ) -> Result<Vec<UsageSegment>, StoreError> {
-        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
-        usage::overlapping::<B>(&mut conn, period, limit).await
-    }
-
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let (tx, seq) = self.begin_locked().await?;
         Ok(Box::new(SqlTx::<B> {
@@ -168,14 +156,6 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
 
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
         idempotency::prune::<B>(&mut self.tx, before, limit).await
-    }
-
-    async fn record_usage(&mut self, updates: &[UsageUpdate]) -> Result<(), StoreError> {
-        usage::record::<B>(&mut self.tx, updates).await
-    }
-
-    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
-        usage::prune::<B>(&mut self.tx, before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {

@@ -151,24 +151,6 @@ pub struct Statements {
     /// first, through the `created_at` index.
     pub prune_idempotency_keys: &'static str,
 
-    /// `(sources)`, a JSON array of `[source_kind, source, at]` triples with distinct
-    /// sources: deletes each source's usage segments that begin at its `at` or later.
-    pub usage_drop_from: &'static str,
-    /// `(sources)`, as for `usage_drop_from`: ends at its `at` each source's usage segments
-    /// running then.
-    pub usage_close_at: &'static str,
-    /// `(segments)`, a JSON array of `[source_kind, source, kind, project_id, reservation_id,
-    /// provider_id, resource_class, amount, since, until]` rows: adds them in array order.
-    pub usage_insert: &'static str,
-    /// `(before, limit)`: deletes at most `limit` usage segments that ended before `before`,
-    /// those that ended first first, through the `until` index.
-    pub usage_prune: &'static str,
-    /// `(end, start, limit)`: returns `id, source_kind, source, kind, project_id,
-    /// reservation_id, provider_id, resource_class, amount, since, until` of at most `limit`
-    /// usage segments that begin before `end` and run past `start` (through the `until`
-    /// index), in no order.
-    pub usage_overlapping: &'static str,
-
     /// How commits write the replication log; `None` where one process holds the database,
     /// so no other follows it and the log stays empty.
     pub change_log: Option<ChangeLogWrites>,
