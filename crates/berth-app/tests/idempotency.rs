@@ -7,22 +7,10 @@ mod common;
 use berth_app::{Berth, CreateLease};
 use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, Idempotent};
 use berth_store::{MemStore, Store};
-use common::{CountingIds, ManualClock, host, one_host_lease};
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use common::{ManualClock, host, one_host_lease, open};
 
 const T0: i64 = 1_700_000_000_000_000;
 const HOUR: i64 = 3_600_000_000;
-
-async fn open(store: &MemStore, clock: &ManualClock, first_id: u64) -> Berth {
-    Berth::open(
-        Arc::new(store.clone()),
-        Arc::new(clock.clone()),
-        Arc::new(CountingIds(AtomicU64::new(first_id))),
-    )
-    .await
-    .expect("open")
-}
 
 fn key(name: &str) -> IdempotencyKey {
     IdempotencyKey {

@@ -19,14 +19,7 @@ const T0: i64 = 1_800_000_000_000_000;
 const SECOND: i64 = 1_000_000;
 
 async fn replica(store: &MemStore, clock: &ManualClock, first_id: u64) -> Arc<Berth> {
-    let berth = Berth::open(
-        Arc::new(store.clone()),
-        Arc::new(clock.clone()),
-        Arc::new(CountingIds(AtomicU64::new(first_id))),
-    )
-    .await
-    .expect("open");
-    Arc::new(berth)
+    Arc::new(common::open(store, clock, first_id).await)
 }
 
 async fn enroll(berth: &Berth, name: &str, zone: &str) {

@@ -16,7 +16,6 @@ use berth_core::decide::baremetal::{
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::node_allocation::{self, AllocationPatch, Backfill};
 use berth_core::model::baremetal::{AllocationRecord, NodeClaim, ProvisionState};
-use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
 use berth_core::query::baremetal::find_allocation;
 use berth_core::query::presentation::FencePolicy;
@@ -100,13 +99,7 @@ fn reserve(w: &mut World, project: &str, name: &str, at: (i64, i64)) {
         before_end: None,
         reservations: vec![(
             ReservationId::new(w.id()),
-            ReservationSpec::Host {
-                min: 1,
-                max: 1,
-                hypervisor_properties: String::new().into(),
-                resource_properties: format!(r#"["==", "$hypervisor_hostname", "{name}"]"#).into(),
-                before_end: "default".into(),
-            },
+            support::one_host_where(format!(r#"["==", "$hypervisor_hostname", "{name}"]"#)),
         )],
         event_ids: [w.id(), w.id(), w.id()],
         notice_lead: berth_core::Span::ZERO,

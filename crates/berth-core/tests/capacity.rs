@@ -159,16 +159,7 @@ fn host_lease(w: &mut World, start: Instant, end: Instant) -> NewLease {
         start,
         end,
         before_end: None,
-        reservations: vec![(
-            ReservationId::new(w.id()),
-            ReservationSpec::Host {
-                min: 1,
-                max: 1,
-                hypervisor_properties: String::new().into(),
-                resource_properties: String::new().into(),
-                before_end: "default".into(),
-            },
-        )],
+        reservations: vec![(ReservationId::new(w.id()), support::one_host())],
         event_ids: [w.id(), w.id(), w.id()],
         notice_lead: Span::ZERO,
     }

@@ -6,7 +6,6 @@ use berth_core::decide::admission::Search;
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::decide::promise::{NewReservation, create_reservation};
 use berth_core::model::capacity::{Figures, Measure};
-use berth_core::model::lease::ReservationSpec;
 use berth_core::model::ledger::Window;
 use berth_core::model::promise::{Ask, PoolAsk, PromiseKind};
 use berth_core::model::provider::Attributes;
@@ -70,16 +69,7 @@ fn host_lease(w: &mut World, project: &str, (start, end): (i64, i64)) -> LeaseId
         start: t(start),
         end: t(end),
         before_end: None,
-        reservations: vec![(
-            ReservationId::new(w.id()),
-            ReservationSpec::Host {
-                min: 1,
-                max: 1,
-                hypervisor_properties: String::new().into(),
-                resource_properties: String::new().into(),
-                before_end: "default".into(),
-            },
-        )],
+        reservations: vec![(ReservationId::new(w.id()), support::one_host())],
         event_ids: [w.id(), w.id(), w.id()],
         notice_lead: Span::ZERO,
     };

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 mod support;
-use support::{TICK, World};
+use support::{TICK, World, one_host};
 
 const OWNER: &str = "owner";
 const GUEST: &str = "guest";
@@ -26,17 +26,6 @@ fn class(name: &str) -> ResourceClass {
 
 fn cap(entries: &[(&str, i64)]) -> BTreeMap<String, i64> {
     entries.iter().map(|(c, n)| ((*c).to_owned(), *n)).collect()
-}
-
-/// One whole host, any.
-fn one_host() -> ReservationSpec {
-    ReservationSpec::Host {
-        min: 1,
-        max: 1,
-        hypervisor_properties: String::new().into(),
-        resource_properties: String::new().into(),
-        before_end: "default".into(),
-    }
 }
 
 /// A started lease of `OWNER` holding `spec` from now for ten ticks.

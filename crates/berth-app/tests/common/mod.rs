@@ -86,3 +86,18 @@ pub(crate) fn one_host_lease(name: &str, start: i64, end: i64) -> berth_app::Cre
         hold: None,
     }
 }
+
+/// The service over `store`, reading `clock`, its ids counted from `first_id`.
+pub(crate) async fn open(
+    store: &berth_store::MemStore,
+    clock: &ManualClock,
+    first_id: u64,
+) -> berth_app::Berth {
+    berth_app::Berth::open(
+        Arc::new(store.clone()),
+        Arc::new(clock.clone()),
+        Arc::new(CountingIds(AtomicU64::new(first_id))),
+    )
+    .await
+    .expect("open")
+}

@@ -6,6 +6,7 @@
 
 use berth_core::decide::inventory::{NewHost, enroll_host};
 use berth_core::decide::lifecycle::fire_event;
+use berth_core::model::lease::ReservationSpec;
 use berth_core::model::provider::Attributes;
 use berth_core::{Catalog, Change, Instant, ProviderId};
 use uuid::Uuid;
@@ -82,5 +83,22 @@ impl World {
                 fire_event(&self.catalog, id, kind, self.at()).expect("a due event fires");
             self.apply(&changes);
         }
+    }
+}
+
+/// A host reservation of one whole host, any.
+pub(crate) fn one_host() -> ReservationSpec {
+    one_host_where(String::new())
+}
+
+/// A host reservation of one whole host whose resource properties match `filter` (Blazar's
+/// JSON filter text; empty for any).
+pub(crate) fn one_host_where(filter: String) -> ReservationSpec {
+    ReservationSpec::Host {
+        min: 1,
+        max: 1,
+        hypervisor_properties: String::new().into(),
+        resource_properties: filter.into(),
+        before_end: "default".into(),
     }
 }
