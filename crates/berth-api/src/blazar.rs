@@ -799,3 +799,49 @@ pub struct ShareList {
     /// shared with.
     pub shares: Vec<Share>,
 }
+
+/// `GET /reservation/v1/usage` (berth): a usage report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarUsageEnvelope")]
+pub struct UsageEnvelope {
+    /// The report.
+    pub usage: UsageReport,
+}
+
+/// Unit-hours by project and resource class over a period, counted as far as the time of the
+/// report (usage is history).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarUsageReport")]
+pub struct UsageReport {
+    /// The period's start (`%Y-%m-%d %H:%M:%S.%f`, UTC).
+    pub start: String,
+    /// The period's end.
+    pub end: String,
+    /// How far it is counted: the end, or the time of the report when the end is later.
+    pub counted_until: String,
+    /// One row per project and class, by project then class.
+    pub rows: Vec<UsageRow>,
+}
+
+/// One project's usage of one resource class, in unit-hours (a VCPU held for an hour is 1).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarUsageRow")]
+pub struct UsageRow {
+    /// The project.
+    pub project_id: String,
+    /// The resource class (a whole host counts as its inventories; a floating IP as one
+    /// `IPV4_ADDRESS`).
+    pub resource_class: String,
+    /// Held by the project's reservations.
+    pub reserved_hours: f64,
+    /// The project's consumers' allocations inside reservations (its own or shared with it).
+    pub consumed_hours: f64,
+    /// Preemptible work that ran in the capacity the project's reservations held.
+    pub lent_hours: f64,
+    /// What the project's reservations held that no consumer used and nothing borrowed.
+    pub idle_hours: f64,
+    /// The project's consumers' allocations outside reservations.
+    pub on_demand_hours: f64,
+    /// The project's preemptible consumers' allocations.
+    pub preemptible_hours: f64,
+}

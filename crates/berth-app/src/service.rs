@@ -3,9 +3,11 @@
 
 use crate::deadline::Deadline;
 use crate::error::AppError;
-use berth_core::limits::IDEMPOTENCY_PRUNE_MAX;
+use berth_core::limits::{IDEMPOTENCY_PRUNE_MAX, USAGE_PRUNE_MIN, USAGE_RETENTION_DAYS};
 use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, IdempotencyRecord};
-use berth_core::{Catalog, Change, Instant, Rejection};
+use berth_core::model::usage::UsageSegment;
+use berth_core::query::usage;
+use berth_core::{Catalog, Change, Instant, Rejection, Span};
 use berth_store::{CHANGE_LOG_PAGE, Committed, Store, StoreError, Tail, WriteTx};
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -520,6 +522,7 @@ impl Batch {
         working.dirty = true;
         let now = self.clock.now();
         let mut changes = Vec::new();
+        let mut usage = Vec::new();
         let mut accepted = Vec::with_capacity(batch.len());
         // Refusals are answered once the batch is settled, so that whatever a refused caller
         // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
@@ -532,15 +535,16 @@ impl Batch {
             let record = pending.key.as_ref().and_then(|key| records.get(key));
             match (pending.decide)(&working.catalog, record, now) {
                 Err(rejection) => refused.push((pending.reply, rejection)),
-                Ok((decided, value)) => {
+                Ok((mut decided, value)) => {
                     note_records(&mut records, &decided);
+                    usage.extend(usage::close(&working.catalog, &mut decided, now));
                     working.catalog.apply(&decided);
                     changes.extend(decided);
                     accepted.push((pending.reply, value));
                 }
             }
         }
-        admit_waiting(&mut working.catalog, &mut changes, now);
+        admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
         let refuse = |refused: Vec<(Reply, Rejection)>| {
             for (reply, rejection) in refused {
                 let _ = reply.send(Err(AppError::Rejected(rejection)));
@@ -572,7 +576,7 @@ impl Batch {
                 }
                 false => accepted,
             };
-        let seq = match commit_changes(tx, &changes, now).await {
+        let seq = match commit_changes(tx, &changes, &usage, now).await {
             Ok(seq) => seq,
             Err(error) => {
                 let replies = accepted.into_iter().map(|(reply, _)| reply);
@@ -620,14 +624,23 @@ fn note_records(records: &mut Records, decided: &[Change]) {
     }
 }
 
-/// Writes a batch's changes (pruning expired idempotency records first) and commits them.
+/// Writes a batch's changes (pruning expired idempotency records first) and the usage history
+/// they close (pruning segments past [`USAGE_RETENTION_DAYS`], at most twice what it writes and
+/// at least [`USAGE_PRUNE_MIN`]), and commits them.
 async fn commit_changes(
     mut tx: Box<dyn WriteTx>,
     changes: &[Change],
+    usage: &[UsageSegment],
     now: Instant,
 ) -> Result<u64, StoreError> {
     prune_records(tx.as_mut(), changes, now).await?;
     tx.persist(changes, now).await?;
+    if !usage.is_empty() {
+        tx.record_usage(usage).await?;
+        let expired = now - Span::from_days(USAGE_RETENTION_DAYS);
+        tx.prune_usage(expired, USAGE_PRUNE_MIN.max(2 * usage.len()))
+            .await?;
+    }
     tx.commit().await
 }
 
@@ -819,29 +832,35 @@ fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
     *catalog = fresh;
 }
 
-/// The answer of a decision whose batch task ended without answering (it panicked): whether
-/// its batch committed is unknown, so it is a storage failure, not a retryable refusal.
 /// After a batch's decisions, when one of them may have freed capacity and leases are
 /// waitlisted: admits waitlisted leases that fit now, in the core's fair order, with at most
 /// [`berth_core::limits::WAITLIST_ATTEMPTS_MAX`] admissions as asked (no search) in all. Their
 /// changes join the batch's, so they commit with the decisions that freed the capacity.
-fn admit_waiting(catalog: &mut Catalog, changes: &mut Vec<Change>, now: Instant) {
+fn admit_waiting(
+    catalog: &mut Catalog,
+    changes: &mut Vec<Change>,
+    usage: &mut Vec<UsageSegment>,
+    now: Instant,
+) {
     if !catalog.has_waiting() || !changes.iter().any(Change::may_free_capacity) {
         return;
     }
     let mut budget = berth_core::limits::WAITLIST_ATTEMPTS_MAX;
     // Each round admits one lease or ends, and spends at least one attempt.
     while budget > 0 {
-        let (admitted, used) = berth_core::decide::lease::admit_waiting(catalog, now, budget);
+        let (mut admitted, used) = berth_core::decide::lease::admit_waiting(catalog, now, budget);
         budget = budget.saturating_sub(used.max(1));
         if admitted.is_empty() {
             break;
         }
+        usage.extend(usage::close(catalog, &mut admitted, now));
         catalog.apply(&admitted);
         changes.extend(admitted);
     }
 }
 
+/// The answer of a decision whose batch task ended without answering (it panicked): whether
+/// its batch committed is unknown, so it is a storage failure, not a retryable refusal.
 fn abandoned() -> AppError {
     AppError::Store(StoreError::Backend(
         "the write batch ended without an answer".into(),

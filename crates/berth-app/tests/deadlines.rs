@@ -12,6 +12,8 @@ use berth_app::{AppError, Berth, CreateLease, CreateProvider, Deadline};
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord, Idempotent};
 use berth_core::model::lease::LeaseRecord;
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
 use common::{CountingIds, FixedClock, one_host_lease};
@@ -77,6 +79,14 @@ impl Store for GatedStore {
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         self.inner.idempotency_record(key).await
     }
+    async fn usage_segments(
+        &self,
+        period: Window,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<UsageSegment>, StoreError> {
+        self.inner.usage_segments(period, seq, limit).await
+    }
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         Ok(Box::new(GatedTx {
             inner: self.inner.begin_write().await?,
@@ -123,6 +133,12 @@ impl WriteTx for GatedTx {
     }
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
         self.inner.prune_idempotency(before, limit).await
+    }
+    async fn record_usage(&mut self, segments: &[UsageSegment]) -> Result<(), StoreError> {
+        self.inner.record_usage(segments).await
+    }
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.inner.prune_usage(before, limit).await
     }
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         self.inner.persist(changes, now).await

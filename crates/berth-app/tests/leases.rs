@@ -379,6 +379,14 @@ impl berth_store::Store for CrashingStore {
     ) -> Result<Option<IdempotencyRecord>, berth_store::StoreError> {
         self.inner.idempotency_record(key).await
     }
+    async fn usage_segments(
+        &self,
+        period: berth_core::model::ledger::Window,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<berth_core::model::usage::UsageSegment>, berth_store::StoreError> {
+        self.inner.usage_segments(period, seq, limit).await
+    }
     async fn begin_write(&self) -> Result<Box<dyn berth_store::WriteTx>, berth_store::StoreError> {
         let tx = self.inner.begin_write().await?;
         Ok(Box::new(CrashingTx {
@@ -435,6 +443,19 @@ impl berth_store::WriteTx for CrashingTx {
         limit: usize,
     ) -> Result<(), berth_store::StoreError> {
         self.inner.prune_idempotency(before, limit).await
+    }
+    async fn record_usage(
+        &mut self,
+        segments: &[berth_core::model::usage::UsageSegment],
+    ) -> Result<(), berth_store::StoreError> {
+        self.inner.record_usage(segments).await
+    }
+    async fn prune_usage(
+        &mut self,
+        before: Instant,
+        limit: usize,
+    ) -> Result<(), berth_store::StoreError> {
+        self.inner.prune_usage(before, limit).await
     }
     async fn persist(
         &mut self,

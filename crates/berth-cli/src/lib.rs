@@ -1,5 +1,5 @@
 //! The command-line client: `berth host|provider|lease|reservation|availability|capacity|
-//! flavor|node|claim|subscription|notification|provider-cloud ...` and `berth completions`.
+//! flavor|node|claim|subscription|notification|provider-cloud|usage ...` and `berth completions`.
 //!
 //! It is a client of berth's HTTP API and nothing else: every command is one or a few requests
 //! to a running server (`--url`, `BERTH_URL`), with `X-Auth-Token` when a token is given
@@ -33,6 +33,7 @@ mod refusal;
 pub mod reservations;
 pub mod subscriptions;
 mod time;
+pub mod usage;
 
 pub use connection::Connection;
 pub use output::Format;
@@ -69,6 +70,9 @@ pub enum ClientCommand {
     Notification(subscriptions::NotificationCommand),
     /// OpenStack clouds registered with berth (Promise's add-provider): add, list, show, remove.
     ProviderCloud(clouds::ProviderCloudCommand),
+    /// Usage by project and resource class over a period: reserved, consumed, lent, idle, on
+    /// demand and preemptible unit-hours.
+    Usage(usage::UsageArgs),
     /// Prints a shell completion script (for example `berth completions bash > /etc/bash_completion.d/berth`).
     Completions {
         /// The shell.
@@ -96,6 +100,7 @@ pub async fn run(
         ClientCommand::Subscription(c) => c.connection.output,
         ClientCommand::Notification(c) => c.connection.output,
         ClientCommand::ProviderCloud(c) => c.connection.output,
+        ClientCommand::Usage(c) => c.connection.output,
         ClientCommand::Completions { .. } => Format::Table,
     };
     match dispatch(command, berth_command).await {
@@ -128,6 +133,7 @@ async fn dispatch(
             subscriptions::run_notification(&Ctx::new(&c.connection)?, c.verb).await
         }
         ClientCommand::ProviderCloud(c) => clouds::run(&Ctx::new(&c.connection)?, c.verb).await,
+        ClientCommand::Usage(c) => usage::run(&Ctx::new(&c.connection)?, &c).await,
         ClientCommand::Completions { shell } => {
             let mut command = berth_command();
             let mut script = Vec::new();

@@ -55,10 +55,19 @@ pub(crate) fn parse_when(text: &str) -> Result<When, String> {
     if text.eq_ignore_ascii_case("now") {
         return Ok(When::Now);
     }
-    if let Some(offset) = text.strip_prefix('+') {
+    // `+2h` from now, or `-7d` before it.
+    let relative = match text.split_at_checked(1) {
+        Some(("+", offset)) => Some((false, offset)),
+        Some(("-", offset)) => Some((true, offset)),
+        _ => None,
+    };
+    if let Some((before, offset)) = relative {
         let offset = parse_offset(offset).map_err(|e| format!("{text}: {e}"))?;
-        return now()
-            .checked_add(offset)
+        let at = match before {
+            false => now().checked_add(offset),
+            true => now().checked_sub(offset),
+        };
+        return at
             .map(When::At)
             .map_err(|_| format!("{text} is too far away"));
     }
@@ -73,7 +82,7 @@ pub(crate) fn parse_when(text: &str) -> Result<When, String> {
         .map(When::At)
         .ok_or_else(|| {
             format!(
-                "{text} is not a time: use now, +30m, +2h, +3d, 2030-01-01T10:00:00Z or \"2030-01-01 10:00\" (UTC)"
+                "{text} is not a time: use now, +30m, +2h, +3d, -7d, 2030-01-01T10:00:00Z or \"2030-01-01 10:00\" (UTC)"
             )
         })
 }

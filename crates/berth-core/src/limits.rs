@@ -174,5 +174,20 @@ pub const PROVIDER_CLOUD_ANSWER_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most characters of a provider cloud's last error berth keeps.
 pub const PROVIDER_CLOUD_ERROR_LEN_MAX: usize = 512;
 
+/// Longest period of one usage report, in days (a report of a longer one is refused).
+pub const USAGE_PERIOD_DAYS_MAX: i64 = 366;
+/// Most usage-history segments one report adds up: a period whose history holds more is
+/// refused, and a shorter one must be asked.
+pub const USAGE_SEGMENTS_MAX: usize = 200_000;
+/// How long the usage history keeps a segment after it ends, in days: a year's report and a
+/// month to spare. A report of a period that begins earlier is refused.
+pub const USAGE_RETENTION_DAYS: i64 = 400;
+/// Fewest expired usage segments a commit that writes the history prunes (it prunes up to
+/// twice the segments it writes, when that is more), so that the history never outgrows the
+/// retention by more than what was there before.
+pub const USAGE_PRUNE_MIN: usize = 16;
+
+const _: () = assert!(USAGE_RETENTION_DAYS > USAGE_PERIOD_DAYS_MAX);
+
 const _: () = assert!(PROVIDER_CLOUD_PROVIDERS_MAX > 0);
 const _: () = assert!(PROVIDER_CLOUDS_MAX > 0);

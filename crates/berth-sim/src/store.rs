@@ -6,6 +6,8 @@ use async_trait::async_trait;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant, LeaseId};
 use berth_store::{CommitFeed, MemStore, Store, StoreError, Tail, WriteTx};
 use std::sync::{Arc, Mutex};
@@ -207,6 +209,15 @@ impl Store for SimStore {
         self.live()?.idempotency_record(key).await
     }
 
+    async fn usage_segments(
+        &self,
+        period: Window,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<UsageSegment>, StoreError> {
+        self.live()?.usage_segments(period, seq, limit).await
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let n = self.disk().commits + 1;
         self.reached(n, Boundary::BeforeWrite)?;
@@ -270,6 +281,14 @@ impl WriteTx for SimTx {
 
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
         self.inner.prune_idempotency(before, limit).await
+    }
+
+    async fn record_usage(&mut self, segments: &[UsageSegment]) -> Result<(), StoreError> {
+        self.inner.record_usage(segments).await
+    }
+
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.inner.prune_usage(before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {

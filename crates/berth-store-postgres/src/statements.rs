@@ -131,6 +131,16 @@ pub(crate) const SQL: Statements = Statements {
             SELECT project_id, route, idempotency_key FROM idempotency_keys
             WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
 
+    usage_insert: "INSERT INTO usage_segments (source_kind, source, kind, project_id,
+        reservation_id, provider_id, resource_class, amount, since, until, seq)
+        SELECT k.e->>0, (k.e->>1)::uuid, k.e->>2, k.e->>3, (k.e->>4)::uuid, (k.e->>5)::uuid,
+            k.e->>6, (k.e->>7)::bigint, (k.e->>8)::bigint, (k.e->>9)::bigint, $2
+        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS k(e, n) ORDER BY k.n",
+    usage_prune: "DELETE FROM usage_segments WHERE id IN (
+        SELECT id FROM usage_segments WHERE until < $1 ORDER BY until LIMIT $2)",
+    usage_overlapping: "SELECT id, source_kind, source, kind, project_id, reservation_id,
+        provider_id, resource_class, amount, since, until FROM usage_segments
+        WHERE until > $2 AND since < $1 AND seq <= $3 LIMIT $4",
     change_log: Some(ChangeLogWrites {
         append: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
         prune: "DELETE FROM change_log WHERE seq <= $1",

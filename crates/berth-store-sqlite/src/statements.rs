@@ -131,6 +131,17 @@ pub(crate) const SQL: Statements = Statements {
             WHERE created_at < ? ORDER BY created_at LIMIT ?)",
 
     // One process holds an SQLite database: nothing follows it, so commits keep no log.
+    usage_insert: "INSERT INTO usage_segments (source_kind, source, kind, project_id,
+        reservation_id, provider_id, resource_class, amount, since, until, seq)
+        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
+            value ->> 6, value ->> 7, value ->> 8, value ->> 9, ?2
+        FROM json_each(?1) ORDER BY key",
+    usage_prune: "DELETE FROM usage_segments WHERE id IN (
+        SELECT id FROM usage_segments WHERE until < ? ORDER BY until LIMIT ?)",
+    // No ORDER BY: it would make SQLite scan the table by rowid instead of the `until` index.
+    usage_overlapping: "SELECT id, source_kind, source, kind, project_id, reservation_id,
+        provider_id, resource_class, amount, since, until FROM usage_segments
+        WHERE until > ?2 AND since < ?1 AND seq <= ?3 LIMIT ?4",
     change_log: None,
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",

@@ -8,6 +8,8 @@ use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::{FloatingIp, LeaseRecord};
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::UsageSegment;
 use berth_core::{CHANGE_FORMAT, Catalog, Change, Instant};
 use std::sync::Arc;
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -30,6 +32,9 @@ struct MemState {
     log: std::collections::VecDeque<(u64, String)>,
     /// How many commits the log keeps (0 is taken as [`CHANGE_LOG_RETAINED`]).
     retained: u64,
+    /// The usage history, in the order it was written, each segment with its commit's
+    /// sequence.
+    usage: Vec<(u64, UsageSegment)>,
 }
 
 impl MemStore {
@@ -42,6 +47,7 @@ impl MemStore {
                 keys: Keys::default(),
                 log: std::collections::VecDeque::new(),
                 retained: CHANGE_LOG_RETAINED,
+                usage: Vec::new(),
             })),
         }
     }
@@ -57,6 +63,7 @@ impl MemStore {
                 keys: state.keys.clone(),
                 log: state.log.clone(),
                 retained: state.retained,
+                usage: state.usage.clone(),
             })),
         }
     }
@@ -108,6 +115,24 @@ impl Store for MemStore {
         Ok(self.state.lock().await.keys.by_key.get(key).cloned())
     }
 
+    async fn usage_segments(
+        &self,
+        period: Window,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<UsageSegment>, StoreError> {
+        let state = self.state.lock().await;
+        Ok(state
+            .usage
+            .iter()
+            .filter(|(at, s)| {
+                *at <= seq && s.since < period.end() && s.until.is_none_or(|u| u > period.start())
+            })
+            .take(limit)
+            .map(|(_, s)| s.clone())
+            .collect())
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let guard = Arc::clone(&self.state).lock_owned().await;
         let draft = guard.catalog.clone();
@@ -118,6 +143,8 @@ impl Store for MemStore {
             keys,
             recorded: Vec::new(),
             persisted: Vec::new(),
+            usage: Vec::new(),
+            usage_prunes: Vec::new(),
         }))
     }
 
@@ -222,6 +249,32 @@ fn check_address_free(catalog: &Catalog, id: Uuid, fip: &FloatingIp) -> Result<(
     Ok(())
 }
 
+/// Deletes from `history` at most `limit` segments that ended before `before`, those that
+/// ended first first.
+fn prune_usage(history: &mut Vec<(u64, UsageSegment)>, before: Instant, limit: usize) {
+    let mut ended: Vec<Instant> = history
+        .iter()
+        .filter_map(|(_, s)| s.until.filter(|until| *until < before))
+        .collect();
+    if ended.len() > limit {
+        ended.select_nth_unstable(limit);
+        ended.truncate(limit);
+    }
+    // Ties at the last instant kept: drop the earlier ends, then as many of the last as fit.
+    let Some(&last) = ended.iter().max() else {
+        return;
+    };
+    let mut at_last = ended.iter().filter(|at| **at == last).count();
+    history.retain(|(_, s)| match s.until {
+        Some(until) if until < last => false,
+        Some(until) if until == last && at_last > 0 => {
+            at_last -= 1;
+            false
+        }
+        _ => true,
+    });
+}
+
 struct MemTx {
     guard: OwnedMutexGuard<MemState>,
     draft: Catalog,
@@ -231,6 +284,10 @@ struct MemTx {
     recorded: Vec<LeaseRecord>,
     /// Every change persisted, for the replication log.
     persisted: Vec<Change>,
+    /// The usage segments this transaction adds, at its commit.
+    usage: Vec<UsageSegment>,
+    /// The usage prunes this transaction asks, `(before, limit)`, applied at its commit.
+    usage_prunes: Vec<(Instant, usize)>,
 }
 
 #[async_trait]
@@ -241,6 +298,16 @@ impl WriteTx for MemTx {
 
     async fn load_catalog(&mut self) -> Result<CatalogRows, StoreError> {
         Ok(self.draft.to_rows())
+    }
+
+    async fn record_usage(&mut self, segments: &[UsageSegment]) -> Result<(), StoreError> {
+        self.usage.extend_from_slice(segments);
+        Ok(())
+    }
+
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        self.usage_prunes.push((before, limit));
+        Ok(())
     }
 
     async fn persist(&mut self, changes: &[Change], _now: Instant) -> Result<(), StoreError> {
@@ -288,9 +355,15 @@ impl WriteTx for MemTx {
             keys,
             recorded,
             persisted,
+            usage,
+            usage_prunes,
         } = *self;
         guard.keys = keys;
         let seq = guard.catalog.seq() + 1;
+        guard.usage.extend(usage.into_iter().map(|s| (seq, s)));
+        for (before, limit) in usage_prunes {
+            prune_usage(&mut guard.usage, before, limit);
+        }
         draft.set_seq(seq);
         guard.catalog = draft;
         guard.records.extend(recorded);

@@ -5,6 +5,8 @@ use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant};
 
 /// A storage failure. Domain rules are checked by the core before anything reaches storage, so
@@ -161,6 +163,16 @@ pub trait Store: Send + Sync + 'static {
         key: &IdempotencyKey,
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
 
+    /// The closed usage segments that overlap `period`, of every project, written by the
+    /// commits up to `seq` (a catalog at `seq` holds the open usage that follows them): at
+    /// most `limit` (a caller asking one more than it takes learns that there were more).
+    async fn usage_segments(
+        &self,
+        period: Window,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<UsageSegment>, StoreError>;
+
     /// Starts a catalog write. The transaction excludes every other catalog writer, in this
     /// process and in every other replica, until it commits or is dropped (which rolls back).
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError>;
@@ -200,6 +212,14 @@ pub trait WriteTx: Send {
 
     /// Deletes at most `limit` idempotency records created before `before`, oldest first.
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError>;
+
+    /// Adds closed usage `segments` to the history, as this commit's: the history is kept here
+    /// alone, append-only, never loaded with the catalog.
+    async fn record_usage(&mut self, segments: &[UsageSegment]) -> Result<(), StoreError>;
+
+    /// Deletes at most `limit` usage segments that ended before `before`, those that ended
+    /// first first.
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError>;
 
     /// Writes `changes`, in order. `now` stamps the rows that carry no time of their own.
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError>;

@@ -13,6 +13,8 @@ use berth_core::model::lease::{
     Affinity, EventKind, EventStatus, FloatingIp, Lease, LeaseEvent, LeaseRecord, LeaseStatus,
     Reservation, ReservationSpec, ReservationStatus,
 };
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::{UsageKind, UsageSegment, UsageSource};
 use berth_core::{
     AggregateRecord, AttrValue, Catalog, Change, Instant, Inventory, LeaseId, ProviderId,
     ReservationId, ResourceClass, TraitName,
@@ -45,6 +47,162 @@ where
     provider_conditions_round_trip(&make().await).await;
     nodes_and_claims_round_trip(&make().await).await;
     idempotency_keys_round_trip(&make().await).await;
+    usage_history_round_trips(&make().await).await;
+    usage_history_is_pruned_oldest_end_first(&make().await).await;
+}
+
+/// An hour after `T0`, or before it.
+fn hour(hours: i64) -> Instant {
+    T0 + berth_core::Span::from_hours(hours)
+}
+
+/// A closed usage segment of project p1 on provider 3, in VCPU (reservation 9 unless on
+/// demand).
+fn usage_segment(
+    source: UsageSource,
+    kind: UsageKind,
+    amount: u64,
+    since: i64,
+    until: i64,
+) -> UsageSegment {
+    UsageSegment {
+        source,
+        kind,
+        project_id: "p1".to_owned(),
+        reservation: (kind != UsageKind::OnDemand).then(|| ReservationId::new(Uuid::from_u128(9))),
+        provider: ProviderId::new(Uuid::from_u128(3)),
+        class: ResourceClass::parse("VCPU").expect("a class"),
+        amount,
+        since: hour(since),
+        until: Some(hour(until)),
+    }
+}
+
+/// Writes `segments` in one commit; its sequence.
+async fn write_usage<S: Store>(store: &S, segments: &[UsageSegment]) -> u64 {
+    let mut tx = store.begin_write().await.expect("begin");
+    tx.record_usage(segments).await.expect("record usage");
+    tx.commit().await.expect("commit")
+}
+
+const USAGE_LEASE: UsageSource = UsageSource::Lease(LeaseId::new(Uuid::from_u128(7)));
+const USAGE_CONSUMER: UsageSource = UsageSource::Consumer(Uuid::from_u128(7));
+
+/// The usage history: segments written by commits are read back in the order written, with
+/// every field, by a read up to a commit's sequence alone; a rolled-back write adds nothing; a
+/// read keeps to the segments that overlap its period and to its limit.
+async fn usage_history_round_trips<S: Store>(store: &S) {
+    let (lease, consumer) = (USAGE_LEASE, USAGE_CONSUMER);
+    let everything = Window::new(hour(-100), hour(100)).expect("a period");
+    let before = store.catalog_seq().await.expect("seq");
+    let first = [
+        usage_segment(lease, UsageKind::Reserved, 8, 2, 4),
+        usage_segment(consumer, UsageKind::Consumed, 3, 1, 4),
+    ];
+    let seq = write_usage(store, &first).await;
+    assert_eq!(
+        store
+            .usage_segments(everything, seq, 10)
+            .await
+            .expect("read"),
+        first
+    );
+    assert_eq!(
+        store
+            .usage_segments(everything, before, 10)
+            .await
+            .expect("read"),
+        [],
+        "a read up to an earlier commit sees none of a later one's segments"
+    );
+    // Rolled back: nothing is added.
+    let mut tx = store.begin_write().await.expect("begin");
+    tx.record_usage(&[usage_segment(consumer, UsageKind::OnDemand, 5, 4, 6)])
+        .await
+        .expect("record usage");
+    drop(tx);
+    assert_eq!(
+        store
+            .usage_segments(everything, u64::MAX >> 1, 10)
+            .await
+            .expect("read"),
+        first
+    );
+    let later = [usage_segment(consumer, UsageKind::OnDemand, 5, 4, 6)];
+    let next = write_usage(store, &later).await;
+    assert!(next > seq);
+    assert_eq!(
+        store
+            .usage_segments(everything, seq, 10)
+            .await
+            .expect("read"),
+        first
+    );
+    let all: Vec<UsageSegment> = first.iter().chain(&later).cloned().collect();
+    assert_eq!(
+        store
+            .usage_segments(everything, next, 10)
+            .await
+            .expect("read"),
+        all
+    );
+    // A period of hours 4 to 5 reads the segment running then alone (those ending at 4 do
+    // not overlap it); the limit cuts a read.
+    let late = Window::new(hour(4), hour(5)).expect("a period");
+    assert_eq!(
+        store.usage_segments(late, next, 10).await.expect("read"),
+        later
+    );
+    assert_eq!(
+        store
+            .usage_segments(everything, next, 2)
+            .await
+            .expect("read")
+            .len(),
+        2
+    );
+}
+
+/// Pruning the usage history deletes at most as many segments as asked, of those that ended
+/// before the instant asked, the earliest ends first; a rolled-back prune deletes nothing.
+async fn usage_history_is_pruned_oldest_end_first<S: Store>(store: &S) {
+    let lease = USAGE_LEASE;
+    let everything = Window::new(hour(-100), hour(100)).expect("a period");
+    let ended = |since, until| usage_segment(lease, UsageKind::Reserved, 1, since, until);
+    let written = [
+        ended(3, 4),
+        ended(0, 1),
+        ended(2, 3),
+        ended(1, 2),
+        ended(8, 9),
+        ended(0, 20),
+    ];
+    let seq = write_usage(store, &written).await;
+    let prune = |before, limit| async move {
+        let mut tx = store.begin_write().await.expect("begin");
+        tx.prune_usage(hour(before), limit).await.expect("prune");
+        tx
+    };
+    drop(prune(10, 10).await);
+    let left = || async move {
+        let mut ends: Vec<_> = store
+            .usage_segments(everything, seq + 10, 10)
+            .await
+            .expect("read")
+            .iter()
+            .map(|s| s.until)
+            .collect();
+        ends.sort();
+        ends
+    };
+    assert_eq!(left().await.len(), 6);
+    prune(5, 2).await.commit().await.expect("commit");
+    assert_eq!(
+        left().await,
+        [Some(hour(3)), Some(hour(4)), Some(hour(9)), Some(hour(20))]
+    );
+    prune(5, 10).await.commit().await.expect("commit");
+    assert_eq!(left().await, [Some(hour(9)), Some(hour(20))]);
 }
 
 /// Idempotency keys round-trip with the change that records them (and only in the store: the

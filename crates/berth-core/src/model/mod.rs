@@ -18,3 +18,4 @@ pub mod promise;
 pub mod provider;
 pub mod recurrence;
 pub mod time;
+pub mod usage;

@@ -20,3 +20,4 @@ pub mod presentation;
 pub mod promise;
 pub mod properties;
 pub mod providers;
+pub mod usage;

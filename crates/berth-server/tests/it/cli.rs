@@ -1114,3 +1114,47 @@ async fn a_lease_is_shared_listed_and_unshared() {
     .code(1)
     .stderr(contains("not shared with project course-101"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_is_shown_as_a_table_json_and_csv() {
+    let app = TestApp::spawn().await;
+    enrol(&app, "usage-1", "az1", false).await;
+    ok(
+        &app,
+        &[
+            "lease", "create", "--name", "used", "--host", "count=1", "--start", "now", "--for",
+            "2h",
+        ],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let report = json(&app, &["usage", "--from", "-1h"]).await;
+    let rows = report["usage"]["rows"].as_array().expect("rows");
+    let vcpu = rows
+        .iter()
+        .find(|r| r["resource_class"] == "VCPU")
+        .unwrap_or_else(|| panic!("no VCPU row: {report}"));
+    assert!(
+        vcpu["reserved_hours"].as_f64().expect("hours") > 0.0,
+        "{report}"
+    );
+    let table = ok(&app, &["usage", "--from", "-1h", "--to", "+1h"]).await;
+    in_column(&table, "CLASS", "VCPU");
+    assert!(table.contains("counted until"), "{table}");
+    let csv = ok(&app, &["usage", "--from", "-1h", "--csv"]).await;
+    assert!(
+        csv.starts_with("project_id,resource_class,reserved_hours,"),
+        "{csv}"
+    );
+    assert!(csv.lines().any(|l| l.contains(",VCPU,")), "{csv}");
+    berth(&app, &["usage", "--from", "yesterday"])
+        .await
+        .assert()
+        .code(2)
+        .stderr(contains("-7d"));
+    berth(&app, &["usage", "--from", "-1h", "--to", "-2h"])
+        .await
+        .assert()
+        .code(1)
+        .stderr(contains("end must be later than start"));
+}

@@ -43,3 +43,4 @@ mod staying_up;
 mod support;
 mod tls;
 mod ui;
+mod usage;

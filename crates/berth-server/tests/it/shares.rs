@@ -16,7 +16,7 @@ use std::time::Duration;
 const MV: &str = "1.39";
 const HOUR: i64 = 3_600_000_000;
 
-const ADMIN: Who<'static> = Who {
+pub(crate) const ADMIN: Who<'static> = Who {
     project: "admin",
     user: "root",
     roles: "admin",
@@ -26,12 +26,12 @@ const SERVICE: Who<'static> = Who {
     user: "nova",
     roles: "service",
 };
-const OWNER: Who<'static> = Who {
+pub(crate) const OWNER: Who<'static> = Who {
     project: "lab",
     user: "alice",
     roles: "member",
 };
-const OWNER_READER: Who<'static> = Who {
+pub(crate) const OWNER_READER: Who<'static> = Who {
     project: "lab",
     user: "rita",
     roles: "reader",
@@ -41,7 +41,7 @@ const GUEST: Who<'static> = Who {
     user: "bob",
     roles: "member",
 };
-const STRANGER: Who<'static> = Who {
+pub(crate) const STRANGER: Who<'static> = Who {
     project: "other",
     user: "eve",
     roles: "member",
@@ -54,7 +54,7 @@ fn text(value: &Value) -> String {
         .to_owned()
 }
 
-async fn app() -> TestApp {
+pub(crate) async fn app() -> TestApp {
     TestApp::spawn_with(Options {
         auth: Some(AuthMode::Headers),
         ..Options::default()
@@ -63,7 +63,7 @@ async fn app() -> TestApp {
 }
 
 /// Enrolls host `name` with 8 VCPU and 16 GiB; returns its Placement provider's uuid.
-async fn host(app: &TestApp, name: &str) -> String {
+pub(crate) async fn host(app: &TestApp, name: &str) -> String {
     let (status, created) = app
         .call_as(
             ADMIN,
@@ -87,7 +87,7 @@ async fn host(app: &TestApp, name: &str) -> String {
 }
 
 /// A lease of `OWNER` starting now, for an hour, holding `reservations`; waits until ACTIVE.
-async fn running_lease(app: &TestApp, reservations: Value) -> String {
+pub(crate) async fn running_lease(app: &TestApp, reservations: Value) -> String {
     let end = minutes(now_micros() + HOUR);
     let body = lease_body("shared", "now", &end, reservations);
     let (status, created) = app.call_as(OWNER, Method::POST, LEASES, Some(body)).await;
@@ -140,7 +140,7 @@ async fn revoke(app: &TestApp, who: Who<'_>, lease: &str) -> (StatusCode, Value)
 
 /// A Placement consumer of `project` (number `n`) holding `vcpus` VCPU on `provider`, written
 /// by the service as Nova writes it.
-async fn allocate(
+pub(crate) async fn allocate(
     app: &TestApp,
     n: u32,
     project: &str,

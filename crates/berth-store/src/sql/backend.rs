@@ -18,6 +18,7 @@ pub trait SqlBackend: Send + Sync + 'static {
     /// The sqlx database, able to bind and read every column type berth stores.
     type Db: Driver
         + Bind<i64>
+        + Bind<Option<i64>>
         + Bind<f64>
         + Bind<bool>
         + Bind<String>
@@ -26,6 +27,7 @@ pub trait SqlBackend: Send + Sync + 'static {
         + Bind<Self::Uuid>
         + Bind<Option<Self::Uuid>>
         + Read<i64>
+        + Read<Option<i64>>
         + Read<f64>
         + Read<bool>
         + Read<String>
@@ -104,6 +106,20 @@ pub(super) async fn execute<B: SqlBackend>(
     query: super::driver::SqlQuery<'_, B::Db>,
 ) -> Result<(), StoreError> {
     B::Db::run(conn, query).await.map_err(B::map_err)
+}
+
+/// Runs a pruning statement that binds `(before, limit)`: an instant and a row count.
+pub(super) async fn prune_before<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    statement: &'static str,
+    before: berth_core::Instant,
+    limit: usize,
+) -> Result<(), StoreError> {
+    use super::driver::Args as _;
+    let query = sqlx::query(statement)
+        .arg(crate::codec::encode_instant(before))
+        .arg(i64::try_from(limit).unwrap_or(i64::MAX));
+    execute::<B>(conn, query).await
 }
 
 /// Runs a statement and returns every row.

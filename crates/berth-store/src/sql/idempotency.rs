@@ -1,7 +1,7 @@
 //! The idempotency keys: reading the records of the keys a batch names, writing or deleting
 //! one, and pruning expired ones. The records are never loaded with the catalog.
 
-use super::backend::{Conn, SqlBackend, execute, fetch_all, uuid_column};
+use super::backend::{Conn, SqlBackend, execute, fetch_all, prune_before, uuid_column};
 use super::driver::{Args as _, Columns as _};
 use crate::codec::encode_instant;
 use crate::port::StoreError;
@@ -71,9 +71,5 @@ pub(super) async fn prune<B: SqlBackend>(
     before: Instant,
     limit: usize,
 ) -> Result<(), StoreError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let query = sqlx::query(B::SQL.prune_idempotency_keys)
-        .arg(encode_instant(before))
-        .arg(limit);
-    execute::<B>(conn, query).await
+    prune_before::<B>(conn, B::SQL.prune_idempotency_keys, before, limit).await
 }

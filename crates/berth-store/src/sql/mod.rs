@@ -16,6 +16,7 @@ mod idempotency;
 mod lease;
 mod log;
 mod statements;
+mod usage;
 
 use backend::execute;
 pub use backend::{Conn, SqlBackend};
@@ -27,6 +28,8 @@ use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
+use berth_core::model::ledger::Window;
+use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
 
@@ -94,6 +97,16 @@ impl<B: SqlBackend> Store for B {
         Ok(found.into_iter().next().map(|(_, record)| record))
     }
 
+    async fn usage_segments(
+        &self,
+        period: Window,
+        seq: u64,
+        limit: usize,
+    ) -> Result<Vec<UsageSegment>, StoreError> {
+        let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
+        usage::overlapping::<B>(&mut conn, period, seq, limit).await
+    }
+
     async fn begin_write(&self) -> Result<Box<dyn WriteTx>, StoreError> {
         let (tx, seq) = self.begin_locked().await?;
         Ok(Box::new(SqlTx::<B> {
@@ -156,6 +169,17 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
 
     async fn prune_idempotency(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
         idempotency::prune::<B>(&mut self.tx, before, limit).await
+    }
+
+    async fn record_usage(&mut self, segments: &[UsageSegment]) -> Result<(), StoreError> {
+        // The writers' lock is held: this transaction's commit takes the next sequence.
+        let seq = self.catalog_seq().await? + 1;
+        usage::record::<B>(&mut self.tx, seq, segments).await
+    }
+
+    async fn prune_usage(&mut self, before: Instant, limit: usize) -> Result<(), StoreError> {
+        // Through the `until` index, those that ended first first.
+        backend::prune_before::<B>(&mut self.tx, B::SQL.usage_prune, before, limit).await
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {

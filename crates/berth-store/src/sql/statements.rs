@@ -151,6 +151,19 @@ pub struct Statements {
     /// first, through the `created_at` index.
     pub prune_idempotency_keys: &'static str,
 
+    /// `(segments, seq)`, a JSON array of `[source_kind, source, kind, project_id,
+    /// reservation_id, provider_id, resource_class, amount, since, until]` rows and the
+    /// commit's sequence: adds them in array order.
+    pub usage_insert: &'static str,
+    /// `(before, limit)`: deletes at most `limit` usage segments that ended before `before`,
+    /// those that ended first first, through the `until` index.
+    pub usage_prune: &'static str,
+    /// `(end, start, seq, limit)`: returns `id, source_kind, source, kind, project_id,
+    /// reservation_id, provider_id, resource_class, amount, since, until` of at most `limit`
+    /// usage segments written by the commits up to `seq` that begin before `end` and end after
+    /// `start` (through the `until` index), in no order.
+    pub usage_overlapping: &'static str,
+
     /// How commits write the replication log; `None` where one process holds the database,
     /// so no other follows it and the log stays empty.
     pub change_log: Option<ChangeLogWrites>,

@@ -7,6 +7,7 @@ pub(crate) mod lease_wire;
 mod leases;
 mod series;
 mod shares;
+mod usage;
 
 use crate::http::routes::Routes;
 use crate::policy::Rule;
@@ -38,6 +39,7 @@ pub fn register(routes: &mut Routes) {
     hosts::register(routes);
     leases::register(routes);
     series::register(routes);
+    usage::register(routes);
     shares::register(routes);
     floating_ips::register(routes);
 }

@@ -1,0 +1,67 @@
+//! Usage reports (berth): unit-hours by project and resource class over a period, added up from
+//! the closed usage history the store keeps and the open usage of the catalog as of the same
+//! commit ([`berth_core::query::usage`]).
+
+use crate::error::AppError;
+use crate::service::Berth;
+use berth_core::limits::{USAGE_PERIOD_DAYS_MAX, USAGE_RETENTION_DAYS, USAGE_SEGMENTS_MAX};
+use berth_core::model::ledger::Window;
+use berth_core::query::usage::{UsageTotals, open, report};
+use berth_core::{Rejection, ResourceClass, Span};
+use std::collections::BTreeMap;
+
+/// A usage report: each project's and class's totals.
+pub type UsageReport = BTreeMap<(String, ResourceClass), UsageTotals>;
+
+impl Berth {
+    /// The usage report over `period`, as far as now; `project` keeps one project's rows.
+    /// Refused (`LimitExceeded`) for a period longer than [`USAGE_PERIOD_DAYS_MAX`] days, or
+    /// one whose history holds more than [`USAGE_SEGMENTS_MAX`] segments (the work of one
+    /// report is bounded), or one that begins more than [`USAGE_RETENTION_DAYS`] days ago (the
+    /// history no longer holds all of it).
+    pub async fn usage_report(
+        &self,
+        period: Window,
+        project: Option<&str>,
+    ) -> Result<UsageReport, AppError> {
+        let days = |span: Span| {
+            let day = Span::from_days(1).as_micros();
+            ((span.as_micros() + day - 1) / day).unsigned_abs()
+        };
+        if period.duration() > Span::from_days(USAGE_PERIOD_DAYS_MAX) {
+            return Err(AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_period_days",
+                max: USAGE_PERIOD_DAYS_MAX.unsigned_abs(),
+                got: days(period.duration()),
+            }));
+        }
+        let now = self.now();
+        if period.start() < now - Span::from_days(USAGE_RETENTION_DAYS) {
+            return Err(AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_retention_days",
+                max: USAGE_RETENTION_DAYS.unsigned_abs(),
+                got: days(now.since(period.start())),
+            }));
+        }
+        let too_many = |got: usize| {
+            AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_segments",
+                max: USAGE_SEGMENTS_MAX as u64,
+                got: got as u64,
+            })
+        };
+        // The open usage of a current catalog, then the closed segments of the commits up to
+        // it: whatever commits meanwhile, the two meet exactly.
+        let (seq, open) = self
+            .read(|catalog| (catalog.seq(), open(catalog, period, USAGE_SEGMENTS_MAX)))
+            .await?;
+        let mut segments = open.ok_or_else(|| too_many(USAGE_SEGMENTS_MAX + 1))?;
+        let left = USAGE_SEGMENTS_MAX - segments.len();
+        let closed = self.store.usage_segments(period, seq, left + 1).await?;
+        if closed.len() > left {
+            return Err(too_many(segments.len() + closed.len()));
+        }
+        segments.extend(closed);
+        Ok(report(&segments, period, now, project))
+    }
+}
