@@ -3,8 +3,10 @@
 
 use crate::deadline::Deadline;
 use crate::error::AppError;
+use berth_core::decide::lease::stamp_idle_release;
 use berth_core::limits::{IDEMPOTENCY_PRUNE_MAX, USAGE_PRUNE_MIN, USAGE_RETENTION_DAYS};
 use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, IdempotencyRecord};
+use berth_core::model::lease::IdleRelease;
 use berth_core::model::usage::UsageSegment;
 use berth_core::query::usage;
 use berth_core::{Catalog, Change, Instant, Rejection, Span};
@@ -102,6 +104,8 @@ pub struct Berth {
     pub(crate) notice_lead_micros: std::sync::atomic::AtomicI64,
     /// How long node claims hold when a request does not say.
     pub(crate) claim_ttl_micros: std::sync::atomic::AtomicI64,
+    /// The release of unconsumed leases put on leases created from now on (off: `None`).
+    idle_release: std::sync::Mutex<Option<IdleRelease>>,
 }
 
 impl std::fmt::Debug for Berth {
@@ -142,7 +146,19 @@ impl Berth {
                 berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT.as_micros(),
             ),
             claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
+            idle_release: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Sets the release of unconsumed leases: a lease created from now on that no consumer has
+    /// presented `after` its start is released then, its holder told `notice` before (`None`:
+    /// off, the default).
+    pub fn set_idle_release(&self, policy: Option<(std::time::Duration, std::time::Duration)>) {
+        let policy = policy.map(|(after, notice)| IdleRelease::new(span(after), span(notice)));
+        *self
+            .idle_release
+            .lock()
+            .expect("invariant: the policy lock is never poisoned") = policy;
     }
 
     /// Sets whether unreserved consumers are kept out of capacity leases hold (the default) or
@@ -380,6 +396,10 @@ impl Berth {
             queue: Arc::clone(&self.queue),
             replication: Arc::clone(&self.replication),
             recent: Arc::clone(&self.recent),
+            idle_release: *self
+                .idle_release
+                .lock()
+                .expect("invariant: the policy lock is never poisoned"),
         }
     }
 
@@ -396,6 +416,8 @@ struct Batch {
     queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
     replication: Arc<Replication>,
     recent: Arc<Recent>,
+    /// The release of unconsumed leases put on the leases the batch creates.
+    idle_release: Option<IdleRelease>,
 }
 
 impl Batch {
@@ -415,6 +437,21 @@ impl Batch {
             .lock()
             .expect("invariant: queue lock is never poisoned")
             .is_empty()
+    }
+
+    /// What the batch adds to a decision before applying it over `catalog`: the operator's
+    /// release of unconsumed leases on the leases it creates, then the usage history it closes.
+    fn complete(
+        &self,
+        catalog: &Catalog,
+        decided: &mut [Change],
+        usage: &mut Vec<UsageSegment>,
+        now: Instant,
+    ) {
+        if let Some(policy) = self.idle_release {
+            stamp_idle_release(catalog, decided, policy);
+        }
+        usage.extend(usage::close(catalog, decided, now));
     }
 
     /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
@@ -537,7 +574,7 @@ impl Batch {
                 Err(rejection) => refused.push((pending.reply, rejection)),
                 Ok((mut decided, value)) => {
                     note_records(&mut records, &decided);
-                    usage.extend(usage::close(&working.catalog, &mut decided, now));
+                    self.complete(&working.catalog, &mut decided, &mut usage, now);
                     working.catalog.apply(&decided);
                     changes.extend(decided);
                     accepted.push((pending.reply, value));

@@ -159,6 +159,7 @@ fn fence_fifth(catalog: &mut Catalog, n: usize) {
             lapses_at: None,
             series: None,
             shares: None,
+            idle: None,
             outcome: None,
             created_at: now,
             updated_at: now,

@@ -112,6 +112,7 @@ impl InstanceLease {
             lapses_at: None,
             series: None,
             shares: None,
+            idle: None,
             outcome: None,
             created_at: now,
             updated_at: now,

@@ -139,6 +139,14 @@ pub struct ServeArgs {
     /// [default: 600].
     #[arg(long, env = "BERTH_CLAIM_TTL_SECONDS")]
     pub claim_ttl_seconds: Option<u64>,
+    /// Release a lease that no consumer has presented this many seconds after its start, for
+    /// leases created from then on [default: off].
+    #[arg(long, env = "BERTH_RELEASE_UNCONSUMED_AFTER_SECONDS")]
+    pub release_unconsumed_after_seconds: Option<u64>,
+    /// Seconds before such a release that the lease's holder is told [default: 3600, or the
+    /// whole delay when it is shorter].
+    #[arg(long, env = "BERTH_RELEASE_NOTICE_SECONDS")]
+    pub release_notice_seconds: Option<u64>,
     /// For fault testing only: run as if the system clock were this many seconds ahead
     /// (negative: behind), at most a day either way [default: 0].
     #[arg(long, env = "BERTH_CLOCK_OFFSET_SECONDS", allow_hyphen_values = true)]
@@ -194,6 +202,7 @@ struct FileConfig {
     promise: Option<PromiseSection>,
     notifications: Option<NotificationsSection>,
     baremetal: Option<BaremetalSection>,
+    leases: Option<LeasesSection>,
     http: Option<HttpSection>,
     keystone: Option<KeystoneSection>,
     provider_clouds: Option<ProviderCloudsSection>,
@@ -319,6 +328,14 @@ struct HttpSection {
 #[serde(deny_unknown_fields)]
 struct BaremetalSection {
     claim_ttl_seconds: Option<u64>,
+}
+
+/// `[leases]` in the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeasesSection {
+    release_unconsumed_after_seconds: Option<u64>,
+    release_notice_seconds: Option<u64>,
 }
 
 /// `[notifications]` in the TOML file.
@@ -463,6 +480,8 @@ pub struct Config {
     pub callback_destinations: Destinations,
     /// How long a node claim holds when the request gives no `ttl`.
     pub claim_ttl: Duration,
+    /// The release of unconsumed leases: `(after their start, notice before)`, or off.
+    pub idle_release: Option<(Duration, Duration)>,
     /// Seconds added to the system clock (fault testing; 0 otherwise).
     pub clock_offset_seconds: i64,
     /// Where `--auth headers` accepts identity headers from.
@@ -588,6 +607,7 @@ impl Config {
         let (callback_ca_file, callback_destinations) =
             notifications(args, file.notifications.unwrap_or_default())?;
         let claim_ttl = claim_ttl(args, file.baremetal)?;
+        let idle_release = idle_release(args, file.leases.unwrap_or_default())?;
         let clouds = file.provider_clouds.unwrap_or_default();
         let cloud_sync_interval = clouds.sync_interval()?;
         let (max_connections, idle_timeout, header_timeout) =
@@ -615,6 +635,7 @@ impl Config {
             callback_ca_file,
             callback_destinations,
             claim_ttl,
+            idle_release,
             clock_offset_seconds: clock_offset(args)?,
             trusted_proxies,
             policy_file,
@@ -694,8 +715,16 @@ impl Config {
             ),
             None => String::new(),
         };
+        let leases = match self.idle_release {
+            Some((after, notice)) => format!(
+                "\n[leases]\nrelease_unconsumed_after_seconds = {}\nrelease_notice_seconds = {}\n",
+                after.as_secs(),
+                notice.as_secs()
+            ),
+            None => String::new(),
+        };
         format!(
-            "{general}{tls}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n{keystone}{clouds}",
+            "{general}{tls}\n[notifications]\ncallback_ca_file = {ca_file}\ncallback_allow = [{}]\n\n[baremetal]\nclaim_ttl_seconds = {}\n{leases}\n[http]\nmax_connections = {}\nidle_timeout_seconds = {}\nheader_timeout_seconds = {}\n{keystone}{clouds}",
             allow.join(", "),
             self.claim_ttl.as_secs(),
             self.max_connections,
@@ -705,7 +734,6 @@ impl Config {
     }
 }
 
-/// How long a node claim holds without a `ttl`: the flag's, else the file's, else the default.
 /// Longest clock offset `--clock-offset-seconds` takes, either way: a day.
 const CLOCK_OFFSET_MAX_SECONDS: i64 = 86_400;
 
@@ -717,6 +745,46 @@ fn clock_offset(args: &ServeArgs) -> anyhow::Result<i64> {
         );
     }
     Ok(offset)
+}
+
+/// How long a node claim holds without a `ttl`: the flag's, else the file's, else the default.
+/// Longest delay `release_unconsumed_after_seconds` takes: a year.
+const IDLE_RELEASE_MAX_SECONDS: u64 = 365 * 86_400;
+/// The release notice when none is given: an hour, or the whole delay when it is shorter.
+const IDLE_NOTICE_DEFAULT_SECONDS: u64 = 3_600;
+
+/// The release of unconsumed leases: flags over `[leases]`; off unless a delay is given, from 1
+/// second to a year, with a notice no longer than the delay.
+fn idle_release(
+    args: &ServeArgs,
+    section: LeasesSection,
+) -> anyhow::Result<Option<(Duration, Duration)>> {
+    let after = args
+        .release_unconsumed_after_seconds
+        .or(section.release_unconsumed_after_seconds);
+    let notice = args
+        .release_notice_seconds
+        .or(section.release_notice_seconds);
+    let Some(after) = after else {
+        anyhow::ensure!(
+            notice.is_none(),
+            "release_notice_seconds needs release_unconsumed_after_seconds"
+        );
+        return Ok(None);
+    };
+    anyhow::ensure!(
+        (1..=IDLE_RELEASE_MAX_SECONDS).contains(&after),
+        "release_unconsumed_after_seconds = {after}: from 1 to {IDLE_RELEASE_MAX_SECONDS}"
+    );
+    let notice = notice.unwrap_or(IDLE_NOTICE_DEFAULT_SECONDS.min(after));
+    anyhow::ensure!(
+        notice <= after,
+        "release_notice_seconds = {notice}: at most release_unconsumed_after_seconds ({after})"
+    );
+    Ok(Some((
+        Duration::from_secs(after),
+        Duration::from_secs(notice),
+    )))
 }
 
 fn claim_ttl(args: &ServeArgs, section: Option<BaremetalSection>) -> anyhow::Result<Duration> {
@@ -1152,6 +1220,59 @@ mod tests {
                 ..ServeArgs::default()
             };
             assert!(Config::from_args(&args).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_release_of_unconsumed_leases_is_off_unless_a_delay_is_given_within_bounds() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.idle_release, None);
+        assert!(!config.describe().contains("[leases]"));
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(&file, "[leases]\nrelease_unconsumed_after_seconds = 7200\n")
+            .expect("write");
+        let from_file = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("file");
+        let hours = |n: u64| Duration::from_secs(n * 3600);
+        assert_eq!(config.idle_release, Some((hours(2), hours(1))));
+        assert!(config.describe().contains("release_notice_seconds = 3600"));
+        let flags = ServeArgs {
+            config: Some(file),
+            release_unconsumed_after_seconds: Some(600),
+            release_notice_seconds: Some(60),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&flags).expect("flags");
+        assert_eq!(
+            config.idle_release,
+            Some((Duration::from_secs(600), Duration::from_secs(60)))
+        );
+        // A short delay is noticed from the start, unless the notice is given.
+        let short = ServeArgs {
+            release_unconsumed_after_seconds: Some(30),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&short).expect("short");
+        assert_eq!(
+            config.idle_release,
+            Some((Duration::from_secs(30), Duration::from_secs(30)))
+        );
+        for (after, notice) in [
+            (Some(0), None),
+            (Some(365 * 86_400 + 1), None),
+            (Some(60), Some(61)),
+            (None, Some(60)),
+        ] {
+            let args = ServeArgs {
+                release_unconsumed_after_seconds: after,
+                release_notice_seconds: notice,
+                ..ServeArgs::default()
+            };
+            assert!(Config::from_args(&args).is_err(), "{after:?} {notice:?}");
         }
     }
 

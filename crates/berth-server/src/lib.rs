@@ -216,6 +216,7 @@ async fn configure(berth: &Berth, config: &Config) -> anyhow::Result<()> {
     });
     berth.set_preemption_notice(config.preemption_notice);
     berth.set_claim_ttl(config.claim_ttl);
+    berth.set_idle_release(config.idle_release);
     if let Some(policy) = &config.policy {
         berth.set_policy(policy.clone()).await?;
     }

@@ -1207,6 +1207,7 @@ fn lease(n: u128, project: &str) -> Lease {
         lapses_at: None,
         series: None,
         shares: None,
+        idle: None,
         outcome: None,
         created_at: T0,
         updated_at: T0,

@@ -198,7 +198,35 @@ pub fn set_allocations_with(
             consumer.reservation = reservations[idx];
         }
     }
+    changes.extend(consumed(catalog, &reservations));
     Ok(changes)
+}
+
+/// The leases under an unconsumed-lease release ([`crate::model::lease::IdleRelease`]) that
+/// the presented `reservations` consume for the first time, marked consumed: nothing of them
+/// is released any more. Their `updated_at` stays: the mark changes nothing they hold.
+fn consumed(catalog: &Catalog, reservations: &[Option<ReservationId>]) -> Vec<Change> {
+    let mut marked: Vec<Change> = Vec::new();
+    for reservation in reservations.iter().flatten() {
+        let Some(lease) = catalog.lease_of_reservation(*reservation) else {
+            continue;
+        };
+        let first = lease.idle.as_deref().is_some_and(|idle| !idle.consumed);
+        let seen = marked
+            .iter()
+            .any(|c| matches!(c, Change::LeaseSet { id, .. } if *id == lease.id));
+        if first && !seen {
+            let mut lease = lease.clone();
+            if let Some(idle) = lease.idle.as_deref_mut() {
+                idle.consumed = true;
+            }
+            marked.push(Change::LeaseSet {
+                id: lease.id,
+                lease: Some(Box::new(lease)),
+            });
+        }
+    }
+    marked
 }
 
 /// Checks capacity; when a reservation holder's write does not fit because preemptible

@@ -32,8 +32,8 @@ pub fn fire_event(
         EventKind::StartLease
         | EventKind::BeforeEndLease
         | EventKind::EndLease
-        | EventKind::PreemptionNotice => {
-            lease::fire_lease_event(catalog, LeaseId::new(id), kind, now)
-        }
+        | EventKind::PreemptionNotice
+        | EventKind::IdleNotice
+        | EventKind::IdleRelease => lease::fire_lease_event(catalog, LeaseId::new(id), kind, now),
     }
 }

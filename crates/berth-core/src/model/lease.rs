@@ -180,6 +180,11 @@ pub enum EventKind {
     /// Ends a hold or a waitlisted lease at its `lapses_at` (derived from the lease, not
     /// stored among its events).
     Lapse,
+    /// Tells the holder of a started lease nobody consumed that it will be released (berth;
+    /// derived from its [`IdleRelease`], not stored among its events).
+    IdleNotice,
+    /// Releases a started lease nobody consumed (derived as [`EventKind::IdleNotice`] is).
+    IdleRelease,
 }
 
 impl EventKind {
@@ -193,6 +198,8 @@ impl EventKind {
             EventKind::ClaimExpiry => "claim_expiry",
             EventKind::NodeClaimExpiry => "node_claim_expiry",
             EventKind::Lapse => "lapse",
+            EventKind::IdleNotice => "idle_notice",
+            EventKind::IdleRelease => "idle_release",
         }
     }
 }
@@ -650,6 +657,10 @@ pub struct Lease {
     /// The projects it is shared with (berth), when it is shared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shares: Option<Box<Shares>>,
+    /// The operator's release of unconsumed leases, as it stood when the lease was created
+    /// (berth); boxed, as it is off by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<Box<IdleRelease>>,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
@@ -736,6 +747,27 @@ impl Lease {
             .chain(notice)
             .chain(expiry)
             .chain(lapse)
+            .chain(self.idle_due())
+    }
+
+    /// The unconsumed-lease release's next step, `(due, IdleNotice | IdleRelease)`: the notice
+    /// `notice` before the release, never before the start, then the release `after` the start;
+    /// none once a consumer presented one of its reservations, for a lease that would end by
+    /// then anyway, or once it holds nothing.
+    pub fn idle_due(&self) -> Option<(Instant, EventKind)> {
+        let idle = self.idle.as_deref()?;
+        let release = self.start + idle.after;
+        let live = !self.status.is_parked() && self.holds_capacity() && release < self.end;
+        if idle.consumed || !live {
+            return None;
+        }
+        Some(match idle.noticed {
+            false => (
+                (release - idle.notice).max(self.start),
+                EventKind::IdleNotice,
+            ),
+            true => (release, EventKind::IdleRelease),
+        })
     }
 
     /// When the claim deadline of a Promise reservation falls due, while the lease still holds
@@ -845,6 +877,35 @@ pub struct LeaseRecord {
     pub details: String,
 }
 
+/// The operator's release of unconsumed leases (berth), stamped on each lease as it is created:
+/// a lease none of whose reservations a consumer presented `after` its start is released then
+/// (it ends early, freeing what it held), and its holder is told `notice` before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleRelease {
+    /// How long after its start an unconsumed lease is released.
+    pub after: Span,
+    /// How long before the release its holder is told.
+    pub notice: Span,
+    /// Whether a consumer presented one of its reservations (then nothing is released).
+    #[serde(default)]
+    pub consumed: bool,
+    /// Whether the notice went out.
+    #[serde(default)]
+    pub noticed: bool,
+}
+
+impl IdleRelease {
+    /// The policy of `after` and `notice`, for a lease not yet consumed nor told.
+    pub fn new(after: Span, notice: Span) -> IdleRelease {
+        IdleRelease {
+            after,
+            notice,
+            consumed: false,
+            noticed: false,
+        }
+    }
+}
+
 /// The default lead of the preemption notice: 2 minutes.
 pub const PREEMPTION_NOTICE_DEFAULT: Span = Span::from_minutes(2);
 
@@ -921,6 +982,7 @@ mod tests {
             lapses_at: None,
             series: None,
             shares: None,
+            idle: None,
             outcome: None,
             created_at: Instant::from_micros(0),
             updated_at: Instant::from_micros(0),

@@ -36,7 +36,7 @@ pub(crate) const OWNER_READER: Who<'static> = Who {
     user: "rita",
     roles: "reader",
 };
-const GUEST: Who<'static> = Who {
+pub(crate) const GUEST: Who<'static> = Who {
     project: "course",
     user: "bob",
     roles: "member",
@@ -116,7 +116,7 @@ fn share_path(lease: &str, project: &str) -> String {
 }
 
 /// `PUT` of a share of `lease` with `project` and `cap`, as `who`.
-async fn share(
+pub(crate) async fn share(
     app: &TestApp,
     who: Who<'_>,
     lease: &str,
@@ -161,7 +161,7 @@ pub(crate) async fn allocate(
 }
 
 /// The notification feed as `who` sees it: the types of its entries.
-async fn feed_types(app: &TestApp, who: Who<'_>) -> Vec<String> {
+pub(crate) async fn feed_types(app: &TestApp, who: Who<'_>) -> Vec<String> {
     let (status, feed) = app
         .call_as(who, Method::GET, "/promise/notifications", None)
         .await;

@@ -47,6 +47,8 @@ pub(crate) struct Options {
     pub(crate) listen: Option<String>,
     /// `--forward-writes` (PostgreSQL replicas); `None` keeps the default (forwarded).
     pub(crate) forward_writes: Option<bool>,
+    /// `--release-unconsumed-after-seconds` and `--release-notice-seconds`.
+    pub(crate) idle_release: Option<(u64, u64)>,
 }
 
 /// The range test receivers listen in.
@@ -121,6 +123,8 @@ impl TestApp {
             callback_allow: options.callback_allow,
             config: options.config,
             forward_writes: options.forward_writes,
+            release_unconsumed_after_seconds: options.idle_release.map(|(after, _)| after),
+            release_notice_seconds: options.idle_release.map(|(_, notice)| notice),
             ..ServeArgs::default()
         };
         let mut config = Config::from_args(&args).expect("config");

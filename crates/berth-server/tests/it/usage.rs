@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 const USAGE: &str = "/reservation/v1/usage";
 
 /// A lease date as microseconds.
-fn micros(text: &Value) -> i64 {
+pub(crate) fn micros(text: &Value) -> i64 {
     let text = text
         .as_str()
         .unwrap_or_else(|| panic!("{text} is not a date"));
@@ -27,7 +27,7 @@ async fn report(app: &TestApp, who: Who<'_>, query: &str) -> (StatusCode, Value)
 }
 
 /// The row of `project` and `class`.
-fn row<'a>(report: &'a Value, project: &str, class: &str) -> &'a Value {
+pub(crate) fn row<'a>(report: &'a Value, project: &str, class: &str) -> &'a Value {
     report["usage"]["rows"]
         .as_array()
         .expect("rows")

@@ -154,6 +154,7 @@ pub(super) fn assemble(
         lapses_at: None,
         series: None,
         shares: None,
+        idle: None,
         outcome: None,
         created_at: now,
         updated_at: now,

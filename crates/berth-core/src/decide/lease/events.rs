@@ -9,7 +9,9 @@ use crate::catalog::Catalog;
 use crate::change::{Change, record};
 use crate::decide::fence;
 use crate::model::id::LeaseId;
-use crate::model::lease::{EventKind, EventStatus, Lease, ReservationStatus, Transition};
+use crate::model::lease::{
+    EventKind, EventStatus, IdleRelease, Lease, ReservationSpec, ReservationStatus, Transition,
+};
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
 
@@ -43,7 +45,9 @@ fn apply(lease: &mut Lease, kind: EventKind, now: Instant) -> Change {
         | EventKind::PreemptionNotice
         | EventKind::ClaimExpiry
         | EventKind::NodeClaimExpiry
-        | EventKind::Lapse => {}
+        | EventKind::Lapse
+        | EventKind::IdleNotice
+        | EventKind::IdleRelease => {}
         EventKind::EndLease => {
             // A lease in error stays in error; an end fires once.
             if let Ok(status) = lease.status.next(Transition::End) {
@@ -73,7 +77,9 @@ fn fence_changes(catalog: &Catalog, lease: &Lease, kind: EventKind, now: Instant
         | EventKind::PreemptionNotice
         | EventKind::ClaimExpiry
         | EventKind::NodeClaimExpiry
-        | EventKind::Lapse => Vec::new(),
+        | EventKind::Lapse
+        | EventKind::IdleNotice
+        | EventKind::IdleRelease => Vec::new(),
     }
 }
 
@@ -97,6 +103,9 @@ pub fn fire_lease_event(
     }
     if kind == EventKind::PreemptionNotice {
         return Ok(notice(catalog, current, now));
+    }
+    if matches!(kind, EventKind::IdleNotice | EventKind::IdleRelease) {
+        return Ok(idle(catalog, current, kind, now));
     }
     let due = current
         .event(kind)
@@ -208,4 +217,94 @@ fn notice(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
         lease: Some(Box::new(lease)),
     });
     changes
+}
+
+/// The unconsumed-lease release of a started lease, when `kind` is its next step and due:
+/// the notice records `lease.idle_notice` (with when the release comes); the release ends the
+/// lease now, as its end event would, and records `lease.idle_release` with the reason. A lease
+/// a consumer presents now is marked consumed instead, and neither follows.
+fn idle(catalog: &Catalog, current: &Lease, kind: EventKind, now: Instant) -> Vec<Change> {
+    let due = current
+        .idle_due()
+        .is_some_and(|(at, next)| next == kind && at <= now);
+    // The start fires first (it is due no later, and sorts first at one instant).
+    if !due || !current.started() {
+        return Vec::new();
+    }
+    let mut lease = current.clone();
+    let in_use = lease
+        .reservations
+        .iter()
+        .any(|r| !catalog.consumers_of_reservation(r.id).is_empty());
+    let Some(idle) = lease.idle.as_deref_mut() else {
+        return Vec::new();
+    };
+    let after_s = idle.after.as_micros() / 1_000_000;
+    let release_at = lease.start + idle.after;
+    let mut changes = Vec::new();
+    if in_use {
+        idle.consumed = true;
+    } else if kind == EventKind::IdleNotice {
+        idle.noticed = true;
+        changes.push(record(
+            &lease,
+            "lease.idle_notice",
+            now,
+            serde_json::json!({
+                "release_at": release_at.as_micros(),
+                "reason": format!("nothing has consumed the lease since it started; it is \
+                    released {after_s} s after its start unless a consumer presents it"),
+            }),
+        ));
+    } else {
+        let reason = format!("released: nothing consumed it within {after_s} s of its start");
+        // The window closes now; the end event fires here, the warning before it is moot.
+        for event in &mut lease.events {
+            if event.kind == EventKind::EndLease {
+                event.at = now;
+            }
+        }
+        lease.end = now;
+        mark(
+            &mut lease,
+            EventKind::BeforeEndLease,
+            EventStatus::Done,
+            now,
+        );
+        changes.push(apply(&mut lease, EventKind::EndLease, now));
+        changes.extend(fence_changes(catalog, &lease, EventKind::EndLease, now));
+        lease.status_reason = Some(reason.as_str().into());
+        changes.push(record(
+            &lease,
+            "lease.idle_release",
+            now,
+            serde_json::json!({"reason": reason}),
+        ));
+    }
+    changes.push(Change::LeaseSet {
+        id: lease.id,
+        lease: Some(Box::new(lease)),
+    });
+    changes
+}
+
+/// Puts the operator's unconsumed-lease release `policy` on each lease `changes` create (one
+/// `catalog` does not hold yet) that has something a consumer can present: a host or instance
+/// reservation (an address alone is never consumed through Placement).
+pub fn stamp_idle_release(catalog: &Catalog, changes: &mut [Change], policy: IdleRelease) {
+    for change in changes {
+        if let Change::LeaseSet {
+            id,
+            lease: Some(lease),
+        } = change
+            && lease.idle.is_none()
+            && catalog.lease(*id).is_none()
+            && lease
+                .reservations
+                .iter()
+                .any(|r| !matches!(r.spec, ReservationSpec::FloatingIp { .. }))
+        {
+            lease.idle = Some(Box::new(policy));
+        }
+    }
 }

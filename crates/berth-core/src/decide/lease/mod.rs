@@ -21,7 +21,7 @@ pub use checks::{
     wanted,
 };
 pub use create::{NewLease, create_lease, create_lease_with, delete_lease};
-pub use events::{fail_event, fire_lease_event};
+pub use events::{fail_event, fire_lease_event, stamp_idle_release};
 pub use parked::{admit_waiting, create_hold, create_lease_from_hold, create_or_wait, lapse};
 pub use resources::{delete_floating_ip, register_floating_ip, set_property_privacy};
 pub use series::{

@@ -213,7 +213,9 @@ fn moved_events(lease: &mut Lease, window: Window, before_end: Instant, now: Ins
             EventKind::PreemptionNotice
             | EventKind::ClaimExpiry
             | EventKind::NodeClaimExpiry
-            | EventKind::Lapse => {
+            | EventKind::Lapse
+            | EventKind::IdleNotice
+            | EventKind::IdleRelease => {
                 continue;
             }
         };
