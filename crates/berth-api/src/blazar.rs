@@ -823,6 +823,58 @@ pub struct UsageReport {
     pub rows: Vec<UsageRow>,
 }
 
+/// `GET /reservation/v1/leases/{id}/utilization` (berth): how much of what a lease held its
+/// consumers used, over time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarUtilizationEnvelope")]
+pub struct UtilizationEnvelope {
+    /// The lease's utilization.
+    pub utilization: LeaseUtilization,
+}
+
+/// A lease's utilization from its start until its end or now, whichever is first (at most a
+/// year back).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarLeaseUtilization")]
+pub struct LeaseUtilization {
+    /// The lease.
+    pub lease_id: String,
+    /// Where counting begins (`%Y-%m-%d %H:%M:%S.%f`, UTC); `null` before the lease starts.
+    pub start: Option<String>,
+    /// How far it is counted.
+    pub counted_until: Option<String>,
+    /// One entry per resource class, by class.
+    pub classes: Vec<ClassUtilization>,
+}
+
+/// One class of a lease's utilization.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarClassUtilization")]
+pub struct ClassUtilization {
+    /// The resource class (a whole host counts as its inventories).
+    pub resource_class: String,
+    /// Unit-hours the lease held.
+    pub reserved_hours: f64,
+    /// Unit-hours consumers presenting it held (of any project it is shared with, too).
+    pub consumed_hours: f64,
+    /// Consumed over reserved, from 0 to 1 (`null` when it held nothing).
+    pub utilization: Option<f64>,
+    /// Where the amounts change, in time order; each holds until the next.
+    pub steps: Vec<UtilizationStep>,
+}
+
+/// From `time` on, `reserved` units held and `consumed` of them used.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarUtilizationStep")]
+pub struct UtilizationStep {
+    /// When (`%Y-%m-%d %H:%M:%S.%f`, UTC).
+    pub time: String,
+    /// Units held.
+    pub reserved: u64,
+    /// Units used.
+    pub consumed: u64,
+}
+
 /// One project's usage of one resource class, in unit-hours (a VCPU held for an hour is 1).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(rename = "BlazarUsageRow")]

@@ -53,4 +53,4 @@ pub use replica::{FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus};
 pub use search::searches_in_flight;
 pub use series::CreateSeries;
 pub use service::{BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen, RECENT_COMMITS};
-pub use usage::UsageReport;
+pub use usage::{LeaseUtilization, UsageReport};

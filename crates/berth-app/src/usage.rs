@@ -6,9 +6,12 @@ use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::limits::{USAGE_PERIOD_DAYS_MAX, USAGE_RETENTION_DAYS, USAGE_SEGMENTS_MAX};
 use berth_core::model::ledger::Window;
-use berth_core::query::usage::{UsageTotals, open, report};
-use berth_core::{Rejection, ResourceClass, Span};
-use std::collections::BTreeMap;
+use berth_core::query::leases::find;
+use berth_core::query::usage::{
+    ClassUtilization, UsageTotals, lease_utilization, open, open_of_lease, report,
+};
+use berth_core::{LeaseId, Rejection, ReservationId, ResourceClass, Span};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A usage report: each project's and class's totals.
 pub type UsageReport = BTreeMap<(String, ResourceClass), UsageTotals>;
@@ -63,5 +66,66 @@ impl Berth {
         }
         segments.extend(closed);
         Ok(report(&segments, period, now, project))
+    }
+}
+
+/// A lease's use over time: the period counted (its window as far as now, at most
+/// [`USAGE_PERIOD_DAYS_MAX`] days back) and each class's figures.
+#[derive(Debug, Clone)]
+pub struct LeaseUtilization {
+    /// What was counted: from the lease's start until its end or now, whichever is first.
+    pub period: Option<Window>,
+    /// Each class the lease held or its consumers used.
+    pub classes: Vec<ClassUtilization>,
+}
+
+impl Berth {
+    /// How much of what lease `id` held its consumers used, over time. The lease must be one
+    /// `project` sees (any, for `None`); refused as the usage report is when its history over
+    /// the period holds more than [`USAGE_SEGMENTS_MAX`] segments.
+    pub async fn lease_utilization(
+        &self,
+        id: LeaseId,
+        project: Option<&str>,
+    ) -> Result<LeaseUtilization, AppError> {
+        let now = self.now();
+        let found = self
+            .read(|catalog| {
+                find(catalog, id, project).map(|lease| {
+                    let reservations: BTreeSet<ReservationId> =
+                        lease.reservations.iter().map(|r| r.id).collect();
+                    let oldest = now - Span::from_days(USAGE_PERIOD_DAYS_MAX);
+                    let period = Window::new(lease.start.max(oldest), lease.end.min(now));
+                    (
+                        catalog.seq(),
+                        reservations,
+                        period,
+                        open_of_lease(catalog, lease),
+                    )
+                })
+            })
+            .await?;
+        let (seq, reservations, period, mut segments) =
+            found.ok_or(AppError::Rejected(Rejection::LeaseNotFound(id)))?;
+        let Some(period) = period else {
+            return Ok(LeaseUtilization {
+                period: None,
+                classes: Vec::new(),
+            });
+        };
+        let left = USAGE_SEGMENTS_MAX.saturating_sub(segments.len());
+        let closed = self.store.usage_segments(period, seq, left + 1).await?;
+        if closed.len() > left {
+            return Err(AppError::Rejected(Rejection::LimitExceeded {
+                limit: "usage_segments",
+                max: USAGE_SEGMENTS_MAX as u64,
+                got: (segments.len() + closed.len()) as u64,
+            }));
+        }
+        segments.extend(closed);
+        Ok(LeaseUtilization {
+            period: Some(period),
+            classes: lease_utilization(&segments, id, &reservations, period),
+        })
     }
 }

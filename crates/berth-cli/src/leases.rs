@@ -89,6 +89,12 @@ pub enum LeaseVerb {
         /// Lease id or name.
         lease: String,
     },
+    /// How much of what a lease held its consumers used: per resource class, the unit-hours
+    /// held and used and their ratio, then each change of the amounts over time.
+    Utilization {
+        /// Lease id or name.
+        lease: String,
+    },
 }
 
 /// What `berth lease series` does.
@@ -255,6 +261,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
                 .await?;
             show_shares(ctx, &answer["shares"])
         }
+        LeaseVerb::Utilization { lease } => utilization(ctx, &lease).await,
         LeaseVerb::Events { lease } => {
             let id = resolve(ctx, &lease).await?;
             let answer = ctx
@@ -271,6 +278,69 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
                 })
             })
         }
+    }
+}
+
+/// `berth lease utilization`.
+async fn utilization(ctx: &Ctx, lease: &str) -> Result<(), CliError> {
+    let id = resolve(ctx, lease).await?;
+    let answer = ctx
+        .client
+        .get(&format!("{}/utilization", lease_path(&id)))
+        .await?;
+    emit_text(ctx.format, &answer, show_utilization)
+}
+
+/// A lease's utilization as text: a table of its classes' totals, then one of each class's
+/// steps.
+fn show_utilization(answer: &Value) -> String {
+    let utilization = &answer["utilization"];
+    let classes = items(&utilization["classes"]);
+    let hours = |v: &Value, field: &str| {
+        v[field]
+            .as_f64()
+            .map_or_else(|| "-".to_owned(), |h| format!("{h:.2}"))
+    };
+    let totals = Table::of(
+        &["CLASS", "RESERVED_H", "CONSUMED_H", "UTILIZATION"],
+        classes,
+        |c| {
+            vec![
+                get(c, "resource_class"),
+                hours(c, "reserved_hours"),
+                hours(c, "consumed_hours"),
+                c["utilization"]
+                    .as_f64()
+                    .map_or_else(|| "-".to_owned(), |u| format!("{:.0}%", u * 100.0)),
+            ]
+        },
+    );
+    let steps: Vec<Value> = classes
+        .iter()
+        .flat_map(|c| {
+            items(&c["steps"]).iter().map(move |s| {
+                json!({"class": c["resource_class"], "time": s["time"],
+                                   "reserved": s["reserved"], "consumed": s["consumed"]})
+            })
+        })
+        .collect();
+    let steps = Table::of(&["CLASS", "FROM", "RESERVED", "CONSUMED"], &steps, |s| {
+        vec![
+            get(s, "class"),
+            time::show(&get(s, "time")),
+            get(s, "reserved"),
+            get(s, "consumed"),
+        ]
+    });
+    match utilization["start"].as_str() {
+        None => "The lease has not started: nothing to count yet.".to_owned(),
+        Some(start) => format!(
+            "Counted from {} to {} UTC\n\n{}\n\n{}",
+            time::show(start),
+            time::show(&get(utilization, "counted_until")),
+            totals.render(),
+            steps.render()
+        ),
     }
 }
 

@@ -324,3 +324,56 @@ proptest! {
         prop_assert_eq!(reported, counted(&segments, from, (from + length).min(now).max(from)));
     }
 }
+
+#[test]
+fn a_leases_utilization_counts_its_holds_and_what_presenting_consumers_held() {
+    let lease = LeaseId::new(Uuid::from_u128(1));
+    let mine = ReservationId::new(Uuid::from_u128(9));
+    let other = ReservationId::new(Uuid::from_u128(8));
+    let vcpu = class("VCPU");
+    let segment = |source, kind, reservation, amount, since, until: Option<i64>| UsageSegment {
+        source,
+        kind,
+        project_id: "p".into(),
+        reservation: Some(reservation),
+        provider: ProviderId::from_u128(1),
+        class: vcpu.clone(),
+        amount,
+        since: tick(since),
+        until: until.map(tick),
+    };
+    let held = UsageSource::Lease(lease);
+    let consumer = UsageSource::Consumer(Uuid::from_u128(50));
+    let segments = [
+        // The lease held 8 from tick 0 to 4, closed at a change, and 8 from 4 on (open).
+        segment(held, UsageKind::Reserved, mine, 8, 0, Some(4)),
+        segment(held, UsageKind::Reserved, mine, 8, 4, None),
+        // A consumer presenting it held 2 from tick 1 to 3, and 4 from 3 on.
+        segment(consumer, UsageKind::Consumed, mine, 2, 1, Some(3)),
+        segment(consumer, UsageKind::Consumed, mine, 4, 3, None),
+        // Another lease's hold and consumer count nothing here.
+        segment(
+            UsageSource::Lease(LeaseId::new(Uuid::from_u128(2))),
+            UsageKind::Reserved,
+            other,
+            8,
+            0,
+            None,
+        ),
+        segment(consumer, UsageKind::Consumed, other, 5, 0, None),
+    ];
+    let reservations = std::collections::BTreeSet::from([mine]);
+    let period = Window::new(tick(0), tick(6)).expect("a period");
+    let found =
+        berth_core::query::usage::lease_utilization(&segments, lease, &reservations, period);
+    assert_eq!(found.len(), 1);
+    let one = &found[0];
+    assert_eq!(one.class, vcpu);
+    assert_eq!(one.reserved, hours(8 * 6));
+    assert_eq!(one.consumed, hours(2 * 2 + 4 * 3));
+    // The change at tick 4 alone moves nothing: it is no step.
+    assert_eq!(
+        one.steps,
+        [(tick(0), 8, 0), (tick(1), 8, 2), (tick(3), 8, 4)]
+    );
+}

@@ -126,6 +126,29 @@ pub fn open(catalog: &Catalog, period: Window, limit: usize) -> Option<Vec<Usage
     Some(segments)
 }
 
+/// The open usage of one lease: what it holds from its `updated_at` on, and what the consumers
+/// presenting its reservations hold from theirs.
+pub fn open_of_lease(catalog: &Catalog, lease: &Lease) -> Vec<UsageSegment> {
+    let mut segments = lease_segments(
+        catalog,
+        UsageSource::Lease(lease.id),
+        lease,
+        lease.updated_at,
+    );
+    for reservation in &lease.reservations {
+        for uuid in catalog.consumers_of_reservation(reservation.id) {
+            if let Some(consumer) = catalog.consumer(uuid) {
+                segments.extend(consumer_segments(
+                    UsageSource::Consumer(uuid),
+                    consumer,
+                    consumer.updated_at,
+                ));
+            }
+        }
+    }
+    segments
+}
+
 /// What a consumer uses from `since` on: its allocations.
 fn consumer_segments(
     source: UsageSource,
@@ -370,4 +393,92 @@ fn lent(segments: &[UsageSegment], period: Window) -> BTreeMap<(&str, &ResourceC
         }
     }
     lent
+}
+
+/// One class of a lease's use over time: what it held and what consumers presenting it held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassUtilization {
+    /// The class.
+    pub class: ResourceClass,
+    /// Held by the lease over the period, in unit-microseconds.
+    pub reserved: UnitMicros,
+    /// Held by consumers presenting its reservations (of any project), in unit-microseconds.
+    pub consumed: UnitMicros,
+    /// Where the amounts change, in time order: `(from, reserved, consumed)`, each holding
+    /// until the next step (the last one until the period's end).
+    pub steps: Vec<(Instant, u64, u64)>,
+}
+
+/// The use of `lease` (whose reservations are `reservations`) over `period`, by class, from
+/// `segments` (closed and open, of every source: the lease's own reserved segments and the
+/// consumed segments presenting its reservations count, nothing else).
+pub fn lease_utilization(
+    segments: &[UsageSegment],
+    lease: crate::model::id::LeaseId,
+    reservations: &BTreeSet<ReservationId>,
+    period: Window,
+) -> Vec<ClassUtilization> {
+    // Per class: `(at, reserved delta, consumed delta)` at each clipped segment's ends.
+    let mut changes: BTreeMap<&ResourceClass, Vec<(Instant, i128, i128)>> = BTreeMap::new();
+    for segment in segments {
+        let reserved = match segment.kind {
+            UsageKind::Reserved if segment.source == UsageSource::Lease(lease) => true,
+            UsageKind::Consumed
+                if segment
+                    .reservation
+                    .is_some_and(|r| reservations.contains(&r)) =>
+            {
+                false
+            }
+            _ => continue,
+        };
+        let since = segment.since.max(period.start());
+        let until = segment.until.map_or(period.end(), |u| u.min(period.end()));
+        if since >= until {
+            continue;
+        }
+        let amount = i128::from(segment.amount);
+        let (r, c) = if reserved { (amount, 0) } else { (0, amount) };
+        let class = changes.entry(&segment.class).or_default();
+        class.push((since, r, c));
+        class.push((until, -r, -c));
+    }
+    changes
+        .into_iter()
+        .map(|(class, mut deltas)| {
+            deltas.sort_unstable_by_key(|(at, _, _)| *at);
+            let (mut reserved, mut consumed) = (0_i128, 0_i128);
+            let (mut reserved_total, mut consumed_total) = (0_u128, 0_u128);
+            let mut steps: Vec<(Instant, u64, u64)> = Vec::new();
+            let mut last = period.start();
+            for (at, r, c) in deltas {
+                let micros = u128::try_from(at.since(last).as_micros()).unwrap_or(0);
+                reserved_total += micros * reserved.unsigned_abs();
+                consumed_total += micros * consumed.unsigned_abs();
+                last = at;
+                reserved += r;
+                consumed += c;
+                let now = (
+                    at,
+                    u64::try_from(reserved).unwrap_or(0),
+                    u64::try_from(consumed).unwrap_or(0),
+                );
+                match steps.last_mut() {
+                    Some(step) if step.0 == at => *step = now,
+                    _ => steps.push(now),
+                }
+            }
+            // The period's end closes every segment: its zero step says nothing.
+            if steps.last().is_some_and(|s| s.0 == period.end()) {
+                steps.pop();
+            }
+            steps.dedup_by(|later, earlier| (later.1, later.2) == (earlier.1, earlier.2));
+            ClassUtilization {
+                class: class.clone(),
+                reserved: reserved_total,
+                consumed: consumed_total,
+                steps,
+            }
+        })
+        .collect()
 }

@@ -1147,6 +1147,23 @@ async fn usage_is_shown_as_a_table_json_and_csv() {
         "{csv}"
     );
     assert!(csv.lines().any(|l| l.contains(",VCPU,")), "{csv}");
+    // The lease's utilization: what it held, nothing used, by class and over time.
+    let shown = json(&app, &["lease", "utilization", "used"]).await;
+    let classes = shown["utilization"]["classes"].as_array().expect("classes");
+    let vcpu = classes
+        .iter()
+        .find(|c| c["resource_class"] == "VCPU")
+        .unwrap_or_else(|| panic!("no VCPU: {shown}"));
+    assert_eq!(vcpu["utilization"], 0.0, "{shown}");
+    assert_eq!(vcpu["steps"][0]["reserved"], 16, "the whole host: {shown}");
+    let table = ok(&app, &["lease", "utilization", "used"]).await;
+    in_column(&table, "UTILIZATION", "0%");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("VCPU") && l.split_whitespace().nth(3) == Some("16")),
+        "a step of the whole host's 16 VCPU: {table}"
+    );
     berth(&app, &["usage", "--from", "yesterday"])
         .await
         .assert()

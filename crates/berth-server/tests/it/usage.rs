@@ -190,3 +190,81 @@ async fn bad_usage_queries_are_refused_naming_the_parameter() {
     .await;
     assert_eq!(response.0, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_lease_shows_how_much_of_it_was_used_over_time() {
+    let app = app().await;
+    let provider = host(&app, "h1").await;
+    let lease = running_lease(
+        &app,
+        json!([{"resource_type": "physical:host", "min": 1, "max": 1}]),
+    )
+    .await;
+    let path = format!("/reservation/v1/leases/{lease}/utilization");
+    // A consumer runs 2 VCPU in it, then a second 2 more.
+    let mut sent = Vec::new();
+    for n in [1, 2] {
+        let before = now_micros();
+        let (status, body) = allocate(&app, n, OWNER.project, &provider, 2).await;
+        assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+        sent.push((before, now_micros()));
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (status, shown) = app.call_as(OWNER_READER, Method::GET, &path, None).await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    let shown = &shown["utilization"];
+    assert_eq!(shown["lease_id"], json!(lease), "{shown}");
+    let until = micros(&shown["counted_until"]);
+    let vcpu = shown["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .find(|c| c["resource_class"] == "VCPU")
+        .unwrap_or_else(|| panic!("no VCPU in {shown}"));
+    // The steps: the whole host held, then 2 used, then 4.
+    let steps: Vec<(u64, u64)> = vcpu["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            (
+                s["reserved"].as_u64().expect("n"),
+                s["consumed"].as_u64().expect("n"),
+            )
+        })
+        .collect();
+    assert_eq!(steps, [(8, 0), (8, 2), (8, 4)], "{vcpu}");
+    let (two, four) = (sent[0], sent[1]);
+    let at = |n: usize| micros(&vcpu["steps"][n]["time"]);
+    assert!(two.0 <= at(1) && at(1) <= two.1, "{vcpu}");
+    assert!(four.0 <= at(2) && at(2) <= four.1, "{vcpu}");
+    // The totals are the steps' areas; utilization is their ratio.
+    let area = |n: usize, amount: u64, to: i64| amount as f64 * ((to - at(n)) as f64) / 3.6e9;
+    let consumed = area(1, 2, at(2)) + area(2, 4, until);
+    let reserved = area(0, 8, until);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(
+        close(hours(&vcpu["consumed_hours"]), consumed),
+        "{vcpu} vs {consumed}"
+    );
+    assert!(
+        close(hours(&vcpu["reserved_hours"]), reserved),
+        "{vcpu} vs {reserved}"
+    );
+    assert!(
+        close(hours(&vcpu["utilization"]), consumed / reserved),
+        "{vcpu}"
+    );
+    // Another project does not see the lease; a lease that has not started has no figures.
+    let (status, _) = app.call_as(STRANGER, Method::GET, &path, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, missing) = app
+        .call_as(
+            ADMIN,
+            Method::GET,
+            "/reservation/v1/leases/00000000-0000-4000-8000-000000000000/utilization",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+}

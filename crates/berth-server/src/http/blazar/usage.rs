@@ -2,17 +2,22 @@
 //! reads its own usage; an admin any project's, or every project's.
 
 use super::lease_wire::date_field;
+use super::leases::lease_id;
 use crate::http::error::ApiError;
 use crate::http::extract::Caller;
 use crate::http::routes::Routes;
 use crate::http::state::AppState;
 use crate::policy::Rule;
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
-use berth_api::blazar::{UsageEnvelope, UsageReport, UsageRow};
+use berth_api::blazar::{
+    ClassUtilization, LeaseUtilization, UsageEnvelope, UsageReport, UsageRow, UtilizationEnvelope,
+    UtilizationStep,
+};
 use berth_api::time::lease_time;
+use berth_core::Instant;
 use berth_core::model::ledger::Window;
 use berth_core::query::usage::{UNIT_HOUR, UnitMicros};
 use serde_json::{Map, Value};
@@ -27,7 +32,55 @@ pub(super) fn register(routes: &mut Routes) {
             "Usage by project and resource class over a period: reserved, consumed, lent, idle, on-demand and preemptible unit-hours, as JSON or CSV (berth extension)",
             usage,
         )
-        .answers::<UsageEnvelope>(200);
+        .answers::<UsageEnvelope>(200)
+        .add(
+            Method::GET,
+            "/reservation/v1/leases/{lease_id}/utilization", Rule::PROJECT_READER,
+            "How much of what a lease held its consumers used, over time (berth extension)",
+            utilization,
+        )
+        .answers::<UtilizationEnvelope>(200);
+}
+
+async fn utilization(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<UtilizationEnvelope>, ApiError> {
+    let id = lease_id(&id)?;
+    let found = state
+        .berth
+        .lease_utilization(id, caller.project_scope().as_deref())
+        .await?;
+    let time = |at: Instant| lease_time(at.as_micros());
+    let classes = found
+        .classes
+        .into_iter()
+        .map(|class| ClassUtilization {
+            resource_class: class.class.as_str().to_owned(),
+            reserved_hours: hours(class.reserved),
+            consumed_hours: hours(class.consumed),
+            utilization: (class.reserved > 0)
+                .then(|| hours(class.consumed) / hours(class.reserved)),
+            steps: class
+                .steps
+                .into_iter()
+                .map(|(at, reserved, consumed)| UtilizationStep {
+                    time: time(at),
+                    reserved,
+                    consumed,
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Json(UtilizationEnvelope {
+        utilization: LeaseUtilization {
+            lease_id: id.to_string(),
+            start: found.period.map(|p| time(p.start())),
+            counted_until: found.period.map(|p| time(p.end())),
+            classes,
+        },
+    }))
 }
 
 /// The query parameters the report takes.
