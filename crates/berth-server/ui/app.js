@@ -1,7 +1,8 @@
 // The dashboard shell: the token field, the router (views and their parameters live in the URL
 // hash, for example `#/timeline?from=2030-01-01T00:00:00Z&to=2030-01-08T00:00:00Z&zone=az1`),
 // and the error display. Each view renders into <main> and sets `data-state` to `ready` or
-// `error` when it is done, which is what the end-to-end tests wait for.
+// `error` when it is done, which is what the end-to-end tests wait for (a view that shows an
+// error panel under its own controls, such as the usage view's refused period, ends in `error`).
 
 import {ApiError, get, setToken, token} from './api.js';
 import {h, replace} from './dom.js';
@@ -10,12 +11,14 @@ import * as timeline from './timeline.js';
 import * as capacity from './capacity.js';
 import * as leases from './leases.js';
 import * as failures from './failures.js';
+import * as usage from './usage.js';
 
 const VIEWS = {
   timeline: timeline.render,
   capacity: capacity.render,
   leases: leases.render,
   lease: leases.renderDetail,
+  usage: usage.render,
   failures: failures.render,
 };
 
@@ -90,7 +93,7 @@ async function show() {
   };
   try {
     await VIEWS[view](main, context);
-    if (mine === generation) main.dataset.state = 'ready';
+    if (mine === generation) main.dataset.state = main.querySelector('[data-role="error"]') ? 'error' : 'ready';
   } catch (error) {
     if (mine !== generation) return;
     console.error(error);

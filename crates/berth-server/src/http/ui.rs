@@ -79,7 +79,7 @@ const JS: &str = "text/javascript; charset=utf-8";
 const INDEX: Asset = asset!("index.html", "text/html; charset=utf-8");
 
 /// Everything under `/ui/assets/`.
-const ASSETS: [Asset; 10] = [
+const ASSETS: [Asset; 11] = [
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("app.js", JS),
     asset!("api.js", JS),
@@ -89,6 +89,7 @@ const ASSETS: [Asset; 10] = [
     asset!("capacity.js", JS),
     asset!("leases.js", JS),
     asset!("failures.js", JS),
+    asset!("usage.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

@@ -3,9 +3,10 @@
 //! Chromium against a server seeded with the demo cloud, the timeline draws one bar per
 //! (lease, host) hold the leases API reports (degraded ones marked), the capacity chart shows
 //! the capacity API's figures, the lease page lists reservations, events and notifications, the
-//! failures view lists the hosts out of service and the leases they affect, and an
-//! unauthenticated page says so readably. Screenshots of the timeline and the chart are saved
-//! under the target directory's `ui-screenshots/` for review.
+//! failures view lists the hosts out of service and the leases they affect, the usage view draws
+//! a bar per project and lists the usage report's figures, and an unauthenticated page says so
+//! readably. Screenshots of the timeline, the capacity chart and the usage view are saved under
+//! the target directory's `ui-screenshots/` for review.
 //!
 //! The browser tests need Chromium: `BERTH_TEST_CHROMIUM` names it (`scripts/test.sh` installs
 //! it and sets it), otherwise `chromium` is looked for on the `PATH`. Without it they print a
@@ -22,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const HOUR: i64 = 3_600_000_000;
+const SECOND: i64 = 1_000_000;
+const HOUR: i64 = 3_600 * SECOND;
 const DAY: i64 = 24 * HOUR;
 /// How long one Chromium run may take before the test fails (and the browser is killed).
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
@@ -282,6 +284,36 @@ fn assert_ready(html: &str, view: &str) {
         (view.to_owned(), "ready".to_owned()),
         "the {view} view rendered"
     );
+}
+
+/// The figures the usage view lists for each project, in the order of its table's columns.
+const USAGE_FIELDS: [&str; 6] = [
+    "reserved_hours",
+    "consumed_hours",
+    "lent_hours",
+    "idle_hours",
+    "on_demand_hours",
+    "preemptible_hours",
+];
+
+/// The cells of one table row's HTML that carry a `data-field`: the field, the value and the
+/// text shown.
+fn figure_cells(row: &str) -> Vec<(String, f64, String)> {
+    let mut out = Vec::new();
+    let mut rest = row;
+    while let Some(at) = rest.find("data-field=\"") {
+        let start = rest[..at].rfind('<').expect("inside a tag");
+        let end = at + rest[at..].find('>').expect("a closed tag");
+        let attrs = attributes(&rest[start + 1..end]);
+        let text_end = rest[end..].find('<').map_or(rest.len(), |i| end + i);
+        out.push((
+            attrs["data-field"].clone(),
+            attrs["data-value"].parse().expect("a number"),
+            unescape(&rest[end + 1..text_end]),
+        ));
+        rest = &rest[text_end..];
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -779,6 +811,159 @@ async fn the_capacity_chart_shows_the_capacity_api_figures() {
     browser
         .screenshot(&url, &screenshot_dir().join("capacity.png"), 1_000)
         .await;
+}
+
+/// The usage view draws one bar per project of the chosen class and lists the usage report's
+/// figures to 2 decimals; a period the report refuses is said, with its 400, under the form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usage_view_shows_the_usage_api_figures() {
+    let Some(browser) = Browser::find("the_usage_view_shows_the_usage_api_figures") else {
+        return;
+    };
+    let app = demo().await;
+    let all = started(&app).await;
+    // From an hour before the demo leases start until a few seconds after: a period that has
+    // ended by the time it is read, so its figures no longer change.
+    let first = all
+        .iter()
+        .map(|l| parse_lease_date(l["start_date"].as_str().expect("start")))
+        .min()
+        .expect("demo leases");
+    let from = rfc3339(first - HOUR);
+    let to = rfc3339(first - first.rem_euclid(SECOND) + 5 * SECOND);
+    while now_micros() <= micros(&to) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, answer) = app
+        .get(
+            &format!("/reservation/v1/usage?start={from}&end={to}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let report = &answer["usage"];
+    assert_eq!(
+        report["counted_until"], report["end"],
+        "the period has ended"
+    );
+    let expected: BTreeMap<String, Vec<f64>> = report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|row| row["resource_class"] == "VCPU")
+        .map(|row| {
+            (
+                row["project_id"].as_str().expect("project").to_owned(),
+                USAGE_FIELDS
+                    .iter()
+                    .map(|field| row[*field].as_f64().expect("hours"))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert!(
+        expected.values().any(|figures| figures[0] > 0.0)
+            && expected.values().any(|figures| figures[4] > 0.0),
+        "the demo reserves and runs work on demand: {answer}"
+    );
+
+    let url = format!("{}/ui/#/usage?from={from}&to={to}&class=VCPU", app.base);
+    let html = browser.dump_dom(&url).await;
+    assert_ready(&html, "usage");
+    let chart = elements(&html, "usage-chart");
+    assert_eq!(chart.len(), 1, "one chart");
+    assert_eq!(
+        (
+            chart[0]["data-class"].as_str(),
+            chart[0]["data-from"].as_str(),
+            chart[0]["data-to"].as_str()
+        ),
+        (
+            "VCPU",
+            report["start"].as_str().expect("start"),
+            report["end"].as_str().expect("end")
+        )
+    );
+    let counted = elements(&html, "counted-until");
+    assert_eq!(counted.len(), 1, "how far it is counted is said");
+    assert_eq!(
+        counted[0]["data-at"],
+        report["counted_until"].as_str().expect("counted")
+    );
+
+    // The table: a row per project, each figure as the API answers it, shown to 2 decimals.
+    let rows = elements(&html, "usage-row");
+    let shown: BTreeMap<String, Vec<(String, f64, String)>> = html
+        .split("data-role=\"usage-row\"")
+        .skip(1)
+        .zip(&rows)
+        .map(|(row, attrs)| {
+            let row = row.split("</tr>").next().unwrap_or_default();
+            (attrs["data-project"].clone(), figure_cells(row))
+        })
+        .collect();
+    assert_eq!(shown.len(), rows.len(), "one row per project");
+    assert_eq!(
+        shown.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "a row per project with VCPU usage"
+    );
+    for (project, figures) in &expected {
+        let cells = &shown[project];
+        let fields: Vec<&str> = cells.iter().map(|(field, _, _)| field.as_str()).collect();
+        assert_eq!(fields, USAGE_FIELDS, "{project}");
+        for ((field, value, text), wanted) in cells.iter().zip(figures) {
+            assert_eq!(value, wanted, "{project} {field}");
+            let decimals = text.rsplit_once('.').map_or(0, |(_, d)| d.len());
+            let number: f64 = text.replace(',', "").parse().expect("a number");
+            assert!(
+                decimals == 2 && (number - wanted).abs() <= 0.005 + 1e-9,
+                "{project} {field}: {text} shows {wanted} to 2 decimals"
+            );
+        }
+    }
+
+    // The chart: one bar per project, as long as what it reserved.
+    let bars = elements(&html, "usage-bar");
+    let drawn: BTreeMap<String, f64> = bars
+        .iter()
+        .map(|bar| {
+            (
+                bar["data-project"].clone(),
+                bar["data-reserved"].parse().expect("reserved hours"),
+            )
+        })
+        .collect();
+    assert_eq!(drawn.len(), bars.len(), "one bar per project");
+    let reserved: BTreeMap<String, f64> = expected
+        .iter()
+        .map(|(project, figures)| (project.clone(), figures[0]))
+        .collect();
+    assert_eq!(drawn, reserved, "a bar per project, of its reserved hours");
+    assert!(bars.iter().all(|bar| bar["data-class"] == "VCPU"));
+
+    browser
+        .screenshot(&url, &screenshot_dir().join("usage.png"), 900)
+        .await;
+
+    // A period the report refuses: its 400 under the form, which stays to correct it.
+    let (status, refused) = app
+        .get(
+            &format!("/reservation/v1/usage?start={to}&end={from}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    let message = refused["error_message"].as_str().expect("error_message");
+    let html = browser
+        .dump_dom(&format!("{}/ui/#/usage?from={to}&to={from}", app.base))
+        .await;
+    assert_eq!(main_state(&html), ("usage".to_owned(), "error".to_owned()));
+    let errors = elements(&html, "error");
+    assert_eq!(errors.len(), 1, "one readable error");
+    assert_eq!(errors[0]["data-status"], "400");
+    assert!(html.contains(message), "the report's own words: {message}");
+    assert_eq!(elements(&html, "usage-form").len(), 1, "the form stays");
 }
 
 /// With a provider cloud's capacity in the zone, the capacity view shows each provider's
