@@ -767,6 +767,65 @@ pub struct ShareRequest {
     pub cap: BTreeMap<String, i64>,
 }
 
+/// `PUT /reservation/v1/budgets/{project_id}` (berth): a project's budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarBudgetRequest")]
+#[serde(deny_unknown_fields)]
+pub struct BudgetRequest {
+    /// `day`, `week` (from Monday) or `month` (UTC); `month` when not given.
+    pub period: Option<String>,
+    /// The most unit-hours of each resource class the project's leases may hold per period
+    /// (`{"VCPU": 2000}`), each a whole number, 0 or more; at least one class.
+    pub limits: BTreeMap<String, Value>,
+}
+
+/// `GET /reservation/v1/budgets/{project_id}`, and the answer to `PUT` (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarBudgetEnvelope")]
+pub struct BudgetEnvelope {
+    /// The budget.
+    pub budget: BudgetBody,
+}
+
+/// `GET /reservation/v1/budgets` (berth): the budgets the caller sees.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarBudgetList")]
+pub struct BudgetList {
+    /// Every project's (an admin), or the caller's project's.
+    pub budgets: Vec<BudgetBody>,
+}
+
+/// A project's budget and what its leases have been charged in each period it keeps.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarBudget")]
+pub struct BudgetBody {
+    /// The project.
+    pub project_id: String,
+    /// `day`, `week` or `month`.
+    pub period: String,
+    /// The most unit-hours of each class per period.
+    pub limits: BTreeMap<String, u64>,
+    /// The current period and those charged (from the previous one on), in order.
+    pub periods: Vec<BudgetPeriodBody>,
+    /// When it was last set.
+    pub updated_at: String,
+}
+
+/// One period of a budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[schemars(rename = "BlazarBudgetPeriod")]
+pub struct BudgetPeriodBody {
+    /// Its start (`%Y-%m-%dT%H:%M:%S.%f`, UTC).
+    pub start: String,
+    /// Its end.
+    pub end: String,
+    /// Unit-hours charged, by class: what the project's leases held in it so far and hold in
+    /// it from now on.
+    pub charged_hours: BTreeMap<String, f64>,
+    /// Unit-hours left under each limit.
+    pub left_hours: BTreeMap<String, f64>,
+}
+
 /// A lease's share with one project (berth).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[schemars(rename = "BlazarShare")]

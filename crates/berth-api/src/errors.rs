@@ -180,6 +180,12 @@ pub const ERROR_CODES: &[ErrorCode] = &[
         placement: "share_exceeded",
     },
     ErrorCode {
+        code: "budget_exceeded",
+        status: 409,
+        meaning: "The lease would take its project past its budget of a class's unit-hours in a period; the body names the budget (`budget`) and what would fit it (`counter_offer`: an earlier `end_date`, or fewer hosts or instances as `amount`)",
+        placement: "budget_exceeded",
+    },
+    ErrorCode {
         code: "capacity_in_use",
         status: 409,
         meaning: "The capacity decrease would leave reservations short; the body lists them (`affected`)",
@@ -510,6 +516,43 @@ pub struct NodeRefusal {
 pub struct NodeRefusals {
     /// Each candidate node and why it could not be taken.
     pub nodes: Vec<NodeRefusal>,
+}
+
+/// The members a lease refused for its project's budget adds to its error body.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct BudgetExceeded {
+    /// The budget it would pass.
+    pub budget: BudgetFigures,
+    /// What would fit it, when something does.
+    pub counter_offer: BudgetOffer,
+}
+
+/// A budget's figures in the period a refused lease would pass its limit in.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct BudgetFigures {
+    /// The project.
+    pub project_id: String,
+    /// The resource class.
+    pub resource_class: String,
+    /// `day`, `week` or `month`.
+    pub period: String,
+    /// The period's start (`%Y-%m-%dT%H:%M:%S.%f`, UTC).
+    pub period_start: String,
+    /// The most unit-hours of the class the project's leases may hold in a period.
+    pub limit_hours: u64,
+    /// What the period is charged already, in unit-hours.
+    pub charged_hours: f64,
+    /// What the lease would add, in unit-hours.
+    pub asked_hours: f64,
+}
+
+/// What would fit a budget: the same lease ending earlier, or holding fewer hosts or instances.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct BudgetOffer {
+    /// The latest end, to the minute, at which the same lease fits.
+    pub end_date: Option<String>,
+    /// The most hosts or instances of its one reservation that fit over the same window.
+    pub amount: Option<u32>,
 }
 
 /// The members an instance refused for want of room in its reservation adds to its error body.

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod baremetal;
+mod budgets;
 mod clouds;
 mod deadline;
 mod demo;

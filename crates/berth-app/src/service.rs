@@ -3,6 +3,7 @@
 
 use crate::deadline::Deadline;
 use crate::error::AppError;
+use berth_core::decide::budget;
 use berth_core::decide::lease::stamp_idle_release;
 use berth_core::limits::{IDEMPOTENCY_PRUNE_MAX, USAGE_PRUNE_MIN, USAGE_RETENTION_DAYS};
 use berth_core::model::idempotency::{IDEMPOTENCY_TTL, IdempotencyKey, IdempotencyRecord};
@@ -63,6 +64,15 @@ type Decide = Box<
         ) -> Result<(Vec<Change>, Box<dyn Any + Send>), Rejection>
         + Send,
 >;
+
+/// What a batch's decisions made: the accepted ones' changes, the usage history they close and
+/// their answers, and the refusals (answered once the batch is settled).
+struct Decided {
+    changes: Vec<Change>,
+    usage: Vec<UsageSegment>,
+    accepted: Vec<(Reply, Box<dyn Any + Send>)>,
+    refused: Vec<(Reply, Rejection)>,
+}
 
 /// The idempotency records of the keys a batch names, as the batch's decisions leave them.
 type Records = HashMap<IdempotencyKey, IdempotencyRecord>;
@@ -439,19 +449,66 @@ impl Batch {
             .is_empty()
     }
 
+    /// Makes the batch's decisions in order over `catalog`, applying each accepted one.
+    fn decide_all(
+        &self,
+        catalog: &mut Catalog,
+        batch: Vec<Pending>,
+        records: &mut Records,
+        now: Instant,
+    ) -> Decided {
+        let mut changes = Vec::new();
+        let mut usage = Vec::new();
+        let mut accepted = Vec::with_capacity(batch.len());
+        // Refusals are answered once the batch is settled, so that whatever a refused caller
+        // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
+        let mut refused = Vec::new();
+        for pending in batch {
+            // The caller went away while the batch began: nobody would learn the outcome.
+            if pending.reply.is_closed() {
+                continue;
+            }
+            let record = pending.key.as_ref().and_then(|key| records.get(key));
+            let decided =
+                (pending.decide)(catalog, record, now).and_then(|(mut decided, value)| {
+                    self.complete(catalog, &mut decided, &mut usage, now)?;
+                    Ok((decided, value))
+                });
+            match decided {
+                Err(rejection) => refused.push((pending.reply, rejection)),
+                Ok((decided, value)) => {
+                    note_records(records, &decided);
+                    catalog.apply(&decided);
+                    changes.extend(decided);
+                    accepted.push((pending.reply, value));
+                }
+            }
+        }
+        Decided {
+            changes,
+            usage,
+            accepted,
+            refused,
+        }
+    }
+
     /// What the batch adds to a decision before applying it over `catalog`: the operator's
-    /// release of unconsumed leases on the leases it creates, then the usage history it closes.
+    /// release of unconsumed leases on the leases it creates, the charges on its projects'
+    /// budgets (which may refuse it), then the usage history it closes.
     fn complete(
         &self,
         catalog: &Catalog,
-        decided: &mut [Change],
+        decided: &mut Vec<Change>,
         usage: &mut Vec<UsageSegment>,
         now: Instant,
-    ) {
+    ) -> Result<(), Rejection> {
         if let Some(policy) = self.idle_release {
             stamp_idle_release(catalog, decided, policy);
         }
+        let charges = budget::charge(catalog, decided, now)?;
         usage.extend(usage::close(catalog, decided, now));
+        decided.extend(charges);
+        Ok(())
     }
 
     /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
@@ -558,29 +615,12 @@ impl Batch {
         };
         working.dirty = true;
         let now = self.clock.now();
-        let mut changes = Vec::new();
-        let mut usage = Vec::new();
-        let mut accepted = Vec::with_capacity(batch.len());
-        // Refusals are answered once the batch is settled, so that whatever a refused caller
-        // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
-        let mut refused = Vec::new();
-        for pending in batch {
-            // The caller went away while the batch began: nobody would learn the outcome.
-            if pending.reply.is_closed() {
-                continue;
-            }
-            let record = pending.key.as_ref().and_then(|key| records.get(key));
-            match (pending.decide)(&working.catalog, record, now) {
-                Err(rejection) => refused.push((pending.reply, rejection)),
-                Ok((mut decided, value)) => {
-                    note_records(&mut records, &decided);
-                    self.complete(&working.catalog, &mut decided, &mut usage, now);
-                    working.catalog.apply(&decided);
-                    changes.extend(decided);
-                    accepted.push((pending.reply, value));
-                }
-            }
-        }
+        let Decided {
+            mut changes,
+            mut usage,
+            accepted,
+            refused,
+        } = self.decide_all(&mut working.catalog, batch, &mut records, now);
         admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
         let refuse = |refused: Vec<(Reply, Rejection)>| {
             for (reply, rejection) in refused {
@@ -890,7 +930,10 @@ fn admit_waiting(
         if admitted.is_empty() {
             break;
         }
+        // Admissions are charged to budgets, never refused by them (they were asked before).
+        let charges = budget::charge(catalog, &admitted, now).unwrap_or_default();
         usage.extend(usage::close(catalog, &mut admitted, now));
+        admitted.extend(charges);
         catalog.apply(&admitted);
         changes.extend(admitted);
     }

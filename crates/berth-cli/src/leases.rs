@@ -241,7 +241,7 @@ pub(crate) async fn run(ctx: &Ctx, verb: LeaseVerb) -> Result<(), CliError> {
             caps,
         } => {
             let id = resolve(ctx, &lease).await?;
-            let body = json!({ "cap": share_cap(&caps)? });
+            let body = json!({ "cap": class_amounts("--cap", &caps)? });
             let path = format!("{}/shares/{}", lease_path(&id), segment(&project));
             let answer = ctx.client.put(&path, &body).await?;
             show_shares(ctx, &json!([answer["share"]]))
@@ -344,16 +344,20 @@ fn show_utilization(answer: &Value) -> String {
     }
 }
 
-/// `--cap CLASS=N` flags as the share's `cap` (class names upper-cased; the amounts are checked
-/// by berth).
-fn share_cap(caps: &[String]) -> Result<serde_json::Map<String, Value>, CliError> {
-    caps.iter()
+/// `CLASS=N` flags (`--cap` of a share, `--limit` of a budget) as a JSON map: class names
+/// upper-cased, the amounts checked by berth.
+pub(crate) fn class_amounts(
+    flag: &str,
+    items: &[String],
+) -> Result<serde_json::Map<String, Value>, CliError> {
+    items
+        .iter()
         .map(|item| {
             let (class, amount) = item
                 .split_once('=')
-                .ok_or_else(|| CliError::Usage(format!("--cap {item}: use CLASS=N")))?;
+                .ok_or_else(|| CliError::Usage(format!("{flag} {item}: use CLASS=N")))?;
             let amount = amount.trim().parse::<i64>().map_err(|_| {
-                CliError::Usage(format!("--cap {item}: {amount} is not a whole number"))
+                CliError::Usage(format!("{flag} {item}: {amount} is not a whole number"))
             })?;
             Ok((class.trim().to_ascii_uppercase(), json!(amount)))
         })

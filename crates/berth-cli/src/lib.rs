@@ -1,5 +1,5 @@
 //! The command-line client: `berth host|provider|lease|reservation|availability|capacity|
-//! flavor|node|claim|subscription|notification|provider-cloud|usage ...` and `berth completions`.
+//! flavor|node|claim|subscription|notification|provider-cloud|usage|budget ...` and `berth completions`.
 //!
 //! It is a client of berth's HTTP API and nothing else: every command is one or a few requests
 //! to a running server (`--url`, `BERTH_URL`), with `X-Auth-Token` when a token is given
@@ -17,6 +17,7 @@
 
 mod args;
 pub mod availability;
+pub mod budgets;
 pub mod capacity;
 mod client;
 pub mod clouds;
@@ -73,6 +74,8 @@ pub enum ClientCommand {
     /// Usage by project and resource class over a period: reserved, consumed, lent, idle, on
     /// demand and preemptible unit-hours.
     Usage(usage::UsageArgs),
+    /// Budgets of resource-hours per period: list, show, set, delete.
+    Budget(budgets::BudgetCommand),
     /// Prints a shell completion script (for example `berth completions bash > /etc/bash_completion.d/berth`).
     Completions {
         /// The shell.
@@ -101,6 +104,7 @@ pub async fn run(
         ClientCommand::Notification(c) => c.connection.output,
         ClientCommand::ProviderCloud(c) => c.connection.output,
         ClientCommand::Usage(c) => c.connection.output,
+        ClientCommand::Budget(c) => c.connection.output,
         ClientCommand::Completions { .. } => Format::Table,
     };
     match dispatch(command, berth_command).await {
@@ -134,6 +138,7 @@ async fn dispatch(
         }
         ClientCommand::ProviderCloud(c) => clouds::run(&Ctx::new(&c.connection)?, c.verb).await,
         ClientCommand::Usage(c) => usage::run(&Ctx::new(&c.connection)?, &c).await,
+        ClientCommand::Budget(c) => budgets::run(&Ctx::new(&c.connection)?, c.verb).await,
         ClientCommand::Completions { shell } => {
             let mut command = berth_command();
             let mut script = Vec::new();

@@ -2,6 +2,7 @@
 //! catalog applies them; both see exactly the same list.
 
 use crate::model::baremetal::{NodeClaim, NodeRecord};
+use crate::model::budget::Budget;
 use crate::model::cloud::ProviderCloud;
 use crate::model::consumer::Consumer;
 use crate::model::id::{LeaseId, ProviderId};
@@ -121,6 +122,13 @@ pub enum Change {
     },
     /// The reservation policy replaced.
     PolicySet(Policy),
+    /// A project's budget set or charged (`Some`), or removed (`None`) (berth).
+    BudgetSet {
+        /// The project.
+        project: String,
+        /// Its budget.
+        budget: Option<Box<Budget>>,
+    },
     /// A provider cloud registered (`Some`) or removed (`None`).
     ProviderCloudSet {
         /// The cloud's provider id.

@@ -311,6 +311,12 @@ pub enum Rejection {
         /// What the project's other consumers hold of it inside the lease.
         used: u64,
     },
+    /// No budget for that project (berth).
+    #[error("Project {0} has no budget")]
+    BudgetNotFound(String),
+    /// A lease would take its project past its budget (berth).
+    #[error("{0}")]
+    BudgetExceeded(Box<BudgetRefusal>),
     /// The allocation asks for more than the reservation holds, or lies outside it.
     #[error(
         "Allocation of {class} on resource provider {provider} exceeds what reservation {reservation} holds"
@@ -584,5 +590,47 @@ impl std::fmt::Display for Refusal {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Why a lease was refused for its project's budget, and what would fit it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetRefusal {
+    /// The project.
+    pub project: String,
+    /// The class whose limit it would pass.
+    pub class: String,
+    /// The budget's period.
+    pub period: crate::model::budget::BudgetPeriod,
+    /// The start of the period it would pass the limit in.
+    pub period_start: crate::model::time::Instant,
+    /// The limit, in unit-hours per period.
+    pub limit_hours: u64,
+    /// What the period was charged before, in unit-seconds.
+    pub charged_seconds: u64,
+    /// What the lease would add to it, in unit-seconds.
+    pub asked_seconds: u64,
+    /// The latest end (to the minute) at which the same lease fits, if one does.
+    pub shorter_end: Option<crate::model::time::Instant>,
+    /// The most hosts or instances of its one reservation that fit over the same window, if
+    /// any do.
+    pub fewer: Option<u32>,
+}
+
+impl std::fmt::Display for BudgetRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hours = |seconds: u64| seconds as f64 / 3600.0;
+        write!(
+            f,
+            "Project {}'s budget of {} {}-hours per {} is exceeded: {:.2} are charged in that \
+             {} and the lease asks {:.2} more",
+            self.project,
+            self.limit_hours,
+            self.class,
+            self.period.as_str(),
+            hours(self.charged_seconds),
+            self.period.as_str(),
+            hours(self.asked_seconds),
+        )
     }
 }

@@ -4,17 +4,15 @@
 
 use berth_core::decide::admission::Search;
 use berth_core::decide::allocation::{ConsumerGeneration, ConsumerWrite, set_allocations};
-use berth_core::decide::lease::{NewLease, create_lease, stamp_idle_release};
-use berth_core::model::lease::{
-    EventKind, IdleRelease, Lease, LeaseStatus, PREEMPTION_NOTICE_DEFAULT, ReservationSpec,
-};
+use berth_core::decide::lease::{create_lease, stamp_idle_release};
+use berth_core::model::lease::{EventKind, IdleRelease, Lease, LeaseStatus, ReservationSpec};
 use berth_core::model::provider::Attributes;
-use berth_core::{Change, Instant, LeaseId, ReservationId, ResourceClass, Span};
+use berth_core::{Change, Instant, ResourceClass, Span};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
 mod support;
-use support::{TICK, World, one_host};
+use support::{TICK, World, new_lease, one_host};
 
 fn tick(n: i64) -> Instant {
     Instant::from_micros(n * TICK)
@@ -28,18 +26,7 @@ fn policy() -> IdleRelease {
 /// Creates a lease of `spec` from tick `start` to `end` with the policy stamped as the service
 /// stamps it; the lease.
 fn lease(w: &mut World, start: i64, end: i64, spec: ReservationSpec) -> Lease {
-    let new = NewLease {
-        id: LeaseId::new(w.id()),
-        name: "idle".into(),
-        project_id: "lab".into(),
-        user_id: "u".into(),
-        start: tick(start),
-        end: tick(end),
-        before_end: None,
-        reservations: vec![(ReservationId::new(w.id()), spec)],
-        event_ids: [w.id(), w.id(), w.id()],
-        notice_lead: PREEMPTION_NOTICE_DEFAULT,
-    };
+    let new = new_lease(w, "lab", start, end, spec);
     let (mut changes, _) = create_lease(&w.catalog, &new, w.at(), &Search::NONE).expect("fits");
     stamp_idle_release(&w.catalog, &mut changes, policy());
     w.apply(&changes);

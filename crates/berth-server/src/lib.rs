@@ -217,6 +217,11 @@ async fn configure(berth: &Berth, config: &Config) -> anyhow::Result<()> {
     berth.set_preemption_notice(config.preemption_notice);
     berth.set_claim_ttl(config.claim_ttl);
     berth.set_idle_release(config.idle_release);
+    for (project, period, limits) in config.access_policy.budgets() {
+        berth
+            .set_budget(project.clone(), *period, limits.clone())
+            .await?;
+    }
     if let Some(policy) = &config.policy {
         berth.set_policy(policy.clone()).await?;
     }

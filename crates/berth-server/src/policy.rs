@@ -202,7 +202,16 @@ pub struct AccessPolicy {
     legacy_defaults: bool,
     ceiling: Option<u32>,
     granted: BTreeMap<String, u32>,
+    budgets: Vec<ProjectBudget>,
 }
+
+/// A project's budget as the policy file sets it at start: the project, the period and the
+/// most unit-hours of each class per period.
+pub type ProjectBudget = (
+    String,
+    berth_core::model::budget::BudgetPeriod,
+    BTreeMap<berth_core::ResourceClass, u64>,
+);
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -213,6 +222,18 @@ struct PolicyFile {
     placement: PlacementSection,
     #[serde(default)]
     priority: PrioritySection,
+    #[serde(default)]
+    budgets: BudgetsSection,
+}
+
+/// `[budgets]`: the period (`month` unless named) and, under `[budgets.projects.NAME]`, each
+/// project's limits in unit-hours per period by class.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BudgetsSection {
+    period: Option<String>,
+    #[serde(default)]
+    projects: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
 /// Placement's policy defaults, named as oslo.policy's option.
@@ -242,6 +263,34 @@ struct PrioritySection {
     ceiling: Option<u32>,
     #[serde(default)]
     projects: BTreeMap<String, u32>,
+}
+
+/// Checks `[budgets]`: a known period, class names, and limits of 0 or more hours.
+fn budgets(section: BudgetsSection) -> anyhow::Result<Vec<ProjectBudget>> {
+    use berth_core::model::budget::BudgetPeriod;
+    let period = match section.period.as_deref() {
+        None => BudgetPeriod::Month,
+        Some(text) => BudgetPeriod::parse(text)
+            .with_context(|| format!("[budgets] period = {text:?}: one of day, week, month"))?,
+    };
+    section
+        .projects
+        .into_iter()
+        .map(|(project, limits)| {
+            let limits = limits
+                .into_iter()
+                .map(|(name, hours)| {
+                    let key = format!("[budgets.projects.{project}] {name}");
+                    let class = berth_core::ResourceClass::parse(&name)
+                        .with_context(|| format!("{key}: not a resource class name"))?;
+                    let hours = u64::try_from(hours)
+                        .with_context(|| format!("{key} = {hours}: hours are 0 or more"))?;
+                    Ok((class, hours))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            Ok((project, period, limits))
+        })
+        .collect()
 }
 
 impl AccessPolicy {
@@ -293,12 +342,19 @@ impl AccessPolicy {
         for (project, ceiling) in &file.priority.projects {
             in_range(&format!("projects.{project}"), *ceiling)?;
         }
+        let budgets = budgets(file.budgets)?;
         Ok(AccessPolicy {
             overrides,
             legacy_defaults: !file.placement.enforce_new_defaults,
             ceiling: file.priority.ceiling,
             granted: file.priority.projects,
+            budgets,
         })
+    }
+
+    /// The budgets the file sets, applied at start (an admin may change them later).
+    pub fn budgets(&self) -> &[ProjectBudget] {
+        &self.budgets
     }
 
     /// The rule of each route with the overrides applied; an override naming no route is an
@@ -573,6 +629,33 @@ mod tests {
             "[placement]\nenforce_scope = false\n",
         ] {
             assert!(AccessPolicy::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn budgets_are_read_with_their_period_and_bad_ones_name_their_key() {
+        use berth_core::model::budget::BudgetPeriod;
+        let policy = AccessPolicy::parse(
+            "[budgets]\nperiod = \"week\"\n[budgets.projects.lab]\nVCPU = 2000\nMEMORY_MB = 0\n",
+        )
+        .expect("parsed");
+        let [(project, period, limits)] = policy.budgets() else {
+            panic!("one budget: {:?}", policy.budgets());
+        };
+        assert_eq!((project.as_str(), *period), ("lab", BudgetPeriod::Week));
+        let vcpu = berth_core::ResourceClass::parse("VCPU").expect("a class");
+        assert_eq!(limits.get(&vcpu), Some(&2000));
+        assert!(AccessPolicy::parse("").expect("empty").budgets().is_empty());
+        for (text, named) in [
+            (
+                "[budgets.projects.lab]\nVCPU = -1\n",
+                "[budgets.projects.lab] VCPU = -1",
+            ),
+            ("[budgets.projects.lab]\n\"no class\" = 1\n", "no class"),
+            ("[budgets]\nperiod = \"fortnight\"\n", "period"),
+        ] {
+            let error = AccessPolicy::parse(text).expect_err(text);
+            assert!(format!("{error:#}").contains(named), "{error:#}");
         }
     }
 

@@ -524,6 +524,25 @@ async fn notification_state_round_trips<S: Store>(store: &S, catalog: &mut Catal
     assert_eq!(rows.outbox_cursor, 9);
 }
 
+/// A budget with charges in two periods, one of them past u32's range of unit-seconds.
+fn sample_budget() -> berth_core::model::budget::Budget {
+    use std::collections::BTreeMap;
+    let vcpu = ResourceClass::parse("VCPU").expect("a class");
+    berth_core::model::budget::Budget {
+        project_id: "lab".into(),
+        period: berth_core::model::budget::BudgetPeriod::Month,
+        limits: BTreeMap::from([(vcpu.clone(), 2_000)]),
+        charged: BTreeMap::from([
+            (T0, BTreeMap::from([(vcpu.clone(), 7_200)])),
+            (
+                T0 + berth_core::Span::from_days(31),
+                BTreeMap::from([(vcpu, 9_000_000_000)]),
+            ),
+        ]),
+        updated_at: T0,
+    }
+}
+
 /// Flavors, the policy and Promise instances round-trip, are replaced and are deleted.
 async fn promise_objects_round_trip<S: Store>(store: &S) {
     use berth_core::model::promise::{Flavor, Policy, PromiseInstance};
@@ -556,6 +575,7 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
         expiry_minutes: Some(15),
         preemption: false,
     };
+    let budget = sample_budget();
     let objects = vec![
         Change::FlavorSet {
             id: "small".into(),
@@ -570,10 +590,15 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
             id: instance.id,
             instance: Some(instance.clone()),
         },
+        Change::BudgetSet {
+            project: "lab".into(),
+            budget: Some(Box::new(budget.clone())),
+        },
     ];
     write_changes(store, &mut catalog, objects).await;
     assert_same(store, &catalog).await;
     let rows = store.load_catalog().await.expect("load");
+    assert_eq!(rows.budgets, std::slice::from_ref(&budget));
     assert_eq!(rows.policy, Some(policy.clone()));
     assert_eq!(rows.instances, std::slice::from_ref(&instance));
     let changed = vec![
@@ -586,11 +611,16 @@ async fn promise_objects_round_trip<S: Store>(store: &S) {
             id: instance.id,
             instance: None,
         },
+        Change::BudgetSet {
+            project: "lab".into(),
+            budget: None,
+        },
     ];
     write_changes(store, &mut catalog, changed).await;
     assert_same(store, &catalog).await;
     let rows = store.load_catalog().await.expect("load");
     assert_eq!(rows.flavors.len(), 1);
+    assert!(rows.budgets.is_empty());
     notification_state_round_trips(store, &mut catalog).await;
     assert_eq!(rows.policy, Some(Policy::default()));
     assert!(rows.instances.is_empty());

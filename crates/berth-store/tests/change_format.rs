@@ -12,7 +12,7 @@ use berth_store::{CHANGE_LOG_PAGE, MemStore, Store, Tail};
 use std::collections::BTreeMap;
 
 /// Every variant's name, as [`variant`] gives it.
-const VARIANTS: [&str; 30] = [
+const VARIANTS: [&str; 31] = [
     "ProviderCreated",
     "ProviderUpdated",
     "ProviderDeleted",
@@ -32,6 +32,7 @@ const VARIANTS: [&str; 30] = [
     "LeaseRecorded",
     "FlavorSet",
     "PolicySet",
+    "BudgetSet",
     "ProviderCloudSet",
     "PoolSet",
     "SubscriptionSet",
@@ -67,6 +68,7 @@ fn variant(change: &Change) -> &'static str {
         Change::LeaseRecorded(_) => "LeaseRecorded",
         Change::FlavorSet { .. } => "FlavorSet",
         Change::PolicySet(_) => "PolicySet",
+        Change::BudgetSet { .. } => "BudgetSet",
         Change::ProviderCloudSet { .. } => "ProviderCloudSet",
         Change::PoolSet { .. } => "PoolSet",
         Change::SubscriptionSet { .. } => "SubscriptionSet",

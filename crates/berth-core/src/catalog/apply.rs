@@ -85,6 +85,7 @@ impl Catalog {
             Change::FlavorSet { .. }
             | Change::ProviderCloudSet { .. }
             | Change::PolicySet(_)
+            | Change::BudgetSet { .. }
             | Change::PoolSet { .. }
             | Change::InstanceSet { .. }
             | Change::SubscriptionSet { .. }
@@ -147,6 +148,15 @@ impl Catalog {
                 }
             },
             Change::PolicySet(policy) => self.policy = Some(policy.clone()),
+            Change::BudgetSet { project, budget } => match budget {
+                Some(budget) => {
+                    self.budgets
+                        .insert(project.clone(), budget.as_ref().clone());
+                }
+                None => {
+                    self.budgets.remove(project);
+                }
+            },
             Change::PoolSet { id, pool } => {
                 self.remove_pool(*id);
                 if let Some(pool) = pool {

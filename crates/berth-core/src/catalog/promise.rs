@@ -24,6 +24,16 @@ impl Catalog {
         self.policy.as_ref().unwrap_or(&DEFAULT)
     }
 
+    /// A project's budget (berth), when it has one.
+    pub fn budget(&self, project: &str) -> Option<&crate::model::budget::Budget> {
+        self.budgets.get(project)
+    }
+
+    /// Every budget, by project.
+    pub fn budgets(&self) -> impl Iterator<Item = &crate::model::budget::Budget> {
+        self.budgets.values()
+    }
+
     /// Every instance created through Promise, by id.
     pub fn instances(&self) -> impl Iterator<Item = &PromiseInstance> {
         self.instances.values()

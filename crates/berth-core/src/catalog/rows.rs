@@ -60,6 +60,8 @@ pub struct CatalogRows {
     pub provider_clouds: Vec<ProviderCloud>,
     /// The reservation policy, when one was set.
     pub policy: Option<Policy>,
+    /// Budgets.
+    pub budgets: Vec<crate::model::budget::Budget>,
     /// Instances created through Promise.
     pub instances: Vec<PromiseInstance>,
     /// Planned capacity changes.
@@ -94,6 +96,7 @@ impl CatalogRows {
         self.floating_ips.sort_by_key(|f| f.id);
         self.private_properties.sort();
         self.flavors.sort_by(|a, b| a.id.cmp(&b.id));
+        self.budgets.sort_by(|a, b| a.project_id.cmp(&b.project_id));
         self.provider_clouds.sort_by_key(|c| c.id);
         self.instances.sort_by_key(|i| i.id);
         self.pools.sort_by_key(|p| p.id);
@@ -168,6 +171,11 @@ impl Catalog {
             .map(|c| (c.id, c))
             .collect();
         catalog.policy = rows.policy;
+        catalog.budgets = rows
+            .budgets
+            .into_iter()
+            .map(|b| (b.project_id.clone(), b))
+            .collect();
         catalog.instances = rows.instances.into_iter().map(|i| (i.id, i)).collect();
         for pool in rows.pools {
             catalog.insert_pool(pool);
@@ -233,6 +241,7 @@ impl Catalog {
         rows.flavors = self.flavors.values().cloned().collect();
         rows.provider_clouds = self.clouds.values().cloned().collect();
         rows.policy = self.policy.clone();
+        rows.budgets = self.budgets.values().cloned().collect();
         rows.instances = self.instances.values().cloned().collect();
         rows.pools = self.pools.values().cloned().collect();
         rows.subscriptions = self.subscriptions.values().cloned().collect();

@@ -69,6 +69,8 @@ pub struct Catalog {
     pub(super) clouds: BTreeMap<Uuid, ProviderCloud>,
     /// The reservation policy, once one was set.
     pub(super) policy: Option<Policy>,
+    /// Budgets, by project.
+    pub(super) budgets: BTreeMap<String, crate::model::budget::Budget>,
     /// Instances created through Promise, by id.
     pub(super) instances: BTreeMap<Uuid, PromiseInstance>,
     /// Planned capacity changes, by id.

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod allocation;
 pub mod baremetal;
+pub mod budget;
 pub mod cloud;
 pub mod fence;
 pub mod health;

@@ -3,6 +3,7 @@
 //! makes a decision.
 
 pub mod baremetal;
+pub mod budget;
 pub mod capacity;
 pub mod cloud;
 pub mod consumer;

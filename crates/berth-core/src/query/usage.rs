@@ -180,7 +180,7 @@ fn consumer_segments(
 /// What a lease reserves from `since` on: each hold of a pending, active or failed lease, over
 /// what is left of its window then. A whole host counts as its inventories' capacity; a floating IP
 /// as one address.
-fn lease_segments(
+pub(crate) fn lease_segments(
     catalog: &Catalog,
     source: UsageSource,
     lease: &Lease,

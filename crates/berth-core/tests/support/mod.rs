@@ -5,10 +5,11 @@
 #![allow(dead_code)]
 
 use berth_core::decide::inventory::{NewHost, enroll_host};
+use berth_core::decide::lease::NewLease;
 use berth_core::decide::lifecycle::fire_event;
-use berth_core::model::lease::ReservationSpec;
+use berth_core::model::lease::{PREEMPTION_NOTICE_DEFAULT, ReservationSpec};
 use berth_core::model::provider::Attributes;
-use berth_core::{Catalog, Change, Instant, ProviderId};
+use berth_core::{Catalog, Change, Instant, LeaseId, ProviderId, ReservationId};
 use uuid::Uuid;
 
 /// One tick of the tests' clock: an hour.
@@ -83,6 +84,28 @@ impl World {
                 fire_event(&self.catalog, id, kind, self.at()).expect("a due event fires");
             self.apply(&changes);
         }
+    }
+}
+
+/// A lease of `project` asking `spec` over ticks `[start, end)`, with fresh ids.
+pub(crate) fn new_lease(
+    w: &mut World,
+    project: &str,
+    start: i64,
+    end: i64,
+    spec: ReservationSpec,
+) -> NewLease {
+    NewLease {
+        id: LeaseId::new(w.id()),
+        name: "run".into(),
+        project_id: project.into(),
+        user_id: "u".into(),
+        start: Instant::from_micros(start * TICK),
+        end: Instant::from_micros(end * TICK),
+        before_end: None,
+        reservations: vec![(ReservationId::new(w.id()), spec)],
+        event_ids: [w.id(), w.id(), w.id()],
+        notice_lead: PREEMPTION_NOTICE_DEFAULT,
     }
 }
 

@@ -135,7 +135,29 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::Fenced { .. } => (StatusCode::CONFLICT, UNDEFINED),
         Rejection::ReservationForbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
         Rejection::ShareNotFound { .. } => (StatusCode::NOT_FOUND, "share_not_found"),
+        Rejection::BudgetNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::ShareExceeded { .. } => (StatusCode::CONFLICT, "share_exceeded"),
+        Rejection::BudgetExceeded(refused) => {
+            let hours = |seconds: u64| seconds as f64 / 3600.0;
+            let time = |at: berth_core::Instant| berth_api::time::lease_time(at.as_micros());
+            return ApiError::new(StatusCode::CONFLICT, "budget_exceeded", detail).with_extra(
+                berth_api::errors::BudgetExceeded {
+                    budget: berth_api::errors::BudgetFigures {
+                        project_id: refused.project.clone(),
+                        resource_class: refused.class.clone(),
+                        period: refused.period.as_str().to_owned(),
+                        period_start: time(refused.period_start),
+                        limit_hours: refused.limit_hours,
+                        charged_hours: hours(refused.charged_seconds),
+                        asked_hours: hours(refused.asked_seconds),
+                    },
+                    counter_offer: berth_api::errors::BudgetOffer {
+                        end_date: refused.shorter_end.map(time),
+                        amount: refused.fewer,
+                    },
+                },
+            );
+        }
         Rejection::NodeNotFound(_)
         | Rejection::ClaimNotFound(_)
         | Rejection::AllocationNotFound(_)

@@ -1175,3 +1175,51 @@ async fn usage_is_shown_as_a_table_json_and_csv() {
         .code(1)
         .stderr(contains("end must be later than start"));
 }
+
+#[tokio::test]
+async fn a_budget_is_set_shown_refuses_a_lease_and_is_deleted() {
+    let app = TestApp::spawn().await;
+    enrol(&app, "budget-1", "az1", false).await;
+    let set = ok(
+        &app,
+        &[
+            "budget", "set", "admin", "--period", "week", "--limit", "vcpu=10",
+        ],
+    )
+    .await;
+    assert!(
+        set.lines()
+            .any(|l| l.starts_with("admin") && l.contains("VCPU") && l.contains("10.00")),
+        "{set}"
+    );
+    // A whole 16-VCPU host for an hour is 16 VCPU-hours: refused, exit 1, with the reason.
+    berth(
+        &app,
+        &[
+            "lease", "create", "--name", "big", "--host", "count=1", "--start", "+1d", "--for",
+            "1h",
+        ],
+    )
+    .await
+    .assert()
+    .code(1)
+    .stderr(contains("budget of 10 VCPU-hours per week is exceeded"));
+    let listed = json(&app, &["budget", "list"]).await;
+    assert_eq!(listed[0]["limits"]["VCPU"], 10, "{listed}");
+    berth(&app, &["budget", "set", "admin", "--limit", "VCPU=-1"])
+        .await
+        .assert()
+        .code(1)
+        .stderr(contains("limits.VCPU"));
+    berth(&app, &["budget", "set", "admin", "--limit", "VCPU"])
+        .await
+        .assert()
+        .code(2)
+        .stderr(contains("use CLASS=N"));
+    ok(&app, &["budget", "delete", "admin"]).await;
+    berth(&app, &["budget", "show", "admin"])
+        .await
+        .assert()
+        .code(1)
+        .stderr(contains("has no budget"));
+}

@@ -8,6 +8,7 @@ mod baremetal;
 mod binary;
 mod blazar_hosts;
 mod blazar_leases;
+mod budgets;
 mod callback_destinations;
 mod cli;
 mod crash;

@@ -310,6 +310,7 @@ pub(super) async fn persist<B: SqlBackend>(
         Change::FlavorSet { .. }
         | Change::ProviderCloudSet { .. }
         | Change::PolicySet(_)
+        | Change::BudgetSet { .. }
         | Change::InstanceSet { .. }
         | Change::PoolSet { .. }
         | Change::SubscriptionSet { .. }

@@ -1,5 +1,5 @@
 //! The `documents` table: objects kept whole as JSON, keyed by kind and id. Promise flavors, the
-//! policy, instances and pools, subscriptions and deliveries, the outbox cursor, provider
+//! policy, budgets, instances and pools, subscriptions and deliveries, the outbox cursor, provider
 //! conditions, node records, node claims and provider clouds (whose credentials are sealed
 //! before they reach the store).
 
@@ -37,6 +37,11 @@ fn document_row(change: &Change) -> Option<(&'static str, String, Option<String>
             "provider_cloud",
             id.to_string(),
             cloud.as_ref().map(encode_object),
+        )),
+        Change::BudgetSet { project, budget } => Some((
+            "budget",
+            project.clone(),
+            budget.as_deref().map(encode_object),
         )),
         Change::PolicySet(policy) => Some((
             "policy",
@@ -92,6 +97,7 @@ fn load_document(rows: &mut CatalogRows, kind: &str, document: &str) -> Result<(
     match kind {
         "flavor" => rows.flavors.push(decode_object(document)?),
         "policy" => rows.policy = Some(decode_object(document)?),
+        "budget" => rows.budgets.push(decode_object(document)?),
         "provider_cloud" => rows.provider_clouds.push(decode_object(document)?),
         "instance" => rows.instances.push(decode_object(document)?),
         "pool" => rows.pools.push(decode_object(document)?),

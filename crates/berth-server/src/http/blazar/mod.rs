@@ -1,6 +1,7 @@
 //! The OpenStack Blazar reservation API under `/reservation`, version 1.0.
 
 mod allocations;
+mod budgets;
 mod floating_ips;
 pub(crate) mod hosts;
 pub(crate) mod lease_wire;
@@ -40,6 +41,7 @@ pub fn register(routes: &mut Routes) {
     leases::register(routes);
     series::register(routes);
     usage::register(routes);
+    budgets::register(routes);
     shares::register(routes);
     floating_ips::register(routes);
 }

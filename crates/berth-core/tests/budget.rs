@@ -1,0 +1,153 @@
+//! Budgets through the public API: a project's leases are charged what they hold from the
+//! moment they are admitted, per period and class; a lease that would pass a limit is refused
+//! with what would fit (ending earlier, or fewer hosts); deleting a lease refunds what it no
+//! longer holds; a lease across a period's end is charged in both; nothing is charged without
+//! budgets.
+
+use berth_core::decide::admission::Search;
+use berth_core::decide::budget::{charge, set_budget};
+use berth_core::decide::lease::{create_lease, delete_lease};
+use berth_core::model::budget::BudgetPeriod;
+use berth_core::model::lease::ReservationSpec;
+use berth_core::model::provider::Attributes;
+use berth_core::{Change, Instant, LeaseId, Rejection, ResourceClass};
+use std::collections::BTreeMap;
+
+mod support;
+use support::{TICK, World, new_lease, one_host};
+
+fn tick(n: i64) -> Instant {
+    Instant::from_micros(n * TICK)
+}
+
+fn vcpu() -> ResourceClass {
+    ResourceClass::parse("VCPU").expect("a class")
+}
+
+fn hosts(n: u32) -> ReservationSpec {
+    ReservationSpec::Host {
+        min: n,
+        max: n,
+        hypervisor_properties: String::new().into(),
+        resource_properties: String::new().into(),
+        before_end: "default".into(),
+    }
+}
+
+/// Asks for a lease of `spec` over ticks `[start, end)` for project lab: the changes with the
+/// budget's charges, or the refusal.
+fn ask(
+    w: &mut World,
+    start: i64,
+    end: i64,
+    spec: ReservationSpec,
+) -> Result<(LeaseId, Vec<Change>), Rejection> {
+    let new = new_lease(w, "lab", start, end, spec);
+    let (mut changes, _) = create_lease(&w.catalog, &new, w.at(), &Search::NONE)?;
+    let charges = charge(&w.catalog, &changes, w.at())?;
+    changes.extend(charges);
+    Ok((new.id, changes))
+}
+
+/// What lab's budget charged the period starting at `period`, in VCPU-hours.
+fn charged(w: &World, period: Instant) -> f64 {
+    let budget = w.catalog.budget("lab").expect("a budget");
+    budget.charged_in(period, &vcpu()) as f64 / 3600.0
+}
+
+/// A world of two 8-VCPU hosts at tick 10 (a Thursday) where lab may hold 100 VCPU-hours a
+/// week.
+fn world() -> (World, Instant) {
+    let mut w = World::with_hosts(2, |_| (None, Attributes::default()));
+    let limits = BTreeMap::from([(vcpu(), 100)]);
+    let changes = set_budget(&w.catalog, "lab", BudgetPeriod::Week, limits, w.at());
+    w.apply(&changes);
+    let week = BudgetPeriod::Week.containing(w.at()).start();
+    (w, week)
+}
+
+#[test]
+fn leases_are_charged_refused_past_the_limit_with_what_fits_and_refunded() {
+    let (mut w, week) = world();
+    // Ticks 20 to 30: one whole host, 8 VCPU for 10 hours.
+    let (first, changes) = ask(&mut w, 20, 30, one_host()).expect("80 of 100");
+    w.apply(&changes);
+    assert_eq!(charged(&w, week), 80.0);
+    // 4 hours more of a host would be 112: refused, with an end 2.5 hours in, to the minute.
+    let refused = ask(&mut w, 40, 44, one_host()).expect_err("past the budget");
+    let Rejection::BudgetExceeded(refusal) = refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(
+        (
+            refusal.limit_hours,
+            refusal.charged_seconds,
+            refusal.asked_seconds
+        ),
+        (100, 80 * 3600, 32 * 3600)
+    );
+    assert_eq!(
+        refusal.shorter_end,
+        Some(tick(40) + berth_core::Span::from_minutes(150))
+    );
+    assert_eq!(refusal.fewer, None, "one host is the least");
+    // Deleted before it starts, the first lease is refunded whole: the second fits.
+    let changes = delete_lease(&w.catalog, first, w.at()).expect("deleted");
+    let mut changes = changes;
+    changes.extend(charge(&w.catalog, &changes, w.at()).expect("refunds are never refused"));
+    w.apply(&changes);
+    assert_eq!(charged(&w, week), 0.0);
+    let (_, changes) = ask(&mut w, 40, 44, one_host()).expect("fits now");
+    w.apply(&changes);
+    assert_eq!(charged(&w, week), 32.0);
+}
+
+#[test]
+fn fewer_hosts_are_offered_and_a_lease_across_the_period_is_charged_in_both() {
+    let (mut w, week) = world();
+    // Two hosts for 10 hours: 160 > 100. One host fits; so do 6 h 15 min of both.
+    let refused = ask(&mut w, 20, 30, hosts(2)).expect_err("past the budget");
+    let Rejection::BudgetExceeded(refusal) = refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(refusal.fewer, Some(1));
+    assert_eq!(
+        refusal.shorter_end,
+        Some(tick(20) + berth_core::Span::from_minutes(375))
+    );
+    // A lease over the week's end: 8 VCPU on each side of it.
+    let next = BudgetPeriod::Week
+        .containing(week + berth_core::Span::from_days(7))
+        .start();
+    let boundary = next.as_micros() / TICK;
+    let (_, changes) = ask(&mut w, boundary - 1, boundary + 1, one_host()).expect("16 hours");
+    w.apply(&changes);
+    assert_eq!((charged(&w, week), charged(&w, next)), (8.0, 8.0));
+}
+
+#[test]
+fn nothing_is_charged_without_budgets() {
+    let mut w = World::with_hosts(1, |_| (None, Attributes::default()));
+    let (_, changes) = ask(&mut w, 20, 30, one_host()).expect("fits");
+    assert!(
+        !changes
+            .iter()
+            .any(|c| matches!(c, Change::BudgetSet { .. }))
+    );
+}
+
+#[test]
+fn periods_are_utc_days_weeks_from_monday_and_calendar_months() {
+    // 2030-02-14T13:00:00Z, a Thursday.
+    let thursday = Instant::from_micros(1_897_304_400_000_000);
+    let day = BudgetPeriod::Day.containing(thursday);
+    assert_eq!(day.start(), Instant::from_micros(1_897_257_600_000_000));
+    let week = BudgetPeriod::Week.containing(thursday);
+    // Monday 2030-02-11.
+    assert_eq!(week.start(), Instant::from_micros(1_896_998_400_000_000));
+    assert_eq!(week.duration(), berth_core::Span::from_days(7));
+    let month = BudgetPeriod::Month.containing(thursday);
+    // 2030-02-01 to 2030-03-01: 28 days.
+    assert_eq!(month.start(), Instant::from_micros(1_896_134_400_000_000));
+    assert_eq!(month.duration(), berth_core::Span::from_days(28));
+}
