@@ -6,6 +6,7 @@ use crate::error::AppError;
 use crate::service::Berth;
 use berth_core::limits::{USAGE_PERIOD_DAYS_MAX, USAGE_RETENTION_DAYS, USAGE_SEGMENTS_MAX};
 use berth_core::model::ledger::Window;
+use berth_core::model::usage::UsageSegment;
 use berth_core::query::leases::find;
 use berth_core::query::usage::{
     ClassUtilization, UsageTotals, lease_utilization, open, open_of_lease, report,
@@ -46,27 +47,42 @@ impl Berth {
                 got: days(now.since(period.start())),
             }));
         }
-        let too_many = |got: usize| {
-            AppError::Rejected(Rejection::LimitExceeded {
-                limit: "usage_segments",
-                max: USAGE_SEGMENTS_MAX as u64,
-                got: got as u64,
-            })
-        };
         // The open usage of a current catalog, then the closed segments of the commits up to
         // it: whatever commits meanwhile, the two meet exactly.
         let (seq, open) = self
             .read(|catalog| (catalog.seq(), open(catalog, period, USAGE_SEGMENTS_MAX)))
             .await?;
-        let mut segments = open.ok_or_else(|| too_many(USAGE_SEGMENTS_MAX + 1))?;
-        let left = USAGE_SEGMENTS_MAX - segments.len();
+        let open = open.ok_or_else(|| too_many(USAGE_SEGMENTS_MAX + 1))?;
+        let segments = self.with_closed(open, period, seq).await?;
+        Ok(report(&segments, period, now, project))
+    }
+
+    /// `open` (usage of a catalog at `seq`) with the closed segments of the commits up to
+    /// `seq` that overlap `period`; refused when they come to more than [`USAGE_SEGMENTS_MAX`].
+    async fn with_closed(
+        &self,
+        mut segments: Vec<UsageSegment>,
+        period: Window,
+        seq: u64,
+    ) -> Result<Vec<UsageSegment>, AppError> {
+        let left = USAGE_SEGMENTS_MAX.saturating_sub(segments.len());
         let closed = self.store.usage_segments(period, seq, left + 1).await?;
         if closed.len() > left {
             return Err(too_many(segments.len() + closed.len()));
         }
         segments.extend(closed);
-        Ok(report(&segments, period, now, project))
+        Ok(segments)
     }
+}
+
+/// The refusal of a report or utilization whose history holds `got` segments, more than
+/// [`USAGE_SEGMENTS_MAX`].
+fn too_many(got: usize) -> AppError {
+    AppError::Rejected(Rejection::LimitExceeded {
+        limit: "usage_segments",
+        max: USAGE_SEGMENTS_MAX as u64,
+        got: got as u64,
+    })
 }
 
 /// A lease's use over time: the period counted (its window as far as now, at most
@@ -105,7 +121,7 @@ impl Berth {
                 })
             })
             .await?;
-        let (seq, reservations, period, mut segments) =
+        let (seq, reservations, period, open) =
             found.ok_or(AppError::Rejected(Rejection::LeaseNotFound(id)))?;
         let Some(period) = period else {
             return Ok(LeaseUtilization {
@@ -113,16 +129,7 @@ impl Berth {
                 classes: Vec::new(),
             });
         };
-        let left = USAGE_SEGMENTS_MAX.saturating_sub(segments.len());
-        let closed = self.store.usage_segments(period, seq, left + 1).await?;
-        if closed.len() > left {
-            return Err(AppError::Rejected(Rejection::LimitExceeded {
-                limit: "usage_segments",
-                max: USAGE_SEGMENTS_MAX as u64,
-                got: (segments.len() + closed.len()) as u64,
-            }));
-        }
-        segments.extend(closed);
+        let segments = self.with_closed(open, period, seq).await?;
         Ok(LeaseUtilization {
             period: Some(period),
             classes: lease_utilization(&segments, id, &reservations, period),

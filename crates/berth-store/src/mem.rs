@@ -125,9 +125,7 @@ impl Store for MemStore {
         Ok(state
             .usage
             .iter()
-            .filter(|(at, s)| {
-                *at <= seq && s.since < period.end() && s.until.is_none_or(|u| u > period.start())
-            })
+            .filter(|(at, s)| *at <= seq && s.within(period).is_some())
             .take(limit)
             .map(|(_, s)| s.clone())
             .collect())

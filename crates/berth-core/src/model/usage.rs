@@ -7,6 +7,7 @@
 //! commit ([`crate::query::usage`]).
 
 use crate::model::id::{LeaseId, ProviderId, ReservationId};
+use crate::model::ledger::Window;
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use uuid::Uuid;
@@ -107,4 +108,12 @@ pub struct UsageSegment {
     pub since: Instant,
     /// Until when (exclusive); `None` while it runs.
     pub until: Option<Instant>,
+}
+
+impl UsageSegment {
+    /// The part of `period` the segment runs in, if any (a running one runs to its end).
+    pub fn within(&self, period: Window) -> Option<Window> {
+        let until = self.until.map_or(period.end(), |u| u.min(period.end()));
+        Window::new(self.since.max(period.start()), until)
+    }
 }

@@ -41,41 +41,45 @@ pub fn close(catalog: &Catalog, changes: &mut [Change], now: Instant) -> Vec<Usa
     }
     let mut closed = Vec::new();
     for (source, index) in last {
-        match &mut changes[index] {
+        // What the source used from its `updated_at` on, whether its new state uses the same
+        // from then on with the same `updated_at`, and where the new state keeps it.
+        let (was, same, stamp) = match &mut changes[index] {
             Change::ConsumerSet { uuid, consumer } => {
                 let Some(before) = catalog.consumer(*uuid) else {
                     continue;
                 };
-                let was = consumer_segments(source, before, before.updated_at);
-                if let Some(after) = consumer
-                    && after.updated_at == before.updated_at
-                    && consumer_segments(source, after, before.updated_at) == was
-                {
-                    continue;
-                }
-                if let Some(after) = consumer {
-                    after.updated_at = now;
-                }
-                closed.extend(ended(was, now));
+                let since = before.updated_at;
+                let was = consumer_segments(source, before, since);
+                let same = consumer.as_ref().is_some_and(|after| {
+                    after.updated_at == since && consumer_segments(source, after, since) == was
+                });
+                (
+                    was,
+                    same,
+                    consumer.as_mut().map(|after| &mut after.updated_at),
+                )
             }
             Change::LeaseSet { id, lease } => {
                 let Some(before) = catalog.lease(*id) else {
                     continue;
                 };
-                let was = lease_segments(catalog, source, before, before.updated_at);
-                if let Some(after) = lease
-                    && after.updated_at == before.updated_at
-                    && lease_segments(catalog, source, after, before.updated_at) == was
-                {
-                    continue;
-                }
-                if let Some(after) = lease {
-                    after.updated_at = now;
-                }
-                closed.extend(ended(was, now));
+                let since = before.updated_at;
+                let was = lease_segments(catalog, source, before, since);
+                let same = lease.as_ref().is_some_and(|after| {
+                    after.updated_at == since
+                        && lease_segments(catalog, source, after, since) == was
+                });
+                (was, same, lease.as_mut().map(|after| &mut after.updated_at))
             }
-            _ => {}
+            _ => continue,
+        };
+        if same {
+            continue;
         }
+        if let Some(updated_at) = stamp {
+            *updated_at = now;
+        }
+        closed.extend(ended(was, now));
     }
     closed
 }
@@ -95,9 +99,7 @@ fn ended(segments: Vec<UsageSegment>, at: Instant) -> impl Iterator<Item = Usage
 /// its `updated_at` on. `None` when it holds more than `limit` segments.
 pub fn open(catalog: &Catalog, period: Window, limit: usize) -> Option<Vec<UsageSegment>> {
     let mut segments = Vec::new();
-    let overlaps = |s: &UsageSegment| {
-        s.since < period.end() && s.until.is_none_or(|until| until > period.start())
-    };
+    let overlaps = |s: &UsageSegment| s.within(period).is_some();
     for (uuid, consumer) in catalog.consumers() {
         let source = UsageSource::Consumer(uuid);
         segments.extend(
@@ -323,10 +325,8 @@ pub fn report(
 
 /// How long `segment` ran inside `period`, times its amount.
 fn held_within(segment: &UsageSegment, period: Window) -> Option<UnitMicros> {
-    let since = segment.since.max(period.start());
-    let until = segment.until.map_or(period.end(), |u| u.min(period.end()));
-    let micros = u128::try_from(until.since(since).as_micros()).ok()?;
-    (micros > 0).then(|| micros * u128::from(segment.amount))
+    let micros = u128::try_from(segment.within(period)?.duration().as_micros()).ok()?;
+    Some(micros * u128::from(segment.amount))
 }
 
 /// Preemptible work in reserved capacity over `period`, by the reserving project and class: a
@@ -351,11 +351,9 @@ fn lent(segments: &[UsageSegment], period: Window) -> BTreeMap<(&str, &ResourceC
         // Each segment's start and end, clipped to the period; at one instant ends go first.
         let mut events: Vec<(Instant, bool, usize)> = Vec::with_capacity(place.len() * 2);
         for (index, segment) in place.iter().enumerate() {
-            let since = segment.since.max(period.start());
-            let until = segment.until.map_or(period.end(), |u| u.min(period.end()));
-            if since < until {
-                events.push((since, true, index));
-                events.push((until, false, index));
+            if let Some(part) = segment.within(period) {
+                events.push((part.start(), true, index));
+                events.push((part.end(), false, index));
             }
         }
         events.sort_unstable();
@@ -432,16 +430,14 @@ pub fn lease_utilization(
             }
             _ => continue,
         };
-        let since = segment.since.max(period.start());
-        let until = segment.until.map_or(period.end(), |u| u.min(period.end()));
-        if since >= until {
+        let Some(part) = segment.within(period) else {
             continue;
-        }
+        };
         let amount = i128::from(segment.amount);
         let (r, c) = if reserved { (amount, 0) } else { (0, amount) };
         let class = changes.entry(&segment.class).or_default();
-        class.push((since, r, c));
-        class.push((until, -r, -c));
+        class.push((part.start(), r, c));
+        class.push((part.end(), -r, -c));
     }
     changes
         .into_iter()
