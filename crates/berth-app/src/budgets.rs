@@ -4,37 +4,27 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
-use berth_core::ResourceClass;
 use berth_core::decide::budget;
 use berth_core::model::budget::{Budget, BudgetPeriod};
 use std::collections::BTreeMap;
 
 impl Berth {
-    /// Sets `project`'s budget (replacing the one it has); the budget as set.
+    /// Sets `project`'s budget (replacing the one it has): the most unit-hours of each class
+    /// named in `limits` per `period`, checked by [`budget::set_budget`]; the budget as set.
     pub async fn set_budget(
         &self,
         project: String,
         period: BudgetPeriod,
-        limits: BTreeMap<ResourceClass, u64>,
+        limits: BTreeMap<String, i64>,
     ) -> Result<Budget, AppError> {
-        let asked = project.clone();
-        self.write(move |catalog, now| {
-            let changes = budget::set_budget(catalog, &project, period, limits.clone(), now);
-            Ok((changes, ()))
-        })
-        .await?;
-        self.read_local(|catalog| catalog.budget(&asked).cloned())
-            .ok_or_else(|| AppError::Rejected(berth_core::Rejection::BudgetNotFound(asked)))
+        self.write(move |catalog, now| budget::set_budget(catalog, &project, period, &limits, now))
+            .await
     }
 
-    /// Removes `project`'s budget; whether it had one.
-    pub async fn delete_budget(&self, project: String) -> Result<bool, AppError> {
-        self.write(move |catalog, _| {
-            let changes = budget::delete_budget(catalog, &project);
-            let had = !changes.is_empty();
-            Ok((changes, had))
-        })
-        .await
+    /// Removes `project`'s budget (refused when it has none).
+    pub async fn delete_budget(&self, project: String) -> Result<(), AppError> {
+        self.write(move |catalog, _| budget::delete_budget(catalog, &project).map(|c| (c, ())))
+            .await
     }
 
     /// The budgets `project` sees: its own (any, for `None`).

@@ -174,6 +174,11 @@ pub const PROVIDER_CLOUD_ANSWER_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Most characters of a provider cloud's last error berth keeps.
 pub const PROVIDER_CLOUD_ERROR_LEN_MAX: usize = 512;
 
+/// Most resource classes one budget limits.
+pub const BUDGET_CLASSES_MAX: usize = 16;
+/// The largest limit of a budget, in unit-hours per period: a trillion.
+pub const BUDGET_HOURS_MAX: u64 = 1_000_000_000_000;
+
 /// Longest period of one usage report, in days (a report of a longer one is refused).
 pub const USAGE_PERIOD_DAYS_MAX: i64 = 366;
 /// Most usage-history segments one report adds up: a period whose history holds more is

@@ -311,6 +311,9 @@ pub enum Rejection {
         /// What the project's other consumers hold of it inside the lease.
         used: u64,
     },
+    /// A budget is invalid (berth); the text names the field.
+    #[error("{0}")]
+    BadBudget(String),
     /// No budget for that project (berth).
     #[error("Project {0} has no budget")]
     BudgetNotFound(String),

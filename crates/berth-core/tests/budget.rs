@@ -59,8 +59,9 @@ fn charged(w: &World, period: Instant) -> f64 {
 /// week.
 fn world() -> (World, Instant) {
     let mut w = World::with_hosts(2, |_| (None, Attributes::default()));
-    let limits = BTreeMap::from([(vcpu(), 100)]);
-    let changes = set_budget(&w.catalog, "lab", BudgetPeriod::Week, limits, w.at());
+    let limits = BTreeMap::from([("VCPU".to_owned(), 100)]);
+    let (changes, _) =
+        set_budget(&w.catalog, "lab", BudgetPeriod::Week, &limits, w.at()).expect("a budget");
     w.apply(&changes);
     let week = BudgetPeriod::Week.containing(w.at()).start();
     (w, week)

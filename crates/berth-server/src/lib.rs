@@ -218,9 +218,14 @@ async fn configure(berth: &Berth, config: &Config) -> anyhow::Result<()> {
     berth.set_claim_ttl(config.claim_ttl);
     berth.set_idle_release(config.idle_release);
     for (project, period, limits) in config.access_policy.budgets() {
-        berth
-            .set_budget(project.clone(), *period, limits.clone())
-            .await?;
+        let limits = limits
+            .iter()
+            .map(|(class, hours)| {
+                let hours = i64::try_from(*hours).unwrap_or(i64::MAX);
+                (class.as_str().to_owned(), hours)
+            })
+            .collect();
+        berth.set_budget(project.clone(), *period, limits).await?;
     }
     if let Some(policy) = &config.policy {
         berth.set_policy(policy.clone()).await?;

@@ -3,6 +3,8 @@
 
 use crate::catalog::Catalog;
 use crate::change::Change;
+use crate::decide::class_amounts;
+use crate::limits;
 use crate::model::budget::{Budget, BudgetPeriod};
 use crate::model::id::LeaseId;
 use crate::model::lease::{Lease, LeaseStatus};
@@ -20,55 +22,65 @@ const SECOND: i128 = 1_000_000;
 /// Charges by period start and class, in unit-microseconds.
 type Charges = BTreeMap<(Instant, ResourceClass), i128>;
 
-/// Sets `project`'s budget: the most unit-hours of each class its leases may hold per `period`.
-/// A project's first budget is charged what its leases hold from now on (what they held before
+/// Sets `project`'s budget: the most unit-hours of each class (`limits`, from the wire: at
+/// most [`limits::BUDGET_CLASSES_MAX`] classes the catalog knows, each 0 to
+/// [`limits::BUDGET_HOURS_MAX`]) its leases may hold per `period`; the budget as set. A
+/// project's first budget is charged what its leases hold from now on (what they held before
 /// it was set is not charged); a budget replaced keeps its charges when its period stays.
 pub fn set_budget(
     catalog: &Catalog,
     project: &str,
     period: BudgetPeriod,
-    limits: BTreeMap<ResourceClass, u64>,
+    limits: &BTreeMap<String, i64>,
     now: Instant,
-) -> Vec<Change> {
-    let charged = match catalog.budget(project) {
-        Some(budget) if budget.period == period => budget.charged.clone(),
+) -> Result<(Vec<Change>, Budget), Rejection> {
+    if !(1..=limits::PROJECT_ID_LEN_MAX).contains(&project.chars().count()) {
+        return Err(Rejection::BadBudget(format!(
+            "project_id: must be between 1 and {} characters",
+            limits::PROJECT_ID_LEN_MAX
+        )));
+    }
+    let limits = class_amounts(
+        catalog,
+        "limits",
+        limits,
+        0..=limits::BUDGET_HOURS_MAX,
+        limits::BUDGET_CLASSES_MAX,
+    )
+    .map_err(Rejection::BadBudget)?;
+    let mut budget = Budget {
+        project_id: project.to_owned(),
+        period,
+        limits,
+        charged: BTreeMap::new(),
+        updated_at: now,
+    };
+    match catalog.budget(project) {
+        Some(kept) if kept.period == period => budget.charged.clone_from(&kept.charged),
         _ => {
             let mut charges = Charges::new();
             for lease in catalog.leases().filter(|l| *l.project_id == *project) {
                 add(&mut charges, catalog, lease, period, now, 1);
             }
-            let mut charged: BTreeMap<Instant, BTreeMap<ResourceClass, u64>> = BTreeMap::new();
-            for ((at, class), micros) in charges {
-                charged.entry(at).or_default().insert(
-                    class,
-                    u64::try_from(seconds(micros).max(0)).unwrap_or(u64::MAX),
-                );
-            }
-            charged
+            apply(&mut budget, &charges, now);
         }
-    };
-    let budget = Budget {
-        project_id: project.to_owned(),
-        period,
-        limits,
-        charged,
-        updated_at: now,
-    };
-    vec![Change::BudgetSet {
+    }
+    let changes = vec![Change::BudgetSet {
         project: project.to_owned(),
-        budget: Some(Box::new(budget)),
-    }]
+        budget: Some(Box::new(budget.clone())),
+    }];
+    Ok((changes, budget))
 }
 
-/// Removes `project`'s budget (nothing, when it has none).
-pub fn delete_budget(catalog: &Catalog, project: &str) -> Vec<Change> {
-    match catalog.budget(project) {
-        Some(_) => vec![Change::BudgetSet {
-            project: project.to_owned(),
-            budget: None,
-        }],
-        None => Vec::new(),
-    }
+/// Removes `project`'s budget.
+pub fn delete_budget(catalog: &Catalog, project: &str) -> Result<Vec<Change>, Rejection> {
+    catalog
+        .budget(project)
+        .ok_or_else(|| Rejection::BudgetNotFound(project.to_owned()))?;
+    Ok(vec![Change::BudgetSet {
+        project: project.to_owned(),
+        budget: None,
+    }])
 }
 
 /// The charges that `changes` make at `now` on the budgets of the projects whose leases they
@@ -93,30 +105,38 @@ pub fn charge(
             last.insert(*id, lease.as_deref());
         }
     }
+    // The budgets charged, as the changes so far leave them.
     let mut budgets: BTreeMap<String, Budget> = BTreeMap::new();
     for (id, after) in last {
         let before = catalog.lease(id);
-        let Some(project) = after.or(before).map(|l| l.project_id.to_string()) else {
+        let Some(project) = after.or(before).map(|l| &*l.project_id) else {
             continue;
         };
-        let Some(budget) = budgets
-            .get(&project)
-            .cloned()
-            .or_else(|| catalog.budget(&project).cloned())
+        let Some(period) = budgets
+            .get(project)
+            .or_else(|| catalog.budget(project))
+            .map(|b| b.period)
         else {
             continue;
         };
-        let delta = delta(catalog, before, after, budget.period, now);
+        let delta = delta(catalog, before, after, period, now);
+        if delta.is_empty() {
+            continue;
+        }
+        let budget = budgets.entry(project.to_owned()).or_insert_with(|| {
+            catalog
+                .budget(project)
+                .cloned()
+                .expect("invariant: the project has a budget")
+        });
         if let Some(after) = after.filter(|after| grows(before, after))
-            && let Some((period, class)) = exceeded(&budget, &delta)
+            && let Some((period, class)) = exceeded(budget, &delta)
         {
             return Err(Rejection::BudgetExceeded(Box::new(refusal(
-                catalog, &budget, before, after, period, &class, &delta, now,
+                catalog, budget, before, after, period, &class, &delta, now,
             ))));
         }
-        let mut charged = budget;
-        apply(&mut charged, &delta, now);
-        budgets.insert(project, charged);
+        apply(budget, &delta, now);
     }
     Ok(budgets
         .into_iter()
@@ -236,13 +256,13 @@ fn refusal(
     after: &Lease,
     period: Instant,
     class: &ResourceClass,
-    delta: &Charges,
+    asked: &Charges,
     now: Instant,
 ) -> BudgetRefusal {
     let fits_with = |lease: &Lease| {
         fits(
             budget,
-            &delta_of(catalog, before, lease, budget.period, now),
+            &delta(catalog, before, Some(lease), budget.period, now),
         )
     };
     // Shorter: the latest end, to the minute, that fits.
@@ -269,15 +289,26 @@ fn refusal(
                 .iter()
                 .flat_map(|(host, n)| std::iter::repeat_n(*host, *n as usize))
                 .collect();
-            (1..slots.len()).rev().find(|k| {
+            let keeps = |k: usize| {
                 let mut smaller = after.clone();
                 let mut kept: BTreeMap<_, u32> = BTreeMap::new();
-                for host in &slots[..*k] {
+                for host in &slots[..k] {
                     *kept.entry(*host).or_default() += 1;
                 }
                 smaller.reservations[0].hosts = kept.into_iter().collect();
                 fits_with(&smaller)
-            })
+            };
+            // Fewer slots never charge more: bisect for the most that fit, in as many tries
+            // as the count has bits (the decision runs under the writer lock).
+            let (mut lo, mut hi) = (0, slots.len());
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                match keeps(mid) {
+                    true => lo = mid,
+                    false => hi = mid,
+                }
+            }
+            (lo > 0).then_some(lo)
         }
         _ => None,
     };
@@ -289,20 +320,10 @@ fn refusal(
         limit_hours: budget.limits.get(class).copied().unwrap_or(0),
         charged_seconds: budget.charged_in(period, class),
         asked_seconds: u64::try_from(seconds(
-            delta.get(&(period, class.clone())).copied().unwrap_or(0),
+            asked.get(&(period, class.clone())).copied().unwrap_or(0),
         ))
         .unwrap_or(0),
         shorter_end,
         fewer: fewer.and_then(|k| u32::try_from(k).ok()),
     }
-}
-
-fn delta_of(
-    catalog: &Catalog,
-    before: Option<&Lease>,
-    after: &Lease,
-    period: BudgetPeriod,
-    now: Instant,
-) -> Charges {
-    delta(catalog, before, Some(after), period, now)
 }

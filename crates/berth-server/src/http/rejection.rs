@@ -84,7 +84,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::AllocationProviderNotFound(_)
         | Rejection::DuplicateConsumer(_)
         | Rejection::TooMany(_)
-        | Rejection::BadLease(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+        | Rejection::BadLease(_)
+        | Rejection::BadBudget(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
         Rejection::Policy { .. } => (StatusCode::BAD_REQUEST, "policy_violation"),
         Rejection::LimitExceeded { limit, max, .. } => return limit_error(limit, *max, detail),
         Rejection::LeaseNotFound(_)

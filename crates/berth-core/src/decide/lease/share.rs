@@ -34,32 +34,14 @@ fn parse_cap(
     catalog: &Catalog,
     cap: &BTreeMap<String, i64>,
 ) -> Result<BTreeMap<ResourceClass, u64>, Rejection> {
-    if cap.is_empty() {
-        return Err(bad("cap: name at least one resource class and its most"));
-    }
-    if cap.len() > limits::SHARE_CAP_CLASSES_MAX {
-        return Err(bad(format!(
-            "cap: at most {} resource classes (SHARE_CAP_CLASSES_MAX)",
-            limits::SHARE_CAP_CLASSES_MAX
-        )));
-    }
-    let mut parsed = BTreeMap::new();
-    for (name, amount) in cap {
-        let class = ResourceClass::parse(name)
-            .filter(|c| catalog.has_resource_class(c))
-            .ok_or_else(|| bad(format!("cap: unknown resource class {name}")))?;
-        let amount = u64::try_from(*amount)
-            .ok()
-            .filter(|a| (1..=limits::INVENTORY_AMOUNT_MAX).contains(a))
-            .ok_or_else(|| {
-                bad(format!(
-                    "cap.{name}: {amount} is not a whole number between 1 and {}",
-                    limits::INVENTORY_AMOUNT_MAX
-                ))
-            })?;
-        parsed.insert(catalog.interned_class(&class), amount);
-    }
-    Ok(parsed)
+    crate::decide::class_amounts(
+        catalog,
+        "cap",
+        cap,
+        1..=limits::INVENTORY_AMOUNT_MAX,
+        limits::SHARE_CAP_CLASSES_MAX,
+    )
+    .map_err(bad)
 }
 
 /// The record of a share's change addressed to the project it names, which also says whose
