@@ -622,7 +622,7 @@ pub struct BudgetRefusal {
 
 impl std::fmt::Display for BudgetRefusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hours = |seconds: u64| seconds as f64 / 3600.0;
+        use crate::model::budget::hours;
         write!(
             f,
             "Project {}'s budget of {} {}-hours per {} is exceeded: {:.2} are charged in that \

@@ -95,6 +95,11 @@ fn year_month(day: i64) -> (i64, i64) {
     (year, month)
 }
 
+/// Unit-seconds (a budget's charges) as unit-hours.
+pub fn hours(seconds: u64) -> f64 {
+    seconds as f64 / 3600.0
+}
+
 /// A project's budget and what its leases have been charged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Budget {

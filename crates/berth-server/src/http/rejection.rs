@@ -139,7 +139,7 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         Rejection::BudgetNotFound(_) => (StatusCode::NOT_FOUND, UNDEFINED),
         Rejection::ShareExceeded { .. } => (StatusCode::CONFLICT, "share_exceeded"),
         Rejection::BudgetExceeded(refused) => {
-            let hours = |seconds: u64| seconds as f64 / 3600.0;
+            use berth_core::model::budget::hours;
             let time = |at: berth_core::Instant| berth_api::time::lease_time(at.as_micros());
             return ApiError::new(StatusCode::CONFLICT, "budget_exceeded", detail).with_extra(
                 berth_api::errors::BudgetExceeded {

@@ -15,7 +15,7 @@ use axum::http::{Method, StatusCode};
 use berth_api::blazar::{BudgetBody, BudgetEnvelope, BudgetList, BudgetPeriodBody, BudgetRequest};
 use berth_api::time::lease_time;
 use berth_core::Instant;
-use berth_core::model::budget::{Budget, BudgetPeriod};
+use berth_core::model::budget::{Budget, BudgetPeriod, hours};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -61,7 +61,6 @@ pub(super) fn register(routes: &mut Routes) {
 
 /// A budget as answered at `now`: the periods it charged, and the current one always.
 fn wire(budget: &Budget, now: Instant) -> BudgetBody {
-    let hours = |seconds: u64| seconds as f64 / 3600.0;
     let mut charged = budget.charged.clone();
     charged
         .entry(budget.period.containing(now).start())
