@@ -2,7 +2,7 @@
 //!
 //! The engine is a loop: it expands the outbox entries committed since the catalog's cursor
 //! into deliveries (one decision, so each entry is expanded once across replicas), evaluates
-//! capacity thresholds, then starts an attempt at every delivery that is due, at most
+//! capacity thresholds and leases' utilization, then starts an attempt at every delivery that is due, at most
 //! [`DELIVERIES_IN_FLIGHT`] at once, each on its own task bounded by the notifier's own timeout,
 //! recording each outcome as it ends (delivered, retry later, or dead). A delivery that hangs
 //! or fails never holds up the others. After a crash the deliveries still pending are attempted again: at least once.
@@ -155,14 +155,19 @@ impl Berth {
 
     /// Expands the outbox entries committed since the cursor; returns how many it expanded.
     /// `quiet` is what the last pass with nothing to do saw: while nothing is recorded, the
-    /// catalog does not change and no planned capacity change starts or ends, no threshold can
-    /// have moved, so the pass stops there.
+    /// catalog does not change, no planned capacity change starts or ends and no lease's low
+    /// utilization falls due, no subscription can have moved, so the pass stops there.
     async fn expand_outbox(&self, quiet: &mut Option<Quiet>) -> Result<usize, AppError> {
         let (cursor, seq) = self.read(|c| (c.outbox_cursor(), c.seq())).await?;
         let records = self.store.records_after(cursor, EXPAND_BATCH).await?;
         let now = self.now();
-        let unchanged =
-            |q: &Quiet| q.seq == seq && !self.read_local(|c| c.capacity_changes_between(q.at, now));
+        let unchanged = |q: &Quiet| {
+            q.seq == seq
+                && !self.read_local(|c| {
+                    c.capacity_changes_between(q.at, now)
+                        || decide::utilization_due_between(c, q.at, now)
+                })
+        };
         if records.is_empty() && quiet.as_ref().is_some_and(unchanged) {
             return Ok(0);
         }

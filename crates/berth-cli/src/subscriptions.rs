@@ -1,5 +1,6 @@
 //! `berth subscription ...` (Promise subscriptions: `/promise/reservation/subscribe`,
-//! `/promise/capacity/{kind}/subscribe`, `/promise/subscriptions`) and `berth notification
+//! `/promise/capacity/{kind}/subscribe`, berth's `/promise/utilization/subscribe`,
+//! `/promise/subscriptions`) and `berth notification
 //! list` (the resumable feed at `/promise/notifications`).
 
 use crate::capacity::Kind;
@@ -33,8 +34,8 @@ pub enum SubscriptionVerb {
         /// Subscription id.
         id: String,
     },
-    /// Subscribe a callback to reservation changes, or to a capacity threshold.
-    Create(CreateSubscription),
+    /// Subscribe to reservation changes, a capacity threshold, or a lease's low utilization.
+    Create(Box<CreateSubscription>),
     /// Delete a subscription.
     Delete {
         /// Subscription id.
@@ -53,8 +54,21 @@ pub struct CreateSubscription {
     #[arg(long)]
     pub secret: Option<String>,
     /// Reservation changes: `all` of your project's, or lease ids, comma-separated.
-    #[arg(long, value_name = "all|IDS", conflicts_with = "capacity")]
+    #[arg(long, value_name = "all|IDS", conflicts_with_all = ["capacity", "utilization"])]
     pub reservations: Option<String>,
+    /// A lease's utilization: tell when it stays below `--below` percent for `--for` while it
+    /// runs, and when it recovers.
+    #[arg(long, value_name = "LEASE", conflicts_with = "capacity", requires_all = ["below", "for_"])]
+    pub utilization: Option<String>,
+    /// With `--utilization`: the percentage (1 to 100).
+    #[arg(long, value_name = "PERCENT", requires = "utilization")]
+    pub below: Option<u32>,
+    /// With `--utilization`: how long it must stay below, as 30m, 2h or 1d.
+    #[arg(long = "for", value_name = "DURATION", requires = "utilization")]
+    pub for_: Option<String>,
+    /// With `--utilization`: only this resource class [default: the class the lease uses best].
+    #[arg(long, value_name = "CLASS", requires = "utilization")]
+    pub class: Option<String>,
     /// A capacity threshold on this kind of capacity.
     #[arg(long, value_enum, requires = "threshold")]
     pub capacity: Option<Kind>,
@@ -135,6 +149,19 @@ fn watches(s: &Value) -> String {
                 get(t, "value")
             )
         }
+        Some("utilization") => {
+            let class = s["resourceClass"]
+                .as_str()
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            let seconds = s["forSeconds"].as_u64().unwrap_or(0);
+            format!(
+                "lease {}{class} below {}% for {}",
+                get(s, "reservationId"),
+                get(s, "belowPercent"),
+                crate::time::span(seconds)
+            )
+        }
         _ => {
             let ids: Vec<String> = items(&s["inputFilter"])
                 .iter()
@@ -171,6 +198,9 @@ fn request(create: &CreateSubscription) -> Result<(String, Value), CliError> {
     }
     if let Some(secret) = &create.secret {
         body["authentication"] = json!({ "secret": secret });
+    }
+    if let Some(lease) = &create.utilization {
+        return utilization_request(create, lease, body);
     }
     let Some(kind) = create.capacity else {
         let filter = match create.reservations.as_deref().map(str::trim) {
@@ -216,6 +246,28 @@ fn request(create: &CreateSubscription) -> Result<(String, Value), CliError> {
         body["flavorId"] = Value::String(flavor.clone());
     }
     Ok((format!("/promise/capacity/{kind_name}/subscribe"), body))
+}
+
+/// The path and body of a utilization subscription to `lease`, `body` holding the callback.
+fn utilization_request(
+    create: &CreateSubscription,
+    lease: &str,
+    mut body: Value,
+) -> Result<(String, Value), CliError> {
+    let duration = create
+        .for_
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("--utilization needs --for".to_owned()))?;
+    let seconds = crate::time::parse_duration(duration)
+        .map_err(|e| CliError::Usage(format!("--for {e}")))?
+        .as_secs();
+    body["reservationId"] = json!(lease);
+    body["belowPercent"] = json!(create.below);
+    body["forSeconds"] = json!(seconds);
+    if let Some(class) = &create.class {
+        body["resourceClass"] = json!(class);
+    }
+    Ok(("/promise/utilization/subscribe".to_owned(), body))
 }
 
 /// `available < 100` as `("available", "lt", 100)`.

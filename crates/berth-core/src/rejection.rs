@@ -314,6 +314,9 @@ pub enum Rejection {
     /// A budget is invalid (berth); the text names the field.
     #[error("{0}")]
     BadBudget(String),
+    /// A subscription is invalid; the text names the field.
+    #[error("{0}")]
+    BadSubscription(String),
     /// No budget for that project (berth).
     #[error("Project {0} has no budget")]
     BudgetNotFound(String),

@@ -66,6 +66,24 @@ pub enum SubscriptionTopic {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         provider_id: Option<String>,
     },
+    /// A lease's utilization staying low (berth).
+    #[serde(rename_all = "camelCase")]
+    Utilization {
+        /// The lease (reservation) watched.
+        reservation_id: Uuid,
+        /// Fires when utilization stays below this percentage.
+        below_percent: u32,
+        /// ... for this many seconds.
+        for_seconds: i64,
+        /// Only this resource class (absent: the class the lease uses best).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_class: Option<String>,
+        /// Since when utilization has been below (RFC 3339, UTC), while it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        below_since: Option<String>,
+        /// Whether the current dip has been told.
+        triggered: Option<bool>,
+    },
 }
 
 /// A subscription.
@@ -339,6 +357,51 @@ pub struct SubscribeCapacity {
     /// The secret notifications are signed with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<Text>,
+}
+
+/// The input of `POST /promise/utilization/subscribe` (berth): tell when a lease's utilization
+/// (what consumers presenting it hold, over what it holds, in percent) stays below `belowPercent`
+/// for `forSeconds` while it runs, and when it recovers. Members other than these are ignored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeUtilization {
+    /// The lease (a Blazar lease id or Promise reservation id) of the caller's project
+    /// (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation_id: Option<Text>,
+    /// A whole percentage from 1 to 100 (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_percent: Option<Count>,
+    /// How long utilization must stay below, in seconds, from 1 to 30 days (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_seconds: Option<Count>,
+    /// Only this resource class (absent: the class the lease uses best, so a lease is low only
+    /// when every class it holds is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_class: Option<Text>,
+    /// Where notifications are POSTed: an absolute `http` or `https` URL without user info, to
+    /// a destination the server lets callbacks reach. Absent: a feed-only subscription, whose
+    /// notifications are read from `GET /promise/notifications` and never POSTed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_uri: Option<Text>,
+    /// How notifications are signed; when given, `secret` beside it is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Authentication>,
+    /// The secret notifications are signed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Text>,
+}
+
+/// `POST /promise/utilization/subscribe` (berth).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UtilizationSubscribed {
+    /// When it was made (RFC 3339, UTC).
+    pub created: String,
+    /// Its id.
+    pub utilization_subscription_id: Uuid,
+    /// The subscription.
+    pub subscription: Subscription,
 }
 
 /// Every reservation the project may see.

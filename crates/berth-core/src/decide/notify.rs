@@ -7,19 +7,21 @@
 //! notification is recorded as an outbox entry of its own ([`CAPACITY_RECORD_KIND`]).
 
 use crate::catalog::Catalog;
-use crate::change::Change;
+use crate::change::{Change, record};
 use crate::decide::admission::instances_that_fit_in;
 use crate::limits::{DELIVERY_ATTEMPTS_MAX, SUBSCRIPTIONS_PER_PROJECT_MAX};
 use crate::model::capacity::{Figures, measure_of};
 use crate::model::id::LeaseId;
-use crate::model::lease::{EventKind, LeaseRecord};
+use crate::model::lease::{EventKind, LeaseRecord, LeaseStatus};
 use crate::model::ledger::Window;
+use crate::model::name::ResourceClass;
 use crate::model::notify::{
     CAPACITY_RECORD_KIND, Delivery, DeliveryStatus, Subscription, Threshold, Topic,
-    reservation_body, retry_delay, wants,
+    UTILIZATION_FOR_MAX, UTILIZATION_RECORD_KIND, reservation_body, retry_delay, wants,
 };
-use crate::model::time::Instant;
+use crate::model::time::{Instant, Span};
 use crate::query::capacity::{self, Scope};
+use crate::query::usage::utilization_at;
 use crate::rejection::Rejection;
 use uuid::Uuid;
 
@@ -57,12 +59,36 @@ pub fn subscribe(
             }
         }
         Topic::Reservations { ids } => {
-            if let Some(id) = ids.iter().find(|id| {
-                catalog
-                    .lease(**id)
-                    .is_none_or(|l| scope.is_some_and(|p| p != &*l.project_id))
-            }) {
+            if let Some(id) = ids.iter().find(|id| !visible(catalog, **id, scope)) {
                 return Err(Rejection::LeaseNotFound(*id));
+            }
+        }
+        Topic::Utilization {
+            lease,
+            below_percent,
+            for_span,
+            class,
+            ..
+        } => {
+            if !visible(catalog, *lease, scope) {
+                return Err(Rejection::LeaseNotFound(*lease));
+            }
+            if !(1..=100).contains(below_percent) {
+                return Err(Rejection::BadSubscription(format!(
+                    "belowPercent {below_percent} must be from 1 to 100"
+                )));
+            }
+            if *for_span < Span::from_secs(1) || *for_span > UTILIZATION_FOR_MAX {
+                return Err(Rejection::BadSubscription(format!(
+                    "forSeconds {} must be from 1 to {}",
+                    for_span.as_micros() / 1_000_000,
+                    UTILIZATION_FOR_MAX.as_micros() / 1_000_000
+                )));
+            }
+            if let Some(class) = class
+                && !catalog.has_resource_class(class)
+            {
+                return Err(Rejection::UnknownResourceClass(class.as_str().to_owned()));
             }
         }
     }
@@ -70,6 +96,13 @@ pub fn subscribe(
         id: subscription.id,
         subscription: Some(subscription),
     }])
+}
+
+/// Whether lease `id` exists and is of `scope`'s project (`None`: an admin, any).
+fn visible(catalog: &Catalog, id: LeaseId, scope: Option<&str>) -> bool {
+    catalog
+        .lease(id)
+        .is_some_and(|l| scope.is_none_or(|p| p == &*l.project_id))
 }
 
 /// Removes a subscription of `project` (`None`: any) and its pending deliveries.
@@ -156,6 +189,7 @@ pub fn expand(
         }
     }
     changes.extend(thresholds(catalog, now));
+    changes.extend(utilizations(catalog, now));
     if let Some((last, _)) = records.last() {
         changes.push(Change::OutboxCursor(*last));
     }
@@ -295,6 +329,74 @@ fn thresholds(catalog: &Catalog, now: Instant) -> Vec<Change> {
             if subscription.callback.is_some() {
                 changes.push(pending(subscription, id, &body, now));
             }
+        }
+        changes.push(Change::SubscriptionSet {
+            id: subscription.id,
+            subscription: Some(updated),
+        });
+    }
+    changes
+}
+
+/// Whether a utilization subscription's dip falls due after `after` and by `by`: a notifier pass
+/// then has something to decide even though nothing was recorded.
+pub fn utilization_due_between(catalog: &Catalog, after: Instant, by: Instant) -> bool {
+    catalog.subscriptions().any(|s| {
+        s.topic
+            .utilization_due(s.triggered)
+            .is_some_and(|due| after < due && due <= by)
+    })
+}
+
+/// Utilization subscriptions whose lease's use moved: a dip first seen starts the clock; a dip
+/// that has lasted its time is told once (an entry of the lease's lifecycle record, delivered
+/// to that subscription); use at or above the percentage again stops the clock, and is told
+/// when the dip was. Only a running lease is judged; one that is not stops the clock, untold.
+fn utilizations(catalog: &Catalog, now: Instant) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for subscription in catalog.subscriptions() {
+        let Topic::Utilization {
+            lease,
+            below_percent,
+            for_span,
+            class,
+            below_since,
+        } = &subscription.topic
+        else {
+            continue;
+        };
+        let lease = catalog
+            .lease(*lease)
+            .filter(|l| l.status == LeaseStatus::Active && l.start <= now && now < l.end);
+        let percent = lease.and_then(|l| utilization_at(catalog, l, class.as_ref(), now));
+        let below = percent.is_some_and(|p| p < *below_percent);
+        let told = subscription.triggered == Some(true);
+        let (since, triggered, crossing) = match (below, *below_since) {
+            (true, None) => (Some(now), subscription.triggered, None),
+            (true, Some(since)) if !told && since + *for_span <= now => {
+                (Some(since), Some(true), Some("below"))
+            }
+            (false, Some(_)) if told => (None, Some(false), Some("recovered")),
+            (false, Some(_)) => (None, subscription.triggered, None),
+            _ => continue,
+        };
+        let mut updated = subscription.clone();
+        updated.triggered = triggered;
+        if let Topic::Utilization { below_since, .. } = &mut updated.topic {
+            *below_since = since;
+        }
+        if let (Some(crossing), Some(lease)) = (crossing, lease) {
+            updated.fired += 1;
+            let details = serde_json::json!({
+                "subscription_id": subscription.id,
+                "crossing": crossing,
+                "utilization_percent": percent,
+                "below_percent": below_percent,
+                "for_seconds": for_span.as_micros() / 1_000_000,
+                "below_since": below_since.map(Instant::as_micros),
+                "resource_class": class.as_ref().map(ResourceClass::as_str),
+            });
+            changes.push(record(lease, UTILIZATION_RECORD_KIND, now, details));
         }
         changes.push(Change::SubscriptionSet {
             id: subscription.id,

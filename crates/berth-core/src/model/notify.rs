@@ -13,11 +13,19 @@
 //! Capacity thresholds fire on crossing, not on every change: a subscription fires when its
 //! condition starts to hold and again when it stops holding by more than a margin (5% of the
 //! threshold, at least 1), so capacity hovering at the threshold makes no storm.
+//!
+//! A utilization subscription (berth) watches one lease: when its utilization (what consumers
+//! presenting it hold, over what it holds, in percent) has stayed below a given percentage for a
+//! given time while it runs, it fires once; when the lease is used again at or above the
+//! percentage it fires once more (recovered) and is armed for the next dip. Each notification is an
+//! entry of the lease's lifecycle record ([`UTILIZATION_RECORD_KIND`]) that belongs to that
+//! subscription alone.
 
 use crate::model::capacity::Figures;
 use crate::model::cloud::Origin;
 use crate::model::id::LeaseId;
 use crate::model::lease::LeaseRecord;
+use crate::model::name::ResourceClass;
 use crate::model::promise::PromiseKind;
 use crate::model::time::{Instant, Span};
 use serde::{Deserialize, Serialize};
@@ -176,7 +184,41 @@ pub enum Topic {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<Origin>,
     },
+    /// A lease's utilization staying low (berth).
+    Utilization {
+        /// The lease watched.
+        lease: LeaseId,
+        /// Fires when utilization stays below this percentage (1 to 100).
+        below_percent: u32,
+        /// ... for this long.
+        for_span: Span,
+        /// Only this class (`None`: the best-used class the lease holds).
+        class: Option<ResourceClass>,
+        /// Since when utilization has been seen below, while it is.
+        below_since: Option<Instant>,
+    },
 }
+
+impl Topic {
+    /// When a utilization subscription's dip, not yet told, falls due (`None` for any other).
+    pub fn utilization_due(&self, triggered: Option<bool>) -> Option<Instant> {
+        match self {
+            Topic::Utilization {
+                for_span,
+                below_since: Some(since),
+                ..
+            } if triggered != Some(true) => Some(*since + *for_span),
+            _ => None,
+        }
+    }
+}
+
+/// The longest a utilization subscription's dip may have to last: 30 days.
+pub const UTILIZATION_FOR_MAX: Span = Span::from_days(30);
+
+/// The kind of the lifecycle entry a utilization notification is recorded as: it names the lease,
+/// and its details carry the subscription's id, so it goes to that subscription alone.
+pub const UTILIZATION_RECORD_KIND: &str = "lease.utilization";
 
 /// A subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +283,7 @@ pub fn notification_type(kind: &str) -> &'static str {
         "consumer.preemption_notice" => "PreemptionNotice",
         "consumer.evicted" | "consumer.terminated" => "AllocationChange",
         "lease.degraded" | "lease.event.failed" => "Failure",
+        UTILIZATION_RECORD_KIND => "UtilizationChange",
         _ => "ReservationChange",
     }
 }
@@ -280,16 +323,35 @@ pub fn is_capacity_record(record: &LeaseRecord) -> bool {
     record.kind == CAPACITY_RECORD_KIND
 }
 
-/// Whether a reservation subscription wants an outbox entry (never a capacity notification:
-/// those belong to their own subscription, which has had them already).
+/// The subscription a utilization notification belongs to (`None`: the entry is not one).
+pub fn utilization_subscription(record: &LeaseRecord) -> Option<Uuid> {
+    if record.kind != UTILIZATION_RECORD_KIND {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(&record.details)
+        .ok()?
+        .get("subscription_id")?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// Whether a subscription gets a delivery of an outbox entry: a reservation subscription gets the
+/// changes of its project's reservations it watches, a utilization subscription its own
+/// notifications. Capacity notifications belong to their own subscription, which has had them
+/// already, and utilization notifications to theirs alone.
 pub fn wants(subscription: &Subscription, record: &LeaseRecord, project: Option<&str>) -> bool {
     if is_capacity_record(record) {
         return false;
     }
     match &subscription.topic {
         Topic::Reservations { ids } => {
-            project == Some(subscription.project_id.as_str())
+            record.kind != UTILIZATION_RECORD_KIND
+                && project == Some(subscription.project_id.as_str())
                 && (ids.is_empty() || ids.contains(&record.lease_id))
+        }
+        Topic::Utilization { lease, .. } => {
+            record.lease_id == *lease && utilization_subscription(record) == Some(subscription.id)
         }
         Topic::Capacity { .. } => false,
     }

@@ -151,6 +151,35 @@ pub fn open_of_lease(catalog: &Catalog, lease: &Lease) -> Vec<UsageSegment> {
     segments
 }
 
+/// A lease's utilization at `now`, in whole percent: what consumers presenting its reservations
+/// hold of `class` over what it holds of it (`None`: of the class it uses best). `None` when it
+/// holds nothing then (of that class).
+pub fn utilization_at(
+    catalog: &Catalog,
+    lease: &Lease,
+    class: Option<&ResourceClass>,
+    now: Instant,
+) -> Option<u32> {
+    let mut by_class: BTreeMap<&ResourceClass, (u128, u128)> = BTreeMap::new();
+    let segments = open_of_lease(catalog, lease);
+    for segment in &segments {
+        let current = segment.since <= now && segment.until.is_none_or(|until| now < until);
+        if !current || class.is_some_and(|c| c != &segment.class) {
+            continue;
+        }
+        let (reserved, consumed) = by_class.entry(&segment.class).or_default();
+        match segment.kind {
+            UsageKind::Reserved => *reserved += u128::from(segment.amount),
+            _ => *consumed += u128::from(segment.amount),
+        }
+    }
+    by_class
+        .into_values()
+        .filter(|(reserved, _)| *reserved > 0)
+        .map(|(reserved, consumed)| (consumed.min(reserved) * 100 / reserved) as u32)
+        .max()
+}
+
 /// What a consumer uses from `since` on: its allocations.
 fn consumer_segments(
     source: UsageSource,

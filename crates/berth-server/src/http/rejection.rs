@@ -85,7 +85,8 @@ pub fn to_api_error(rejection: &Rejection) -> ApiError {
         | Rejection::DuplicateConsumer(_)
         | Rejection::TooMany(_)
         | Rejection::BadLease(_)
-        | Rejection::BadBudget(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
+        | Rejection::BadBudget(_)
+        | Rejection::BadSubscription(_) => (StatusCode::BAD_REQUEST, UNDEFINED),
         Rejection::Policy { .. } => (StatusCode::BAD_REQUEST, "policy_violation"),
         Rejection::LimitExceeded { limit, max, .. } => return limit_error(limit, *max, detail),
         Rejection::LeaseNotFound(_)

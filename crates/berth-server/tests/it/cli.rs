@@ -738,6 +738,39 @@ async fn subscriptions_and_the_notification_feed() {
         ],
     )
     .await;
+    let lease_id = lease["id"].as_str().expect("id");
+    let low = json(
+        &app,
+        &[
+            "subscription",
+            "create",
+            "--utilization",
+            lease_id,
+            "--below",
+            "20",
+            "--for",
+            "2h",
+            "--class",
+            "VCPU",
+        ],
+    )
+    .await;
+    assert_eq!(low["type"], "utilization", "{low}");
+    assert_eq!(low["forSeconds"], 7_200, "{low}");
+    let table = ok(&app, &["subscription", "list"]).await;
+    assert!(
+        line(&table, "utilization").contains(&format!("lease {lease_id} VCPU below 20% for 2h")),
+        "{table}"
+    );
+    ok(
+        &app,
+        &[
+            "subscription",
+            "delete",
+            low["subscriptionId"].as_str().expect("id"),
+        ],
+    )
+    .await;
     let feed = ok(&app, &["notification", "list"]).await;
     let row = line(&feed, "lease.create");
     assert!(row.contains(lease["id"].as_str().expect("id")), "{feed}");

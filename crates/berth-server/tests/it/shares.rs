@@ -160,8 +160,8 @@ pub(crate) async fn allocate(
     crate::support::parse(builder.send().await.expect("send")).await
 }
 
-/// The notification feed as `who` sees it: the types of its entries.
-pub(crate) async fn feed_types(app: &TestApp, who: Who<'_>) -> Vec<String> {
+/// The notification feed as `who` sees it: its entries' notifications.
+pub(crate) async fn feed(app: &TestApp, who: Who<'_>) -> Vec<Value> {
     let (status, feed) = app
         .call_as(who, Method::GET, "/promise/notifications", None)
         .await;
@@ -170,8 +170,13 @@ pub(crate) async fn feed_types(app: &TestApp, who: Who<'_>) -> Vec<String> {
         .as_array()
         .expect("notifications")
         .iter()
-        .map(|n| n["notification"].to_string())
+        .map(|n| n["notification"].clone())
         .collect()
+}
+
+/// The notification feed as `who` sees it: the types of its entries.
+pub(crate) async fn feed_types(app: &TestApp, who: Who<'_>) -> Vec<String> {
+    feed(app, who).await.iter().map(Value::to_string).collect()
 }
 
 #[tokio::test]

@@ -7,6 +7,12 @@
 //! notifications are read from the feed, which holds every notification (reservation changes
 //! and capacity thresholds crossed), each visible to its project's members and to admins.
 //!
+//! `POST /promise/utilization/subscribe` (berth) watches one lease of the caller's project:
+//! its notifications (`changeType` `lease.utilization`, `notificationType` `UtilizationChange`)
+//! tell when the lease's utilization has stayed below a percentage for a time while it runs, and
+//! when it recovers; they are entries of the lease's lifecycle record, delivered to that
+//! subscription alone.
+//!
 //! A capacity subscription may watch one provider's capacity (`providerId`: a provider cloud's
 //! id, or `local` for berth's own); its notifications then name it.
 //!
@@ -27,17 +33,19 @@ use axum::{Extension, Json};
 use berth_api::promise::{
     CapacityNotification, CapacitySubscribed, Delivery as DeliveryBody, DeliveryList, Feed,
     FeedEntry, FeedNotification, ReservationNotification, ReservationRef, ReservationSubscribed,
-    SubscribeCapacity, SubscribeReservations, Subscription as SubscriptionBody,
-    SubscriptionEnvelope, SubscriptionList, SubscriptionThreshold, SubscriptionTopic,
-    ThresholdCondition,
+    SubscribeCapacity, SubscribeReservations, SubscribeUtilization,
+    Subscription as SubscriptionBody, SubscriptionEnvelope, SubscriptionList,
+    SubscriptionThreshold, SubscriptionTopic, ThresholdCondition, UtilizationSubscribed,
 };
 use berth_app::Subscribe;
 use berth_core::LeaseId;
 use berth_core::model::lease::LeaseRecord;
+use berth_core::model::name::ResourceClass;
 use berth_core::model::notify::{
     CapacityInfo, Condition, Delivery, Subscription, Threshold, Topic, is_capacity_record,
     reservation_body,
 };
+use berth_core::model::time::Span;
 use berth_core::query::notify::sees;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -63,6 +71,15 @@ pub(super) fn register(routes: &mut Routes) {
         )
         .accepts::<SubscribeReservations>()
         .answers::<ReservationSubscribed>(201)
+        .add(
+            Method::POST,
+            "/promise/utilization/subscribe",
+            Rule::PROJECT_MEMBER,
+            "Subscribe to a lease's low utilization (berth)",
+            utilization,
+        )
+        .accepts::<SubscribeUtilization>()
+        .answers::<UtilizationSubscribed>(201)
         .add(
             Method::GET,
             "/promise/subscriptions",
@@ -146,6 +163,20 @@ fn subscription_json(s: &Subscription) -> SubscriptionBody {
             triggered: s.triggered,
             provider_id: origin.map(|o| o.to_string()),
         },
+        Topic::Utilization {
+            lease,
+            below_percent,
+            for_span,
+            class,
+            below_since,
+        } => SubscriptionTopic::Utilization {
+            reservation_id: lease.uuid(),
+            below_percent: *below_percent,
+            for_seconds: for_span.as_micros() / 1_000_000,
+            resource_class: class.as_ref().map(|c| c.as_str().to_owned()),
+            below_since: below_since.map(time),
+            triggered: s.triggered,
+        },
     };
     SubscriptionBody {
         subscription_id: s.id,
@@ -183,6 +214,25 @@ fn callback(
         .check_url(&parsed)
         .map_err(|refused| ApiError::bad_request(format!("callbackUri: {refused}")))?;
     Ok(Some(text))
+}
+
+/// Makes a subscription of the caller's project to `topic`, with the callback and secret `body`
+/// names.
+async fn subscribe(
+    state: &AppState,
+    caller: &Caller,
+    body: &Map<String, Value>,
+    destinations: &Destinations,
+    topic: Topic,
+) -> Result<Subscription, ApiError> {
+    let cmd = Subscribe {
+        project_id: caller.0.project_id.clone(),
+        topic,
+        callback: callback(body, destinations)?,
+        secret: secret(body)?,
+        scope: caller.project_scope(),
+    };
+    Ok(state.berth.subscribe(cmd).await?)
 }
 
 fn secret(body: &Map<String, Value>) -> Result<Option<String>, ApiError> {
@@ -234,6 +284,17 @@ const CAPACITY_FIELDS: [&str; 10] = [
 /// The members of a reservation subscription ([`SubscribeReservations`]).
 const RESERVATION_FIELDS: [&str; 4] = ["inputFilter", "callbackUri", "authentication", "secret"];
 
+/// The members of a utilization subscription ([`SubscribeUtilization`]).
+const UTILIZATION_FIELDS: [&str; 7] = [
+    "reservationId",
+    "belowPercent",
+    "forSeconds",
+    "resourceClass",
+    "callbackUri",
+    "authentication",
+    "secret",
+];
+
 async fn capacity(
     State(state): State<AppState>,
     Extension(destinations): Extension<Arc<Destinations>>,
@@ -259,21 +320,15 @@ async fn capacity(
             "Unknown {field} {type_id}: use numCpuCores, virtualMemSize, virtualDisk, storageSize or publicIps"
         )));
     }
-    let cmd = Subscribe {
-        project_id: caller.0.project_id.clone(),
-        topic: Topic::Capacity {
-            resource,
-            type_id,
-            zone: text(&body, "zoneId")?,
-            threshold,
-            flavor,
-            origin: provider_of(&body, &["providerId"])?,
-        },
-        callback: callback(&body, &destinations)?,
-        secret: secret(&body)?,
-        scope: caller.project_scope(),
+    let topic = Topic::Capacity {
+        resource,
+        type_id,
+        zone: text(&body, "zoneId")?,
+        threshold,
+        flavor,
+        origin: provider_of(&body, &["providerId"])?,
     };
-    let made = state.berth.subscribe(cmd).await?;
+    let made = subscribe(&state, &caller, &body, &destinations, topic).await?;
     Ok((
         StatusCode::CREATED,
         Json(CapacitySubscribed {
@@ -311,21 +366,60 @@ async fn reservation(
     Input(body): Input,
 ) -> Result<(StatusCode, Json<ReservationSubscribed>), ApiError> {
     let body = documented(body, &RESERVATION_FIELDS);
-    let cmd = Subscribe {
-        project_id: caller.0.project_id.clone(),
-        topic: Topic::Reservations {
-            ids: filter(&body)?.into_iter().map(LeaseId::new).collect(),
-        },
-        callback: callback(&body, &destinations)?,
-        secret: secret(&body)?,
-        scope: caller.project_scope(),
+    let topic = Topic::Reservations {
+        ids: filter(&body)?.into_iter().map(LeaseId::new).collect(),
     };
-    let made = state.berth.subscribe(cmd).await?;
+    let made = subscribe(&state, &caller, &body, &destinations, topic).await?;
     Ok((
         StatusCode::CREATED,
         Json(ReservationSubscribed {
             created: time(made.created_at),
             reservation_change_subscription_id: made.id,
+            subscription: subscription_json(&made),
+        }),
+    ))
+}
+
+/// What a utilization subscription watches: the lease, the percentage, the time and the class.
+fn utilization_topic(body: &Map<String, Value>) -> Result<Topic, ApiError> {
+    let lease = text(body, "reservationId")?
+        .ok_or_else(|| ApiError::bad_request("reservationId is missing"))?;
+    let lease = Uuid::parse_str(&lease)
+        .map_err(|_| ApiError::bad_request(format!("reservationId {lease} is not a uuid")))?;
+    let below_percent = number(body, "belowPercent", u64::from(u32::MAX))?
+        .ok_or_else(|| ApiError::bad_request("belowPercent is missing"))?;
+    let for_seconds = number(body, "forSeconds", u64::from(u32::MAX))?
+        .ok_or_else(|| ApiError::bad_request("forSeconds is missing"))?;
+    let class = text(body, "resourceClass")?
+        .map(|name| {
+            ResourceClass::parse(&name).ok_or_else(|| {
+                ApiError::bad_request(format!("resourceClass {name} is not a resource class name"))
+            })
+        })
+        .transpose()?;
+    Ok(Topic::Utilization {
+        lease: LeaseId::new(lease),
+        below_percent: u32::try_from(below_percent).unwrap_or(u32::MAX),
+        for_span: Span::from_secs(i64::try_from(for_seconds).unwrap_or(i64::MAX)),
+        class,
+        below_since: None,
+    })
+}
+
+async fn utilization(
+    State(state): State<AppState>,
+    Extension(destinations): Extension<Arc<Destinations>>,
+    caller: Caller,
+    Input(body): Input,
+) -> Result<(StatusCode, Json<UtilizationSubscribed>), ApiError> {
+    let body = documented(body, &UTILIZATION_FIELDS);
+    let topic = utilization_topic(&body)?;
+    let made = subscribe(&state, &caller, &body, &destinations, topic).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(UtilizationSubscribed {
+            created: time(made.created_at),
+            utilization_subscription_id: made.id,
             subscription: subscription_json(&made),
         }),
     ))
@@ -583,6 +677,10 @@ mod tests {
         assert_eq!(
             documented_fields::<SubscribeReservations>(),
             sorted(&RESERVATION_FIELDS)
+        );
+        assert_eq!(
+            documented_fields::<SubscribeUtilization>(),
+            sorted(&UTILIZATION_FIELDS)
         );
     }
 }
