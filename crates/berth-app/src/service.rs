@@ -930,7 +930,7 @@ fn admit_waiting(
         if admitted.is_empty() {
             break;
         }
-        // Admissions are charged to budgets, never refused by them (they were asked before).
+        // The core admits only a lease its project's budget takes.
         let charges = budget::charge(catalog, &admitted, now).unwrap_or_default();
         usage.extend(usage::close(catalog, &mut admitted, now));
         admitted.extend(charges);

@@ -1,14 +1,15 @@
 //! Budgets through the public API: a project's leases are charged what they hold from the
 //! moment they are admitted, per period and class; a lease that would pass a limit is refused
 //! with what would fit (ending earlier, or fewer hosts); deleting a lease refunds what it no
-//! longer holds; a lease across a period's end is charged in both; nothing is charged without
+//! longer holds; a lease across a period's end is charged in both; a waitlisted lease its
+//! budget cannot take keeps waiting without holding up the others; nothing is charged without
 //! budgets.
 
 use berth_core::decide::admission::Search;
 use berth_core::decide::budget::{charge, set_budget};
-use berth_core::decide::lease::{create_lease, delete_lease};
+use berth_core::decide::lease::{admit_waiting, create_lease, create_or_wait, delete_lease};
 use berth_core::model::budget::BudgetPeriod;
-use berth_core::model::lease::ReservationSpec;
+use berth_core::model::lease::{LeaseStatus, ReservationSpec};
 use berth_core::model::provider::Attributes;
 use berth_core::{Change, Instant, LeaseId, Rejection, ResourceClass};
 use std::collections::BTreeMap;
@@ -151,4 +152,42 @@ fn periods_are_utc_days_weeks_from_monday_and_calendar_months() {
     // 2030-02-01 to 2030-03-01: 28 days.
     assert_eq!(month.start(), Instant::from_micros(1_896_134_400_000_000));
     assert_eq!(month.duration(), berth_core::Span::from_days(28));
+}
+
+#[test]
+fn a_waitlisted_lease_past_its_budget_keeps_waiting_and_holds_up_no_one() {
+    let (mut w, week) = world();
+    // Another project, without a budget, holds both hosts over ticks 20 to 30.
+    let both = new_lease(&mut w, "other", 20, 30, hosts(2));
+    let (changes, _) = create_lease(&w.catalog, &both, w.at(), &Search::NONE).expect("fits");
+    w.apply(&changes);
+    // Lab waits for a host over ticks 20 to 40 (160 VCPU-hours: past its 100), then for one
+    // over 20 to 25 (40).
+    let wait = |w: &mut World, end: i64| {
+        let new = new_lease(w, "lab", 20, end, one_host());
+        let (changes, lease, refusal) =
+            create_or_wait(&w.catalog, &new, tick(20), w.at()).expect("waits");
+        assert_eq!(lease.status, LeaseStatus::Waiting);
+        assert!(refusal.is_some());
+        w.apply(&changes);
+        new.id
+    };
+    let large = wait(&mut w, 40);
+    let small = wait(&mut w, 25);
+    assert_eq!(charged(&w, week), 0.0, "a waitlisted lease holds nothing");
+    w.now = 11;
+    let changes = delete_lease(&w.catalog, both.id, w.at()).expect("deleted");
+    w.apply(&changes);
+    // The first fits a host but not lab's budget: it waits on, and the second is admitted.
+    let (admitted, attempts) = admit_waiting(&w.catalog, w.at(), 8);
+    assert_eq!(attempts, 2);
+    let charges = charge(&w.catalog, &admitted, w.at()).expect("within the budget");
+    w.apply(&admitted);
+    w.apply(&charges);
+    let status = |w: &World, id| w.catalog.lease(id).expect("lease").status;
+    assert_eq!(status(&w, large), LeaseStatus::Waiting);
+    assert_eq!(status(&w, small), LeaseStatus::Pending);
+    assert_eq!(charged(&w, week), 40.0);
+    let (again, _) = admit_waiting(&w.catalog, w.at(), 8);
+    assert!(again.is_empty(), "still past the budget: {again:?}");
 }

@@ -89,8 +89,8 @@ pub fn delete_budget(catalog: &Catalog, project: &str) -> Result<Vec<Change>, Re
 /// shrunk or deleted). When a lease is created (or made from a hold) or grows (a later end or
 /// more hosts or instances) past a limit, the whole decision is refused, naming the budget
 /// and what would fit it: the same lease ending earlier, or with fewer hosts or instances.
-/// Other changes (a heal, a lifecycle event, an admission from the waitlist) are charged
-/// without refusal. Nothing is computed while no project has a budget.
+/// An admission from the waitlist is refused alike (the waitlist leaves such a lease waiting);
+/// other changes (a heal, a lifecycle event) are charged without refusal. Nothing is computed while no project has a budget.
 pub fn charge(
     catalog: &Catalog,
     changes: &[Change],
@@ -147,16 +147,12 @@ pub fn charge(
         .collect())
 }
 
-/// Whether `after` is a lease made (from nothing or a hold) or grown: one whose admission a
-/// budget may refuse.
+/// Whether `after` is a lease made (from nothing, a hold or the waitlist) or grown: one whose
+/// admission a budget may refuse.
 fn grows(before: Option<&Lease>, after: &Lease) -> bool {
     let Some(before) = before else {
         return true;
     };
-    // Admitted from the waitlist: it was asked before, and is charged without refusal.
-    if before.status == LeaseStatus::Waiting {
-        return false;
-    }
     let slots = |l: &Lease| -> u64 {
         l.reservations
             .iter()
@@ -164,7 +160,9 @@ fn grows(before: Option<&Lease>, after: &Lease) -> bool {
             .map(|(_, n)| u64::from(*n))
             .sum()
     };
-    before.status == LeaseStatus::Held || after.end > before.end || slots(after) > slots(before)
+    matches!(before.status, LeaseStatus::Held | LeaseStatus::Waiting)
+        || after.end > before.end
+        || slots(after) > slots(before)
 }
 
 /// What `after` holds from `now` on less what `before` did, by period and class.

@@ -222,9 +222,11 @@ pub fn create_or_wait(
 /// The order is fair: a lease is tried only when no earlier waitlisted lease whose window
 /// overlaps its own was tried and did not fit, so a later, smaller request never takes
 /// capacity ahead of a larger one waiting for the same time; leases waiting for other times
-/// pass freely. Each attempt is admission as asked, no search: this runs under the writer
-/// lock, after a batch's decisions, and looks at the first
-/// [`crate::limits::WAITLIST_SCAN_MAX`] waitlisted leases only.
+/// pass freely. A lease that fits but would take its project past its budget
+/// ([`crate::decide::budget::charge`]) keeps waiting without holding up the others: what stops
+/// it is its own project's budget, not capacity anyone else may take first. Each attempt is
+/// admission as asked, no search: this runs under the writer lock, after a batch's decisions,
+/// and looks at the first [`crate::limits::WAITLIST_SCAN_MAX`] waitlisted leases only.
 pub fn admit_waiting(catalog: &Catalog, now: Instant, budget: usize) -> (Vec<Change>, usize) {
     let mut blocked: Vec<Window> = Vec::new();
     let mut attempts = 0;
@@ -242,10 +244,13 @@ pub fn admit_waiting(catalog: &Catalog, now: Instant, budget: usize) -> (Vec<Cha
             continue;
         }
         attempts += 1;
-        if let Some(changes) = admit(catalog, lease, window, now) {
-            return (changes, attempts);
+        match admit(catalog, lease, window, now) {
+            Some(changes) if crate::decide::budget::charge(catalog, &changes, now).is_ok() => {
+                return (changes, attempts);
+            }
+            Some(_) => {}
+            None => blocked.push(window),
         }
-        blocked.push(window);
     }
     (Vec::new(), attempts)
 }
