@@ -56,8 +56,8 @@ pub struct CreateSubscription {
     /// Reservation changes: `all` of your project's, or lease ids, comma-separated.
     #[arg(long, value_name = "all|IDS", conflicts_with_all = ["capacity", "utilization"])]
     pub reservations: Option<String>,
-    /// A lease's utilization: tell when it stays below `--below` percent for `--for` while it
-    /// runs, and when it recovers.
+    /// A lease's utilization (the lease's id or name): tell when it stays below `--below` percent
+    /// for `--for` while it runs, and when it recovers.
     #[arg(long, value_name = "LEASE", conflicts_with = "capacity", requires_all = ["below", "for_"])]
     pub utilization: Option<String>,
     /// With `--utilization`: the percentage (1 to 100).
@@ -114,7 +114,10 @@ pub(crate) async fn run(ctx: &Ctx, verb: SubscriptionVerb) -> Result<(), CliErro
             show(ctx, &answer["subscription"])
         }
         SubscriptionVerb::Create(create) => {
-            let (target, body) = request(&create)?;
+            let (target, mut body) = request(&create)?;
+            if let Some(lease) = &create.utilization {
+                body["reservationId"] = json!(crate::leases::resolve(ctx, lease).await?);
+            }
             let answer = ctx.client.post(&target, &body).await?;
             show(ctx, &answer["subscription"])
         }
@@ -199,8 +202,8 @@ fn request(create: &CreateSubscription) -> Result<(String, Value), CliError> {
     if let Some(secret) = &create.secret {
         body["authentication"] = json!({ "secret": secret });
     }
-    if let Some(lease) = &create.utilization {
-        return utilization_request(create, lease, body);
+    if create.utilization.is_some() {
+        return utilization_request(create, body);
     }
     let Some(kind) = create.capacity else {
         let filter = match create.reservations.as_deref().map(str::trim) {
@@ -248,10 +251,10 @@ fn request(create: &CreateSubscription) -> Result<(String, Value), CliError> {
     Ok((format!("/promise/capacity/{kind_name}/subscribe"), body))
 }
 
-/// The path and body of a utilization subscription to `lease`, `body` holding the callback.
+/// The path and body of a utilization subscription, `body` holding the callback (the lease's id
+/// is set once resolved).
 fn utilization_request(
     create: &CreateSubscription,
-    lease: &str,
     mut body: Value,
 ) -> Result<(String, Value), CliError> {
     let duration = create
@@ -261,7 +264,6 @@ fn utilization_request(
     let seconds = crate::time::parse_duration(duration)
         .map_err(|e| CliError::Usage(format!("--for {e}")))?
         .as_secs();
-    body["reservationId"] = json!(lease);
     body["belowPercent"] = json!(create.below);
     body["forSeconds"] = json!(seconds);
     if let Some(class) = &create.class {

@@ -745,7 +745,7 @@ async fn subscriptions_and_the_notification_feed() {
             "subscription",
             "create",
             "--utilization",
-            lease_id,
+            lease["name"].as_str().expect("name"),
             "--below",
             "20",
             "--for",
