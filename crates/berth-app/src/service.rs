@@ -69,6 +69,9 @@ type Decide = Box<
 /// their answers, and the refusals (answered once the batch is settled).
 struct Decided {
     changes: Vec<Change>,
+    /// Whether an accepted decision may have freed capacity or loosened a budget: a
+    /// waitlisted lease may fit now.
+    frees: bool,
     usage: Vec<UsageSegment>,
     accepted: Vec<(Reply, Box<dyn Any + Send>)>,
     refused: Vec<(Reply, Rejection)>,
@@ -458,6 +461,7 @@ impl Batch {
         now: Instant,
     ) -> Decided {
         let mut changes = Vec::new();
+        let mut frees = false;
         let mut usage = Vec::new();
         let mut accepted = Vec::with_capacity(batch.len());
         // Refusals are answered once the batch is settled, so that whatever a refused caller
@@ -478,6 +482,10 @@ impl Batch {
                 Err(rejection) => refused.push((pending.reply, rejection)),
                 Ok((decided, value)) => {
                     note_records(records, &decided);
+                    frees = frees
+                        || decided
+                            .iter()
+                            .any(|c| c.may_free_capacity() || budget::loosens(catalog, c));
                     catalog.apply(&decided);
                     changes.extend(decided);
                     accepted.push((pending.reply, value));
@@ -486,6 +494,7 @@ impl Batch {
         }
         Decided {
             changes,
+            frees,
             usage,
             accepted,
             refused,
@@ -617,11 +626,14 @@ impl Batch {
         let now = self.clock.now();
         let Decided {
             mut changes,
+            frees,
             mut usage,
             accepted,
             refused,
         } = self.decide_all(&mut working.catalog, batch, &mut records, now);
-        admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
+        if frees {
+            admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
+        }
         let refuse = |refused: Vec<(Reply, Rejection)>| {
             for (reply, rejection) in refused {
                 let _ = reply.send(Err(AppError::Rejected(rejection)));
@@ -909,8 +921,8 @@ fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
     *catalog = fresh;
 }
 
-/// After a batch's decisions, when one of them may have freed capacity and leases are
-/// waitlisted: admits waitlisted leases that fit now, in the core's fair order, with at most
+/// After a batch's decisions, when one of them may have freed capacity or loosened a budget
+/// (`Decided::frees`) and leases are waitlisted: admits waitlisted leases that fit now, in the core's fair order, with at most
 /// [`berth_core::limits::WAITLIST_ATTEMPTS_MAX`] admissions as asked (no search) in all. Their
 /// changes join the batch's, so they commit with the decisions that freed the capacity.
 fn admit_waiting(
@@ -919,7 +931,7 @@ fn admit_waiting(
     usage: &mut Vec<UsageSegment>,
     now: Instant,
 ) {
-    if !catalog.has_waiting() || !changes.iter().any(Change::may_free_capacity) {
+    if !catalog.has_waiting() {
         return;
     }
     let mut budget = berth_core::limits::WAITLIST_ATTEMPTS_MAX;

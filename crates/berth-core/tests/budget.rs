@@ -6,7 +6,7 @@
 //! budgets.
 
 use berth_core::decide::admission::Search;
-use berth_core::decide::budget::{charge, set_budget};
+use berth_core::decide::budget::{charge, delete_budget, loosens, set_budget};
 use berth_core::decide::lease::{admit_waiting, create_lease, create_or_wait, delete_lease};
 use berth_core::model::budget::BudgetPeriod;
 use berth_core::model::lease::{LeaseStatus, ReservationSpec};
@@ -190,4 +190,35 @@ fn a_waitlisted_lease_past_its_budget_keeps_waiting_and_holds_up_no_one() {
     assert_eq!(charged(&w, week), 40.0);
     let (again, _) = admit_waiting(&w.catalog, w.at(), 8);
     assert!(again.is_empty(), "still past the budget: {again:?}");
+}
+
+#[test]
+fn a_budget_removed_moved_or_raised_loosens_and_a_charge_or_a_lower_limit_does_not() {
+    let (mut w, _) = world();
+    let set = |w: &World, project: &str, period, vcpu: i64| {
+        let limits = BTreeMap::from([("VCPU".to_owned(), vcpu)]);
+        set_budget(&w.catalog, project, period, &limits, w.at())
+            .expect("a budget")
+            .0
+    };
+    let loosened = |w: &World, changes: &[Change]| changes.iter().any(|c| loosens(&w.catalog, c));
+    assert!(loosened(&w, &set(&w, "lab", BudgetPeriod::Week, 200)));
+    assert!(!loosened(&w, &set(&w, "lab", BudgetPeriod::Week, 50)));
+    assert!(loosened(&w, &set(&w, "lab", BudgetPeriod::Month, 100)));
+    assert!(loosened(
+        &w,
+        &delete_budget(&w.catalog, "lab").expect("removed")
+    ));
+    assert!(
+        !loosened(&w, &set(&w, "elsewhere", BudgetPeriod::Week, 1)),
+        "a first budget only restricts"
+    );
+    let (_, charged) = ask(&mut w, 20, 30, one_host()).expect("80 of 100");
+    assert!(
+        charged
+            .iter()
+            .any(|c| matches!(c, Change::BudgetSet { .. })),
+        "{charged:?}"
+    );
+    assert!(!loosened(&w, &charged), "a charge keeps the limits");
 }

@@ -90,12 +90,51 @@ pub fn delete_budget(catalog: &Catalog, project: &str) -> Result<Vec<Change>, Re
 /// more hosts or instances) past a limit, the whole decision is refused, naming the budget
 /// and what would fit it: the same lease ending earlier, or with fewer hosts or instances.
 /// An admission from the waitlist is refused alike (the waitlist leaves such a lease waiting);
-/// other changes (a heal, a lifecycle event) are charged without refusal. Nothing is computed while no project has a budget.
+/// other changes (a heal, a lifecycle event) are charged without refusal. Nothing is computed
+/// while no project has a budget.
 pub fn charge(
     catalog: &Catalog,
     changes: &[Change],
     now: Instant,
 ) -> Result<Vec<Change>, Rejection> {
+    charging(catalog, changes, now, true)
+        .map_err(|refusal| refusal.expect("invariant: a refusal is made when asked for"))
+}
+
+/// Whether the budgets take `changes`, as [`charge`] would, without working out what would fit
+/// when they do not (the waitlist, which only needs to know, asks this under the writer lock).
+pub fn takes(catalog: &Catalog, changes: &[Change], now: Instant) -> bool {
+    charging(catalog, changes, now, false).is_ok()
+}
+
+/// Whether `change` leaves a project's budget looser than `catalog` holds it: removed, moved to
+/// another period, or with a limit raised or removed. A waitlisted lease it held back may fit
+/// then.
+pub fn loosens(catalog: &Catalog, change: &Change) -> bool {
+    let Change::BudgetSet { project, budget } = change else {
+        return false;
+    };
+    let Some(held) = catalog.budget(project) else {
+        return false;
+    };
+    let Some(set) = budget else {
+        return true;
+    };
+    set.period != held.period
+        || held
+            .limits
+            .iter()
+            .any(|(class, limit)| set.limits.get(class).is_none_or(|l| l > limit))
+}
+
+/// [`charge`], with the refusal's counter-offer worked out only when `offer` (`Err(None)`
+/// otherwise).
+fn charging(
+    catalog: &Catalog,
+    changes: &[Change],
+    now: Instant,
+    offer: bool,
+) -> Result<Vec<Change>, Option<Rejection>> {
     if catalog.budgets().next().is_none() {
         return Ok(Vec::new());
     }
@@ -132,9 +171,11 @@ pub fn charge(
         if let Some(after) = after.filter(|after| grows(before, after))
             && let Some((period, class)) = exceeded(budget, &delta)
         {
-            return Err(Rejection::BudgetExceeded(Box::new(refusal(
-                catalog, budget, before, after, period, &class, &delta, now,
-            ))));
+            return Err(offer.then(|| {
+                Rejection::BudgetExceeded(Box::new(refusal(
+                    catalog, budget, before, after, period, &class, &delta, now,
+                )))
+            }));
         }
         apply(budget, &delta, now);
     }

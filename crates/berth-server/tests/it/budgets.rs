@@ -140,3 +140,64 @@ async fn a_budget_charges_refuses_with_what_fits_and_refunds() {
     let (status, _) = app.call_as(ADMIN, Method::DELETE, BUDGET, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// Lease `id`'s status, as the admin reads it.
+async fn status_of(app: &crate::support::TestApp, id: &str) -> Value {
+    let (status, shown) = app
+        .call_as(ADMIN, Method::GET, &format!("{LEASES}/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    shown["lease"]["status"].clone()
+}
+
+#[tokio::test]
+async fn a_waitlisted_lease_past_its_budget_waits_until_the_budget_is_raised() {
+    let app = app().await;
+    host(&app, "h1").await;
+    let budget = |vcpu: u64| json!({"period": "month", "limits": {"VCPU": vcpu}});
+    let (status, set) = app
+        .call_as(ADMIN, Method::PUT, BUDGET, Some(budget(20)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    // Another project holds the host for three hours; lab waits for it over the same hours:
+    // 24 VCPU-hours, past its 20.
+    let t = next_month();
+    let (start, end) = (minutes(t), minutes(t + 3 * HOUR));
+    let other = lease_body("other", &start, &end, one_host());
+    let (status, other) = app
+        .call_as(STRANGER, Method::POST, LEASES, Some(other))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{other}");
+    let mut waiting = lease_body("waiting", &start, &end, one_host());
+    waiting["on_conflict"] = json!("wait");
+    waiting["wait_until"] = json!(start);
+    let (status, waiting) = app
+        .call_as(OWNER, Method::POST, LEASES, Some(waiting))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{waiting}");
+    let id = waiting["lease"]["id"].as_str().expect("id").to_owned();
+    // The host is free again, but lab's budget does not take the lease: it waits on.
+    let other = other["lease"]["id"].as_str().expect("id");
+    let (status, _) = app
+        .call_as(STRANGER, Method::DELETE, &format!("{LEASES}/{other}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(status_of(&app, &id).await, "WAITING");
+    // A lower limit changes nothing; a higher one admits it in the same commit.
+    let (status, _) = app
+        .call_as(ADMIN, Method::PUT, BUDGET, Some(budget(10)))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(status_of(&app, &id).await, "WAITING");
+    let (status, set) = app
+        .call_as(ADMIN, Method::PUT, BUDGET, Some(budget(30)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    assert_eq!(status_of(&app, &id).await, "PENDING");
+    let (status, read) = app.call_as(OWNER, Method::GET, BUDGET, None).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert!(
+        read.to_string().contains("24.0"),
+        "charged 24 VCPU-hours: {read}"
+    );
+}

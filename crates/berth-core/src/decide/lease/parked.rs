@@ -223,7 +223,7 @@ pub fn create_or_wait(
 /// overlaps its own was tried and did not fit, so a later, smaller request never takes
 /// capacity ahead of a larger one waiting for the same time; leases waiting for other times
 /// pass freely. A lease that fits but would take its project past its budget
-/// ([`crate::decide::budget::charge`]) keeps waiting without holding up the others: what stops
+/// ([`crate::decide::budget::takes`]) keeps waiting without holding up the others: what stops
 /// it is its own project's budget, not capacity anyone else may take first. Each attempt is
 /// admission as asked, no search: this runs under the writer lock, after a batch's decisions,
 /// and looks at the first [`crate::limits::WAITLIST_SCAN_MAX`] waitlisted leases only.
@@ -245,7 +245,7 @@ pub fn admit_waiting(catalog: &Catalog, now: Instant, budget: usize) -> (Vec<Cha
         }
         attempts += 1;
         match admit(catalog, lease, window, now) {
-            Some(changes) if crate::decide::budget::charge(catalog, &changes, now).is_ok() => {
+            Some(changes) if crate::decide::budget::takes(catalog, &changes, now) => {
                 return (changes, attempts);
             }
             Some(_) => {}
