@@ -48,9 +48,13 @@ impl Berth {
             }));
         }
         // The open usage of a current catalog, then the closed segments of the commits up to
-        // it: whatever commits meanwhile, the two meet exactly.
+        // it: whatever commits meanwhile, the two meet exactly. The open usage visits every
+        // consumer and lease, so it is worked out over a snapshot on a blocking thread: it holds
+        // no lock a commit waits for and no runtime worker.
         let (seq, open) = self
-            .read(|catalog| (catalog.seq(), open(catalog, period, USAGE_SEGMENTS_MAX)))
+            .read_blocking(move |catalog| {
+                (catalog.seq(), open(catalog, period, USAGE_SEGMENTS_MAX))
+            })
             .await?;
         let open = open.ok_or_else(|| too_many(USAGE_SEGMENTS_MAX + 1))?;
         let segments = self.with_closed(open, period, seq).await?;
