@@ -13,7 +13,7 @@
 // (`/promise/providers`).
 
 import {get, getOptional} from './api.js';
-import {h, s, replace, formatAmount, formatInt, unitOf, paintSwatches, shortId} from './dom.js';
+import {h, s, replace, formatAmount, formatInt, unitOf, paintSwatches, shortId, niceMax} from './dom.js';
 import * as time from './time.js';
 import {tooltip, windowControls} from './timeline.js';
 
@@ -45,14 +45,6 @@ export function capacityPath(zone, resourceClass, win) {
 export function classesOf(zone) {
   const classes = (zone && zone.resource_classes) || [];
   return classes.filter((c) => COMPUTE.includes(c) || c.startsWith('CUSTOM_'));
-}
-
-function niceMax(value) {
-  if (value <= 0) return 1;
-  const exponent = Math.pow(10, Math.floor(Math.log10(value)));
-  const fraction = value / exponent;
-  const nice = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((n) => n >= fraction) || 10;
-  return nice * exponent;
 }
 
 /** The steps as [{at, end, total, reserved, allocated, available}] over the window. */

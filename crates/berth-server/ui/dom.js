@@ -142,3 +142,13 @@ export function shortId(id) {
 export function empty(text) {
   return h('p', {class: 'empty'}, text);
 }
+
+/** The round figure (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at or above
+ * `value`: the top of a chart's axis. */
+export function niceMax(value) {
+  if (value <= 0) return 1;
+  const exponent = Math.pow(10, Math.floor(Math.log10(value)));
+  const fraction = value / exponent;
+  const nice = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((n) => n >= fraction) || 10;
+  return nice * exponent;
+}

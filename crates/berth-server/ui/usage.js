@@ -15,7 +15,7 @@
 // end-to-end tests, and so do the table's cells (data-field, data-value).
 
 import {ApiError, get} from './api.js';
-import {h, s, replace, projectChip, paintSwatches, registerProjects} from './dom.js';
+import {h, s, replace, projectChip, paintSwatches, registerProjects, niceMax} from './dom.js';
 import * as time from './time.js';
 
 const SERIES = [
@@ -67,14 +67,6 @@ export function usagePath(period) {
   const query = new URLSearchParams({start: period.from});
   if (period.to) query.set('end', period.to);
   return `/reservation/v1/usage?${query}`;
-}
-
-function niceMax(value) {
-  if (value <= 0) return 1;
-  const exponent = Math.pow(10, Math.floor(Math.log10(value)));
-  const fraction = value / exponent;
-  const nice = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find((n) => n >= fraction) || 10;
-  return nice * exponent;
 }
 
 const figure = (row, field) => Math.max(Number(row[field]) || 0, 0);
