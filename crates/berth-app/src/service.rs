@@ -475,7 +475,7 @@ impl Batch {
             let record = pending.key.as_ref().and_then(|key| records.get(key));
             let decided =
                 (pending.decide)(catalog, record, now).and_then(|(mut decided, value)| {
-                    self.complete(catalog, &mut decided, &mut usage, now)?;
+                    complete(catalog, &mut decided, &mut usage, now, self.idle_release)?;
                     Ok((decided, value))
                 });
             match decided {
@@ -499,25 +499,6 @@ impl Batch {
             accepted,
             refused,
         }
-    }
-
-    /// What the batch adds to a decision before applying it over `catalog`: the operator's
-    /// release of unconsumed leases on the leases it creates, the charges on its projects'
-    /// budgets (which may refuse it), then the usage history it closes.
-    fn complete(
-        &self,
-        catalog: &Catalog,
-        decided: &mut Vec<Change>,
-        usage: &mut Vec<UsageSegment>,
-        now: Instant,
-    ) -> Result<(), Rejection> {
-        if let Some(policy) = self.idle_release {
-            stamp_idle_release(catalog, decided, policy);
-        }
-        let charges = budget::charge(catalog, decided, now)?;
-        usage.extend(usage::close(catalog, decided, now));
-        decided.extend(charges);
-        Ok(())
     }
 
     /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
@@ -921,10 +902,31 @@ fn replace_catalog(catalog: &RwLock<Catalog>, fresh: Catalog) {
     *catalog = fresh;
 }
 
+/// What the batch adds to a decision before applying it over `catalog`: the operator's release
+/// of unconsumed leases (`idle_release`) on the leases it creates, the charges on its projects'
+/// budgets (which may refuse it), then the usage history it closes.
+fn complete(
+    catalog: &Catalog,
+    decided: &mut Vec<Change>,
+    usage: &mut Vec<UsageSegment>,
+    now: Instant,
+    idle_release: Option<IdleRelease>,
+) -> Result<(), Rejection> {
+    if let Some(policy) = idle_release {
+        stamp_idle_release(catalog, decided, policy);
+    }
+    let charges = budget::charge(catalog, decided, now)?;
+    usage.extend(usage::close(catalog, decided, now));
+    decided.extend(charges);
+    Ok(())
+}
+
 /// After a batch's decisions, when one of them may have freed capacity or loosened a budget
-/// (`Decided::frees`) and leases are waitlisted: admits waitlisted leases that fit now, in the core's fair order, with at most
-/// [`berth_core::limits::WAITLIST_ATTEMPTS_MAX`] admissions as asked (no search) in all. Their
-/// changes join the batch's, so they commit with the decisions that freed the capacity.
+/// (`Decided::frees`) and leases are waitlisted: admits waitlisted leases that fit now, in the
+/// core's fair order, with at most [`berth_core::limits::WAITLIST_ATTEMPTS_MAX`] admissions as
+/// asked (no search) in all. Their changes join the batch's, so they commit with the decisions
+/// that freed the capacity, completed as any decision is (a waitlisted lease was stamped with
+/// the release policy when it was created).
 fn admit_waiting(
     catalog: &mut Catalog,
     changes: &mut Vec<Change>,
@@ -942,10 +944,11 @@ fn admit_waiting(
         if admitted.is_empty() {
             break;
         }
-        // The core admits only a lease its project's budget takes.
-        let charges = budget::charge(catalog, &admitted, now).unwrap_or_default();
-        usage.extend(usage::close(catalog, &mut admitted, now));
-        admitted.extend(charges);
+        // The core admits only a lease its project's budget takes, so this is never refused.
+        if let Err(rejection) = complete(catalog, &mut admitted, usage, now, None) {
+            tracing::warn!(%rejection, "a waitlisted lease the core admitted was refused; it waits on");
+            break;
+        }
         catalog.apply(&admitted);
         changes.extend(admitted);
     }
