@@ -400,10 +400,14 @@ impl Berth {
         self.read(capacity::zones).await
     }
 
-    /// Fires every lifecycle event due now; returns how many events fired.
+    /// Fires every lifecycle event due now (standing by, every one due [`STANDBY_GRACE`] ago);
+    /// returns how many events fired.
+    ///
+    /// [`STANDBY_GRACE`]: crate::STANDBY_GRACE
     pub async fn fire_due_events(&self) -> Result<usize, AppError> {
-        let now = self.now();
-        let due = self.read(|catalog| catalog.due_events(now)).await?;
+        // Standing by, only what the term holder left undone (`engines_horizon`).
+        let horizon = self.engines_horizon(self.now());
+        let due = self.read(|catalog| catalog.due_events(horizon)).await?;
         let mut fired = 0;
         for (_, kind, lease) in due {
             let changed = self
@@ -442,9 +446,9 @@ impl Berth {
             .await
             .ok()
             .flatten();
-        let now = self.now();
+        let horizon = self.engines_horizon(self.now());
         next.map_or(LIFECYCLE_POLL, |(at, _, _)| {
-            let micros = at.as_micros().saturating_sub(now.as_micros()).max(0);
+            let micros = at.as_micros().saturating_sub(horizon.as_micros()).max(0);
             Duration::from_micros(u64::try_from(micros).unwrap_or(0)).min(LIFECYCLE_POLL)
         })
     }

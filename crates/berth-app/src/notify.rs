@@ -161,6 +161,18 @@ impl Berth {
         let (cursor, seq) = self.read(|c| (c.outbox_cursor(), c.seq())).await?;
         let records = self.store.records_after(cursor, EXPAND_BATCH).await?;
         let now = self.now();
+        if self.stands_by() {
+            // The term holder's notifier expands what is recorded, and judges the thresholds;
+            // this one takes over records it left unexpanded for the grace.
+            let horizon = self.engines_horizon(now);
+            if records
+                .first()
+                .is_none_or(|(_, record)| record.at > horizon)
+            {
+                *quiet = None;
+                return Ok(0);
+            }
+        }
         let unchanged = |q: &Quiet| {
             q.seq == seq
                 && !self.read_local(|c| {
@@ -193,13 +205,14 @@ impl Berth {
         in_flight: &Arc<std::sync::Mutex<HashSet<String>>>,
         done: &Arc<tokio::sync::Notify>,
     ) -> Result<usize, AppError> {
-        let now = self.now();
+        // Standing by, only what the term holder's notifier left unattempted for the grace.
+        let horizon = self.engines_horizon(self.now());
         let busy: HashSet<String> = in_flight.lock().expect("invariant: not poisoned").clone();
         let room = DELIVERIES_IN_FLIGHT.saturating_sub(busy.len());
         // The pass's outbox step has just brought the catalog up to date.
         let due: Vec<(String, String, String, Option<String>)> = self.read_local(|c| {
             c.deliveries()
-                .filter(|d| d.status == DeliveryStatus::Pending && d.next_at <= now)
+                .filter(|d| d.status == DeliveryStatus::Pending && d.next_at <= horizon)
                 .filter(|d| !busy.contains(&d.id))
                 .filter_map(|d| {
                     let s = c.subscription(d.subscription)?;

@@ -8,8 +8,9 @@
 
 use crate::error::AppError;
 use crate::service::Berth;
-use berth_core::Catalog;
+use berth_core::{Catalog, Instant};
 use berth_store::CommitFeed;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// How long the follower waits before listening again after the database connection failed.
@@ -19,6 +20,17 @@ pub const FOLLOW_RETRY: Duration = Duration::from_secs(1);
 /// them: an idle replica then reads the log at most every this often, however fast the others
 /// commit. Reads do not wait for it (each applies the tail it finds itself).
 pub const FOLLOW_GATHER: Duration = Duration::from_millis(10);
+
+/// What the engines of a replica standing by (another holds the writer's term) leave to the
+/// term holder's: lifecycle events due, lifecycle records committed and notification deliveries
+/// due less than this long ago. The holder's engines act on them at once; a standby replica
+/// acts only on what the holder left undone this long (it is stuck, or gone and its term not
+/// yet lapsed). Exactly once never rests on this: every engine's write is decided again under
+/// the writer lock. It only keeps the standby replicas' engines from racing the holder's, a
+/// write transaction (and a catch-up of their writers' copy under the database's writer lock)
+/// for each race they lose. Longer than a delivery attempt may take, so that a standby replica
+/// does not post a notification the holder is still posting.
+pub const STANDBY_GRACE: Duration = Duration::from_secs(10);
 
 /// Where one replica stands against the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +50,37 @@ pub struct ReplicaStatus {
     /// Log entries its writers read inside a write transaction, while every replica's writers
     /// waited (the rest are applied before the transaction begins).
     pub entries_under_lock: u64,
+    /// Write transactions this replica began since it started (each held the database's writer
+    /// lock while it lasted; one that found nothing to change committed nothing).
+    pub write_transactions: u64,
+    /// Whether another replica holds the writer's term, so that this one's engines stand by.
+    pub standing_by: bool,
 }
 
 impl Berth {
+    /// Tells the engines whether another replica holds the writer's term (`true`: this one
+    /// stands by, leaving that replica what falls due for [`STANDBY_GRACE`]).
+    pub fn set_standby(&self, standby: bool) {
+        self.standby.store(standby, Ordering::Relaxed);
+    }
+
+    /// Whether this replica's engines stand by (another replica holds the writer's term).
+    pub fn stands_by(&self) -> bool {
+        self.standby.load(Ordering::Relaxed)
+    }
+
+    /// The latest instant whose due work this replica's engines take on at `now`: `now` itself,
+    /// or, standing by, [`STANDBY_GRACE`] earlier.
+    pub(crate) fn engines_horizon(&self, now: Instant) -> Instant {
+        match self.stands_by() {
+            false => now,
+            true => Instant::from_micros(
+                now.as_micros()
+                    .saturating_sub(i64::try_from(STANDBY_GRACE.as_micros()).unwrap_or(i64::MAX)),
+            ),
+        }
+    }
+
     /// Where this replica stands: its catalog's commit against the database's, the log's bounds,
     /// and how it has followed so far.
     pub async fn replica_status(&self) -> Result<ReplicaStatus, AppError> {
@@ -54,6 +94,8 @@ impl Berth {
             entries_applied: self.replication.entries_applied(),
             reloads: self.replication.reloads(),
             entries_under_lock: self.replication.entries_under_lock(),
+            write_transactions: self.replication.transactions(),
+            standing_by: self.stands_by(),
         })
     }
 

@@ -119,6 +119,9 @@ pub struct Berth {
     pub(crate) claim_ttl_micros: std::sync::atomic::AtomicI64,
     /// The release of unconsumed leases put on leases created from now on (off: `None`).
     idle_release: std::sync::Mutex<Option<IdleRelease>>,
+    /// Whether another replica holds the writer's term, so that this one's engines leave it
+    /// what is due (see [`STANDBY_GRACE`](crate::STANDBY_GRACE)).
+    pub(crate) standby: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Berth {
@@ -160,6 +163,7 @@ impl Berth {
             ),
             claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
             idle_release: std::sync::Mutex::new(None),
+            standby: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -590,6 +594,7 @@ impl Batch {
             Ok(tx) => tx,
             Err(error) => return fail(self.take(), &error),
         };
+        self.replication.began();
         if let Err(error) = self.current(tx.as_mut(), working).await {
             return fail(self.take(), &error);
         }
@@ -812,9 +817,20 @@ pub(crate) struct Replication {
     applied: std::sync::atomic::AtomicU64,
     reloads: std::sync::atomic::AtomicU64,
     under_lock: std::sync::atomic::AtomicU64,
+    transactions: std::sync::atomic::AtomicU64,
 }
 
 impl Replication {
+    fn began(&self) {
+        self.transactions
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Write transactions this replica began (each held the database's writer lock).
+    pub(crate) fn transactions(&self) -> u64 {
+        self.transactions.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn applied_under_lock(&self, entries: usize) {
         let entries = u64::try_from(entries).unwrap_or(u64::MAX);
         self.under_lock
@@ -849,11 +865,11 @@ impl Replication {
     }
 }
 
-/// How many of the other replicas' latest commits a replica keeps in memory after applying
-/// them, for its writers' copy to catch up from without reading the log again.
 /// Longest the lifecycle engine sleeps before looking for new due events.
 pub const LIFECYCLE_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How many of the other replicas' latest commits a replica keeps in memory after applying
+/// them, for its writers' copy to catch up from without reading the log again.
 pub const RECENT_COMMITS: usize = 1_024;
 
 /// Other replicas' latest commits as this replica read them from the log, oldest first (at

@@ -205,6 +205,74 @@ async fn two_replicas_fire_each_event_exactly_once() {
 }
 
 #[tokio::test]
+async fn a_replica_standing_by_leaves_due_events_to_the_term_holder_for_the_grace() {
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
+    let holder = replica(&store, &clock, 0).await;
+    let standby = replica(&store, &clock, 1_000_000).await;
+    standby.set_standby(true);
+    assert!(standby.stands_by() && !holder.stands_by());
+    enroll(&holder, "h1", "az1").await;
+    // Far enough ahead that its preemption notice (two minutes before) is not due yet.
+    let start = T0 + 1_000 * SECOND;
+    let created = holder
+        .create_lease(lease(start, start + 100 * SECOND, vec![hosts(1, 1)]))
+        .await
+        .expect("admitted");
+    let grace = i64::try_from(berth_app::STANDBY_GRACE.as_micros()).expect("fits");
+    let stored = async || standby.replica_status().await.expect("status").stored;
+
+    // The notice falls due and the term holder gives it at once.
+    clock.set(start - 60 * SECOND);
+    holder.fire_due_events().await.expect("fire");
+    // The start and its warning are due, but not for the grace yet: the standby replica
+    // leaves them, and commits nothing.
+    let before = stored().await;
+    for at in [start, start + grace - 1] {
+        clock.set(at);
+        assert_eq!(standby.fire_due_events().await.expect("fire"), 0);
+    }
+    assert_eq!(
+        stored().await,
+        before,
+        "nothing committed while standing by"
+    );
+    assert_eq!(status(&holder, created.id).await.0, LeaseStatus::Pending);
+
+    // Left undone for the grace (the holder is stuck, or gone with its term not yet lapsed):
+    // the standby replica fires them.
+    clock.set(start + grace);
+    assert_eq!(standby.fire_due_events().await.expect("fire"), 2);
+    assert_eq!(status(&holder, created.id).await.0, LeaseStatus::Active);
+
+    // The end: the term holder fires it at once, and the standby replica finds nothing left.
+    clock.set(start + 100 * SECOND);
+    assert_eq!(holder.fire_due_events().await.expect("fire"), 1);
+    clock.set(start + 100 * SECOND + grace);
+    assert_eq!(standby.fire_due_events().await.expect("fire"), 0);
+    assert_eq!(
+        status(&standby, created.id).await.0,
+        LeaseStatus::Terminated
+    );
+
+    // No longer standing by (the term came to it), it fires what is due at once.
+    standby.set_standby(false);
+    let next_start = start + 1_000 * SECOND;
+    let next = standby
+        .create_lease(lease(
+            next_start,
+            next_start + 100 * SECOND,
+            vec![hosts(1, 1)],
+        ))
+        .await
+        .expect("admitted");
+    clock.set(next_start - 60 * SECOND);
+    standby.fire_due_events().await.expect("fire");
+    clock.set(next_start);
+    assert_eq!(standby.fire_due_events().await.expect("fire"), 2);
+    assert_eq!(status(&holder, next.id).await.0, LeaseStatus::Active);
+}
+
+#[tokio::test]
 async fn a_request_that_does_not_fit_gets_a_counter_offer() {
     let (store, clock) = (MemStore::new(), ManualClock::at(T0));
     let berth = replica(&store, &clock, 0).await;

@@ -151,7 +151,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     spawn_engines(&berth, notifier, &stop);
     let (cloud_client, cloud_placement, board) = start_clouds(config, &berth, &stop)?;
     let mut app = http::router(
-        berth,
+        Arc::clone(&berth),
         auth,
         limits,
         config.access_policy.clone(),
@@ -178,7 +178,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     if let Some(forwarder) = forwarder {
         let url = advertised(config, addr, scheme);
-        start_forwarding(forwarder, url, store, &stop).await;
+        start_forwarding(forwarder, url, store, &berth, &stop).await;
     }
     let placement = match placement_listener {
         Some(listener) => {
@@ -254,11 +254,13 @@ fn spawn_engines(
 }
 
 /// Bids for the writer's term at `url` (none: never takes the others' writes), reads who holds
-/// it before the first request is served, and renews it until `stop`.
+/// it before the first request is served, and renews it until `stop`, telling `berth`'s engines
+/// each time whether they stand by.
 async fn start_forwarding(
     forwarder: Arc<http::writer::Forwarder>,
     url: Option<String>,
     store: Arc<dyn Store>,
+    berth: &Arc<Berth>,
     stop: &CancellationToken,
 ) {
     match url {
@@ -267,8 +269,8 @@ async fn start_forwarding(
             "listening on every address without --advertise-url: this replica forwards writes but never takes the others'"
         ),
     }
-    forwarder.renew(store.as_ref()).await;
-    tokio::spawn(forwarder.run(store, stop.clone()));
+    forwarder.renew(store.as_ref(), berth).await;
+    tokio::spawn(forwarder.run(store, Arc::clone(berth), stop.clone()));
 }
 
 /// Forwarding of writes to the replica that takes them, where replicas share the database

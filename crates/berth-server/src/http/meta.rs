@@ -187,6 +187,18 @@ fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
             "Log entries this replica's writers read holding the database's writer lock.",
             status.entries_under_lock,
         ),
+        (
+            "berth_write_transactions_total",
+            "counter",
+            "Write transactions this replica began, each holding the database's writer lock.",
+            status.write_transactions,
+        ),
+        (
+            "berth_engines_standing_by",
+            "gauge",
+            "1 while another replica holds the writer's term and this one's engines leave it what falls due.",
+            u64::from(status.standing_by),
+        ),
     ];
     crate::metrics::plain_lines(&lines)
 }

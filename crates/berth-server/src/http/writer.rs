@@ -5,6 +5,7 @@
 
 use crate::keystone::Secret;
 use axum::http::Method;
+use berth_app::Berth;
 use berth_store::{Store, WriterBid, WriterTerm};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,18 +98,24 @@ impl Forwarder {
 
     /// Renews or bids for the term, and reads who holds it, every [`RENEW`] until `stop` (the
     /// first time one period from now: the server did it once before serving).
-    pub async fn run(self: Arc<Self>, store: Arc<dyn Store>, stop: CancellationToken) {
+    pub async fn run(
+        self: Arc<Self>,
+        store: Arc<dyn Store>,
+        berth: Arc<Berth>,
+        stop: CancellationToken,
+    ) {
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(RENEW) => {}
             }
-            self.renew(store.as_ref()).await;
+            self.renew(store.as_ref(), &berth).await;
         }
     }
 
-    /// Renews or bids for the term once, and reads who holds it.
-    pub async fn renew(&self, store: &dyn Store) {
+    /// Renews or bids for the term once, reads who holds it, and tells `berth`'s engines
+    /// whether they stand by (another replica holds it).
+    pub async fn renew(&self, store: &dyn Store, berth: &Berth) {
         let bid = self.url.get().map(|url| WriterBid {
             holder: &self.holder,
             url,
@@ -127,6 +134,10 @@ impl Forwarder {
             }
         };
         *self.term.write().expect("invariant: never poisoned") = term;
+        berth.set_standby(
+            self.current()
+                .is_some_and(|term| term.holder != self.holder),
+        );
     }
 
     /// Whether this replica holds the writer's term, as last read.

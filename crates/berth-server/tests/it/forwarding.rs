@@ -163,6 +163,95 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
     .await;
 }
 
+/// The engines' writes (expanding the outbox, delivering notifications, firing lifecycle events)
+/// are the term holder's: a replica standing by begins no write transaction of its own while the
+/// writer takes the load, and each notification is posted once. When the writer is gone the
+/// follower takes the term and its engines act at once.
+#[tokio::test]
+async fn engines_run_on_the_writer_and_a_follower_stands_by_until_the_writer_is_gone() {
+    const RESERVATIONS: usize = 120;
+    let test = "engines_run_on_the_writer_and_a_follower_stands_by_until_the_writer_is_gone";
+    on_scratch_database(test, |url| async move {
+        let with_loopback_callbacks = || Options {
+            database: Some(url.clone()),
+            callback_allow: vec![crate::support::LOOPBACK.to_owned()],
+            ..Options::default()
+        };
+        let writer = TestApp::spawn_with(with_loopback_callbacks()).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = TestApp::spawn_with(with_loopback_callbacks()).await;
+        until_metric(&follower, "berth_engines_standing_by", 1).await;
+        assert_eq!(metric(&writer, "berth_engines_standing_by").await, 0);
+        let (hook, received, server) = crate::notifications::receiver(0).await;
+        let (status, _) = follower
+            .post(
+                "/promise/reservation/subscribe",
+                json!({"inputFilter": "all", "callbackUri": hook}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED);
+        for host in ["cn1", "cn2"] {
+            crate::blazar_leases::enroll(&follower, host, "az1", 1_024).await;
+        }
+        let began = metric(&follower, "berth_write_transactions_total").await;
+
+        // Reservations made through both replicas by four clients at once for a while (so that
+        // records keep arriving between the notifiers' passes): every write is the writer's,
+        // and so is every notification (one per reservation, posted once).
+        let create = || {
+            json!({"startTime": crate::blazar_leases::rfc3339(
+                       crate::blazar_leases::now_micros() + 3_600_000_000),
+                   "computePoolReservation": {"numCpuCores": 1, "numVcInstances": 1,
+                                              "virtualMemSize": 64}})
+        };
+        let client = |first: usize| {
+            let (writer, follower) = (&writer, &follower);
+            async move {
+                for n in 0..RESERVATIONS / 4 {
+                    let app = if (first + n).is_multiple_of(2) {
+                        writer
+                    } else {
+                        follower
+                    };
+                    let (status, made) = app
+                        .post("/promise/reservation/compute/create", create())
+                        .await;
+                    assert_eq!(status, StatusCode::CREATED, "{made}");
+                }
+            }
+        };
+        tokio::join!(client(0), client(1), client(2), client(3));
+        crate::notifications::wait_until(&received, |got| got.len() >= RESERVATIONS).await;
+        // Longer than several notifier passes of both replicas.
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let got = received.got.lock().expect("lock").clone();
+        assert_eq!(got.len(), RESERVATIONS, "each notification posted once");
+        assert_eq!(
+            metric(&follower, "berth_write_transactions_total").await,
+            began,
+            "the follower began no write transaction of its own"
+        );
+        assert_eq!(
+            metric(&follower, "berth_change_log_applied_under_lock_total").await,
+            0
+        );
+
+        // The writer stops: the follower takes the term, stops standing by, and notifies at once.
+        let _ = writer.stop().await;
+        until_metric(&follower, "berth_writer_term_held", 1).await;
+        until_metric(&follower, "berth_engines_standing_by", 0).await;
+        let (status, made) = follower
+            .post("/promise/reservation/compute/create", create())
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+        crate::notifications::wait_until(&received, |got| got.len() > RESERVATIONS).await;
+        assert!(metric(&follower, "berth_write_transactions_total").await > began);
+        let _ = follower.stop().await;
+        server.abort();
+    })
+    .await;
+}
+
 /// In `headers` mode the writer judges a forwarded request's identity headers by the address of
 /// the caller who sent it to the follower, never by the follower's own address.
 #[tokio::test]
