@@ -478,8 +478,10 @@ impl Berth {
     /// Counts a failed pass against the first due event; returns the back-off delay.
     async fn after_failure(&self, attempts: &mut HashMap<Uuid, u32>, error: &AppError) -> Duration {
         tracing::warn!(%error, "firing lease events failed; retrying");
-        let now = self.now();
-        let Ok(Some((_, kind, lease))) = self.read(|c| c.due_events(now).first().copied()).await
+        // The first event the pass tried: standing by, it tried none due after the horizon.
+        let horizon = self.engines_horizon(self.now());
+        let Ok(Some((_, kind, lease))) =
+            self.read(|c| c.due_events(horizon).first().copied()).await
         else {
             return EVENT_RETRY_FIRST;
         };
