@@ -94,10 +94,11 @@ pub async fn middleware(
         }
     };
     let headers = response.headers_mut();
-    headers.insert(
-        "x-openstack-request-id",
-        HeaderValue::from_str(&request_id).expect("invariant: ascii id"),
-    );
+    // A write forwarded to the writer is answered under the writer's id, the one its error
+    // bodies and its log name; only an answer made here takes this replica's.
+    headers
+        .entry("x-openstack-request-id")
+        .or_insert_with(|| HeaderValue::from_str(&request_id).expect("invariant: ascii id"));
     version_headers(headers, &ctx);
     state
         .metrics

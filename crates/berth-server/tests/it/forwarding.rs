@@ -163,6 +163,66 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
     .await;
 }
 
+/// A forwarded write is answered under the writer's request id: the id in the answer's header
+/// is the one its error body names (and the writer's log), not one the follower made up.
+#[tokio::test]
+async fn a_forwarded_write_is_answered_under_the_writers_request_id() {
+    let test = "a_forwarded_write_is_answered_under_the_writers_request_id";
+    on_scratch_database(test, |url| async move {
+        let writer = replica(&url).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = replica(&url).await;
+        let rp = follower.create_provider("cn1", None).await;
+        follower.set_inventory(&rp, 1, 1024).await;
+        let consumer = uuid::Uuid::from_u128(0xf1);
+        let answer = follower
+            .client
+            .put(format!(
+                "{}/placement/allocations/{consumer}",
+                follower.base
+            ))
+            .header("openstack-api-version", "placement 1.38")
+            .json(&dict(&rp, json!({"VCPU": 2}), serde_json::Value::Null))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(answer.status(), StatusCode::CONFLICT);
+        let header = answer
+            .headers()
+            .get("x-openstack-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body: serde_json::Value = answer.json().await.expect("json");
+        assert_eq!(
+            header.as_deref(),
+            body["errors"][0]["request_id"].as_str(),
+            "{body}"
+        );
+        assert_eq!(metric(&follower, "berth_writes_forwarded_total").await, 3);
+        // An answer made where the request arrives keeps that replica's own id.
+        let answer = follower
+            .client
+            .get(format!(
+                "{}/placement/resource_providers/{rp}",
+                follower.base
+            ))
+            .header("openstack-api-version", "placement 1.39")
+            .send()
+            .await
+            .expect("send");
+        assert!(
+            answer
+                .headers()
+                .get("x-openstack-request-id")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|id| id.starts_with("req-") && Some(id) != header.as_deref())
+        );
+        let _ = follower.stop().await;
+        let _ = writer.stop().await;
+    })
+    .await;
+}
+
 /// The engines' writes (expanding the outbox, delivering notifications, firing lifecycle events)
 /// are the term holder's: a replica standing by begins no write transaction of its own while the
 /// writer takes the load, and each notification is posted once. When the writer is gone the
