@@ -74,10 +74,7 @@ impl Berth {
     pub(crate) fn engines_horizon(&self, now: Instant) -> Instant {
         match self.stands_by() {
             false => now,
-            true => Instant::from_micros(
-                now.as_micros()
-                    .saturating_sub(i64::try_from(STANDBY_GRACE.as_micros()).unwrap_or(i64::MAX)),
-            ),
+            true => now - crate::service::span(STANDBY_GRACE),
         }
     }
 

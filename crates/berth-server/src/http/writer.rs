@@ -134,16 +134,20 @@ impl Forwarder {
             }
         };
         *self.term.write().expect("invariant: never poisoned") = term;
-        berth.set_standby(
-            self.current()
-                .is_some_and(|term| term.holder != self.holder),
-        );
+        berth.set_standby(self.another_holds_term());
     }
 
     /// Whether this replica holds the writer's term, as last read.
     pub fn holds_term(&self) -> bool {
         self.current()
             .is_some_and(|term| term.holder == self.holder)
+    }
+
+    /// Whether another replica holds the writer's term, as last read (then this one's engines
+    /// stand by).
+    fn another_holds_term(&self) -> bool {
+        self.current()
+            .is_some_and(|term| term.holder != self.holder)
     }
 
     /// The term, if it was read less than [`BELIEVED`] ago.
