@@ -1,13 +1,16 @@
-//! Reading every lease at start-up, PostgreSQL's way: one query, each document decoded as its
-//! row arrives.
+//! Leases PostgreSQL's way: every lease read at start-up in one query, each document decoded
+//! as its row arrives; a batch's leases and lifecycle records written in one statement each,
+//! their columns bound as arrays.
 
 use crate::error::map_err;
-use berth_core::model::lease::Lease;
+use berth_core::LeaseId;
+use berth_core::model::lease::{Lease, LeaseRecord};
 use berth_store::StoreError;
-use berth_store::codec::decode_lease;
+use berth_store::codec::{decode_lease, encode_instant, encode_lease};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 use std::sync::Arc;
+use uuid::Uuid;
 
 /// Carries a port error through a row mapper, which may only fail with a driver error.
 fn carry(error: StoreError) -> sqlx::Error {
@@ -37,4 +40,70 @@ pub(crate) async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease
         .fetch_all(&mut *conn)
         .await
         .map_err(lift)
+}
+
+/// Writes the new states of `leases` (each id once), then appends `records` in their order
+/// (the record's sequence follows the list's order).
+pub(crate) async fn write_leases(
+    conn: &mut PgConnection,
+    leases: &[(LeaseId, &Lease)],
+    records: &[&LeaseRecord],
+) -> Result<(), StoreError> {
+    if !leases.is_empty() {
+        let n = leases.len();
+        let (mut ids, mut projects, mut statuses) = (Vec::with_capacity(n), vec![], vec![]);
+        let (mut starts, mut ends, mut documents) = (Vec::with_capacity(n), vec![], vec![]);
+        let (mut created, mut updated) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for (id, lease) in leases {
+            ids.push(id.uuid());
+            projects.push(&*lease.project_id);
+            statuses.push(lease.status.as_str());
+            starts.push(encode_instant(lease.start));
+            ends.push(encode_instant(lease.end));
+            documents.push(encode_lease(lease));
+            created.push(encode_instant(lease.created_at));
+            updated.push(encode_instant(lease.updated_at));
+        }
+        sqlx::query(
+            "INSERT INTO leases
+                (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+            SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[],
+                $6::text[], $7::int8[], $8::int8[])
+            ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id,
+            status = excluded.status, start_at = excluded.start_at, end_at = excluded.end_at,
+            document = excluded.document, updated_at = excluded.updated_at",
+        )
+        .bind(ids)
+        .bind(projects)
+        .bind(statuses)
+        .bind(starts)
+        .bind(ends)
+        .bind(documents)
+        .bind(created)
+        .bind(updated)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    if !records.is_empty() {
+        let ids: Vec<Uuid> = records.iter().map(|r| r.lease_id.uuid()).collect();
+        let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+        let at: Vec<i64> = records.iter().map(|r| encode_instant(r.at)).collect();
+        let details: Vec<&str> = records.iter().map(|r| r.details.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO lease_records (lease_id, kind, at, details)
+            SELECT lease_id, kind, at, details
+            FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[])
+                WITH ORDINALITY AS r (lease_id, kind, at, details, n)
+            ORDER BY n",
+        )
+        .bind(ids)
+        .bind(kinds)
+        .bind(at)
+        .bind(details)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(())
 }

@@ -15,7 +15,8 @@ mod lease;
 pub mod scratch;
 mod statements;
 
-use berth_core::model::lease::Lease;
+use berth_core::LeaseId;
+use berth_core::model::lease::{Lease, LeaseRecord};
 use berth_store::sql::{SqlBackend, Statements};
 use berth_store::{CommitFeed, StoreError};
 use error::map_err;
@@ -182,6 +183,15 @@ impl SqlBackend for PostgresStore {
 
     async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease>>, StoreError> {
         lease::load_leases(conn).await
+    }
+
+    async fn write_leases(
+        conn: &mut PgConnection,
+        leases: &[(LeaseId, &Lease)],
+        records: &[&LeaseRecord],
+    ) -> Result<bool, StoreError> {
+        lease::write_leases(conn, leases, records).await?;
+        Ok(true)
     }
 }
 

@@ -42,6 +42,7 @@ where
     many_leases_round_trip(&make().await).await;
     floating_ips_round_trip(&make().await).await;
     lease_records_are_appended(&make().await).await;
+    a_batch_writes_each_leases_last_state_and_every_record(&make().await).await;
     private_properties_round_trip(&make().await).await;
     promise_objects_round_trip(&make().await).await;
     provider_conditions_round_trip(&make().await).await;
@@ -1449,6 +1450,54 @@ async fn lease_records_are_appended<S: Store>(store: &S) {
             .expect("records")
             .is_empty()
     );
+    check_records_after(store, &written).await;
+}
+
+/// One batch may set a lease twice, delete one it set, and delete and set another again:
+/// storage holds each lease's last state, and the records in the batch's order (an adapter may
+/// write a batch's leases and records together, as long as the outcome is this).
+async fn a_batch_writes_each_leases_last_state_and_every_record<S: Store>(store: &S) {
+    let mut catalog = Catalog::new();
+    create(store, &mut catalog, 1, "cn1", None).await;
+    let first = lease(30, "p1");
+    let mut renamed = first.clone();
+    renamed.name = "renamed".into();
+    renamed.updated_at = at_hours(1);
+    let second = lease(31, "p2");
+    let third = lease(32, "p1");
+    let mut third_again = third.clone();
+    third_again.name = "again".into();
+    let written = [
+        record(&first, "lease.create", 0),
+        record(&second, "lease.create", 0),
+        record(&first, "lease.update", 1),
+        record(&third, "lease.create", 0),
+        record(&third, "lease.delete", 1),
+        record(&third, "lease.create", 2),
+    ];
+    let recorded = |i: usize| Change::LeaseRecorded(written[i].clone());
+    let delete = |lease: &Lease| Change::LeaseSet {
+        id: lease.id,
+        lease: None,
+    };
+    let batch = vec![
+        lease_set(&first),
+        recorded(0),
+        lease_set(&second),
+        recorded(1),
+        lease_set(&renamed),
+        recorded(2),
+        lease_set(&third),
+        recorded(3),
+        delete(&second),
+        delete(&third),
+        recorded(4),
+        lease_set(&third_again),
+        recorded(5),
+    ];
+    write_changes(store, &mut catalog, batch).await;
+    assert_eq!(loaded_leases(store).await, [renamed, third_again]);
+    assert_same(store, &catalog).await;
     check_records_after(store, &written).await;
 }
 

@@ -4,7 +4,8 @@
 use super::driver::{Bind, Driver, Read, ReadText};
 use super::statements::Statements;
 use crate::port::StoreError;
-use berth_core::model::lease::Lease;
+use berth_core::LeaseId;
+use berth_core::model::lease::{Lease, LeaseRecord};
 use sqlx::{Database, Pool, Transaction};
 use std::future::Future;
 use std::sync::Arc;
@@ -98,6 +99,19 @@ pub trait SqlBackend: Send + Sync + 'static {
     fn load_leases(
         conn: &mut Conn<Self>,
     ) -> impl Future<Output = Result<Vec<Arc<Lease>>, StoreError>> + Send;
+
+    /// Writes the new states of leases (each id once) and appends lifecycle records (in their
+    /// order) in fewer statements than one per row, where the database takes lists of rows, and
+    /// answers `true`; answers `false` (the default) having written nothing, and the shared code
+    /// writes them one row at a time.
+    fn write_leases(
+        conn: &mut Conn<Self>,
+        leases: &[(LeaseId, &Lease)],
+        records: &[&LeaseRecord],
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (conn, leases, records);
+        async { Ok(false) }
+    }
 }
 
 /// Runs a statement that returns no rows.

@@ -27,11 +27,12 @@ use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
-use berth_core::model::lease::LeaseRecord;
+use berth_core::model::lease::{Lease, LeaseRecord};
 use berth_core::model::ledger::Window;
 use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
+use std::collections::HashMap;
 
 #[async_trait]
 impl<B: SqlBackend> Store for B {
@@ -183,8 +184,29 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
     }
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
+        // Leases and their records go last, together: no other change writes their tables.
+        let mut leases = LeaseWrites::default();
         for change in changes {
-            catalog::persist::<B>(&mut self.tx, change, now).await?;
+            match change {
+                Change::LeaseSet {
+                    id,
+                    lease: Some(lease),
+                } => leases.set(*id, lease),
+                Change::LeaseSet { id, lease: None } => {
+                    leases.forget(*id);
+                    catalog::persist::<B>(&mut self.tx, change, now).await?;
+                }
+                Change::LeaseRecorded(record) => leases.records.push(record),
+                _ => catalog::persist::<B>(&mut self.tx, change, now).await?,
+            }
+        }
+        if !B::write_leases(&mut self.tx, &leases.states, &leases.records).await? {
+            for (id, lease) in &leases.states {
+                lease::set_lease::<B>(&mut self.tx, *id, Some(*lease)).await?;
+            }
+            for record in &leases.records {
+                lease::append_record::<B>(&mut self.tx, record).await?;
+            }
         }
         if B::SQL.change_log.is_some() {
             self.entry.extend(changes, now);
@@ -205,5 +227,41 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
         }
         tx.commit().await.map_err(B::map_err)?;
         Ok(seq)
+    }
+}
+
+/// The lease rows a batch writes: each lease's last state (in the order the leases first
+/// appear) and every lifecycle record in order.
+#[derive(Default)]
+struct LeaseWrites<'a> {
+    states: Vec<(LeaseId, &'a Lease)>,
+    /// Where each lease's state is in `states`.
+    at: HashMap<LeaseId, usize>,
+    records: Vec<&'a LeaseRecord>,
+}
+
+impl<'a> LeaseWrites<'a> {
+    /// A lease's new state, replacing one set earlier in the batch.
+    fn set(&mut self, id: LeaseId, lease: &'a Lease) {
+        match self.at.get(&id) {
+            Some(&i) => self.states[i].1 = lease,
+            None => {
+                self.at.insert(id, self.states.len());
+                self.states.push((id, lease));
+            }
+        }
+    }
+
+    /// A lease deleted: a state set earlier in the batch is not written.
+    fn forget(&mut self, id: LeaseId) {
+        if self.at.remove(&id).is_some() {
+            self.states.retain(|(held, _)| *held != id);
+            self.at = self
+                .states
+                .iter()
+                .enumerate()
+                .map(|(i, (held, _))| (*held, i))
+                .collect();
+        }
     }
 }
