@@ -9,6 +9,7 @@
 //! Migrations in `migrations/` are embedded and applied at connect.
 #![forbid(unsafe_code)]
 
+mod consumer;
 mod error;
 mod lease;
 #[cfg(feature = "testkit")]
@@ -16,6 +17,7 @@ pub mod scratch;
 mod statements;
 
 use berth_core::LeaseId;
+use berth_core::model::consumer::Consumer;
 use berth_core::model::lease::{Lease, LeaseRecord};
 use berth_store::sql::{SqlBackend, Statements};
 use berth_store::{CommitFeed, StoreError};
@@ -191,6 +193,15 @@ impl SqlBackend for PostgresStore {
         records: &[&LeaseRecord],
     ) -> Result<bool, StoreError> {
         lease::write_leases(conn, leases, records).await?;
+        Ok(true)
+    }
+
+    async fn write_consumers(
+        conn: &mut PgConnection,
+        consumers: &[(Uuid, Option<&Consumer>)],
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        consumer::write_consumers(conn, consumers, now).await?;
         Ok(true)
     }
 }

@@ -43,6 +43,7 @@ where
     floating_ips_round_trip(&make().await).await;
     lease_records_are_appended(&make().await).await;
     a_batch_writes_each_leases_last_state_and_every_record(&make().await).await;
+    a_batch_writes_each_consumers_last_state_in_time(&make().await).await;
     private_properties_round_trip(&make().await).await;
     promise_objects_round_trip(&make().await).await;
     provider_conditions_round_trip(&make().await).await;
@@ -1034,6 +1035,70 @@ async fn hold_capacity<S: Store>(store: &S, catalog: &mut Catalog) {
         catalog.provider(pid(1)).expect("cn1").used(&class("VCPU")),
         8
     );
+}
+
+/// A consumer of `n` holding `vcpus` VCPU on provider `provider`, or nothing (`0`: removed).
+fn holding(n: u128, provider: u128, vcpus: u64) -> ConsumerWrite {
+    let mut allocations = Allocations::new();
+    if vcpus > 0 {
+        allocations
+            .entry(pid(provider))
+            .or_default()
+            .insert(class("VCPU"), vcpus);
+    }
+    ConsumerWrite {
+        reservation: None,
+        consumer: uuid(n),
+        project_id: "p1".to_owned(),
+        user_id: "u1".to_owned(),
+        consumer_type: None,
+        generation: ConsumerGeneration::Unchecked,
+        allocations,
+    }
+}
+
+/// One batch may write a consumer twice, remove one it wrote, and remove one before deleting
+/// the provider it held: storage holds each consumer's last state, and the removal is written
+/// before the provider's deletion, which its foreign key forbids otherwise (an adapter may
+/// write a batch's consumers together, as long as the outcome is this).
+async fn a_batch_writes_each_consumers_last_state_in_time<S: Store>(store: &S) {
+    let mut catalog = Catalog::new();
+    for (n, name) in [(1, "cn1"), (2, "cn2")] {
+        create(store, &mut catalog, n, name, None).await;
+        let inventories = BTreeMap::from([(class("VCPU"), Inventory::simple(64))]);
+        write(store, &mut catalog, |c| {
+            decide::set_inventories(c, pid(n), Some(0), inventories, T0)
+        })
+        .await;
+    }
+    write(store, &mut catalog, |c| {
+        allocation::set_allocations(c, &[holding(700, 2, 4)], T0)
+    })
+    .await;
+    let steps: [&(dyn Fn(&Catalog) -> Decision + Sync); 7] = [
+        &|c| allocation::set_allocations(c, &[holding(701, 1, 2)], T0),
+        &|c| allocation::set_allocations(c, &[holding(702, 1, 3)], T0),
+        &|c| allocation::set_allocations(c, &[holding(701, 1, 5)], T0),
+        &|c| allocation::set_allocations(c, &[holding(702, 1, 0)], T0),
+        &|c| allocation::set_allocations(c, &[holding(700, 2, 0)], T0),
+        &|c| decide::delete_provider(c, pid(2)),
+        &|c| allocation::set_allocations(c, &[holding(703, 1, 1)], T0),
+    ];
+    write(store, &mut catalog, |c| {
+        let mut working = c.clone();
+        let mut changes = Vec::new();
+        for step in steps {
+            let decided = step(&working)?;
+            working.apply(&decided);
+            changes.extend(decided);
+        }
+        Ok(changes)
+    })
+    .await;
+    let used = catalog.provider(pid(1)).expect("cn1").used(&class("VCPU"));
+    assert_eq!(used, 6, "701 holds 5 and 703 holds 1");
+    assert!(catalog.provider(pid(2)).is_none());
+    assert_same(store, &catalog).await;
 }
 
 async fn dropped_transaction_rolls_back<S: Store>(store: &S) {

@@ -5,6 +5,7 @@ use super::driver::{Bind, Driver, Read, ReadText};
 use super::statements::Statements;
 use crate::port::StoreError;
 use berth_core::LeaseId;
+use berth_core::model::consumer::Consumer;
 use berth_core::model::lease::{Lease, LeaseRecord};
 use sqlx::{Database, Pool, Transaction};
 use std::future::Future;
@@ -99,6 +100,19 @@ pub trait SqlBackend: Send + Sync + 'static {
     fn load_leases(
         conn: &mut Conn<Self>,
     ) -> impl Future<Output = Result<Vec<Arc<Lease>>, StoreError>> + Send;
+
+    /// Writes the new states of consumers (each uuid once; `None` deletes it, with its
+    /// allocations) in fewer statements than one per row, where the database takes lists of
+    /// rows, and answers `true`; answers `false` (the default) having written nothing, and the
+    /// shared code writes them one consumer at a time. `now` (encoded) stamps new allocations.
+    fn write_consumers(
+        conn: &mut Conn<Self>,
+        consumers: &[(Uuid, Option<&Consumer>)],
+        now: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (conn, consumers, now);
+        async { Ok(false) }
+    }
 
     /// Writes the new states of leases (each id once) and appends lifecycle records (in their
     /// order) in fewer statements than one per row, where the database takes lists of rows, and

@@ -475,7 +475,7 @@ async fn describe_aggregate<B: SqlBackend>(
 
 /// Replaces a consumer and its allocations (`None` removes both).
 #[tracing::instrument(skip_all)]
-async fn set_consumer<B: SqlBackend>(
+pub(super) async fn set_consumer<B: SqlBackend>(
     conn: &mut Conn<B>,
     uuid: Uuid,
     consumer: Option<&Consumer>,

@@ -22,17 +22,20 @@ use backend::execute;
 pub use backend::{Conn, SqlBackend};
 pub use statements::{ChangeLogWrites, Statements};
 
+use crate::codec::encode_instant;
 use crate::port::{CommitFeed, Store, StoreError, Tail, WriteTx};
 use async_trait::async_trait;
 use berth_core::LeaseId;
 use berth_core::catalog::CatalogRows;
+use berth_core::model::consumer::Consumer;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
-use berth_core::model::lease::{Lease, LeaseRecord};
+use berth_core::model::lease::LeaseRecord;
 use berth_core::model::ledger::Window;
 use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
 use std::collections::HashMap;
+use uuid::Uuid;
 
 #[async_trait]
 impl<B: SqlBackend> Store for B {
@@ -185,26 +188,39 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         // Leases and their records go last, together: no other change writes their tables.
-        let mut leases = LeaseWrites::default();
+        // Consumers wait for the next change that is not a lease's or a provider's update (one
+        // that creates or deletes a provider may depend on their allocations, by foreign key).
+        let mut leases = Latest::default();
+        let mut records = Vec::new();
+        let mut consumers = Latest::default();
         for change in changes {
             match change {
                 Change::LeaseSet {
                     id,
                     lease: Some(lease),
-                } => leases.set(*id, lease),
+                } => leases.set(*id, &**lease),
                 Change::LeaseSet { id, lease: None } => {
                     leases.forget(*id);
                     catalog::persist::<B>(&mut self.tx, change, now).await?;
                 }
-                Change::LeaseRecorded(record) => leases.records.push(record),
-                _ => catalog::persist::<B>(&mut self.tx, change, now).await?,
+                Change::LeaseRecorded(record) => records.push(record),
+                Change::ConsumerSet { uuid, consumer } => consumers.set(*uuid, consumer.as_ref()),
+                Change::ProviderUpdated(_) => {
+                    catalog::persist::<B>(&mut self.tx, change, now).await?;
+                }
+                _ => {
+                    write_consumers::<B>(&mut self.tx, consumers.take(), now).await?;
+                    catalog::persist::<B>(&mut self.tx, change, now).await?;
+                }
             }
         }
-        if !B::write_leases(&mut self.tx, &leases.states, &leases.records).await? {
-            for (id, lease) in &leases.states {
-                lease::set_lease::<B>(&mut self.tx, *id, Some(*lease)).await?;
+        write_consumers::<B>(&mut self.tx, consumers.take(), now).await?;
+        let leases = leases.take();
+        if !B::write_leases(&mut self.tx, &leases, &records).await? {
+            for (id, lease) in leases {
+                lease::set_lease::<B>(&mut self.tx, id, Some(lease)).await?;
             }
-            for record in &leases.records {
+            for record in records {
                 lease::append_record::<B>(&mut self.tx, record).await?;
             }
         }
@@ -230,38 +246,68 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
     }
 }
 
-/// The lease rows a batch writes: each lease's last state (in the order the leases first
-/// appear) and every lifecycle record in order.
-#[derive(Default)]
-struct LeaseWrites<'a> {
-    states: Vec<(LeaseId, &'a Lease)>,
-    /// Where each lease's state is in `states`.
-    at: HashMap<LeaseId, usize>,
-    records: Vec<&'a LeaseRecord>,
+/// Writes consumers' new states, in as few statements as the backend can.
+async fn write_consumers<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    consumers: Vec<(Uuid, Option<&Consumer>)>,
+    now: Instant,
+) -> Result<(), StoreError> {
+    if consumers.is_empty() {
+        return Ok(());
+    }
+    let now = encode_instant(now);
+    if !B::write_consumers(conn, &consumers, now).await? {
+        for (uuid, consumer) in consumers {
+            catalog::set_consumer::<B>(conn, uuid, consumer, now).await?;
+        }
+    }
+    Ok(())
 }
 
-impl<'a> LeaseWrites<'a> {
-    /// A lease's new state, replacing one set earlier in the batch.
-    fn set(&mut self, id: LeaseId, lease: &'a Lease) {
-        match self.at.get(&id) {
-            Some(&i) => self.states[i].1 = lease,
+/// The last of the values a batch gives each key, in the order the keys first appear.
+struct Latest<K, V> {
+    values: Vec<(K, V)>,
+    /// Where each key's value is in `values`.
+    at: HashMap<K, usize>,
+}
+
+impl<K, V> Default for Latest<K, V> {
+    fn default() -> Self {
+        Latest {
+            values: Vec::new(),
+            at: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Copy + Eq + std::hash::Hash, V> Latest<K, V> {
+    /// `key`'s new value, replacing one given earlier.
+    fn set(&mut self, key: K, value: V) {
+        match self.at.get(&key) {
+            Some(&i) => self.values[i].1 = value,
             None => {
-                self.at.insert(id, self.states.len());
-                self.states.push((id, lease));
+                self.at.insert(key, self.values.len());
+                self.values.push((key, value));
             }
         }
     }
 
-    /// A lease deleted: a state set earlier in the batch is not written.
-    fn forget(&mut self, id: LeaseId) {
-        if self.at.remove(&id).is_some() {
-            self.states.retain(|(held, _)| *held != id);
+    /// Drops the value given to `key`, if any.
+    fn forget(&mut self, key: K) {
+        if self.at.remove(&key).is_some() {
+            self.values.retain(|(held, _)| *held != key);
             self.at = self
-                .states
+                .values
                 .iter()
                 .enumerate()
                 .map(|(i, (held, _))| (*held, i))
                 .collect();
         }
+    }
+
+    /// Every key's last value, leaving none.
+    fn take(&mut self) -> Vec<(K, V)> {
+        self.at.clear();
+        std::mem::take(&mut self.values)
     }
 }

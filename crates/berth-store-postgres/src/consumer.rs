@@ -1,0 +1,91 @@
+//! Consumers PostgreSQL's way: a batch's consumers written in three statements whatever their
+//! number (the old rows deleted, the new ones and their allocations inserted), the columns
+//! bound as arrays and unnested.
+
+use crate::error::map_err;
+use berth_core::model::consumer::Consumer;
+use berth_store::StoreError;
+use berth_store::codec::{encode_instant, encode_u64};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Replaces each of `consumers` (each uuid once) with its new state, or deletes it (`None`);
+/// new allocations are stamped `now`.
+pub(crate) async fn write_consumers(
+    conn: &mut PgConnection,
+    consumers: &[(Uuid, Option<&Consumer>)],
+    now: i64,
+) -> Result<(), StoreError> {
+    let uuids: Vec<Uuid> = consumers.iter().map(|(uuid, _)| *uuid).collect();
+    // Their allocations go with them (the foreign key cascades).
+    sqlx::query("DELETE FROM consumers WHERE uuid = ANY($1)")
+        .bind(&uuids)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
+    let kept: Vec<(Uuid, &Consumer)> = consumers
+        .iter()
+        .filter_map(|(uuid, consumer)| consumer.map(|c| (*uuid, c)))
+        .collect();
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let n = kept.len();
+    let (mut ids, mut projects, mut users) = (Vec::with_capacity(n), vec![], vec![]);
+    let (mut types, mut reservations, mut generations) = (Vec::with_capacity(n), vec![], vec![]);
+    let (mut created, mut updated) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut owners, mut providers, mut classes, mut used) = (vec![], vec![], vec![], vec![]);
+    for (uuid, consumer) in &kept {
+        ids.push(*uuid);
+        projects.push(consumer.project_id.as_str());
+        users.push(consumer.user_id.as_str());
+        types.push(consumer.consumer_type.as_deref());
+        reservations.push(consumer.reservation.map(|id| id.uuid()));
+        generations.push(encode_u64(consumer.generation));
+        created.push(encode_instant(consumer.created_at));
+        updated.push(encode_instant(consumer.updated_at));
+        for (provider, class, amount) in consumer.entries() {
+            owners.push(*uuid);
+            providers.push(provider.uuid());
+            classes.push(class.as_str());
+            used.push(encode_u64(amount));
+        }
+    }
+    sqlx::query(
+        "INSERT INTO consumers
+            (uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at,
+            updated_at)
+        SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[],
+            $6::int8[], $7::int8[], $8::int8[])",
+    )
+    .bind(ids)
+    .bind(projects)
+    .bind(users)
+    .bind(types)
+    .bind(reservations)
+    .bind(generations)
+    .bind(created)
+    .bind(updated)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)?;
+    if owners.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO allocations
+            (consumer_uuid, provider_uuid, resource_class, used, created_at, updated_at)
+        SELECT consumer_uuid, provider_uuid, resource_class, used, $5, $5
+        FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::int8[])
+            AS a (consumer_uuid, provider_uuid, resource_class, used)",
+    )
+    .bind(owners)
+    .bind(providers)
+    .bind(classes)
+    .bind(used)
+    .bind(now)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_err)
+    .map(|_| ())
+}
