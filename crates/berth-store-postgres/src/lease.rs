@@ -50,20 +50,17 @@ pub(crate) async fn write_leases(
     records: &[&LeaseRecord],
 ) -> Result<(), StoreError> {
     if !leases.is_empty() {
-        let n = leases.len();
-        let (mut ids, mut projects, mut statuses) = (Vec::with_capacity(n), vec![], vec![]);
-        let (mut starts, mut ends, mut documents) = (Vec::with_capacity(n), vec![], vec![]);
-        let (mut created, mut updated) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for (id, lease) in leases {
-            ids.push(id.uuid());
-            projects.push(&*lease.project_id);
-            statuses.push(lease.status.as_str());
-            starts.push(encode_instant(lease.start));
-            ends.push(encode_instant(lease.end));
-            documents.push(encode_lease(lease));
-            created.push(encode_instant(lease.created_at));
-            updated.push(encode_instant(lease.updated_at));
-        }
+        let column = |f: fn(&Lease) -> i64| leases.iter().map(|(_, l)| f(l)).collect::<Vec<_>>();
+        let ids: Vec<Uuid> = leases.iter().map(|(id, _)| id.uuid()).collect();
+        let projects: Vec<&str> = leases.iter().map(|(_, l)| &*l.project_id).collect();
+        let statuses: Vec<&str> = leases.iter().map(|(_, l)| l.status.as_str()).collect();
+        let documents: Vec<String> = leases.iter().map(|(_, l)| encode_lease(l)).collect();
+        let (starts, ends) = (
+            column(|l| encode_instant(l.start)),
+            column(|l| encode_instant(l.end)),
+        );
+        let created = column(|l| encode_instant(l.created_at));
+        let updated = column(|l| encode_instant(l.updated_at));
         sqlx::query(
             "INSERT INTO leases
                 (id, project_id, status, start_at, end_at, document, created_at, updated_at)
