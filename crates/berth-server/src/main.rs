@@ -6,6 +6,13 @@ use berth_server::config::{Cli, Command, Config};
 use clap::{CommandFactory as _, Parser};
 use tracing_subscriber::EnvFilter;
 
+/// jemalloc, with the options `.cargo/config.toml` builds in: berth keeps its whole catalog in
+/// memory, and the system allocator held on to what the start-up's decoding threads freed
+/// (docs/benchmarks.md, "The allocator").
+#[cfg(all(target_os = "linux", not(target_env = "musl")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn init_tracing() {
     let filter = EnvFilter::try_from_env("BERTH_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
