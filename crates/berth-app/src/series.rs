@@ -33,7 +33,7 @@ fn find_series(catalog: &Catalog, id: Uuid) -> Option<Vec<Lease>> {
 fn series_id(leases: &Vec<Lease>) -> Uuid {
     leases
         .first()
-        .and_then(|lease| lease.series.as_ref())
+        .and_then(|lease| lease.series())
         .map(|occurrence| occurrence.series_id)
         .expect("invariant: a created series has its first occurrence")
 }

@@ -75,7 +75,6 @@ impl InstanceLease {
             start: self.start,
             end: self.end,
             status: LeaseStatus::Pending,
-            status_reason: None,
             degraded: false,
             reservations: vec![Reservation {
                 id: ReservationId::new(id(1)),
@@ -108,12 +107,8 @@ impl InstanceLease {
             .into(),
             notice_lead: PREEMPTION_NOTICE_DEFAULT,
             preemption_noticed: false,
-            terms: None,
             lapses_at: None,
-            series: None,
-            shares: None,
-            idle: None,
-            outcome: None,
+            rare: Default::default(),
             created_at: now,
             updated_at: now,
         }

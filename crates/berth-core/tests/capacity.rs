@@ -201,7 +201,7 @@ fn run(w: &mut World, op: &Op) {
             let mut leases: Vec<LeaseId> = w
                 .catalog
                 .leases()
-                .filter(|l| l.terms.is_some() && l.started() && l.holds_capacity())
+                .filter(|l| l.terms().is_some() && l.started() && l.holds_capacity())
                 .map(|l| l.id)
                 .collect();
             leases.sort();

@@ -61,7 +61,7 @@ fn fire(w: &mut World) -> Vec<String> {
 fn an_unconsumed_lease_is_told_then_released_and_its_host_is_free_again() {
     let mut w = World::with_hosts(1, |_| (None, Attributes::default()));
     let idle = lease(&mut w, 12, 30, one_host());
-    assert_eq!(idle.idle.as_deref(), Some(&policy()));
+    assert_eq!(idle.idle(), Some(&policy()));
     assert_eq!(idle.idle_due(), Some((tick(14), EventKind::IdleNotice)));
     w.now = 12;
     assert_eq!(fire(&mut w), ["lease.event.start_lease"]);
@@ -82,8 +82,7 @@ fn an_unconsumed_lease_is_told_then_released_and_its_host_is_free_again() {
     assert_eq!(released.end, tick(16), "the window closes at the release");
     assert!(
         released
-            .status_reason
-            .as_deref()
+            .status_reason()
             .is_some_and(|r| r.contains("released"))
     );
     assert_eq!(released.idle_due(), None);
@@ -117,7 +116,7 @@ fn a_lease_a_consumer_presents_is_neither_told_nor_released() {
     let changes = set_allocations(&w.catalog, &[write(2)], w.at()).expect("written");
     w.apply(&changes);
     let consumed = w.catalog.lease(used.id).expect("lease");
-    assert!(consumed.idle.as_deref().is_some_and(|i| i.consumed));
+    assert!(consumed.idle().is_some_and(|i| i.consumed));
     assert_eq!(consumed.updated_at, used.updated_at.max(tick(12)));
     w.now = 14;
     let changes = set_allocations(&w.catalog, &[write(0)], w.at()).expect("emptied");
@@ -161,5 +160,5 @@ fn a_lease_shorter_than_its_release_and_an_address_lease_take_no_release() {
     };
     let changes = berth_core::decide::lease::register_floating_ip(&w.catalog, fip).expect("added");
     w.apply(&changes);
-    assert_eq!(lease(&mut w, 22, 40, address).idle, None);
+    assert_eq!(lease(&mut w, 22, 40, address).idle(), None);
 }

@@ -115,7 +115,7 @@ fn a_hold_becomes_a_promise_reservation_of_what_it_held_or_less() {
     )));
     w.apply(&changes);
     assert_eq!(made.status, LeaseStatus::Pending);
-    assert!(made.terms.is_some(), "a Promise reservation");
+    assert!(made.terms().is_some(), "a Promise reservation");
     assert!(w.catalog.lease(hold.id).is_none());
     assert_eq!(w.catalog.open_holds("p"), 0);
 }

@@ -172,7 +172,7 @@ fn a_shared_host_reservation_is_consumed_up_to_the_cap_and_revoking_stops_new_co
         Some(2),
         "what the guest held stays until released"
     );
-    assert!(w.catalog.lease(lease).expect("lease").shares.is_none());
+    assert!(w.catalog.lease(lease).expect("lease").shares().is_none());
     assert!(matches!(
         revoke_share(&w.catalog, lease, Some(OWNER), GUEST, w.at()),
         Err(Rejection::ShareNotFound { .. })

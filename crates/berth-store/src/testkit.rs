@@ -1288,7 +1288,6 @@ fn lease(n: u128, project: &str) -> Lease {
         start: at_hours(1),
         end: at_hours(3),
         status: LeaseStatus::Pending,
-        status_reason: None,
         degraded: false,
         reservations: reservations.into(),
         events: vec![
@@ -1299,12 +1298,8 @@ fn lease(n: u128, project: &str) -> Lease {
         .into(),
         notice_lead: berth_core::model::lease::PREEMPTION_NOTICE_DEFAULT,
         preemption_noticed: false,
-        terms: None,
         lapses_at: None,
-        series: None,
-        shares: None,
-        idle: None,
-        outcome: None,
+        rare: Default::default(),
         created_at: T0,
         updated_at: T0,
     }
@@ -1377,7 +1372,7 @@ async fn leases_round_trip<S: Store>(store: &S) {
     let mut started = first.clone();
     started.name = "renamed".into();
     started.status = LeaseStatus::Active;
-    started.status_reason = Some("started on time ✓".into());
+    started.set_status_reason(Some("started on time ✓".into()));
     started.degraded = true;
     started.end = at_hours(4);
     started.events[0].status = EventStatus::Done;

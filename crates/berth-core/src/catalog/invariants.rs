@@ -178,7 +178,7 @@ impl Catalog {
                 }
                 _ => {}
             }
-            if let Some(occurrence) = &lease.series {
+            if let Some(occurrence) = lease.series() {
                 series
                     .entry(occurrence.series_id)
                     .or_default()

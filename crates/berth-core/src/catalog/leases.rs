@@ -112,7 +112,7 @@ impl Catalog {
 
     /// Lists an occurrence of a series under its series.
     fn list_occurrence(&mut self, lease: &Lease) {
-        if let Some(occurrence) = &lease.series {
+        if let Some(occurrence) = lease.series() {
             self.series
                 .entry(occurrence.series_id)
                 .or_default()
@@ -122,7 +122,7 @@ impl Catalog {
 
     /// Undoes [`Catalog::list_occurrence`] for a lease being removed.
     fn unlist_occurrence(&mut self, lease: &Lease) {
-        let Some(occurrence) = &lease.series else {
+        let Some(occurrence) = lease.series() else {
             return;
         };
         if let Some(listed) = self.series.get_mut(&occurrence.series_id) {

@@ -211,13 +211,13 @@ fn consumed(catalog: &Catalog, reservations: &[Option<ReservationId>]) -> Vec<Ch
         let Some(lease) = catalog.lease_of_reservation(*reservation) else {
             continue;
         };
-        let first = lease.idle.as_deref().is_some_and(|idle| !idle.consumed);
+        let first = lease.idle().is_some_and(|idle| !idle.consumed);
         let seen = marked
             .iter()
             .any(|c| matches!(c, Change::LeaseSet { id, .. } if *id == lease.id));
         if first && !seen {
             let mut lease = lease.clone();
-            if let Some(idle) = lease.idle.as_deref_mut() {
+            if let Some(idle) = lease.idle_mut() {
                 idle.consumed = true;
             }
             marked.push(Change::LeaseSet {

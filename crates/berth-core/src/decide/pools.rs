@@ -296,7 +296,7 @@ pub(crate) fn degrade(
         };
         let mut lease = current.clone();
         lease.degraded = true;
-        lease.status_reason = Some(reason.into());
+        lease.set_status_reason(Some(reason.into()));
         lease.updated_at = now;
         changes.push(record(&lease, "lease.degraded", now, details.clone()));
         changes.push(Change::LeaseSet {

@@ -248,14 +248,14 @@ fn check_expiry(expiry: Option<Instant>, start: Instant, end: Instant) -> Result
 
 /// Sets the Promise terms on the lease a lease decision produced.
 fn with_terms(changes: &mut [Change], lease: &mut Lease, terms: PromiseTerms) {
-    lease.terms = Some(Box::new(terms));
+    lease.set_terms(Some(terms));
     for change in changes.iter_mut() {
         if let Change::LeaseSet {
             lease: Some(set), ..
         } = change
             && set.id == lease.id
         {
-            set.terms = lease.terms.clone();
+            set.set_terms(lease.terms().cloned());
         }
     }
 }
@@ -558,8 +558,8 @@ fn preempt(victim: &Lease, by: LeaseId, priority: u32, now: Instant) -> Vec<Chan
     );
     let mut lease = victim.clone();
     finish(&mut lease, now);
-    lease.status_reason = Some(reason.as_str().into());
-    lease.outcome = Some(Box::new(Outcome::Preempted {
+    lease.set_status_reason(Some(reason.as_str().into()));
+    lease.set_outcome(Some(Outcome::Preempted {
         by,
         reason: reason.clone(),
     }));
@@ -584,7 +584,7 @@ fn finish(lease: &mut Lease, now: Instant) {
         lease.status = status;
     }
     lease.settle(now);
-    if let Some(terms) = &mut lease.terms {
+    if let Some(terms) = lease.terms_mut() {
         terms.expiry = None;
     }
     lease.updated_at = now;
@@ -626,8 +626,7 @@ pub fn update_reservation(
 ) -> Result<(Vec<Change>, Lease), Rejection> {
     let current = catalog.lease(id).ok_or(Rejection::LeaseNotFound(id))?;
     let mut terms = current
-        .terms
-        .as_deref()
+        .terms()
         .cloned()
         .ok_or_else(|| bad("only Promise reservations are updated here"))?;
     let mut update = LeaseUpdate {
@@ -718,7 +717,7 @@ pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
     }
     let mut lease = current.clone();
     let in_use = catalog.instances_of(current).len() as u64;
-    if let Some(terms) = &mut lease.terms {
+    if let Some(terms) = lease.terms_mut() {
         terms.expiry = None;
         // The pool keeps room for the instances that use it, as it keeps their capacity.
         if let Some(pool) = &mut terms.ask.pool {
@@ -750,7 +749,7 @@ pub fn expire(catalog: &Catalog, current: &Lease, now: Instant) -> Vec<Change> {
     let running = current.started() && !current.ended();
     if empty {
         finish(&mut lease, now);
-        lease.outcome = Some(Box::new(Outcome::Expired));
+        lease.set_outcome(Some(Outcome::Expired));
         if running {
             changes.extend(fence::lower(catalog, current, now));
         }
@@ -936,7 +935,7 @@ fn against_reservation(
         .lease(id)
         .filter(|l| l.usable_by(&new.project_id))
         .ok_or(Rejection::LeaseNotFound(id))?;
-    if lease.outcome.is_some() || lease.status == LeaseStatus::Terminated || now >= lease.end {
+    if lease.outcome().is_some() || lease.status == LeaseStatus::Terminated || now >= lease.end {
         return Err(refused(format!("reservation {id} has ended")));
     }
     if !lease.started() || now < lease.start {

@@ -608,7 +608,11 @@ pub struct Occurrence {
 }
 
 /// A lease.
+///
+/// Stored as [`LeaseDocument`]: a lease's JSON document names every field at its top level,
+/// whether the lease keeps it in itself or in [`LeaseRare`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "LeaseDocument", into = "LeaseDocument")]
 pub struct Lease {
     /// Its id.
     pub id: LeaseId,
@@ -624,47 +628,264 @@ pub struct Lease {
     pub end: Instant,
     /// Where it stands.
     pub status: LeaseStatus,
-    /// Why it is in `Error`, when it is.
-    pub status_reason: Option<Box<str>>,
     /// Set when a reservation lost resources.
     pub degraded: bool,
     /// Its reservations.
     pub reservations: Box<[Reservation]>,
     /// Its lifecycle events.
     pub events: LeaseEvents,
-    /// How long before the start preemptible consumers in its way are told they will be evicted
-    /// (stored as `notice_lead_micros`).
-    #[serde(rename = "notice_lead_micros", default = "notice_lead_default")]
+    /// How long before the start preemptible consumers in its way are told they will be evicted.
     pub notice_lead: Span,
     /// Whether that notice went out.
-    #[serde(default)]
     pub preemption_noticed: bool,
-    /// What makes it a Promise reservation, when it is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terms: Option<Box<PromiseTerms>>,
     /// When a hold or a waitlisted lease lapses (berth): a hold's expiry, a waitlisted lease's
     /// `wait_until`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lapses_at: Option<Instant>,
-    /// How it ended early, when it did (expired claim, preempted); boxed, as few leases have
-    /// one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<Box<Outcome>>,
-    /// The series (berth) it is an occurrence of, when it was created with a recurrence rule;
-    /// boxed, as few leases have one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub series: Option<Box<Occurrence>>,
-    /// The projects it is shared with (berth), when it is shared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shares: Option<Box<Shares>>,
-    /// The operator's release of unconsumed leases, as it stood when the lease was created
-    /// (berth); boxed, as it is off by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle: Option<Box<IdleRelease>>,
+    /// What few leases have: read and changed through the lease's methods
+    /// ([`Lease::terms`], [`Lease::set_terms`], ...).
+    pub rare: Rare,
     /// Creation time.
     pub created_at: Instant,
     /// Last change.
     pub updated_at: Instant,
+}
+
+/// What few leases have, kept apart from the lease so that a lease without any of it is smaller
+/// (a catalog holds every lease: [`Rare`] is one pointer where these fields took 56 bytes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeaseRare {
+    /// Why it is in `Error`, when it is.
+    pub status_reason: Option<Box<str>>,
+    /// What makes it a Promise reservation, when it is one.
+    pub terms: Option<PromiseTerms>,
+    /// How it ended early, when it did (expired claim, preempted).
+    pub outcome: Option<Outcome>,
+    /// The series (berth) it is an occurrence of, when it was created with a recurrence rule.
+    pub series: Option<Occurrence>,
+    /// The projects it is shared with (berth), when it is shared.
+    pub shares: Option<Shares>,
+    /// The operator's release of unconsumed leases, as it stood when the lease was created
+    /// (berth), when it was on.
+    pub idle: Option<IdleRelease>,
+}
+
+impl LeaseRare {
+    /// None of it.
+    const NONE: LeaseRare = LeaseRare {
+        status_reason: None,
+        terms: None,
+        outcome: None,
+        series: None,
+        shares: None,
+        idle: None,
+    };
+}
+
+/// A lease's [`LeaseRare`], allocated only while the lease has some of it. Two are equal when
+/// they hold the same, allocated or not.
+#[derive(Debug, Clone, Default)]
+pub struct Rare(Option<Box<LeaseRare>>);
+
+impl Rare {
+    /// What it holds.
+    pub fn get(&self) -> &LeaseRare {
+        self.0.as_deref().unwrap_or(&LeaseRare::NONE)
+    }
+
+    /// Changes what it holds with `edit`, giving the allocation back once it holds nothing.
+    fn edit(&mut self, edit: impl FnOnce(&mut LeaseRare)) {
+        let mut rare = self.0.take().unwrap_or_default();
+        edit(&mut rare);
+        self.0 = (*rare != LeaseRare::NONE).then_some(rare);
+    }
+
+    /// What it holds, to change in place (none when it holds nothing: nothing to change).
+    fn get_mut(&mut self) -> Option<&mut LeaseRare> {
+        self.0.as_deref_mut()
+    }
+}
+
+impl PartialEq for Rare {
+    fn eq(&self, other: &Rare) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for Rare {}
+
+impl From<LeaseRare> for Rare {
+    fn from(rare: LeaseRare) -> Rare {
+        let mut out = Rare::default();
+        out.edit(|r| *r = rare);
+        out
+    }
+}
+
+/// A lease as stored: a JSON document with every field at its top level.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct LeaseDocument {
+    id: LeaseId,
+    name: Box<str>,
+    project_id: Arc<str>,
+    user_id: Arc<str>,
+    start: Instant,
+    end: Instant,
+    status: LeaseStatus,
+    status_reason: Option<Box<str>>,
+    degraded: bool,
+    reservations: Box<[Reservation]>,
+    events: LeaseEvents,
+    #[serde(rename = "notice_lead_micros", default = "notice_lead_default")]
+    notice_lead: Span,
+    #[serde(default)]
+    preemption_noticed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    terms: Option<PromiseTerms>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lapses_at: Option<Instant>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    series: Option<Occurrence>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shares: Option<Shares>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    idle: Option<IdleRelease>,
+    created_at: Instant,
+    updated_at: Instant,
+}
+
+impl From<LeaseDocument> for Lease {
+    fn from(d: LeaseDocument) -> Lease {
+        let rare = LeaseRare {
+            status_reason: d.status_reason,
+            terms: d.terms,
+            outcome: d.outcome,
+            series: d.series,
+            shares: d.shares,
+            idle: d.idle,
+        };
+        Lease {
+            id: d.id,
+            name: d.name,
+            project_id: d.project_id,
+            user_id: d.user_id,
+            start: d.start,
+            end: d.end,
+            status: d.status,
+            degraded: d.degraded,
+            reservations: d.reservations,
+            events: d.events,
+            notice_lead: d.notice_lead,
+            preemption_noticed: d.preemption_noticed,
+            lapses_at: d.lapses_at,
+            rare: rare.into(),
+            created_at: d.created_at,
+            updated_at: d.updated_at,
+        }
+    }
+}
+
+impl From<Lease> for LeaseDocument {
+    fn from(l: Lease) -> LeaseDocument {
+        let rare = l.rare.0.map(|r| *r).unwrap_or_default();
+        LeaseDocument {
+            id: l.id,
+            name: l.name,
+            project_id: l.project_id,
+            user_id: l.user_id,
+            start: l.start,
+            end: l.end,
+            status: l.status,
+            status_reason: rare.status_reason,
+            degraded: l.degraded,
+            reservations: l.reservations,
+            events: l.events,
+            notice_lead: l.notice_lead,
+            preemption_noticed: l.preemption_noticed,
+            terms: rare.terms,
+            lapses_at: l.lapses_at,
+            outcome: rare.outcome,
+            series: rare.series,
+            shares: rare.shares,
+            idle: rare.idle,
+            created_at: l.created_at,
+            updated_at: l.updated_at,
+        }
+    }
+}
+
+/// What few leases have ([`LeaseRare`]), read and changed.
+impl Lease {
+    /// Why it is in `Error`, when it is.
+    pub fn status_reason(&self) -> Option<&str> {
+        self.rare.get().status_reason.as_deref()
+    }
+
+    /// Sets why it is in `Error`.
+    pub fn set_status_reason(&mut self, reason: Option<Box<str>>) {
+        self.rare.edit(|r| r.status_reason = reason);
+    }
+
+    /// What makes it a Promise reservation, when it is one.
+    pub fn terms(&self) -> Option<&PromiseTerms> {
+        self.rare.get().terms.as_ref()
+    }
+
+    /// Its Promise terms, to change in place.
+    pub fn terms_mut(&mut self) -> Option<&mut PromiseTerms> {
+        self.rare.get_mut().and_then(|r| r.terms.as_mut())
+    }
+
+    /// Makes it a Promise reservation with `terms`, or not.
+    pub fn set_terms(&mut self, terms: Option<PromiseTerms>) {
+        self.rare.edit(|r| r.terms = terms);
+    }
+
+    /// How it ended early, when it did.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.rare.get().outcome.as_ref()
+    }
+
+    /// Sets how it ended early.
+    pub fn set_outcome(&mut self, outcome: Option<Outcome>) {
+        self.rare.edit(|r| r.outcome = outcome);
+    }
+
+    /// The series it is an occurrence of, when it is one.
+    pub fn series(&self) -> Option<&Occurrence> {
+        self.rare.get().series.as_ref()
+    }
+
+    /// Makes it an occurrence of a series, or not.
+    pub fn set_series(&mut self, series: Option<Occurrence>) {
+        self.rare.edit(|r| r.series = series);
+    }
+
+    /// The projects it is shared with, when it is shared.
+    pub fn shares(&self) -> Option<&Shares> {
+        self.rare.get().shares.as_ref()
+    }
+
+    /// Shares it with `shares`, or with nobody.
+    pub fn set_shares(&mut self, shares: Option<Shares>) {
+        self.rare.edit(|r| r.shares = shares);
+    }
+
+    /// The unconsumed-lease release it was created under, when it was on.
+    pub fn idle(&self) -> Option<&IdleRelease> {
+        self.rare.get().idle.as_ref()
+    }
+
+    /// That release, to change in place.
+    pub fn idle_mut(&mut self) -> Option<&mut IdleRelease> {
+        self.rare.get_mut().and_then(|r| r.idle.as_mut())
+    }
+
+    /// Sets the unconsumed-lease release it is under.
+    pub fn set_idle(&mut self, idle: Option<IdleRelease>) {
+        self.rare.edit(|r| r.idle = idle);
+    }
 }
 
 impl Lease {
@@ -678,7 +899,7 @@ impl Lease {
 
     /// The share of `project` in the lease, when the lease is shared with it.
     pub fn share_of(&self, project: &str) -> Option<&Share> {
-        self.shares.as_ref().and_then(|s| s.of(project))
+        self.shares().and_then(|s| s.of(project))
     }
 
     /// Whether `project` may present the lease's reservations: it owns the lease or the lease
@@ -755,7 +976,7 @@ impl Lease {
     /// none once a consumer presented one of its reservations, for a lease that would end by
     /// then anyway, or once it holds nothing.
     pub fn idle_due(&self) -> Option<(Instant, EventKind)> {
-        let idle = self.idle.as_deref()?;
+        let idle = self.idle()?;
         let release = self.start + idle.after;
         let live = !self.status.is_parked() && self.holds_capacity() && release < self.end;
         if idle.consumed || !live {
@@ -773,13 +994,13 @@ impl Lease {
     /// When the claim deadline of a Promise reservation falls due, while the lease still holds
     /// capacity and has not passed it.
     pub fn expiry_at(&self) -> Option<Instant> {
-        let at = self.terms.as_ref()?.expiry?;
+        let at = self.terms()?.expiry?;
         (self.holds_capacity() && at < self.end).then_some(at)
     }
 
     /// Its priority (Blazar leases have the default).
     pub fn priority(&self) -> u32 {
-        self.terms.as_ref().map_or(PRIORITY_DEFAULT, |t| t.priority)
+        self.terms().map_or(PRIORITY_DEFAULT, |t| t.priority)
     }
 
     /// When the preemption notice is due, while it has not gone out and the lease has not
@@ -969,7 +1190,6 @@ mod tests {
             start: window.start(),
             end: window.end(),
             status: LeaseStatus::Pending,
-            status_reason: None,
             degraded: false,
             reservations: Box::new([
                 reservation(n * 10 + 1, whole, vec![(host(10), 1)]),
@@ -978,15 +1198,62 @@ mod tests {
             events: LeaseEvents::default(),
             notice_lead: PREEMPTION_NOTICE_DEFAULT,
             preemption_noticed: false,
-            terms: None,
             lapses_at: None,
-            series: None,
-            shares: None,
-            idle: None,
-            outcome: None,
+            rare: Rare::default(),
             created_at: Instant::from_micros(0),
             updated_at: Instant::from_micros(0),
         }
+    }
+
+    #[test]
+    fn what_few_leases_have_is_stored_at_the_top_level_and_kept_apart_only_while_set() {
+        let plain = lease(1, win(0, 10));
+        assert!(
+            plain.rare.0.is_none(),
+            "a lease without any of it allocates none"
+        );
+        let mut rare = plain.clone();
+        rare.set_status_reason(Some("nova down".into()));
+        rare.set_outcome(Some(Outcome::Expired));
+        rare.set_series(Some(Occurrence {
+            series_id: Uuid::from_u128(7),
+            index: 1,
+            count: 3,
+            rule: "FREQ=DAILY;COUNT=3".into(),
+        }));
+        rare.set_shares(Some(Shares(vec![Share {
+            project_id: "other".into(),
+            cap: [(ResourceClass::parse("VCPU").expect("a class"), 2)].into(),
+            updated_at: Instant::from_micros(5),
+        }])));
+        let policy = IdleRelease::new(Span::from_hours(1), Span::from_minutes(10));
+        rare.set_idle(Some(policy));
+        rare.idle_mut().expect("idle").noticed = true;
+
+        // Stored as before: each at the document's top level, and read back the same.
+        let document = serde_json::to_value(&rare).expect("encode");
+        for field in ["status_reason", "outcome", "series", "shares", "idle"] {
+            assert!(!document[field].is_null(), "{field} in {document}");
+        }
+        assert_eq!(document["idle"]["noticed"], true, "{document}");
+        assert!(document.get("rare").is_none(), "{document}");
+        let read: Lease = serde_json::from_value(document).expect("decode");
+        assert_eq!(read, rare);
+        assert_eq!(read.status_reason(), Some("nova down"));
+        let plain_document = serde_json::to_value(&plain).expect("encode");
+        assert!(plain_document.get("outcome").is_none(), "{plain_document}");
+        assert_eq!(plain_document["status_reason"], serde_json::Value::Null);
+
+        // Cleared one by one, it is equal to the lease that never had any, allocation given back.
+        rare.set_status_reason(None);
+        rare.set_outcome(None);
+        rare.set_series(None);
+        rare.set_shares(None);
+        assert!(rare.rare.0.is_some(), "the idle release is still set");
+        assert_ne!(rare, plain);
+        rare.set_idle(None);
+        assert!(rare.rare.0.is_none());
+        assert_eq!(rare, plain);
     }
 
     #[test]

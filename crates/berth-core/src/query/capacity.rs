@@ -453,8 +453,7 @@ fn counts(
         let held = match instances {
             true => crate::query::promise::instances_held(lease),
             false => lease
-                .terms
-                .as_ref()
+                .terms()
                 .and_then(|terms| terms.ask.storage)
                 .map_or(0, |storage| storage.volumes),
         };

@@ -160,7 +160,7 @@ pub fn shares(catalog: &Catalog, id: LeaseId, viewer: Option<&str>) -> Option<Ve
     if !owner && viewer.is_none_or(|p| lease.share_of(p).is_none()) {
         return None;
     }
-    let shares = lease.shares.iter().flat_map(|s| s.0.iter());
+    let shares = lease.shares().into_iter().flat_map(|s| s.0.iter());
     Some(
         shares
             .filter(|s| owner || viewer == Some(s.project_id.as_str()))

@@ -78,7 +78,7 @@ pub fn of_kind<'a>(catalog: &'a Catalog, query: &KindQuery) -> Result<Named<'a>,
                 .filter(|l| visible_to(project, &l.project_id))
                 .filter(|l| {
                     kinds_held(l).contains(&query.kind)
-                        || l.terms.as_ref().is_some_and(|t| t.kind == query.kind)
+                        || l.terms().is_some_and(|t| t.kind == query.kind)
                 })
                 .collect();
             leases.sort_by_key(|l| (l.created_at, l.id));
@@ -165,7 +165,7 @@ fn matches(catalog: &Catalog, query: &ReservationQuery, lease: &Lease) -> bool {
         return false;
     }
     if let Some(zone) = &query.zone {
-        let in_zone = lease.terms.as_ref().and_then(|t| t.zone.as_ref()) == Some(zone)
+        let in_zone = lease.terms().and_then(|t| t.zone.as_ref()) == Some(zone)
             || lease.reservations.iter().any(|r| {
                 r.hosts.iter().any(|(h, _)| {
                     catalog.provider(*h).and_then(|p| p.availability_zone()) == Some(zone)
@@ -259,7 +259,7 @@ pub fn instances_held(lease: &Lease) -> u64 {
         .reservations
         .iter()
         .filter(|r| matches!(r.spec, ReservationSpec::Instance { vcpus, .. } if vcpus > 0));
-    match &lease.terms {
+    match lease.terms() {
         Some(terms) => {
             if compute.flat_map(|r| &r.hosts).all(|(_, n)| *n == 0) {
                 return 0;

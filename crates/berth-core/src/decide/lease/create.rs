@@ -140,7 +140,6 @@ pub(super) fn assemble(
         start: window.start(),
         end: window.end(),
         status: LeaseStatus::Pending,
-        status_reason: None,
         degraded: false,
         reservations,
         events: LeaseEvents::Three([
@@ -150,12 +149,8 @@ pub(super) fn assemble(
         ]),
         notice_lead: new.notice_lead,
         preemption_noticed: false,
-        terms: None,
         lapses_at: None,
-        series: None,
-        shares: None,
-        idle: None,
-        outcome: None,
+        rare: Default::default(),
         created_at: now,
         updated_at: now,
     }

@@ -181,7 +181,7 @@ pub fn fail_event(
         .status
         .next(Transition::Fail)
         .expect("invariant: any lease can fail");
-    lease.status_reason = Some(format!("{}: {reason}", kind.as_str()).into());
+    lease.set_status_reason(Some(format!("{}: {reason}", kind.as_str()).into()));
     lease.updated_at = now;
     for reservation in &mut lease.reservations {
         reservation.status = ReservationStatus::Error;
@@ -236,16 +236,16 @@ fn idle(catalog: &Catalog, current: &Lease, kind: EventKind, now: Instant) -> Ve
         .reservations
         .iter()
         .any(|r| !catalog.consumers_of_reservation(r.id).is_empty());
-    let Some(idle) = lease.idle.as_deref_mut() else {
+    let Some(after) = lease.idle().map(|idle| idle.after) else {
         return Vec::new();
     };
-    let after_s = idle.after.as_micros() / 1_000_000;
-    let release_at = lease.start + idle.after;
+    let after_s = after.as_micros() / 1_000_000;
+    let release_at = lease.start + after;
     let mut changes = Vec::new();
     if in_use {
-        idle.consumed = true;
+        lease.idle_mut().into_iter().for_each(|i| i.consumed = true);
     } else if kind == EventKind::IdleNotice {
-        idle.noticed = true;
+        lease.idle_mut().into_iter().for_each(|i| i.noticed = true);
         changes.push(record(
             &lease,
             "lease.idle_notice",
@@ -273,7 +273,7 @@ fn idle(catalog: &Catalog, current: &Lease, kind: EventKind, now: Instant) -> Ve
         );
         changes.push(apply(&mut lease, EventKind::EndLease, now));
         changes.extend(fence_changes(catalog, &lease, EventKind::EndLease, now));
-        lease.status_reason = Some(reason.as_str().into());
+        lease.set_status_reason(Some(reason.as_str().into()));
         changes.push(record(
             &lease,
             "lease.idle_release",
@@ -297,14 +297,14 @@ pub fn stamp_idle_release(catalog: &Catalog, changes: &mut [Change], policy: Idl
             id,
             lease: Some(lease),
         } = change
-            && lease.idle.is_none()
+            && lease.idle().is_none()
             && catalog.lease(*id).is_none()
             && lease
                 .reservations
                 .iter()
                 .any(|r| !matches!(r.spec, ReservationSpec::FloatingIp { .. }))
         {
-            lease.idle = Some(Box::new(policy));
+            lease.set_idle(Some(policy));
         }
     }
 }

@@ -81,7 +81,7 @@ pub fn create_series(
         };
         match create_lease(catalog, occurrence, now, searched) {
             Ok((_, mut lease)) => {
-                lease.series = Some(Box::new(Occurrence {
+                lease.set_series(Some(Occurrence {
                     series_id: new.series_id,
                     index,
                     count,
@@ -234,7 +234,7 @@ pub fn shift_series(
                 moved.push(lease);
             }
             Err(Rejection::DoesNotFit(refusal)) => conflicts.push(Conflict {
-                index: lease.series.as_ref().map_or(0, |o| o.index),
+                index: lease.series().map_or(0, |o| o.index),
                 window: Window::new(shift.apply(lease.start), shift.apply(lease.end)).ok_or_else(
                     || Rejection::BadLease("the series moves beyond the end of time".into()),
                 )?,

@@ -92,7 +92,7 @@ pub fn share_lease(
             lease.status.as_str()
         )));
     }
-    let mut shares = lease.shares.as_deref().cloned().unwrap_or_default();
+    let mut shares = lease.shares().cloned().unwrap_or_default();
     let share = Share {
         project_id: project.to_owned(),
         cap,
@@ -114,7 +114,7 @@ pub fn share_lease(
         "cap": share.cap.iter().map(|(c, n)| (c.as_str().to_owned(), *n)).collect::<BTreeMap<_, _>>(),
     });
     let mut updated = lease.clone();
-    updated.shares = Some(Box::new(shares));
+    updated.set_shares(Some(shares));
     updated.updated_at = now;
     let changes = vec![
         record(lease, "lease.share", now, details.clone()),
@@ -145,14 +145,14 @@ pub fn revoke_share(
         });
     }
     let kept: Vec<Share> = lease
-        .shares
-        .iter()
+        .shares()
+        .into_iter()
         .flat_map(|s| s.0.iter())
         .filter(|s| s.project_id != project)
         .cloned()
         .collect();
     let mut updated = lease.clone();
-    updated.shares = (!kept.is_empty()).then(|| Box::new(Shares(kept)));
+    updated.set_shares((!kept.is_empty()).then_some(Shares(kept)));
     updated.updated_at = now;
     let details = serde_json::json!({ "shared_with": project });
     Ok(vec![

@@ -1515,8 +1515,7 @@ fn a_failed_event_puts_the_lease_in_error_with_the_reason() {
     assert_eq!(failed.status, LeaseStatus::Error);
     assert!(
         failed
-            .status_reason
-            .as_deref()
+            .status_reason()
             .is_some_and(|r| r.contains("nova down"))
     );
     assert!(

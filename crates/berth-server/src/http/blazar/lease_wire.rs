@@ -322,7 +322,7 @@ pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
         start_date: lease_time(lease.start.as_micros()),
         end_date: lease_time(lease.end.as_micros()),
         status: lease.status.as_str().to_owned(),
-        status_reason: lease.status_reason.as_deref().map(str::to_owned),
+        status_reason: lease.status_reason().map(str::to_owned),
         degraded: lease.degraded,
         user_id: lease.user_id.to_string(),
         project_id: lease.project_id.to_string(),
@@ -336,14 +336,14 @@ pub(crate) fn wire_lease(lease: &Lease, catalog: &Catalog) -> wire::Lease {
             .collect(),
         events: lease.events.iter().map(|e| wire_event(lease, e)).collect(),
         lapses_at: lease.lapses_at.map(|at| lease_time(at.as_micros())),
-        series_id: lease.series.as_ref().map(|o| o.series_id),
-        occurrence: lease.series.as_ref().map(|o| o.index),
+        series_id: lease.series().map(|o| o.series_id),
+        occurrence: lease.series().map(|o| o.index),
     }
 }
 
 /// A series (berth) as its occurrences left show it; `None` when none is left.
 pub(crate) fn wire_series(leases: Vec<wire::Lease>, first: Option<&Lease>) -> Option<wire::Series> {
-    let occurrence = first?.series.as_ref()?;
+    let occurrence = first?.series()?;
     Some(wire::Series {
         id: occurrence.series_id,
         name: leases.first()?.name.clone(),

@@ -95,7 +95,7 @@ pub(super) fn kind_of(path: &str) -> Result<PromiseKind, ApiError> {
 
 /// Promise's `reservationStatus`.
 pub(super) fn status(lease: &Lease) -> &'static str {
-    match (lease.outcome.as_deref(), lease.status) {
+    match (lease.outcome(), lease.status) {
         (Some(Outcome::Expired), _) => "expired",
         (Some(Outcome::Preempted { .. }), _) => "preempted",
         (None, LeaseStatus::Terminated) => "terminated",
@@ -237,7 +237,7 @@ fn held_zone(catalog: &Catalog, lease: &Lease) -> Option<String> {
 
 /// `reservationData`: the reservation as both styles show it.
 pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationData {
-    let terms = lease.terms.as_deref();
+    let terms = lease.terms();
     let zone = terms
         .and_then(|t| t.zone.clone())
         .or_else(|| held_zone(catalog, lease));
@@ -266,7 +266,7 @@ pub(super) fn reservation_data(catalog: &Catalog, lease: &Lease) -> ReservationD
         }),
         capacity: terms.map(|t| vector(&t.ask)),
         public_ips: (!ips.is_empty()).then_some(ips),
-        status_reason: lease.status_reason.as_deref().map(str::to_owned),
+        status_reason: lease.status_reason().map(str::to_owned),
         // Failures (seed 6.1.1.2 step 7): what a failed or maintained host took away.
         degraded: lease.degraded,
         missing_resources: (!missing.is_empty()).then(|| {
@@ -649,7 +649,7 @@ pub(super) async fn update_with(
         .ok_or_else(|| ApiError::not_found(format!("Reservation {id} could not be found")))?;
     let ask = change
         .ask
-        .or_else(|| current.terms.as_ref().map(|t| t.ask.clone()))
+        .or_else(|| current.terms().map(|t| t.ask.clone()))
         .unwrap_or_default();
     let start = change.start.unwrap_or(current.start);
     let end = change.end.unwrap_or(current.end);

@@ -69,13 +69,13 @@ fn a_series_with_one_conflict_is_refused_whole_with_the_nearest_window() {
     let listed: Vec<(u32, Instant)> = w
         .catalog
         .series(series.series_id)
-        .map(|l| (l.series.as_ref().map_or(99, |o| o.index), l.start))
+        .map(|l| (l.series().map_or(99, |o| o.index), l.start))
         .collect();
     assert_eq!(listed, [(0, at(10)), (1, at(34)), (2, at(58))]);
     assert!(
         leases
             .iter()
-            .all(|l| l.series.as_ref().is_some_and(|o| o.count == 3))
+            .all(|l| l.series().is_some_and(|o| o.count == 3))
     );
     // A catalog loaded from storage (its rows, leases as their documents) finds the series.
     let stored: Vec<std::sync::Arc<Lease>> = w
@@ -95,7 +95,7 @@ fn a_series_with_one_conflict_is_refused_whole_with_the_nearest_window() {
     let again: Vec<&Lease> = reloaded.series(series.series_id).collect();
     assert_eq!(again.len(), 3);
     assert_eq!(
-        again[2].series.as_ref().map(|o| &*o.rule),
+        again[2].series().map(|o| &*o.rule),
         Some("FREQ=DAILY;COUNT=3")
     );
 }
