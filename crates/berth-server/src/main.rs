@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 
 /// jemalloc, with the options `.cargo/config.toml` builds in: berth keeps its whole catalog in
 /// memory, and the system allocator held on to what the start-up's decoding threads freed
-/// (docs/benchmarks.md, "The allocator").
+/// (docs/benchmarks.md, "Memory of a replica").
 #[cfg(all(target_os = "linux", not(target_env = "musl")))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -609,10 +609,11 @@ pub struct Occurrence {
 
 /// A lease.
 ///
-/// Stored as [`LeaseDocument`]: a lease's JSON document names every field at its top level,
-/// whether the lease keeps it in itself or in [`LeaseRare`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "LeaseDocument", into = "LeaseDocument")]
+/// Stored as one JSON document naming every field at its top level, whether the lease keeps it
+/// in itself or in [`LeaseRare`]: written from the lease as it is (`impl Serialize`), read
+/// through [`LeaseDocument`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(from = "LeaseDocument")]
 pub struct Lease {
     /// Its id.
     pub id: LeaseId,
@@ -692,11 +693,24 @@ impl Rare {
         self.0.as_deref().unwrap_or(&LeaseRare::NONE)
     }
 
-    /// Changes what it holds with `edit`, giving the allocation back once it holds nothing.
+    /// Changes what it holds with `edit`: allocated only when `edit` leaves something, given
+    /// back once it holds nothing.
     fn edit(&mut self, edit: impl FnOnce(&mut LeaseRare)) {
-        let mut rare = self.0.take().unwrap_or_default();
-        edit(&mut rare);
-        self.0 = (*rare != LeaseRare::NONE).then_some(rare);
+        match &mut self.0 {
+            Some(rare) => {
+                edit(rare);
+                if **rare == LeaseRare::NONE {
+                    self.0 = None;
+                }
+            }
+            None => {
+                let mut rare = LeaseRare::default();
+                edit(&mut rare);
+                if rare != LeaseRare::NONE {
+                    self.0 = Some(Box::new(rare));
+                }
+            }
+        }
     }
 
     /// What it holds, to change in place (none when it holds nothing: nothing to change).
@@ -721,8 +735,9 @@ impl From<LeaseRare> for Rare {
     }
 }
 
-/// A lease as stored: a JSON document with every field at its top level.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A lease as stored, read: a JSON document with every field at its top level, in the order
+/// `impl Serialize for Lease` writes them.
+#[derive(Debug, Deserialize)]
 struct LeaseDocument {
     id: LeaseId,
     name: Box<str>,
@@ -739,17 +754,17 @@ struct LeaseDocument {
     notice_lead: Span,
     #[serde(default)]
     preemption_noticed: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     terms: Option<PromiseTerms>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     lapses_at: Option<Instant>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     outcome: Option<Outcome>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     series: Option<Occurrence>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     shares: Option<Shares>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     idle: Option<IdleRelease>,
     created_at: Instant,
     updated_at: Instant,
@@ -786,32 +801,46 @@ impl From<LeaseDocument> for Lease {
     }
 }
 
-impl From<Lease> for LeaseDocument {
-    fn from(l: Lease) -> LeaseDocument {
-        let rare = l.rare.0.map(|r| *r).unwrap_or_default();
-        LeaseDocument {
-            id: l.id,
-            name: l.name,
-            project_id: l.project_id,
-            user_id: l.user_id,
-            start: l.start,
-            end: l.end,
-            status: l.status,
-            status_reason: rare.status_reason,
-            degraded: l.degraded,
-            reservations: l.reservations,
-            events: l.events,
-            notice_lead: l.notice_lead,
-            preemption_noticed: l.preemption_noticed,
-            terms: rare.terms,
-            lapses_at: l.lapses_at,
-            outcome: rare.outcome,
-            series: rare.series,
-            shares: rare.shares,
-            idle: rare.idle,
-            created_at: l.created_at,
-            updated_at: l.updated_at,
+/// Writes the lease as [`LeaseDocument`] reads it, without copying it: every field at the top
+/// level, in the document's order, the optional ones but `status_reason` left out when unset.
+impl Serialize for Lease {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        /// Writes `value` under `name`, or leaves the field out when it is unset.
+        fn optional<S: SerializeStruct, T: Serialize>(
+            document: &mut S,
+            name: &'static str,
+            value: Option<&T>,
+        ) -> Result<(), S::Error> {
+            match value {
+                Some(value) => document.serialize_field(name, value),
+                None => document.skip_field(name),
+            }
         }
+        let rare = self.rare.get();
+        let mut document = serializer.serialize_struct("Lease", 21)?;
+        document.serialize_field("id", &self.id)?;
+        document.serialize_field("name", &self.name)?;
+        document.serialize_field("project_id", &self.project_id)?;
+        document.serialize_field("user_id", &self.user_id)?;
+        document.serialize_field("start", &self.start)?;
+        document.serialize_field("end", &self.end)?;
+        document.serialize_field("status", &self.status)?;
+        document.serialize_field("status_reason", &rare.status_reason)?;
+        document.serialize_field("degraded", &self.degraded)?;
+        document.serialize_field("reservations", &self.reservations)?;
+        document.serialize_field("events", &self.events)?;
+        document.serialize_field("notice_lead_micros", &self.notice_lead)?;
+        document.serialize_field("preemption_noticed", &self.preemption_noticed)?;
+        optional(&mut document, "terms", rare.terms.as_ref())?;
+        optional(&mut document, "lapses_at", self.lapses_at.as_ref())?;
+        optional(&mut document, "outcome", rare.outcome.as_ref())?;
+        optional(&mut document, "series", rare.series.as_ref())?;
+        optional(&mut document, "shares", rare.shares.as_ref())?;
+        optional(&mut document, "idle", rare.idle.as_ref())?;
+        document.serialize_field("created_at", &self.created_at)?;
+        document.serialize_field("updated_at", &self.updated_at)?;
+        document.end()
     }
 }
 
@@ -1205,6 +1234,32 @@ mod tests {
         }
     }
 
+    /// A JSON object's keys, in the order it has them.
+    struct TopKeys(Vec<String>);
+
+    impl<'de> Deserialize<'de> for TopKeys {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<TopKeys, D::Error> {
+            struct Keys;
+            impl<'de> serde::de::Visitor<'de> for Keys {
+                type Value = TopKeys;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<TopKeys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(key);
+                    }
+                    Ok(TopKeys(keys))
+                }
+            }
+            deserializer.deserialize_map(Keys)
+        }
+    }
+
     #[test]
     fn what_few_leases_have_is_stored_at_the_top_level_and_kept_apart_only_while_set() {
         let plain = lease(1, win(0, 10));
@@ -1236,6 +1291,45 @@ mod tests {
             assert!(!document[field].is_null(), "{field} in {document}");
         }
         assert_eq!(document["idle"]["noticed"], true, "{document}");
+        // In the order documents have always had (decoding does not need it; equal leases
+        // give equal bytes).
+        rare.lapses_at = Some(Instant::from_micros(3));
+        rare.set_terms(Some(PromiseTerms {
+            kind: crate::model::promise::PromiseKind::Capacity,
+            ask: crate::model::promise::Ask::default(),
+            priority: PRIORITY_DEFAULT,
+            expiry: None,
+            zone: None,
+            provider: None,
+        }));
+        let text = serde_json::to_string(&rare).expect("encode");
+        let order = [
+            "id",
+            "name",
+            "project_id",
+            "user_id",
+            "start",
+            "end",
+            "status",
+            "status_reason",
+            "degraded",
+            "reservations",
+            "events",
+            "notice_lead_micros",
+            "preemption_noticed",
+            "terms",
+            "lapses_at",
+            "outcome",
+            "series",
+            "shares",
+            "idle",
+            "created_at",
+            "updated_at",
+        ];
+        let keys: TopKeys = serde_json::from_str(&text).expect("a document");
+        assert_eq!(keys.0, order, "{text}");
+        rare.lapses_at = None;
+        rare.set_terms(None);
         assert!(document.get("rare").is_none(), "{document}");
         let read: Lease = serde_json::from_value(document).expect("decode");
         assert_eq!(read, rare);

@@ -243,9 +243,13 @@ fn idle(catalog: &Catalog, current: &Lease, kind: EventKind, now: Instant) -> Ve
     let release_at = lease.start + after;
     let mut changes = Vec::new();
     if in_use {
-        lease.idle_mut().into_iter().for_each(|i| i.consumed = true);
+        if let Some(idle) = lease.idle_mut() {
+            idle.consumed = true;
+        }
     } else if kind == EventKind::IdleNotice {
-        lease.idle_mut().into_iter().for_each(|i| i.noticed = true);
+        if let Some(idle) = lease.idle_mut() {
+            idle.noticed = true;
+        }
         changes.push(record(
             &lease,
             "lease.idle_notice",
