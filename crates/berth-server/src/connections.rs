@@ -42,18 +42,39 @@ pub struct ConnectionLimits {
     pub header_timeout: Duration,
 }
 
+/// What a connection that is taken over (a replica's link, `http::link`) is served with: the
+/// router its requests go through, the server's stop, and the tasks the server waits for.
+#[derive(Debug, Clone)]
+pub(crate) struct Upgrades {
+    pub(crate) app: Router,
+    pub(crate) stop: CancellationToken,
+    pub(crate) tasks: TaskTracker,
+}
+
 /// Serves `app` on `listener` (over TLS with `tls`) until `stop` is cancelled, then stops
 /// accepting, lets in-flight requests finish (idle connections close at once) and returns when
-/// every connection closed.
+/// every connection closed. A connection taken over is served with `links` (the whole
+/// application, whatever `app` is mounted as) and waited for too.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    links: Router,
     limits: ConnectionLimits,
     tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let connections = TaskTracker::new();
+    let served = Served {
+        app,
+        upgrades: Upgrades {
+            app: links,
+            stop: stop.clone(),
+            tasks: connections.clone(),
+        },
+        limits,
+        stop: stop.clone(),
+    };
     loop {
         let slot = tokio::select! {
             () = stop.cancelled() => break,
@@ -79,11 +100,10 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, %peer, "cannot set TCP_NODELAY");
         }
-        let app = app.clone();
-        let stop = stop.clone();
+        let served = served.clone();
         let tls = tls.clone();
         connections.spawn(async move {
-            connection(stream, peer, app, limits, tls, stop).await;
+            connection(stream, peer, served, tls).await;
             drop(slot);
         });
     }
@@ -103,33 +123,35 @@ fn is_connection_error(error: &io::Error) -> bool {
     )
 }
 
+/// What each connection of a listener is served with.
+#[derive(Debug, Clone)]
+struct Served {
+    app: Router,
+    upgrades: Upgrades,
+    limits: ConnectionLimits,
+    stop: CancellationToken,
+}
+
 /// Serves one connection until the client closes it, a timeout closes it, or shutdown ends it;
 /// with `tls`, after a handshake that must end within the header timeout.
-async fn connection(
-    stream: TcpStream,
-    peer: SocketAddr,
-    app: Router,
-    limits: ConnectionLimits,
-    tls: Option<TlsAcceptor>,
-    stop: CancellationToken,
-) {
+async fn connection(stream: TcpStream, peer: SocketAddr, served: Served, tls: Option<TlsAcceptor>) {
     let activity = Arc::new(Activity::new(Instant::now()));
     let watched = Watched {
         stream,
         activity: Arc::clone(&activity),
     };
     let Some(acceptor) = tls else {
-        return http(TokioIo::new(watched), peer, app, limits, stop, activity).await;
+        return http(TokioIo::new(watched), peer, served, activity).await;
     };
     let handshake = tokio::select! {
-        () = stop.cancelled() => return,
-        done = tokio::time::timeout(limits.header_timeout, acceptor.accept(watched)) => done,
+        () = served.stop.cancelled() => return,
+        done = tokio::time::timeout(served.limits.header_timeout, acceptor.accept(watched)) => done,
     };
     match handshake {
         Ok(Ok(stream)) => {
             // The handshake's bytes are not a request's.
             activity.with(|s| s.head_started = None);
-            http(TokioIo::new(stream), peer, app, limits, stop, activity).await;
+            http(TokioIo::new(stream), peer, served, activity).await;
         }
         Ok(Err(error)) => tracing::debug!(%error, %peer, "TLS handshake failed"),
         Err(_) => tracing::debug!(%peer, "TLS handshake too slow"),
@@ -137,21 +159,24 @@ async fn connection(
 }
 
 /// Serves HTTP/1.1 on one connection's stream (plain or TLS) with the timeouts of `activity`.
-async fn http<I>(
-    io: TokioIo<I>,
-    peer: SocketAddr,
-    app: Router,
-    limits: ConnectionLimits,
-    stop: CancellationToken,
-    activity: Arc<Activity>,
-) where
+async fn http<I>(io: TokioIo<I>, peer: SocketAddr, served: Served, activity: Arc<Activity>)
+where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let Served {
+        app,
+        upgrades,
+        limits,
+        stop,
+    } = served;
     let on_request = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let busy = Busy::begin(&on_request);
         let mut request = request.map(axum::body::Body::new);
         request.extensions_mut().insert(ConnectInfo(peer));
+        if request.headers().contains_key(hyper::header::UPGRADE) {
+            request.extensions_mut().insert(upgrades.clone());
+        }
         let answer = app.clone().oneshot(request);
         async move {
             let response = answer.await;
@@ -161,7 +186,8 @@ async fn http<I>(
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .header_read_timeout(None)
-        .serve_connection(io, service);
+        .serve_connection(io, service)
+        .with_upgrades();
     let mut conn = std::pin::pin!(conn);
     let mut closing = false;
     loop {

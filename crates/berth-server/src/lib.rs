@@ -184,15 +184,22 @@ pub async fn start(config: &Config) -> anyhow::Result<Running> {
         Some(listener) => {
             let placement_addr = listener.local_addr()?;
             tracing::info!(%placement_addr, scheme, "Placement is served at the root");
-            let app = http::placement::at_root(app.clone());
-            let task =
-                connections::serve(listener, app, connection_limits, tls.clone(), stop.clone());
+            let rooted = http::placement::at_root(app.clone());
+            let task = connections::serve(
+                listener,
+                rooted,
+                app.clone(),
+                connection_limits,
+                tls.clone(),
+                stop.clone(),
+            );
             Some((placement_addr, tokio::spawn(task)))
         }
         None => None,
     };
     let task = tokio::spawn(connections::serve(
         listener,
+        app.clone(),
         app,
         connection_limits,
         tls,

@@ -2,7 +2,9 @@
 //! `http::writer`). Where several replicas share a PostgreSQL database, one of them holds the
 //! writer's term and the others pass it their write requests as they came (method, path,
 //! headers, body), so that one process's batches hold every write and the replicas do not take
-//! the database's writer lock in turn. Reads stay where they arrive.
+//! the database's writer lock in turn. Reads stay where they arrive. The requests travel over
+//! one long-lived link to the writer, many at once (`http::link`), or, where the writer takes
+//! no link (over TLS, or behind a proxy that passes no upgrade), each as an HTTP exchange.
 //!
 //! Forwarding is a matter of speed, never of safety: the database serializes writers whoever
 //! takes the writes, so a replica that decides a write itself (no term known, the writer
@@ -21,9 +23,13 @@
 //! yourself".
 
 use crate::http::error::ApiError;
+use crate::http::forwarded::{
+    FORWARDED, FORWARDED_FOR, FORWARDED_MOUNT, NOT_WRITER, WRITER, lost_answer, not_writer,
+};
+use crate::http::link::{self, Answer, Sent};
 use crate::http::state::AppState;
 use crate::http::surface::Mount;
-use crate::http::writer::Forwarder;
+use crate::http::writer::{Forwarder, Route};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
@@ -33,19 +39,6 @@ use berth_store::WriterTerm;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-/// The writer's secret on a forwarded request.
-pub const FORWARDED: HeaderName = HeaderName::from_static("x-berth-forwarded");
-/// The address of the caller of a forwarded request.
-pub const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-berth-forwarded-for");
-/// Where a forwarded Placement request was mounted (`root`, when at a listener's root).
-pub const FORWARDED_MOUNT: HeaderName = HeaderName::from_static("x-berth-forwarded-mount");
-/// On a 421: this replica does not take writes under that secret; nothing was done.
-pub const NOT_WRITER: HeaderName = HeaderName::from_static("x-berth-not-writer");
-/// On the answer to a forwarded request: the id of the writer that decided it. An answer
-/// without it did not come from a berth that took the request (the advertised address reached
-/// something else), and the forwarding replica decides the request itself.
-pub const WRITER: HeaderName = HeaderName::from_static("x-berth-writer");
 
 /// Forwards a write to the replica that holds the writer's term, or lets it through; takes a
 /// forwarded request in under its caller's address, or refuses it when it presents another
@@ -99,6 +92,9 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
     if !genuine {
         return not_writer();
     }
+    if let Some(accepted) = link::accept(&mut request, &forwarder.holder) {
+        return accepted;
+    }
     forwarder.counts.received.fetch_add(1, Ordering::Relaxed);
     // The caller's address, or none: the forwarding replica's own is never believed.
     request.extensions_mut().remove::<ConnectInfo<SocketAddr>>();
@@ -117,24 +113,8 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
     answer
 }
 
-/// The refusal of a forwarded request by a replica that does not take it: 421 `not_writer`,
-/// with [`NOT_WRITER`] for the forwarding replica to read.
-fn not_writer() -> Response {
-    let mut refused = ApiError::new(
-        StatusCode::MISDIRECTED_REQUEST,
-        "not_writer",
-        "This replica does not take forwarded writes: another holds the writer's term, or the \
-         secret is not its own.",
-    )
-    .into_response();
-    refused
-        .headers_mut()
-        .insert(NOT_WRITER, HeaderValue::from_static("1"));
-    refused
-}
-
-/// Passes `request` to the writer and answers with its answer; decides it here when the writer
-/// did not take it.
+/// Passes `request` to the writer (over the link to it, else over HTTP) and answers with its
+/// answer; decides it here when the writer did not take it.
 async fn forward(
     forwarder: &Forwarder,
     term: &Arc<WriterTerm>,
@@ -152,7 +132,6 @@ async fn forward(
         .into_response();
     };
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let url = format!("{}{path}", term.url.trim_end_matches('/'));
     let mut headers = end_to_end(&parts.headers);
     headers.insert(
         FORWARDED,
@@ -166,29 +145,49 @@ async fn forward(
     if parts.extensions.get::<Mount>() == Some(&Mount::ROOT) {
         headers.insert(FORWARDED_MOUNT, HeaderValue::from_static("root"));
     }
-    let sent = forwarder
-        .client
-        .request(parts.method.clone(), url)
-        .headers(headers)
-        .body(bytes.clone())
-        .send()
-        .await;
-    let answer = match sent {
-        Ok(answer) if answer.headers().contains_key(NOT_WRITER) => None,
-        Ok(answer) if !from_writer(&answer, term) => {
+    let outcome = match forwarder.route(term).await {
+        Route::Link(link) => {
+            let sent = link
+                .send(
+                    &parts.method,
+                    path,
+                    &headers,
+                    &bytes,
+                    forwarder.answer_within,
+                )
+                .await;
+            match sent {
+                Sent::Answered(answer) => Outcome::Answered(answer),
+                Sent::Unwritten => Outcome::DecideHere,
+                Sent::Lost => Outcome::Lost("the link to the writer ended".to_owned()),
+            }
+        }
+        Route::Http => {
+            let outcome = over_http(forwarder, term, &parts.method, path, headers, &bytes).await;
+            if matches!(&outcome, Outcome::Answered(answer) if from_writer(&answer.headers, term)) {
+                forwarder.counts.over_http.fetch_add(1, Ordering::Relaxed);
+            }
+            outcome
+        }
+        Route::DecideHere => Outcome::DecideHere,
+    };
+    let answer = match outcome {
+        Outcome::Answered(answer) if answer.headers.contains_key(NOT_WRITER) => {
+            // The writer no longer takes writes (it stopped, or lost the term): its link goes.
+            forwarder.drop_link(&term.holder);
+            None
+        }
+        Outcome::Answered(answer) if !from_writer(&answer.headers, term) => {
             tracing::warn!(
                 writer = %term.url,
-                status = %answer.status(),
+                status = %answer.status,
                 "the writer's address answered without being the writer; deciding writes here"
             );
             None
         }
-        Ok(answer) => Some(answer),
-        Err(error) if error.is_connect() => {
-            tracing::debug!(%error, writer = %term.url, "the writer cannot be reached");
-            None
-        }
-        Err(error) => return lost(forwarder, &error),
+        Outcome::Answered(answer) => Some(answer),
+        Outcome::DecideHere => None,
+        Outcome::Lost(error) => return lost(forwarder, &error),
     };
     let Some(answer) = answer else {
         forwarder.forget(term);
@@ -200,41 +199,75 @@ async fn forward(
             .run(Request::from_parts(parts, Body::from(bytes)))
             .await;
     };
-    let status = answer.status();
-    let mut headers = end_to_end(answer.headers());
+    forwarder.counts.forwarded.fetch_add(1, Ordering::Relaxed);
+    let mut headers = end_to_end(&answer.headers);
     headers.remove(WRITER);
-    match answer.bytes().await {
-        Ok(body) => {
-            forwarder.counts.forwarded.fetch_add(1, Ordering::Relaxed);
-            let mut response = Response::new(Body::from(body));
-            *response.status_mut() = status;
-            *response.headers_mut() = headers;
-            response
+    let mut response = Response::new(Body::from(answer.body));
+    *response.status_mut() = answer.status;
+    *response.headers_mut() = headers;
+    response
+}
+
+/// What became of a forwarded request.
+enum Outcome {
+    /// The writer's address answered.
+    Answered(Answer),
+    /// The writer cannot have acted on the request: this replica decides it.
+    DecideHere,
+    /// The request was sent and its answer lost: the writer may have acted on it.
+    Lost(String),
+}
+
+/// Forwards a request as an HTTP exchange of its own (to a writer that takes no link).
+async fn over_http(
+    forwarder: &Forwarder,
+    term: &WriterTerm,
+    method: &axum::http::Method,
+    path: &str,
+    headers: HeaderMap,
+    body: &axum::body::Bytes,
+) -> Outcome {
+    let url = format!("{}{path}", term.url.trim_end_matches('/'));
+    let sent = forwarder
+        .client
+        .request(method.clone(), url)
+        .headers(headers)
+        .body(body.clone())
+        .send()
+        .await;
+    let answer = match sent {
+        Ok(answer) => answer,
+        Err(error) if error.is_connect() => {
+            tracing::debug!(%error, writer = %term.url, "the writer cannot be reached");
+            return Outcome::DecideHere;
         }
-        Err(error) => lost(forwarder, &error),
+        Err(error) => return Outcome::Lost(error.to_string()),
+    };
+    let status = answer.status();
+    let headers = answer.headers().clone();
+    match answer.bytes().await {
+        Ok(body) => Outcome::Answered(Answer {
+            status,
+            headers,
+            body,
+        }),
+        Err(error) => Outcome::Lost(error.to_string()),
     }
 }
 
-/// Whether `answer` came from the writer `term` names (not from whatever else listens at its
-/// address).
-fn from_writer(answer: &reqwest::Response, term: &WriterTerm) -> bool {
-    answer
-        .headers()
+/// Whether an answer with `headers` came from the writer `term` names (not from whatever else
+/// listens at its address).
+fn from_writer(headers: &HeaderMap, term: &WriterTerm) -> bool {
+    headers
         .get(WRITER)
         .is_some_and(|holder| holder.as_bytes() == term.holder.as_bytes())
 }
 
 /// A forwarded write whose answer was lost after it was sent: the writer may have committed it.
-fn lost(forwarder: &Forwarder, error: &reqwest::Error) -> Response {
+fn lost(forwarder: &Forwarder, error: &str) -> Response {
     tracing::warn!(%error, "a forwarded write's answer was lost");
     forwarder.counts.unknown.fetch_add(1, Ordering::Relaxed);
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "timeout_outcome_unknown",
-        "The replica that takes the writes did not answer, and the write may have been \
-         committed. Retry with the same Idempotency-Key to learn its outcome.",
-    )
-    .into_response()
+    lost_answer().into_response()
 }
 
 /// `headers` without those that belong to one connection (RFC 9110 section 7.6.1) and without

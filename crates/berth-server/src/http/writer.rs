@@ -3,13 +3,14 @@
 //! forwarded with, and what forwarding did (for `/metrics`). The middleware that forwards is
 //! `http::forward`.
 
+use crate::http::link::{Link, Refused};
 use crate::keystone::Secret;
 use axum::http::Method;
 use berth_app::Berth;
 use berth_store::{Store, WriterBid, WriterTerm};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -45,8 +46,38 @@ pub struct Forwarder {
     forwards: bool,
     /// The term as last read, and when it was read.
     term: RwLock<Option<(Arc<WriterTerm>, std::time::Instant)>>,
+    /// The client writes are forwarded with over HTTP, to a writer that takes no link.
     pub(crate) client: reqwest::Client,
+    /// The link to the writer, or that its writer takes none.
+    link: Mutex<LinkState>,
+    /// Held while a link is being opened, so that one is opened at a time.
+    opening: tokio::sync::Mutex<()>,
+    /// How long a forwarded request waits for its answer.
+    pub(crate) answer_within: Duration,
     pub(crate) counts: Counts,
+}
+
+/// The link to the writer as this replica last knew it.
+#[derive(Debug, Default)]
+enum LinkState {
+    /// None is open.
+    #[default]
+    Closed,
+    /// The link to the writer `holder`.
+    Open { holder: String, link: Arc<Link> },
+    /// The writer `holder` takes no link: writes go to it over HTTP.
+    Http { holder: String },
+}
+
+/// How a write reaches the writer.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// Over the link to it.
+    Link(Arc<Link>),
+    /// As an HTTP exchange of its own.
+    Http,
+    /// It cannot be reached: this replica decides the write.
+    DecideHere,
 }
 
 /// What forwarding did since the replica started.
@@ -60,6 +91,10 @@ pub(crate) struct Counts {
     pub(crate) unknown: AtomicU64,
     /// Writes other replicas forwarded here.
     pub(crate) received: AtomicU64,
+    /// Links opened to the writer.
+    pub(crate) links_opened: AtomicU64,
+    /// Writes forwarded over HTTP (to a writer that takes no link) and answered.
+    pub(crate) over_http: AtomicU64,
 }
 
 impl Forwarder {
@@ -87,6 +122,9 @@ impl Forwarder {
             forwards,
             term: RwLock::new(None),
             client,
+            link: Mutex::new(LinkState::Closed),
+            opening: tokio::sync::Mutex::new(()),
+            answer_within: timeout,
             counts: Counts::default(),
         })
     }
@@ -177,6 +215,59 @@ impl Forwarder {
         }
     }
 
+    /// How a write reaches the writer `term` names: over the link to it (opened if none is),
+    /// over HTTP when it takes no link, or not at all when it cannot be reached.
+    pub(crate) async fn route(&self, term: &WriterTerm) -> Route {
+        if let Some(route) = self.known_route(term) {
+            return route;
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(route) = self.known_route(term) {
+            return route;
+        }
+        match Link::open(term, CONNECT_TIMEOUT, self.answer_within).await {
+            Ok(link) => {
+                self.counts.links_opened.fetch_add(1, Ordering::Relaxed);
+                let link = Arc::new(link);
+                *self.link_state() = LinkState::Open {
+                    holder: term.holder.clone(),
+                    link: Arc::clone(&link),
+                };
+                Route::Link(link)
+            }
+            Err(Refused::NoLink) => {
+                *self.link_state() = LinkState::Http {
+                    holder: term.holder.clone(),
+                };
+                Route::Http
+            }
+            Err(Refused::Unreachable) => Route::DecideHere,
+        }
+    }
+
+    /// The route to `term`'s writer already known: its link while open, or HTTP.
+    fn known_route(&self, term: &WriterTerm) -> Option<Route> {
+        match &*self.link_state() {
+            LinkState::Open { holder, link } if *holder == term.holder && !link.has_ended() => {
+                Some(Route::Link(Arc::clone(link)))
+            }
+            LinkState::Http { holder } if *holder == term.holder => Some(Route::Http),
+            _ => None,
+        }
+    }
+
+    /// Closes the link to the writer `holder`, if it is open: that writer no longer takes writes.
+    pub(crate) fn drop_link(&self, holder: &str) {
+        let mut state = self.link_state();
+        if matches!(&*state, LinkState::Open { holder: linked, .. } if linked == holder) {
+            *state = LinkState::Closed;
+        }
+    }
+
+    fn link_state(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.link.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(crate) fn is_own_secret(&self, presented: &[u8]) -> bool {
         aws_lc_rs::constant_time::verify_slices_are_equal(
             presented,
@@ -211,6 +302,19 @@ impl Forwarder {
                 "counter",
                 "Writes forwarded whose answer was lost (answered 503 timeout_outcome_unknown).",
                 self.counts.unknown.load(Ordering::Relaxed),
+            ),
+            (
+                "berth_writes_forwarded_over_http_total",
+                "counter",
+                "Writes forwarded as HTTP exchanges of their own (the writer took no link) and \
+                 answered.",
+                self.counts.over_http.load(Ordering::Relaxed),
+            ),
+            (
+                "berth_forward_links_opened_total",
+                "counter",
+                "Links this replica opened to the writer to forward its writes over.",
+                self.counts.links_opened.load(Ordering::Relaxed),
             ),
             (
                 "berth_writes_received_total",

@@ -33,6 +33,37 @@ async fn forwarded_to(app: &TestApp, secret: &str, name: &str) -> reqwest::Respo
         .expect("send")
 }
 
+/// Allocates one VCPU of `rp` at `app` to the consumer numbered `consumer`.
+async fn allocate_one_vcpu(app: &TestApp, rp: &str, consumer: u128) -> StatusCode {
+    let consumer = uuid::Uuid::from_u128(consumer);
+    let (status, _) = app
+        .call(
+            reqwest::Method::PUT,
+            &format!("/placement/allocations/{consumer}"),
+            Some("1.38"),
+            Some(dict(rp, json!({"VCPU": 1}), serde_json::Value::Null)),
+        )
+        .await;
+    status
+}
+
+/// Allocates one VCPU each to `count` consumers numbered from `first` at `app`: the first
+/// `capacity` are admitted, the rest refused.
+async fn allocate_past_capacity(app: &TestApp, rp: &str, first: u128, count: u128, capacity: u128) {
+    for n in 0..count {
+        let expected = if n < capacity {
+            StatusCode::NO_CONTENT
+        } else {
+            StatusCode::CONFLICT
+        };
+        assert_eq!(
+            allocate_one_vcpu(app, rp, first + n).await,
+            expected,
+            "allocation {n}"
+        );
+    }
+}
+
 /// A replica over the database at `url`, forwarding its writes (the default).
 async fn replica(url: &str) -> TestApp {
     replica_forwarding(url, true).await
@@ -70,23 +101,7 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
         // read back at once from the follower.
         let rp = follower.create_provider("cn1", None).await;
         follower.set_inventory(&rp, 4, 1024).await;
-        for n in 0..6u128 {
-            let consumer = uuid::Uuid::from_u128(0xf000 + n);
-            let (status, _) = follower
-                .call(
-                    reqwest::Method::PUT,
-                    &format!("/placement/allocations/{consumer}"),
-                    Some("1.38"),
-                    Some(dict(&rp, json!({"VCPU": 1}), serde_json::Value::Null)),
-                )
-                .await;
-            let expected = if n < 4 {
-                StatusCode::NO_CONTENT
-            } else {
-                StatusCode::CONFLICT
-            };
-            assert_eq!(status, expected, "allocation {n}");
-        }
+        allocate_past_capacity(&follower, &rp, 0xf000, 6, 4).await;
         let (_, usages) = follower
             .get(
                 &format!("/placement/resource_providers/{rp}/usages"),
@@ -108,6 +123,15 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
             metric(&writer, "berth_writes_forwarded_total").await,
             0,
             "the writer forwards nothing"
+        );
+        // All of them over one link.
+        assert_eq!(
+            metric(&follower, "berth_forward_links_opened_total").await,
+            1
+        );
+        assert_eq!(
+            metric(&follower, "berth_writes_forwarded_over_http_total").await,
+            0
         );
 
         // A query sent by POST is answered where it arrives.
@@ -495,4 +519,186 @@ async fn a_berth_without_replicas_refuses_forwarded_writes_untouched() {
         .filter_map(|p| p["name"].as_str())
         .collect();
     assert_eq!(names, ["direct"]);
+}
+
+/// A pass-through to `target` (set once it is known) that, as many proxies do, drops the
+/// headers of one connection, `Upgrade` among them, so no link passes through it.
+async fn proxy_without_upgrades() -> (
+    String,
+    std::sync::Arc<std::sync::OnceLock<String>>,
+    tokio::task::JoinHandle<()>,
+) {
+    use axum::body::Body;
+    use axum::extract::Request;
+    use axum::response::Response;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let target = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let to = std::sync::Arc::clone(&target);
+    let client = reqwest::Client::new();
+    let app = axum::Router::new().fallback(move |request: Request| {
+        let (to, client) = (std::sync::Arc::clone(&to), client.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.expect("body");
+            let mut headers = parts.headers.clone();
+            for hop in ["connection", "upgrade", "content-length", "keep-alive"] {
+                headers.remove(hop);
+            }
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let answer = client
+                .request(parts.method, format!("{}{path}", to.get().expect("target")))
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .expect("pass on");
+            let mut response = Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if name != "content-length" && name != "transfer-encoding" {
+                    response = response.header(name, value);
+                }
+            }
+            let body = answer.bytes().await.expect("answer");
+            response.body(Body::from(body)).expect("response")
+        }
+    });
+    let serving = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("proxy");
+    });
+    (url, target, serving)
+}
+
+/// A writer reached through a proxy that passes no upgrade takes no link: the follower
+/// forwards each write as an HTTP exchange of its own, answered as the writer answers it.
+#[tokio::test]
+async fn a_writer_reached_through_a_proxy_that_passes_no_upgrade_takes_the_writes_over_http() {
+    let test = "a_writer_reached_through_a_proxy_that_passes_no_upgrade_takes_the_writes_over_http";
+    on_scratch_database(test, |url| async move {
+        let (proxy_url, target, serving) = proxy_without_upgrades().await;
+        let writer = TestApp::spawn_with(Options {
+            database: Some(url.clone()),
+            advertise_url: Some(proxy_url),
+            ..Options::default()
+        })
+        .await;
+        target.set(writer.base.clone()).expect("set once");
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = replica(&url).await;
+        let rp = follower.create_provider("cn1", None).await;
+        follower.set_inventory(&rp, 2, 1024).await;
+        allocate_past_capacity(&follower, &rp, 0xe000, 3, 2).await;
+        // Provider, inventory (a generation read, then a PUT) and three allocations.
+        assert_eq!(metric(&follower, "berth_writes_forwarded_total").await, 5);
+        assert_eq!(
+            metric(&follower, "berth_writes_forwarded_over_http_total").await,
+            5
+        );
+        assert_eq!(
+            metric(&follower, "berth_forward_links_opened_total").await,
+            0
+        );
+        // And the request for a link, which reached the writer as a plain `GET /` without its
+        // `Upgrade` and was answered as one.
+        assert_eq!(metric(&writer, "berth_writes_received_total").await, 6);
+        let _ = follower.stop().await;
+        let _ = writer.stop().await;
+        serving.abort();
+    })
+    .await;
+}
+
+/// A writer that stops while writes stream over its link loses none and decides none twice:
+/// each write is answered as decided (by the writer, or by the follower once the writer said
+/// goodbye) or, at most, as of unknown outcome, and what the database holds is what was
+/// answered.
+#[tokio::test]
+async fn a_writer_stopping_under_a_stream_of_forwarded_writes_answers_each_one_once() {
+    let test = "a_writer_stopping_under_a_stream_of_forwarded_writes_answers_each_one_once";
+    on_scratch_database(test, |url| async move {
+        let writer = replica(&url).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = std::sync::Arc::new(replica(&url).await);
+        let rp = follower.create_provider("cn1", None).await;
+        follower.set_inventory(&rp, 1000, 1024).await;
+        // Sixteen clients write until four writes after the writer stopped (60 at most each,
+        // within the 1,000 units).
+        let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clients: Vec<_> = (0..16u128)
+            .map(|client| {
+                let follower = std::sync::Arc::clone(&follower);
+                let stopped = std::sync::Arc::clone(&stopped);
+                let rp = rp.clone();
+                tokio::spawn(async move {
+                    let mut statuses = Vec::new();
+                    let mut after_stop = 0;
+                    for n in 0..60u128 {
+                        if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                            after_stop += 1;
+                            if after_stop > 4 {
+                                break;
+                            }
+                        }
+                        let consumer = 0xd000 + client * 100 + n;
+                        statuses.push(allocate_one_vcpu(&follower, &rp, consumer).await);
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    statuses
+                })
+            })
+            .collect();
+        // The writer stops once the stream runs through the link.
+        for _ in 0..500 {
+            if metric(&follower, "berth_writes_forwarded_total").await >= 20 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let _ = writer.stop().await;
+        stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut statuses = Vec::new();
+        for client in clients {
+            statuses.extend(client.await.expect("client"));
+        }
+        let done = statuses
+            .iter()
+            .filter(|s| **s == StatusCode::NO_CONTENT)
+            .count();
+        let unknown = statuses
+            .iter()
+            .filter(|s| **s == StatusCode::SERVICE_UNAVAILABLE)
+            .count();
+        assert_eq!(
+            done + unknown,
+            statuses.len(),
+            "every write decided or of unknown outcome: {statuses:?}"
+        );
+        assert!(
+            metric(&follower, "berth_writes_forwarded_total").await > 2,
+            "some writes went to the writer before it stopped"
+        );
+        assert!(metric(&follower, "berth_writes_forward_fallbacks_total").await >= 1);
+        eprintln!(
+            "DEBUG done {done} unknown {unknown} forwarded {} fallbacks {}",
+            metric(&follower, "berth_writes_forwarded_total").await,
+            metric(&follower, "berth_writes_forward_fallbacks_total").await
+        );
+        let (_, usages) = follower
+            .get(
+                &format!("/placement/resource_providers/{rp}/usages"),
+                Some("1.39"),
+            )
+            .await;
+        let used = usages["usages"]["VCPU"].as_u64().expect("VCPU used") as usize;
+        assert!(
+            (done..=done + unknown).contains(&used),
+            "{used} units used, {done} writes answered done and {unknown} unknown"
+        );
+        if let Ok(follower) = std::sync::Arc::try_unwrap(follower) {
+            let _ = follower.stop().await;
+        }
+    })
+    .await;
 }

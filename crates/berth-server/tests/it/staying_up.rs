@@ -250,6 +250,7 @@ async fn handlers_see_the_peer_address() {
     };
     let server = tokio::spawn(berth_server::connections::serve(
         listener,
+        app.clone(),
         app,
         limits,
         None,

@@ -47,6 +47,8 @@ pub(crate) struct Options {
     pub(crate) listen: Option<String>,
     /// `--forward-writes` (PostgreSQL replicas); `None` keeps the default (forwarded).
     pub(crate) forward_writes: Option<bool>,
+    /// `--advertise-url`: where the other replicas reach this one.
+    pub(crate) advertise_url: Option<String>,
     /// `--release-unconsumed-after-seconds` and `--release-notice-seconds`.
     pub(crate) idle_release: Option<(u64, u64)>,
 }
@@ -123,6 +125,7 @@ impl TestApp {
             callback_allow: options.callback_allow,
             config: options.config,
             forward_writes: options.forward_writes,
+            advertise_url: options.advertise_url,
             release_unconsumed_after_seconds: options.idle_release.map(|(after, _)| after),
             release_notice_seconds: options.idle_release.map(|(_, notice)| notice),
             ..ServeArgs::default()
