@@ -317,9 +317,16 @@ impl Drop for Busy {
 }
 
 /// A TCP stream that records its reads and writes in the connection's [`Activity`].
-struct Watched {
+pub(crate) struct Watched {
     stream: TcpStream,
     activity: Arc<Activity>,
+}
+
+impl Watched {
+    /// The stream, no longer watched (a connection taken over keeps its own time).
+    pub(crate) fn into_stream(self) -> TcpStream {
+        self.stream
+    }
 }
 
 impl AsyncRead for Watched {

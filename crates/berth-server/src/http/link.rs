@@ -26,7 +26,7 @@
 //! (the forwarding replica decides those itself and drops the link), finishes the requests in
 //! flight, and closes the link within [`CLOSING`].
 
-use crate::connections::Upgrades;
+use crate::connections::{Upgrades, Watched};
 use crate::http::forwarded::{FORWARDED, NOT_WRITER, WRITER, lost_answer, not_writer};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -140,7 +141,7 @@ impl Link {
             None => host.to_owned(),
         };
         let upgrade = async {
-            let stream = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port))
+            let stream = TcpStream::connect((host.trim_matches(['[', ']']), port))
                 .await
                 .map_err(|_| Refused::Unreachable)?;
             let _ = stream.set_nodelay(true);
@@ -181,16 +182,13 @@ impl Link {
         let upgraded = tokio::time::timeout(connect_within, upgrade)
             .await
             .map_err(|_| Refused::Unreachable)??;
-        Ok(Link::over(TokioIo::new(upgraded), answer_within))
+        let (read, write) = halves::<TcpStream>(upgraded, |io| io);
+        Ok(Link::over(read, write, answer_within))
     }
 
-    /// A link over `io`, a connection the writer serves as a link; answers are awaited
-    /// `answer_within` at most once the link has ended.
-    fn over<I>(io: I, answer_within: Duration) -> Link
-    where
-        I: AsyncRead + AsyncWrite + Send + 'static,
-    {
-        let (read, write) = tokio::io::split(io);
+    /// A link over a connection the writer serves as a link (its two halves); answers are
+    /// awaited `answer_within` at most once the link has ended.
+    fn over(read: Reading, write: Writing, answer_within: Duration) -> Link {
         let (outgoing, frames) = mpsc::unbounded_channel();
         let waiting = Arc::new(Waiting::default());
         let ended = CancellationToken::new();
@@ -354,7 +352,10 @@ pub(crate) fn accept(request: &mut Request, holder: &str) -> Option<Response> {
     let tasks = upgrades.tasks.clone();
     tasks.spawn(async move {
         match on_upgrade.await {
-            Ok(upgraded) => serve(TokioIo::new(upgraded), upgrades).await,
+            Ok(upgraded) => {
+                let (read, write) = halves::<Watched>(upgraded, Watched::into_stream);
+                serve(read, write, upgrades).await;
+            }
             Err(error) => tracing::debug!(%error, "a replica's link was not taken over"),
         }
     });
@@ -372,11 +373,7 @@ pub(crate) fn accept(request: &mut Request, holder: &str) -> Option<Response> {
 /// own, and its answer written back when ready, until the other replica closes the link. When
 /// the server stops, it says goodbye, answers what still arrives 421 untouched (for
 /// [`CLOSING`] at most), and closes the link once the answers in flight are written.
-async fn serve<I>(io: I, upgrades: Upgrades)
-where
-    I: AsyncRead + AsyncWrite + Send + 'static,
-{
-    let (read, write) = tokio::io::split(io);
+async fn serve(read: Reading, write: Writing, upgrades: Upgrades) {
     let (answers, frames) = mpsc::unbounded_channel();
     let ended = CancellationToken::new();
     let writing = tokio::spawn(write_frames(
@@ -451,6 +448,32 @@ where
     in_flight.wait().await;
     drop(answer);
     let _ = writing.await;
+}
+
+/// A link's reading half.
+type Reading = Box<dyn AsyncRead + Send + Unpin>;
+/// A link's writing half.
+type Writing = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// The two halves of an upgraded connection. Where it is a TCP stream (over `T`, which
+/// `stream` unwraps), they are the stream's own halves, so that reading answers and writing
+/// requests never wait for each other; otherwise (over TLS) halves that take turns. What the
+/// connection read past the upgrade is read first.
+fn halves<T>(upgraded: hyper::upgrade::Upgraded, stream: fn(T) -> TcpStream) -> (Reading, Writing)
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    match upgraded.downcast::<TokioIo<T>>() {
+        Ok(parts) => {
+            let (read, write) = stream(parts.io.into_inner()).into_split();
+            let already = io::Cursor::new(parts.read_buf);
+            (Box::new(already.chain(read)), Box::new(write))
+        }
+        Err(upgraded) => {
+            let (read, write) = tokio::io::split(TokioIo::new(upgraded));
+            (Box::new(read), Box::new(write))
+        }
+    }
 }
 
 /// Reads the next frame from `input`, and gives `input` back for the one after.
@@ -732,14 +755,21 @@ mod tests {
             tasks: TaskTracker::new(),
         };
         let (stop, tasks) = (upgrades.stop.clone(), upgrades.tasks.clone());
-        tasks.spawn(serve(far, upgrades));
+        let (read, write) = tokio::io::split(far);
+        tasks.spawn(serve(Box::new(read), Box::new(write), upgrades));
         (near, stop, tasks)
+    }
+
+    /// A link over one end of an in-memory connection.
+    fn over_duplex(io: tokio::io::DuplexStream) -> Link {
+        let (read, write) = tokio::io::split(io);
+        Link::over(Box::new(read), Box::new(write), Duration::from_secs(5))
     }
 
     #[tokio::test]
     async fn requests_in_flight_together_are_each_answered_with_their_own_answer() {
         let (io, _stop, _tasks) = writer_over_duplex(Arc::default());
-        let link = Link::over(io, Duration::from_secs(5));
+        let link = over_duplex(io);
         let within = Duration::from_secs(5);
         let sends = [30u64, 1, 15].map(|n| {
             let path = format!("/echo/{n}");
@@ -809,7 +839,7 @@ mod tests {
     #[tokio::test]
     async fn after_the_goodbye_a_link_takes_no_more_requests_and_says_so() {
         let (io, stop, _tasks) = writer_over_duplex(Arc::default());
-        let link = Link::over(io, Duration::from_secs(5));
+        let link = over_duplex(io);
         let within = Duration::from_secs(5);
         let sent = link
             .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"", within)
@@ -832,7 +862,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_on_a_link_that_breaks_before_its_answer_is_lost() {
         let (near, far) = tokio::io::duplex(64 * 1024);
-        let link = Link::over(near, Duration::from_secs(5));
+        let link = over_duplex(near);
         let (read, write) = tokio::io::split(far);
         let mut read = BufReader::new(read);
         let no_headers = HeaderMap::new();
