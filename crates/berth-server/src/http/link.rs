@@ -33,6 +33,8 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use berth_store::WriterTerm;
+use futures_util::FutureExt as _;
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
 use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
 use std::io;
@@ -43,7 +45,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, B
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 
 /// The protocol a link is upgraded to.
@@ -102,12 +103,13 @@ pub(crate) struct Link {
     ended: CancellationToken,
 }
 
-/// A frame for a link's writing task, and on the forwarding replica's end who waits for its
-/// answer (told [`NeverWritten`] when the frame is never written).
+/// A request's frame for a link's writing task, and who waits for its answer (told
+/// [`NeverWritten`] when the frame is never written).
 #[derive(Debug)]
 struct Outgoing {
     frame: Vec<u8>,
-    waits: Option<(u64, oneshot::Sender<Result<Answer, NeverWritten>>)>,
+    id: u64,
+    tell: oneshot::Sender<Result<Answer, NeverWritten>>,
 }
 
 /// A request the link ended before writing.
@@ -227,10 +229,7 @@ impl Link {
         assert_ne!(id, GOODBYE, "a link carries fewer than 2^64 - 1 requests");
         let (tell, answer) = oneshot::channel();
         let frame = encode_request(id, method, path_and_query, headers, body);
-        let outgoing = Outgoing {
-            frame,
-            waits: Some((id, tell)),
-        };
+        let outgoing = Outgoing { frame, id, tell };
         if self.outgoing.send(outgoing).is_err() {
             return Sent::Unwritten;
         }
@@ -272,10 +271,9 @@ async fn write_frames(
         };
         let Some(mut next) = first else { break };
         let written = loop {
-            if let Some((id, tell)) = next.waits.take() {
-                lock(&waiting).insert(id, tell);
-            }
-            if let Err(error) = out.write_all(&next.frame).await {
+            let Outgoing { frame, id, tell } = next;
+            lock(&waiting).insert(id, tell);
+            if let Err(error) = out.write_all(&frame).await {
                 break Err(error);
             }
             match frames.try_recv() {
@@ -290,9 +288,7 @@ async fn write_frames(
     ended.cancel();
     frames.close();
     while let Ok(unsent) = frames.try_recv() {
-        if let Some((_, tell)) = unsent.waits {
-            let _ = tell.send(Err(NeverWritten));
-        }
+        let _ = unsent.tell.send(Err(NeverWritten));
     }
     let _ = out.shutdown().await;
 }
@@ -369,27 +365,19 @@ pub(crate) fn accept(request: &mut Request, holder: &str) -> Option<Response> {
     Some(answer)
 }
 
-/// The writer's end of a link: each request read is passed through the router in a task of its
-/// own, and its answer written back when ready, until the other replica closes the link. When
-/// the server stops, it says goodbye, answers what still arrives 421 untouched (for
-/// [`CLOSING`] at most), and closes the link once the answers in flight are written.
+/// The writer's end of a link, in one task as a connection's HTTP server is: each request read
+/// is passed through the router, the requests in flight are driven together, and the answers
+/// ready are written back at once, until the other replica closes the link. When the server
+/// stops, it says goodbye, answers what still arrives 421 untouched (for [`CLOSING`] at most),
+/// and closes the link once the answers in flight are written.
 async fn serve(read: Reading, write: Writing, upgrades: Upgrades) {
-    let (answers, frames) = mpsc::unbounded_channel();
-    let ended = CancellationToken::new();
-    let writing = tokio::spawn(write_frames(
-        write,
-        frames,
-        Arc::new(Waiting::default()),
-        ended.clone(),
-    ));
-    let answer = move |frame: Vec<u8>| {
-        let _ = answers.send(Outgoing { frame, waits: None });
-    };
+    let mut out = BufWriter::with_capacity(BUFFER, write);
     let reading = next_frame(BufReader::with_capacity(BUFFER, read));
     let mut reading = std::pin::pin!(reading);
-    let in_flight = TaskTracker::new();
+    let mut read_all = false;
+    let mut in_flight = FuturesUnordered::new();
     let mut closing_at = None;
-    loop {
+    while !(read_all && in_flight.is_empty()) {
         let (at, stop) = (closing_at, &upgrades.stop);
         let closing = async move {
             match at {
@@ -399,55 +387,85 @@ async fn serve(read: Reading, write: Writing, upgrades: Upgrades) {
         };
         // Reading a frame is not cut by the other branches: the same read goes on in the next
         // turn, and a new one starts only once a frame is read.
-        let frame = tokio::select! {
-            () = closing => match closing_at {
-                Some(_) => break,
+        let written = tokio::select! {
+            Some(first) = in_flight.next(), if !in_flight.is_empty() => {
+                let first: Vec<u8> = first;
+                let mut written = out.write_all(&first).await;
+                while written.is_ok()
+                    && let Some(Some(next)) = in_flight.next().now_or_never()
+                {
+                    written = out.write_all(&next).await;
+                }
+                match written {
+                    Ok(()) => out.flush().await,
+                    Err(error) => Err(error),
+                }
+            }
+            () = closing, if !read_all => match closing_at {
+                Some(_) => {
+                    read_all = true;
+                    Ok(())
+                }
                 None => {
                     closing_at = Some(tokio::time::Instant::now() + CLOSING);
                     let refused = not_writer();
-                    answer(encode_answer(GOODBYE, refused.status(), refused.headers(), b""));
-                    continue;
+                    let goodbye = encode_answer(GOODBYE, refused.status(), refused.headers(), b"");
+                    match out.write_all(&goodbye).await {
+                        Ok(()) => out.flush().await,
+                        Err(error) => Err(error),
+                    }
                 }
             },
-            () = ended.cancelled() => break,
-            (input, frame) = &mut reading => {
+            (input, frame) = &mut reading, if !read_all => {
                 reading.set(next_frame(input));
-                frame
+                let request = match frame {
+                    Ok(Some(frame)) => decode_request(&frame),
+                    Ok(None) | Err(_) => {
+                        read_all = true;
+                        continue;
+                    }
+                };
+                let Some((id, request)) = request else {
+                    tracing::warn!("a forwarded write could not be read; closing the link");
+                    read_all = true;
+                    continue;
+                };
+                if closing_at.is_none() {
+                    in_flight.push(answer_of(upgrades.app.clone(), id, request));
+                    continue;
+                }
+                let refused = not_writer();
+                match out
+                    .write_all(&encode_answer(id, refused.status(), refused.headers(), b""))
+                    .await
+                {
+                    Ok(()) => out.flush().await,
+                    Err(error) => Err(error),
+                }
             }
         };
-        let Ok(Some(frame)) = frame else { break };
-        let Some((id, request)) = decode_request(&frame) else {
-            tracing::warn!("a forwarded write could not be read; closing the link");
+        if written.is_err() {
             break;
-        };
-        if closing_at.is_some() {
-            let refused = not_writer();
-            answer(encode_answer(id, refused.status(), refused.headers(), b""));
-            continue;
         }
-        let app = upgrades.app.clone();
-        let answer = answer.clone();
-        in_flight.spawn(async move {
-            let response = match app.oneshot(request).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            };
-            let (parts, body) = response.into_parts();
-            let frame = match axum::body::to_bytes(body, ANSWER_BODY_MAX).await {
-                Ok(body) => encode_answer(id, parts.status, &parts.headers, &body),
-                Err(error) => {
-                    tracing::warn!(%error, "a forwarded write's answer could not be read");
-                    let lost = lost_answer().into_response();
-                    encode_answer(id, lost.status(), lost.headers(), b"")
-                }
-            };
-            answer(frame);
-        });
     }
-    in_flight.close();
-    in_flight.wait().await;
-    drop(answer);
-    let _ = writing.await;
+    let _ = out.shutdown().await;
+}
+
+/// The answer's frame to the request `id`, passed through `app`.
+async fn answer_of(app: axum::Router, id: u64, request: Request) -> Vec<u8> {
+    let response = match app.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, ANSWER_BODY_MAX).await {
+        Ok(body) => encode_answer(id, parts.status, &parts.headers, &body),
+        Err(error) => {
+            tracing::warn!(%error, "a forwarded write's answer could not be read");
+            let lost = lost_answer().into_response();
+            encode_answer(id, lost.status(), lost.headers(), b"")
+        }
+    }
 }
 
 /// A link's reading half.
@@ -638,6 +656,7 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio_util::task::TaskTracker;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
