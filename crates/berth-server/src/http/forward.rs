@@ -145,30 +145,18 @@ async fn forward(
     if parts.extensions.get::<Mount>() == Some(&Mount::ROOT) {
         headers.insert(FORWARDED_MOUNT, HeaderValue::from_static("root"));
     }
-    let outcome = match forwarder.route(term).await {
+    let route = forwarder.route(term).await;
+    let over_http = matches!(route, Route::Http);
+    let outcome = match route {
         Route::Link(link) => {
-            let sent = link
-                .send(
-                    &parts.method,
-                    path,
-                    &headers,
-                    &bytes,
-                    forwarder.answer_within,
-                )
-                .await;
+            let sent = link.send(&parts.method, path, &headers, &bytes).await;
             match sent {
                 Sent::Answered(answer) => Outcome::Answered(answer),
                 Sent::Unwritten => Outcome::DecideHere,
                 Sent::Lost => Outcome::Lost("the link to the writer ended".to_owned()),
             }
         }
-        Route::Http => {
-            let outcome = over_http(forwarder, term, &parts.method, path, headers, &bytes).await;
-            if matches!(&outcome, Outcome::Answered(answer) if from_writer(&answer.headers, term)) {
-                forwarder.counts.over_http.fetch_add(1, Ordering::Relaxed);
-            }
-            outcome
-        }
+        Route::Http => send_over_http(forwarder, term, &parts.method, path, headers, &bytes).await,
         Route::DecideHere => Outcome::DecideHere,
     };
     let answer = match outcome {
@@ -200,6 +188,9 @@ async fn forward(
             .await;
     };
     forwarder.counts.forwarded.fetch_add(1, Ordering::Relaxed);
+    if over_http {
+        forwarder.counts.over_http.fetch_add(1, Ordering::Relaxed);
+    }
     let mut headers = end_to_end(&answer.headers);
     headers.remove(WRITER);
     let mut response = Response::new(Body::from(answer.body));
@@ -219,7 +210,7 @@ enum Outcome {
 }
 
 /// Forwards a request as an HTTP exchange of its own (to a writer that takes no link).
-async fn over_http(
+async fn send_over_http(
     forwarder: &Forwarder,
     term: &WriterTerm,
     method: &axum::http::Method,

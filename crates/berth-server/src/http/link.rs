@@ -97,6 +97,10 @@ pub(crate) enum Refused {
 #[derive(Debug)]
 pub(crate) struct Link {
     outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// Who waits for which answer (shared with the link's tasks).
+    waiting: Arc<Waiting>,
+    /// How long a request waits for its answer.
+    answer_within: Duration,
     next_id: AtomicU64,
     /// Cancelled when the link takes no more requests (the writer said goodbye, or the link
     /// failed or was dropped).
@@ -109,23 +113,25 @@ pub(crate) struct Link {
 struct Outgoing {
     frame: Vec<u8>,
     id: u64,
-    tell: oneshot::Sender<Result<Answer, NeverWritten>>,
+    tell: Tell,
 }
 
 /// A request the link ended before writing.
 #[derive(Debug)]
 struct NeverWritten;
 
+/// Where a request's answer is told.
+type Tell = oneshot::Sender<Result<Answer, NeverWritten>>;
 /// Who waits for which answer.
-type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Answer, NeverWritten>>>>;
+type Waiting = Mutex<HashMap<u64, Tell>>;
 
 /// The id of the writer's goodbye: it takes no more requests on this link.
 const GOODBYE: u64 = u64::MAX;
 
 impl Link {
     /// Opens a link to the writer `term` names, waiting `connect_within` at most for the
-    /// connection and the writer's answer to the upgrade; answers are awaited `answer_within`
-    /// at most once the link has ended.
+    /// connection and the writer's answer to the upgrade; each answer is awaited
+    /// `answer_within` at most.
     pub(crate) async fn open(
         term: &WriterTerm,
         connect_within: Duration,
@@ -188,8 +194,8 @@ impl Link {
         Ok(Link::over(read, write, answer_within))
     }
 
-    /// A link over a connection the writer serves as a link (its two halves); answers are
-    /// awaited `answer_within` at most once the link has ended.
+    /// A link over a connection the writer serves as a link (its two halves); each answer is
+    /// awaited `answer_within` at most.
     fn over(read: Reading, write: Writing, answer_within: Duration) -> Link {
         let (outgoing, frames) = mpsc::unbounded_channel();
         let waiting = Arc::new(Waiting::default());
@@ -200,9 +206,16 @@ impl Link {
             Arc::clone(&waiting),
             ended.clone(),
         ));
-        tokio::spawn(read_answers(read, waiting, ended.clone(), answer_within));
+        tokio::spawn(read_answers(
+            read,
+            Arc::clone(&waiting),
+            ended.clone(),
+            answer_within,
+        ));
         Link {
             outgoing,
+            waiting,
+            answer_within,
             next_id: AtomicU64::new(0),
             ended,
         }
@@ -213,14 +226,14 @@ impl Link {
         self.ended.is_cancelled()
     }
 
-    /// Sends a request and waits `answer_within` at most for its answer.
+    /// Sends a request and waits for its answer (the link's `answer_within` at most; then the
+    /// answer is no longer awaited).
     pub(crate) async fn send(
         &self,
         method: &Method,
         path_and_query: &str,
         headers: &HeaderMap,
         body: &[u8],
-        answer_within: Duration,
     ) -> Sent {
         if self.has_ended() {
             return Sent::Unwritten;
@@ -233,10 +246,14 @@ impl Link {
         if self.outgoing.send(outgoing).is_err() {
             return Sent::Unwritten;
         }
-        match tokio::time::timeout(answer_within, answer).await {
+        match tokio::time::timeout(self.answer_within, answer).await {
             Ok(Ok(Ok(answer))) => Sent::Answered(answer),
             Ok(Ok(Err(NeverWritten))) => Sent::Unwritten,
-            Ok(Err(_)) | Err(_) => Sent::Lost,
+            Ok(Err(_)) => Sent::Lost,
+            Err(_) => {
+                lock(&self.waiting).remove(&id);
+                Sent::Lost
+            }
         }
     }
 }
@@ -247,9 +264,7 @@ impl Drop for Link {
     }
 }
 
-fn lock(
-    waiting: &Waiting,
-) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Answer, NeverWritten>>>> {
+fn lock(waiting: &Waiting) -> std::sync::MutexGuard<'_, HashMap<u64, Tell>> {
     waiting.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -789,20 +804,13 @@ mod tests {
     async fn requests_in_flight_together_are_each_answered_with_their_own_answer() {
         let (io, _stop, _tasks) = writer_over_duplex(Arc::default());
         let link = over_duplex(io);
-        let within = Duration::from_secs(5);
         let sends = [30u64, 1, 15].map(|n| {
             let path = format!("/echo/{n}");
             let link = &link;
             async move {
                 let body = format!("body {n}");
                 let sent = link
-                    .send(
-                        &Method::POST,
-                        &path,
-                        &HeaderMap::new(),
-                        body.as_bytes(),
-                        within,
-                    )
+                    .send(&Method::POST, &path, &HeaderMap::new(), body.as_bytes())
                     .await;
                 (n, sent)
             }
@@ -859,9 +867,8 @@ mod tests {
     async fn after_the_goodbye_a_link_takes_no_more_requests_and_says_so() {
         let (io, stop, _tasks) = writer_over_duplex(Arc::default());
         let link = over_duplex(io);
-        let within = Duration::from_secs(5);
         let sent = link
-            .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"", within)
+            .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"")
             .await;
         assert!(matches!(sent, Sent::Answered(_)), "{sent:?}");
         stop.cancel();
@@ -873,9 +880,26 @@ mod tests {
         }
         assert!(link.has_ended(), "the goodbye ends the link");
         let sent = link
-            .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"", within)
+            .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"")
             .await;
         assert!(matches!(sent, Sent::Unwritten), "{sent:?}");
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_answer_does_not_come_in_time_is_lost_and_no_longer_awaited() {
+        let (near, far) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(near);
+        let link = Link::over(Box::new(read), Box::new(write), Duration::from_millis(50));
+        let sent = link
+            .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"")
+            .await;
+        assert!(matches!(sent, Sent::Lost), "{sent:?}");
+        assert!(
+            lock(&link.waiting).is_empty(),
+            "nobody waits for it any more"
+        );
+        assert!(!link.has_ended(), "the link goes on");
+        drop(far);
     }
 
     #[tokio::test]
@@ -885,13 +909,7 @@ mod tests {
         let (read, write) = tokio::io::split(far);
         let mut read = BufReader::new(read);
         let no_headers = HeaderMap::new();
-        let sending = link.send(
-            &Method::POST,
-            "/echo/0",
-            &no_headers,
-            b"",
-            Duration::from_secs(5),
-        );
+        let sending = link.send(&Method::POST, "/echo/0", &no_headers, b"");
         let breaking = async {
             // The writer reads the request, then its connection goes.
             let frame = read_frame(&mut read).await.expect("read").expect("a frame");

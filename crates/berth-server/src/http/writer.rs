@@ -53,7 +53,7 @@ pub struct Forwarder {
     /// Held while a link is being opened, so that one is opened at a time.
     opening: tokio::sync::Mutex<()>,
     /// How long a forwarded request waits for its answer.
-    pub(crate) answer_within: Duration,
+    answer_within: Duration,
     pub(crate) counts: Counts,
 }
 
