@@ -1225,12 +1225,13 @@ async fn a_budget_is_set_shown_refuses_a_lease_and_is_deleted() {
             .any(|l| l.starts_with("admin") && l.contains("VCPU") && l.contains("10.00")),
         "{set}"
     );
-    // A whole 16-VCPU host for an hour is 16 VCPU-hours: refused, exit 1, with the reason.
+    // A whole 16-VCPU host for two hours is 32 VCPU-hours, and at least 16 of them fall in one
+    // week even when the lease crosses Monday: refused, exit 1, with the reason.
     berth(
         &app,
         &[
             "lease", "create", "--name", "big", "--host", "count=1", "--start", "+1d", "--for",
-            "1h",
+            "2h",
         ],
     )
     .await
