@@ -53,5 +53,8 @@ pub use promise::{
 pub use replica::{FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus, STANDBY_GRACE};
 pub use search::searches_in_flight;
 pub use series::CreateSeries;
-pub use service::{BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen, RECENT_COMMITS};
+pub use service::{
+    BATCH_LEN_MAX, Berth, CLAIM_TTL_DEFAULT, Clock, IdGen, PUBLISHED_BACKLOG, Published,
+    RECENT_COMMITS,
+};
 pub use usage::{LeaseUtilization, UsageReport};

@@ -45,6 +45,9 @@ pub struct ReplicaStatus {
     pub log_retained: u64,
     /// Log entries applied to this replica's catalog (other replicas' commits) since it started.
     pub entries_applied: u64,
+    /// Of those, entries applied as the replica that made them published them over a link,
+    /// without reading the log.
+    pub entries_pushed: u64,
     /// Whole-catalog loads since it started (besides the first).
     pub reloads: u64,
     /// Log entries its writers read inside a write transaction, while every replica's writers
@@ -89,6 +92,7 @@ impl Berth {
             log_oldest,
             log_retained,
             entries_applied: self.replication.entries_applied(),
+            entries_pushed: self.replication.entries_pushed(),
             reloads: self.replication.reloads(),
             entries_under_lock: self.replication.entries_under_lock(),
             write_transactions: self.replication.transactions(),

@@ -122,7 +122,26 @@ pub struct Berth {
     /// Whether another replica holds the writer's term, so that this one's engines leave it
     /// what is due (see [`STANDBY_GRACE`](crate::STANDBY_GRACE)).
     pub(crate) standby: std::sync::atomic::AtomicBool,
+    /// This process's commits, encoded as the replication log holds them, for the replicas
+    /// that follow it over a link (sent only while one does).
+    published: tokio::sync::broadcast::Sender<Arc<Published>>,
 }
+
+/// One commit of this process as the replication log holds it, for the replicas that follow
+/// it over a link: they apply it as they would the log's entry, without reading the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The catalog sequence it committed as.
+    pub seq: u64,
+    /// The encoding of `changes` ([`berth_core::CHANGE_FORMAT`] when this process wrote it).
+    pub format: i64,
+    /// The changes, in that encoding.
+    pub changes: String,
+}
+
+/// How many of this process's commits wait for a slow follower before it misses some (and
+/// reads them from the log instead).
+pub const PUBLISHED_BACKLOG: usize = 1_024;
 
 impl std::fmt::Debug for Berth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -164,6 +183,7 @@ impl Berth {
             claim_ttl_micros: std::sync::atomic::AtomicI64::new(micros(CLAIM_TTL_DEFAULT)),
             idle_release: std::sync::Mutex::new(None),
             standby: std::sync::atomic::AtomicBool::new(false),
+            published: tokio::sync::broadcast::channel(PUBLISHED_BACKLOG).0,
         })
     }
 
@@ -285,6 +305,42 @@ impl Berth {
             self.lifecycle.notify_one();
             return Ok(());
         }
+    }
+
+    /// This process's commits from now on, as they are made, for a replica that follows it.
+    pub fn published(&self) -> tokio::sync::broadcast::Receiver<Arc<Published>> {
+        self.published.subscribe()
+    }
+
+    /// Applies a commit another replica published (see [`Berth::published`]) when it is the
+    /// one that follows the readers' catalog; one already applied, one past a gap (the log
+    /// fills it) or one that does not decode is left to the log. Returns whether it applied.
+    pub fn apply_published(&self, published: Published) -> bool {
+        let Published {
+            seq,
+            format,
+            changes,
+        } = published;
+        let Some(after) = seq.checked_sub(1) else {
+            return false;
+        };
+        if self.read_now(Catalog::seq) != after {
+            return false;
+        }
+        let Tail::Entries(entries) =
+            berth_store::codec::decode_tail(after, [(seq, format, changes)])
+        else {
+            return false;
+        };
+        let applied = apply_entries(&self.catalog, &entries);
+        if applied == 0 {
+            return false;
+        }
+        self.replication.applied(applied);
+        self.replication.pushed(applied);
+        self.recent.remember(entries);
+        self.wake_lifecycle_if_due_soon();
+        true
     }
 
     /// Wakes the lifecycle engine when the catalog holds an event due within its poll: one that
@@ -413,6 +469,7 @@ impl Berth {
             queue: Arc::clone(&self.queue),
             replication: Arc::clone(&self.replication),
             recent: Arc::clone(&self.recent),
+            published: self.published.clone(),
             idle_release: *self
                 .idle_release
                 .lock()
@@ -435,6 +492,7 @@ struct Batch {
     recent: Arc<Recent>,
     /// The release of unconsumed leases put on the leases the batch creates.
     idle_release: Option<IdleRelease>,
+    published: tokio::sync::broadcast::Sender<Arc<Published>>,
 }
 
 impl Batch {
@@ -660,6 +718,13 @@ impl Batch {
             }
         };
         working.catalog.set_seq(seq);
+        if self.published.receiver_count() > 0 {
+            let _ = self.published.send(Arc::new(Published {
+                seq,
+                format: i64::from(berth_core::CHANGE_FORMAT),
+                changes: berth_store::codec::encode_changes(&changes),
+            }));
+        }
         let own = Committed { seq, changes };
         if apply_entries(&self.catalog, [&own]) == 0 && read(&self.catalog, Catalog::seq) < seq {
             // Behind by more than this commit (a reader's reload raced the batch): the working
@@ -818,6 +883,7 @@ pub(crate) struct Replication {
     reloads: std::sync::atomic::AtomicU64,
     under_lock: std::sync::atomic::AtomicU64,
     transactions: std::sync::atomic::AtomicU64,
+    pushed: std::sync::atomic::AtomicU64,
 }
 
 impl Replication {
@@ -847,6 +913,17 @@ impl Replication {
         let entries = u64::try_from(entries).unwrap_or(u64::MAX);
         self.applied
             .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn pushed(&self, entries: usize) {
+        let entries = u64::try_from(entries).unwrap_or(u64::MAX);
+        self.pushed
+            .fetch_add(entries, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Entries applied as the replica that made them published them, without reading the log.
+    pub(crate) fn entries_pushed(&self) -> u64 {
+        self.pushed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn reloaded(&self) {

@@ -145,6 +145,66 @@ async fn another_replicas_commits_are_applied_from_the_log() {
     }
 }
 
+/// A replica applies the commits another publishes, in order and without reading the log: one
+/// it has, one past a gap and one that does not decode are left to the log, which then brings
+/// it to the same catalog as a fresh load.
+#[tokio::test]
+async fn a_replica_applies_the_commits_another_publishes_in_order() {
+    let store = MemStore::new();
+    let (a, b) = (open(&store).await, open(&store).await);
+    let mut published = a.published();
+    create_providers(&a, 1, 3).await;
+    let commits: Vec<Published> = (0..3)
+        .map(|_| published.try_recv().expect("published").as_ref().clone())
+        .collect();
+    assert_eq!(commits.iter().map(|c| c.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(!b.apply_published(commits[1].clone()), "past a gap");
+    let garbled = Published {
+        changes: "[{\"not\": \"a change\"}]".to_owned(),
+        ..commits[0].clone()
+    };
+    assert!(!b.apply_published(garbled), "does not decode");
+    let unknown = Published {
+        format: commits[0].format + 1,
+        ..commits[0].clone()
+    };
+    assert!(!b.apply_published(unknown), "an encoding it does not read");
+    assert!(b.apply_published(commits[0].clone()));
+    assert!(!b.apply_published(commits[0].clone()), "already applied");
+    assert!(b.apply_published(commits[1].clone()));
+    assert_eq!(b.read_local(Catalog::seq), 2);
+    assert_eq!(
+        (
+            b.replication.entries_pushed(),
+            b.replication.entries_applied()
+        ),
+        (2, 2)
+    );
+    // The third comes from the log; nothing is reloaded.
+    assert_eq!(b.read(Catalog::seq).await.expect("read"), 3);
+    assert_eq!(
+        (
+            b.replication.entries_pushed(),
+            b.replication.entries_applied(),
+            b.replication.reloads()
+        ),
+        (2, 3, 0)
+    );
+    let (held, stored) = rows_of(&b, &store).await;
+    assert_eq!(held, stored);
+    // Nothing is published by a replica nobody follows, and a refused write publishes nothing.
+    drop(published);
+    create_providers(&b, 4, 1).await;
+    let mut late = a.published();
+    let refused = a
+        .write(|_, _| -> Result<(Vec<Change>, ()), _> {
+            Err(berth_core::Rejection::HostNotFound("nothing".to_owned()))
+        })
+        .await;
+    assert!(refused.is_err());
+    assert!(late.try_recv().is_err());
+}
+
 /// A replica further behind than the log keeps loads the catalog whole, and then follows the
 /// log again.
 #[tokio::test]

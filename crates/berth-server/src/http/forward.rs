@@ -35,6 +35,7 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use berth_app::Berth;
 use berth_store::WriterTerm;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -55,7 +56,7 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         };
     };
     if forwarded {
-        return take_in(forwarder, request, next).await;
+        return take_in(forwarder, &state.berth, request, next).await;
     }
     let Some(term) = forwarder.writer() else {
         return next.run(request).await;
@@ -77,7 +78,12 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
 /// A request another replica forwarded: decided here under its caller's address when it
 /// presents this replica's secret and this replica still holds the term, else refused untouched
 /// (the forwarding replica then decides it).
-async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Response {
+async fn take_in(
+    forwarder: &Forwarder,
+    berth: &Berth,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let headers = request.headers_mut();
     let genuine = headers
         .remove(FORWARDED)
@@ -92,7 +98,7 @@ async fn take_in(forwarder: &Forwarder, mut request: Request, next: Next) -> Res
     if !genuine {
         return not_writer();
     }
-    if let Some(accepted) = link::accept(&mut request, &forwarder.holder) {
+    if let Some(accepted) = link::accept(&mut request, &forwarder.holder, berth) {
         return accepted;
     }
     forwarder.counts.received.fetch_add(1, Ordering::Relaxed);
@@ -145,7 +151,7 @@ async fn forward(
     if parts.extensions.get::<Mount>() == Some(&Mount::ROOT) {
         headers.insert(FORWARDED_MOUNT, HeaderValue::from_static("root"));
     }
-    let route = forwarder.route(term).await;
+    let route = forwarder.route(term, &state.berth).await;
     let over_http = matches!(route, Route::Http);
     let outcome = match route {
         Route::Link(link) => {

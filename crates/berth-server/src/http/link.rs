@@ -25,6 +25,13 @@
 //! When the writer stops, it answers every frame it reads afterwards 421 `not_writer` untouched
 //! (the forwarding replica decides those itself and drops the link), finishes the requests in
 //! flight, and closes the link within [`CLOSING`].
+//!
+//! A replica that asks for them when it opens the link ([`FOLLOW`], naming the change encoding
+//! it reads) is also sent each of the writer's commits as the writer makes them: an answer frame
+//! of id [`PUBLISHED`] whose headers name the commit's sequence ([`SEQ`]) and encoding
+//! ([`FORMAT`]) and whose body is its changes as the replication log holds them. The replica
+//! applies each one that follows its catalog's sequence without reading the log; the log still
+//! brings in what it has not been sent (another replica's commits, a commit the link missed).
 
 use crate::connections::{Upgrades, Watched};
 use crate::http::forwarded::{FORWARDED, NOT_WRITER, WRITER, lost_answer, not_writer};
@@ -32,6 +39,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use berth_app::{Berth, Published};
+use berth_core::CHANGE_FORMAT;
 use berth_store::WriterTerm;
 use futures_util::FutureExt as _;
 use futures_util::stream::{FuturesUnordered, StreamExt as _};
@@ -43,7 +52,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
@@ -127,15 +136,28 @@ type Waiting = Mutex<HashMap<u64, Tell>>;
 
 /// The id of the writer's goodbye: it takes no more requests on this link.
 const GOODBYE: u64 = u64::MAX;
+/// The id of a commit the writer sends a replica that follows it.
+const PUBLISHED: u64 = u64::MAX - 1;
+/// Asks the writer, when opening a link, for its commits in the change encoding named.
+const FOLLOW: HeaderName = HeaderName::from_static("x-berth-follow");
+/// A sent commit's catalog sequence.
+const SEQ: HeaderName = HeaderName::from_static("x-berth-seq");
+/// A sent commit's change encoding.
+const FORMAT: HeaderName = HeaderName::from_static("x-berth-change-format");
+
+/// What a replica does with each commit the writer sends it over the link.
+pub(crate) type Follow = Arc<dyn Fn(Published) + Send + Sync>;
 
 impl Link {
     /// Opens a link to the writer `term` names, waiting `connect_within` at most for the
     /// connection and the writer's answer to the upgrade; each answer is awaited
-    /// `answer_within` at most.
+    /// `answer_within` at most. With `follow`, asks for the writer's commits and gives each
+    /// to it.
     pub(crate) async fn open(
         term: &WriterTerm,
         connect_within: Duration,
         answer_within: Duration,
+        follow: Option<Follow>,
     ) -> Result<Link, Refused> {
         let url = url::Url::parse(&term.url).map_err(|_| Refused::NoLink)?;
         if url.scheme() != "http" {
@@ -159,15 +181,17 @@ impl Link {
                     .map_err(|_| Refused::Unreachable)?;
             tokio::spawn(connection.with_upgrades());
             let secret = HeaderValue::from_str(&term.secret).map_err(|_| Refused::Unreachable)?;
-            let request = hyper::Request::builder()
+            let mut request = hyper::Request::builder()
                 .method(Method::GET)
                 .uri("/")
                 .header(header::HOST, authority)
                 .header(header::CONNECTION, "upgrade")
                 .header(header::UPGRADE, PROTOCOL)
-                .header(FORWARDED, secret)
-                .body(Body::empty())
-                .map_err(|_| Refused::NoLink)?;
+                .header(FORWARDED, secret);
+            if follow.is_some() {
+                request = request.header(FOLLOW, CHANGE_FORMAT);
+            }
+            let request = request.body(Body::empty()).map_err(|_| Refused::NoLink)?;
             let answer = sender
                 .send_request(request)
                 .await
@@ -191,12 +215,17 @@ impl Link {
             .await
             .map_err(|_| Refused::Unreachable)??;
         let (read, write) = halves::<TcpStream>(upgraded, |io| io);
-        Ok(Link::over(read, write, answer_within))
+        Ok(Link::over(read, write, answer_within, follow))
     }
 
     /// A link over a connection the writer serves as a link (its two halves); each answer is
-    /// awaited `answer_within` at most.
-    fn over(read: Reading, write: Writing, answer_within: Duration) -> Link {
+    /// awaited `answer_within` at most, and each commit the writer sends is given to `follow`.
+    fn over(
+        read: Reading,
+        write: Writing,
+        answer_within: Duration,
+        follow: Option<Follow>,
+    ) -> Link {
         let (outgoing, frames) = mpsc::unbounded_channel();
         let waiting = Arc::new(Waiting::default());
         let ended = CancellationToken::new();
@@ -211,6 +240,7 @@ impl Link {
             Arc::clone(&waiting),
             ended.clone(),
             answer_within,
+            follow,
         ));
         Link {
             outgoing,
@@ -308,14 +338,16 @@ async fn write_frames(
     let _ = out.shutdown().await;
 }
 
-/// Reads the answers coming back on a link and hands each to whoever waits for it, until the
-/// writer closes the link (or `answer_within` after the link ended); whoever still waits then
-/// learns that its answer is lost. The writer's goodbye ends the link.
+/// Reads the answers coming back on a link and hands each to whoever waits for it, and each
+/// commit the writer sends to `follow`, until the writer closes the link (or `answer_within`
+/// after the link ended); whoever still waits then learns that its answer is lost. The
+/// writer's goodbye ends the link.
 async fn read_answers(
     read: impl AsyncRead + Unpin,
     waiting: Arc<Waiting>,
     ended: CancellationToken,
     answer_within: Duration,
+    follow: Option<Follow>,
 ) {
     let mut input = BufReader::with_capacity(BUFFER, read);
     let lingered = async {
@@ -337,6 +369,14 @@ async fn read_answers(
             ended.cancel();
             continue;
         }
+        if id == PUBLISHED {
+            match (&follow, published_commit(answer)) {
+                (Some(follow), Some(commit)) => follow(commit),
+                (_, None) => tracing::warn!("a commit sent over the link could not be read"),
+                (None, Some(_)) => {}
+            }
+            continue;
+        }
         if let Some(tell) = lock(&waiting).remove(&id) {
             let _ = tell.send(Ok(answer));
         }
@@ -345,10 +385,38 @@ async fn read_answers(
     lock(&waiting).clear();
 }
 
+/// A commit sent over a link, read from its frame; `None` when it does not decode.
+fn published_commit(frame: Answer) -> Option<Published> {
+    let number = |name: &HeaderName| -> Option<&str> { frame.headers.get(name)?.to_str().ok() };
+    let seq = number(&SEQ)?.parse().ok()?;
+    let format = number(&FORMAT)?.parse().ok()?;
+    let changes = String::from_utf8(frame.body.to_vec()).ok()?;
+    Some(Published {
+        seq,
+        format,
+        changes,
+    })
+}
+
+/// A commit's frame, for a replica that follows the writer.
+fn encode_published(commit: &Published) -> Vec<u8> {
+    let mut headers = HeaderMap::new();
+    headers.insert(SEQ, HeaderValue::from(commit.seq));
+    headers.insert(FORMAT, HeaderValue::from(commit.format));
+    encode_answer(
+        PUBLISHED,
+        StatusCode::OK,
+        &headers,
+        commit.changes.as_bytes(),
+    )
+}
+
 /// The writer's answer to a request to open a link, when it carries [`PROTOCOL`] and the
 /// connection can be taken over: 101, naming the writer, with the link served from then on by
-/// the server's tasks through its whole router. `None` when the request asks for no link.
-pub(crate) fn accept(request: &mut Request, holder: &str) -> Option<Response> {
+/// the server's tasks through its whole router, and `berth`'s commits sent over it when the
+/// request asks for them in an encoding this writer writes. `None` when the request asks for
+/// no link.
+pub(crate) fn accept(request: &mut Request, holder: &str, berth: &Berth) -> Option<Response> {
     let asks = request
         .headers()
         .get(header::UPGRADE)
@@ -360,12 +428,17 @@ pub(crate) fn accept(request: &mut Request, holder: &str) -> Option<Response> {
     let on_upgrade = request
         .extensions_mut()
         .remove::<hyper::upgrade::OnUpgrade>()?;
+    let follows = request
+        .headers()
+        .get(FOLLOW)
+        .is_some_and(|format| format.as_bytes() == CHANGE_FORMAT.to_string().as_bytes());
+    let commits = follows.then(|| berth.published());
     let tasks = upgrades.tasks.clone();
     tasks.spawn(async move {
         match on_upgrade.await {
             Ok(upgraded) => {
                 let (read, write) = halves::<Watched>(upgraded, Watched::into_stream);
-                serve(read, write, upgrades).await;
+                serve(read, write, upgrades, commits).await;
             }
             Err(error) => tracing::debug!(%error, "a replica's link was not taken over"),
         }
@@ -382,10 +455,16 @@ pub(crate) fn accept(request: &mut Request, holder: &str) -> Option<Response> {
 
 /// The writer's end of a link, in one task as a connection's HTTP server is: each request read
 /// is passed through the router, the requests in flight are driven together, and the answers
-/// ready are written back at once, until the other replica closes the link. When the server
-/// stops, it says goodbye, answers what still arrives 421 untouched (for [`CLOSING`] at most),
-/// and closes the link once the answers in flight are written.
-async fn serve(read: Reading, write: Writing, upgrades: Upgrades) {
+/// ready are written back at once, with each of `commits` as it is made, until the other
+/// replica closes the link. When the server stops, it says goodbye, answers what still arrives
+/// 421 untouched (for [`CLOSING`] at most), and closes the link once the answers in flight are
+/// written.
+async fn serve(
+    read: Reading,
+    write: Writing,
+    upgrades: Upgrades,
+    mut commits: Option<broadcast::Receiver<Arc<Published>>>,
+) {
     let mut out = BufWriter::with_capacity(BUFFER, write);
     let reading = next_frame(BufReader::with_capacity(BUFFER, read));
     let mut reading = std::pin::pin!(reading);
@@ -403,6 +482,15 @@ async fn serve(read: Reading, write: Writing, upgrades: Upgrades) {
         // Reading a frame is not cut by the other branches: the same read goes on in the next
         // turn, and a new one starts only once a frame is read.
         let written = tokio::select! {
+            commit = next_commit(commits.as_mut()), if commits.is_some() => {
+                match (commit, commits.as_mut()) {
+                    (Some(first), Some(more)) => write_commits(&mut out, &first, more).await,
+                    _ => {
+                        commits = None;
+                        Ok(())
+                    }
+                }
+            }
             Some(first) = in_flight.next(), if !in_flight.is_empty() => {
                 let first: Vec<u8> = first;
                 let mut written = out.write_all(&first).await;
@@ -464,6 +552,35 @@ async fn serve(read: Reading, write: Writing, upgrades: Upgrades) {
         }
     }
     let _ = out.shutdown().await;
+}
+
+/// Writes `first` and every commit of `more` already made, then flushes.
+async fn write_commits(
+    out: &mut (impl AsyncWrite + Unpin),
+    first: &Published,
+    more: &mut broadcast::Receiver<Arc<Published>>,
+) -> io::Result<()> {
+    out.write_all(&encode_published(first)).await?;
+    // Bounded by the commits already made (the channel keeps PUBLISHED_BACKLOG at most).
+    while let Ok(next) = more.try_recv() {
+        out.write_all(&encode_published(&next)).await?;
+    }
+    out.flush().await
+}
+
+/// The next of `commits`, skipping those a slow link missed (the other replica reads them from
+/// the log); `None` when no more will come.
+async fn next_commit(
+    commits: Option<&mut broadcast::Receiver<Arc<Published>>>,
+) -> Option<Arc<Published>> {
+    let commits = commits?;
+    loop {
+        match commits.recv().await {
+            Ok(commit) => return Some(commit),
+            Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return None,
+        }
+    }
 }
 
 /// The answer's frame to the request `id`, passed through `app`.
@@ -782,6 +899,14 @@ mod tests {
     fn writer_over_duplex(
         release: Arc<tokio::sync::Notify>,
     ) -> (tokio::io::DuplexStream, CancellationToken, TaskTracker) {
+        writer_publishing(release, None)
+    }
+
+    /// [`writer_over_duplex`], sending `commits` over the link.
+    fn writer_publishing(
+        release: Arc<tokio::sync::Notify>,
+        commits: Option<broadcast::Receiver<Arc<Published>>>,
+    ) -> (tokio::io::DuplexStream, CancellationToken, TaskTracker) {
         let (near, far) = tokio::io::duplex(1024 * 1024);
         let upgrades = Upgrades {
             app: writer_app(release),
@@ -790,14 +915,19 @@ mod tests {
         };
         let (stop, tasks) = (upgrades.stop.clone(), upgrades.tasks.clone());
         let (read, write) = tokio::io::split(far);
-        tasks.spawn(serve(Box::new(read), Box::new(write), upgrades));
+        tasks.spawn(serve(Box::new(read), Box::new(write), upgrades, commits));
         (near, stop, tasks)
     }
 
     /// A link over one end of an in-memory connection.
     fn over_duplex(io: tokio::io::DuplexStream) -> Link {
         let (read, write) = tokio::io::split(io);
-        Link::over(Box::new(read), Box::new(write), Duration::from_secs(5))
+        Link::over(
+            Box::new(read),
+            Box::new(write),
+            Duration::from_secs(5),
+            None,
+        )
     }
 
     #[tokio::test]
@@ -825,6 +955,60 @@ mod tests {
             assert_eq!(&answer.body[..], format!("{n}:body {n}").as_bytes());
         }
         assert!(!link.has_ended());
+    }
+
+    fn commit(seq: u64) -> Arc<Published> {
+        Arc::new(Published {
+            seq,
+            format: i64::from(CHANGE_FORMAT),
+            changes: format!("[{seq}]"),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_following_link_is_sent_each_commit_in_order_between_the_answers() {
+        let (commits, published) = broadcast::channel(16);
+        let (io, _stop, _tasks) = writer_publishing(Arc::default(), Some(published));
+        let (read, write) = tokio::io::split(io);
+        let (followed, mut received) = mpsc::unbounded_channel();
+        let follow: Follow = Arc::new(move |commit| {
+            let _ = followed.send(commit);
+        });
+        let link = Link::over(
+            Box::new(read),
+            Box::new(write),
+            Duration::from_secs(5),
+            Some(follow),
+        );
+        for seq in 1..=3 {
+            commits.send(commit(seq)).expect("a follower");
+        }
+        let sent = link
+            .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"x")
+            .await;
+        let Sent::Answered(answer) = sent else {
+            panic!("{sent:?}");
+        };
+        assert_eq!(&answer.body[..], b"0:x");
+        commits.send(commit(4)).expect("a follower");
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
+            let commit = tokio::time::timeout(Duration::from_secs(5), received.recv())
+                .await
+                .expect("in time")
+                .expect("a commit");
+            seen.push(commit);
+        }
+        assert_eq!(
+            seen,
+            (1..=4)
+                .map(|seq| commit(seq).as_ref().clone())
+                .collect::<Vec<_>>()
+        );
+        // A frame that claims to be a commit but names none is not one.
+        let garbled = encode_answer(PUBLISHED, StatusCode::OK, &HeaderMap::new(), b"[]");
+        let (_, garbled) = decode_answer(&garbled[4..]).expect("decodes");
+        assert!(published_commit(garbled).is_none());
     }
 
     #[tokio::test]
@@ -889,7 +1073,12 @@ mod tests {
     async fn a_request_whose_answer_does_not_come_in_time_is_lost_and_no_longer_awaited() {
         let (near, far) = tokio::io::duplex(64 * 1024);
         let (read, write) = tokio::io::split(near);
-        let link = Link::over(Box::new(read), Box::new(write), Duration::from_millis(50));
+        let link = Link::over(
+            Box::new(read),
+            Box::new(write),
+            Duration::from_millis(50),
+            None,
+        );
         let sent = link
             .send(&Method::POST, "/echo/0", &HeaderMap::new(), b"")
             .await;

@@ -172,8 +172,14 @@ fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
         (
             "berth_change_log_applied_total",
             "counter",
-            "Other replicas' commits applied from the replication log.",
+            "Other replicas' commits applied (from the replication log, or as the writer sent them).",
             status.entries_applied,
+        ),
+        (
+            "berth_change_log_sent_applied_total",
+            "counter",
+            "Of those, commits applied as the writer sent them over the link, without reading the log.",
+            status.entries_pushed,
         ),
         (
             "berth_catalog_reloads_total",

@@ -3,7 +3,7 @@
 //! forwarded with, and what forwarding did (for `/metrics`). The middleware that forwards is
 //! `http::forward`.
 
-use crate::http::link::{Link, Refused};
+use crate::http::link::{Follow, Link, Refused};
 use crate::keystone::Secret;
 use axum::http::Method;
 use berth_app::Berth;
@@ -148,6 +148,15 @@ impl Forwarder {
                 () = tokio::time::sleep(RENEW) => {}
             }
             self.renew(store.as_ref(), &berth).await;
+            // Follow the writer over a link even while no write is forwarded: its commits come
+            // over it as they are made.
+            // Opened aside, so that a writer slow to answer never delays the renewals.
+            if let Some(term) = self.writer()
+                && self.known_route(&term).is_none()
+            {
+                let (forwarder, berth) = (Arc::clone(&self), Arc::clone(&berth));
+                tokio::spawn(async move { forwarder.route(&term, &berth).await });
+            }
         }
     }
 
@@ -215,9 +224,10 @@ impl Forwarder {
         }
     }
 
-    /// How a write reaches the writer `term` names: over the link to it (opened if none is),
-    /// over HTTP when it takes no link, or not at all when it cannot be reached.
-    pub(crate) async fn route(&self, term: &WriterTerm) -> Route {
+    /// How a write reaches the writer `term` names: over the link to it (opened if none is,
+    /// asking for the writer's commits, which `berth` applies), over HTTP when it takes no
+    /// link, or not at all when it cannot be reached.
+    pub(crate) async fn route(&self, term: &WriterTerm, berth: &Arc<Berth>) -> Route {
         if let Some(route) = self.known_route(term) {
             return route;
         }
@@ -225,7 +235,11 @@ impl Forwarder {
         if let Some(route) = self.known_route(term) {
             return route;
         }
-        match Link::open(term, CONNECT_TIMEOUT, self.answer_within).await {
+        let follower = Arc::clone(berth);
+        let follow: Follow = Arc::new(move |commit| {
+            follower.apply_published(commit);
+        });
+        match Link::open(term, CONNECT_TIMEOUT, self.answer_within, Some(follow)).await {
             Ok(link) => {
                 self.counts.links_opened.fetch_add(1, Ordering::Relaxed);
                 let link = Arc::new(link);

@@ -187,6 +187,54 @@ async fn a_write_sent_to_any_replica_is_decided_by_the_writer_and_by_itself_when
     .await;
 }
 
+/// A follower links to the writer before it forwards anything, and the writer sends each of
+/// its commits over the link: the follower applies them without reading the replication log
+/// (the log brings in any it misses), ends with the writer's catalog, and reloads nothing.
+#[tokio::test]
+async fn a_follower_applies_the_commits_the_writer_sends_over_the_link() {
+    let test = "a_follower_applies_the_commits_the_writer_sends_over_the_link";
+    on_scratch_database(test, |url| async move {
+        let writer = replica(&url).await;
+        until_metric(&writer, "berth_writer_term_held", 1).await;
+        let follower = replica(&url).await;
+        until_metric(&follower, "berth_forward_links_opened_total", 1).await;
+        for n in 0..10 {
+            writer.create_provider(&format!("cn{n}"), None).await;
+        }
+        let stored = metric(&writer, "berth_catalog_stored_seq").await;
+        until_metric(&follower, "berth_catalog_seq", stored).await;
+        let text = follower.metrics_text().await;
+        let sent = metric_in(&text, "berth_change_log_sent_applied_total");
+        assert!(
+            (1..=stored).contains(&sent),
+            "the writer's commits came over the link: {sent}"
+        );
+        assert_eq!(metric_in(&text, "berth_change_log_applied_total"), stored);
+        assert_eq!(metric_in(&text, "berth_catalog_reloads_total"), 0);
+        assert_eq!(metric_in(&text, "berth_writes_forwarded_total"), 0);
+        let (_, list) = follower
+            .get("/placement/resource_providers", Some("1.39"))
+            .await;
+        assert_eq!(
+            list["resource_providers"].as_array().map(Vec::len),
+            Some(10)
+        );
+        // The writer sends nothing to a replica that does not follow it over a link.
+        let apart = replica_forwarding(&url, false).await;
+        writer.create_provider("cn10", None).await;
+        let stored = metric(&writer, "berth_catalog_stored_seq").await;
+        until_metric(&apart, "berth_catalog_seq", stored).await;
+        assert_eq!(
+            metric(&apart, "berth_change_log_sent_applied_total").await,
+            0
+        );
+        for app in [writer, follower, apart] {
+            let _ = app.stop().await;
+        }
+    })
+    .await;
+}
+
 /// A forwarded write is answered under the writer's request id: the id in the answer's header
 /// is the one its error body names (and the writer's log), not one the follower made up.
 #[tokio::test]
