@@ -684,6 +684,107 @@ async fn a_crash_at_start_or_end_leaves_all_or_nothing_and_the_retry_finishes() 
     );
 }
 
+/// Runs the lifecycle engine of a service over `store` whose next `crashes` commits are lost,
+/// with a lease's start due, until the lease leaves PENDING (at most 120 s of the runtime's
+/// paused clock); returns the lease, its status, the records and the time the engine took.
+async fn lifecycle_with_lost_commits(
+    crashes: usize,
+) -> (
+    LeaseId,
+    LeaseStatus,
+    Vec<ReservationStatus>,
+    Vec<String>,
+    Duration,
+) {
+    let (store, clock) = (MemStore::new(), ManualClock::at(T0));
+    let lost = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let berth = Arc::new(crashing(&store, &clock, &lost, 0).await);
+    enroll(&berth, "h1", "az1").await;
+    let created = berth
+        .create_lease(lease(T0 + SECOND, T0 + 3_600 * SECOND, vec![hosts(1, 1)]))
+        .await
+        .expect("admitted");
+    clock.set(T0 + SECOND);
+    lost.store(crashes, Ordering::SeqCst);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let engine = tokio::spawn({
+        let berth = Arc::clone(&berth);
+        async move {
+            berth
+                .run_lifecycle(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        }
+    });
+    let began = tokio::time::Instant::now();
+    // Bounded: 120 steps of one second of the paused clock.
+    for _ in 0..120 {
+        if status(&berth, created.id).await.0 != LeaseStatus::Pending {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let took = began.elapsed();
+    let _ = stop.send(());
+    engine.await.expect("the engine stops");
+    let (status, reservations, _) = status(&berth, created.id).await;
+    // Each record as its kind and its details.
+    let records = berth
+        .lease_records(created.id)
+        .await
+        .expect("records")
+        .into_iter()
+        .map(|r| format!("{} {}", r.kind, r.details))
+        .collect();
+    (created.id, status, reservations, records, took)
+}
+
+/// An event whose commit is lost on every attempt is retried with doubling delays and, at the
+/// last attempt, recorded as failed: the lease and its reservations go to ERROR, and the
+/// failure is recorded once.
+#[tokio::test(start_paused = true)]
+async fn a_lifecycle_event_that_fails_every_attempt_is_recorded_failed_after_the_last() {
+    let attempts = berth_app::EVENT_ATTEMPTS_MAX;
+    let crashes = usize::try_from(attempts).expect("small");
+    let (_, status, reservations, records, took) = lifecycle_with_lost_commits(crashes).await;
+    assert_eq!(status, LeaseStatus::Error);
+    assert_eq!(reservations, [ReservationStatus::Error]);
+    // The first event due (the notice before the start) is the one whose commit was lost
+    // every time: it is recorded failed, once, with the reason.
+    let failed: Vec<&String> = records
+        .iter()
+        .filter(|r| r.contains(&format!("failed {attempts} times")))
+        .collect();
+    assert_eq!(failed.len(), 1, "{records:?}");
+    assert!(
+        failed[0].starts_with("lease.event.preemption_notice ") && failed[0].contains("ERROR"),
+        "{records:?}"
+    );
+    // The delays between the attempts: the first retry delay, doubled after each failure.
+    let backed_off: Duration = (0..attempts - 1)
+        .map(|n| berth_app::EVENT_RETRY_FIRST * 2u32.pow(n))
+        .sum();
+    assert!(took >= backed_off, "{took:?} < {backed_off:?}");
+}
+
+/// An event whose commit is lost fewer times than the attempts allowed fires on a retry: the
+/// lease starts, and nothing is recorded as failed.
+#[tokio::test(start_paused = true)]
+async fn a_lifecycle_event_lost_fewer_times_than_allowed_fires_on_a_retry() {
+    let crashes = usize::try_from(berth_app::EVENT_ATTEMPTS_MAX - 1).expect("small");
+    let (_, status, reservations, records, _) = lifecycle_with_lost_commits(crashes).await;
+    assert_eq!(status, LeaseStatus::Active);
+    assert_eq!(reservations, [ReservationStatus::Active]);
+    assert!(
+        records
+            .iter()
+            .any(|r| r.starts_with("lease.event.start_lease ")),
+        "{records:?}"
+    );
+    assert!(!records.iter().any(|r| r.contains("ERROR")), "{records:?}");
+}
+
 /// A hold of `n` whole hosts over `[start, end)` for `minutes`, asked by project `p1`.
 async fn hold(berth: &Berth, start: i64, end: i64, n: u32, minutes: u32) -> LeaseId {
     let answer = berth
