@@ -390,7 +390,7 @@ fn published_commit(frame: Answer) -> Option<Published> {
     let number = |name: &HeaderName| -> Option<&str> { frame.headers.get(name)?.to_str().ok() };
     let seq = number(&SEQ)?.parse().ok()?;
     let format = number(&FORMAT)?.parse().ok()?;
-    let changes = String::from_utf8(frame.body.to_vec()).ok()?;
+    let changes = String::from_utf8(Vec::from(frame.body)).ok()?;
     Some(Published {
         seq,
         format,
@@ -431,7 +431,7 @@ pub(crate) fn accept(request: &mut Request, holder: &str, berth: &Berth) -> Opti
     let follows = request
         .headers()
         .get(FOLLOW)
-        .is_some_and(|format| format.as_bytes() == CHANGE_FORMAT.to_string().as_bytes());
+        .is_some_and(|format| *format == HeaderValue::from(CHANGE_FORMAT));
     let commits = follows.then(|| berth.published());
     let tasks = upgrades.tasks.clone();
     tasks.spawn(async move {
@@ -493,16 +493,7 @@ async fn serve(
             }
             Some(first) = in_flight.next(), if !in_flight.is_empty() => {
                 let first: Vec<u8> = first;
-                let mut written = out.write_all(&first).await;
-                while written.is_ok()
-                    && let Some(Some(next)) = in_flight.next().now_or_never()
-                {
-                    written = out.write_all(&next).await;
-                }
-                match written {
-                    Ok(()) => out.flush().await,
-                    Err(error) => Err(error),
-                }
+                write_answers(&mut out, &first, &mut in_flight).await
             }
             () = closing, if !read_all => match closing_at {
                 Some(_) => {
@@ -513,10 +504,7 @@ async fn serve(
                     closing_at = Some(tokio::time::Instant::now() + CLOSING);
                     let refused = not_writer();
                     let goodbye = encode_answer(GOODBYE, refused.status(), refused.headers(), b"");
-                    match out.write_all(&goodbye).await {
-                        Ok(()) => out.flush().await,
-                        Err(error) => Err(error),
-                    }
+                    write_frame(&mut out, &goodbye).await
                 }
             },
             (input, frame) = &mut reading, if !read_all => {
@@ -538,13 +526,8 @@ async fn serve(
                     continue;
                 }
                 let refused = not_writer();
-                match out
-                    .write_all(&encode_answer(id, refused.status(), refused.headers(), b""))
+                write_frame(&mut out, &encode_answer(id, refused.status(), refused.headers(), b""))
                     .await
-                {
-                    Ok(()) => out.flush().await,
-                    Err(error) => Err(error),
-                }
             }
         };
         if written.is_err() {
@@ -552,6 +535,27 @@ async fn serve(
         }
     }
     let _ = out.shutdown().await;
+}
+
+/// Writes one frame and flushes.
+async fn write_frame(out: &mut (impl AsyncWrite + Unpin), frame: &[u8]) -> io::Result<()> {
+    out.write_all(frame).await?;
+    out.flush().await
+}
+
+/// Writes the answer `first` and every other answer of `in_flight` already ready, then
+/// flushes.
+async fn write_answers(
+    out: &mut (impl AsyncWrite + Unpin),
+    first: &[u8],
+    in_flight: &mut (impl futures_util::Stream<Item = Vec<u8>> + Unpin),
+) -> io::Result<()> {
+    out.write_all(first).await?;
+    // Bounded by the requests in flight, each answered once.
+    while let Some(Some(next)) = in_flight.next().now_or_never() {
+        out.write_all(&next).await?;
+    }
+    out.flush().await
 }
 
 /// Writes `first` and every commit of `more` already made, then flushes.

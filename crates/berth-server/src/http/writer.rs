@@ -148,9 +148,8 @@ impl Forwarder {
                 () = tokio::time::sleep(RENEW) => {}
             }
             self.renew(store.as_ref(), &berth).await;
-            // Follow the writer over a link even while no write is forwarded: its commits come
-            // over it as they are made.
-            // Opened aside, so that a writer slow to answer never delays the renewals.
+            // A link to the writer even before a write is forwarded, for its commits to come over
+            // as they are made; opened aside, so that a slow writer never delays the renewals.
             if let Some(term) = self.writer()
                 && self.known_route(&term).is_none()
             {
