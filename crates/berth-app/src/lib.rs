@@ -50,7 +50,7 @@ pub use promise::{
     Asked, ByOrigin, Capacity, CapacityQuery, CreateFlavor, CreateInstance, CreateReservation,
     Measured, PriorityGrant,
 };
-pub use replica::{FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus, STANDBY_GRACE};
+pub use replica::{FED_CHECK, FOLLOW_GATHER, FOLLOW_RETRY, ReplicaStatus, STANDBY_GRACE};
 pub use search::searches_in_flight;
 pub use series::CreateSeries;
 pub use service::{

@@ -21,6 +21,12 @@ pub const FOLLOW_RETRY: Duration = Duration::from_secs(1);
 /// commit. Reads do not wait for it (each applies the tail it finds itself).
 pub const FOLLOW_GATHER: Duration = Duration::from_millis(10);
 
+/// How often a replica whose link brings it the writer's commits checks the stored sequence
+/// for commits no link brings: another replica's, made while that one could not reach the
+/// writer. Reads never wait for it (each compares the stored sequence itself); it bounds how
+/// late the replica's engines learn of such a commit.
+pub const FED_CHECK: Duration = Duration::from_secs(1);
+
 /// What the engines of a replica standing by (another holds the writer's term) leave to the
 /// term holder's: lifecycle events due, lifecycle records committed and notification deliveries
 /// due less than this long ago. The holder's engines act on them at once; a standby replica
@@ -58,6 +64,9 @@ pub struct ReplicaStatus {
     pub write_transactions: u64,
     /// Whether another replica holds the writer's term, so that this one's engines stand by.
     pub standing_by: bool,
+    /// Whether a link brings this replica every commit the writer makes (it then does not
+    /// listen for the database's announcements).
+    pub fed_by_link: bool,
 }
 
 impl Berth {
@@ -97,15 +106,26 @@ impl Berth {
             entries_under_lock: self.replication.entries_under_lock(),
             write_transactions: self.replication.transactions(),
             standing_by: self.stands_by(),
+            fed_by_link: *self.linked.feeds.borrow() > 0,
         })
     }
 
     /// Follows the other replicas until `stop` resolves: on every commit the database announces,
-    /// applies the replication log's tail to the catalog. Returns at once on a database that
-    /// announces nothing (SQLite: one process holds it).
+    /// applies the replication log's tail to the catalog. While a link brings it the writer's
+    /// commits ([`Berth::fed_by_link`]), it does not listen: it reads the log only for a commit
+    /// the link could not apply, and checks the stored sequence every [`FED_CHECK`]. Returns at
+    /// once on a database that announces nothing (SQLite: one process holds it).
     pub async fn run_replication(&self, stop: impl std::future::Future<Output = ()>) {
         tokio::pin!(stop);
+        let mut feeds = self.linked.feeds.subscribe();
         loop {
+            let linked = *feeds.borrow_and_update() > 0;
+            if linked {
+                match self.follow_links(&mut stop, &mut feeds).await {
+                    Followed::Stop => return,
+                    Followed::Again => continue,
+                }
+            }
             let feed = match self.store.listen().await {
                 Ok(Some(feed)) => feed,
                 Ok(None) => return,
@@ -117,41 +137,99 @@ impl Berth {
                     }
                 }
             };
-            let mut feed = feed;
-            // A commit may have been made before the listener started.
-            let mut announced = None;
-            loop {
-                let target = match announced.take() {
-                    Some(seq) => Ok(seq),
-                    None => self.store.catalog_seq().await,
-                };
-                if let Err(error) = match target {
-                    Ok(target) => self.follow(target).await,
-                    Err(error) => Err(error.into()),
-                } {
-                    tracing::warn!(%error, "applying other replicas' commits failed; will retry");
-                }
-                let next = tokio::select! {
-                    () = &mut stop => return,
-                    next = feed.next() => next,
-                };
-                match gather(&mut *feed, next, &mut stop).await {
-                    Gathered::Stop => return,
-                    Gathered::Latest(seq) => announced = Some(seq),
-                    // Announcements may have been missed: compare with the stored sequence.
-                    Gathered::Missed => {}
-                    Gathered::Failed(error) => {
-                        tracing::warn!(%error, "the commit announcements stopped; listening again");
-                        break;
-                    }
-                }
-            }
-            tokio::select! {
-                () = &mut stop => return,
-                () = tokio::time::sleep(FOLLOW_RETRY) => {}
+            match self.follow_announcements(feed, &mut stop, &mut feeds).await {
+                Followed::Stop => return,
+                // A link brings the commits now: the listener goes (its connection with it).
+                Followed::Again => continue,
             }
         }
     }
+
+    /// Applies the log's tail on every commit `feed` announces, until a link brings the
+    /// writer's commits (`Again`, after [`FOLLOW_RETRY`] when the feed failed) or `stop`.
+    async fn follow_announcements(
+        &self,
+        mut feed: Box<dyn CommitFeed>,
+        stop: &mut (impl std::future::Future<Output = ()> + Unpin),
+        feeds: &mut tokio::sync::watch::Receiver<usize>,
+    ) -> Followed {
+        // A commit may have been made before the listener started.
+        let mut announced = None;
+        loop {
+            let target = match announced.take() {
+                Some(seq) => Ok(seq),
+                None => self.store.catalog_seq().await,
+            };
+            self.follow_logged(target).await;
+            let next = tokio::select! {
+                () = &mut *stop => return Followed::Stop,
+                true = until(feeds, |feeds| *feeds > 0) => return Followed::Again,
+                next = feed.next() => next,
+            };
+            match gather(&mut *feed, next, stop).await {
+                Gathered::Stop => return Followed::Stop,
+                Gathered::Latest(seq) => announced = Some(seq),
+                // Announcements may have been missed: compare with the stored sequence.
+                Gathered::Missed => {}
+                Gathered::Failed(error) => {
+                    tracing::warn!(%error, "the commit announcements stopped; listening again");
+                    return tokio::select! {
+                        () = &mut *stop => Followed::Stop,
+                        () = tokio::time::sleep(FOLLOW_RETRY) => Followed::Again,
+                    };
+                }
+            }
+        }
+    }
+
+    /// While a link brings the writer's commits: reads the log up to each commit a link could
+    /// not apply, and up to the stored sequence every [`FED_CHECK`], until no link does
+    /// (`Again`: the replica listens again and catches up) or `stop`.
+    async fn follow_links(
+        &self,
+        stop: &mut (impl std::future::Future<Output = ()> + Unpin),
+        feeds: &mut tokio::sync::watch::Receiver<usize>,
+    ) -> Followed {
+        let mut check = tokio::time::interval(FED_CHECK);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let target = tokio::select! {
+                () = &mut *stop => return Followed::Stop,
+                true = until(feeds, |feeds| *feeds == 0) => return Followed::Again,
+                () = self.linked.gap.notified() => Ok(self.linked.heard.load(Ordering::Relaxed)),
+                _ = check.tick() => self.store.catalog_seq().await,
+            };
+            self.follow_logged(target).await;
+        }
+    }
+
+    /// Brings the catalog up to `target` (read from the store, which may have failed), logging
+    /// a failure (the next announcement or check tries again).
+    async fn follow_logged(&self, target: Result<u64, berth_store::StoreError>) {
+        if let Err(error) = match target {
+            Ok(target) => self.follow(target).await,
+            Err(error) => Err(error.into()),
+        } {
+            tracing::warn!(%error, "applying other replicas' commits failed; will retry");
+        }
+    }
+}
+
+/// Waits until the count of links that bring the writer's commits satisfies `wanted`; `false`
+/// when no count will come again (the service is gone).
+async fn until(
+    feeds: &mut tokio::sync::watch::Receiver<usize>,
+    wanted: impl FnMut(&usize) -> bool,
+) -> bool {
+    feeds.wait_for(wanted).await.is_ok()
+}
+
+/// How a way of following ended.
+enum Followed {
+    /// The replica stops.
+    Stop,
+    /// Whether a link brings the writer's commits changed (or the feed failed): follow again.
+    Again,
 }
 
 /// Most announcements one gathering takes.

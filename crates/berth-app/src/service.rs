@@ -125,6 +125,32 @@ pub struct Berth {
     /// This process's commits, encoded as the replication log holds them, for the replicas
     /// that follow it over a link (sent only while one does).
     published: tokio::sync::broadcast::Sender<Arc<Published>>,
+    /// The links that bring this replica every commit the writer makes, and what they told of
+    /// that it could not apply (see [`Berth::fed_by_link`]).
+    pub(crate) linked: Linked,
+}
+
+/// What this replica's links to the writer tell its replication task.
+#[derive(Debug)]
+pub(crate) struct Linked {
+    /// How many links bring every commit the writer makes: while one does, the replica does
+    /// not listen for the database's announcements of them.
+    pub(crate) feeds: tokio::sync::watch::Sender<usize>,
+    /// The latest commit a link told of that the readers' catalog could not take as it came
+    /// (it was past a gap): the replication task reads the log up to it.
+    pub(crate) heard: std::sync::atomic::AtomicU64,
+    /// Wakes the replication task for `heard`.
+    pub(crate) gap: Notify,
+}
+
+impl Default for Linked {
+    fn default() -> Linked {
+        Linked {
+            feeds: tokio::sync::watch::Sender::new(0),
+            heard: std::sync::atomic::AtomicU64::new(0),
+            gap: Notify::new(),
+        }
+    }
 }
 
 /// One commit of this process as the replication log holds it, for the replicas that follow
@@ -184,6 +210,7 @@ impl Berth {
             idle_release: std::sync::Mutex::new(None),
             standby: std::sync::atomic::AtomicBool::new(false),
             published: tokio::sync::broadcast::channel(PUBLISHED_BACKLOG).0,
+            linked: Linked::default(),
         })
     }
 
@@ -313,8 +340,9 @@ impl Berth {
     }
 
     /// Applies a commit another replica published (see [`Berth::published`]) when it is the
-    /// one that follows the readers' catalog; one already applied, one past a gap (the log
-    /// fills it) or one that does not decode is left to the log. Returns whether it applied.
+    /// one that follows the readers' catalog; one already applied is dropped, and one past a
+    /// gap or one that does not decode is left to the log: the replication task reads the log
+    /// up to it. Returns whether it applied.
     pub fn apply_published(&self, published: Published) -> bool {
         let Published {
             seq,
@@ -324,16 +352,23 @@ impl Berth {
         let Some(after) = seq.checked_sub(1) else {
             return false;
         };
-        if self.read_now(Catalog::seq) != after {
+        let have = self.read_now(Catalog::seq);
+        if have >= seq {
             return false;
         }
-        let Tail::Entries(entries) =
-            berth_store::codec::decode_tail(after, [(seq, format, changes)])
-        else {
-            return false;
+        let entries = match have == after {
+            true => berth_store::codec::decode_tail(after, [(seq, format, changes)]),
+            false => Tail::Unavailable,
         };
-        let applied = apply_entries(&self.catalog, &entries);
+        let (applied, entries) = match entries {
+            Tail::Entries(entries) => (apply_entries(&self.catalog, &entries), entries),
+            Tail::Unavailable => (0, Vec::new()),
+        };
         if applied == 0 {
+            self.linked
+                .heard
+                .fetch_max(seq, std::sync::atomic::Ordering::Relaxed);
+            self.linked.gap.notify_one();
             return false;
         }
         self.replication.applied(applied);
@@ -341,6 +376,20 @@ impl Berth {
         self.recent.remember(entries);
         self.wake_lifecycle_if_due_soon();
         true
+    }
+
+    /// Tells the replication task that a link now brings every commit the writer makes
+    /// (`true`), or that one no longer does (`false`). While a link does, the task does not
+    /// listen for the database's announcements (the database then has one replica fewer to
+    /// wake on every commit, and this replica one wake fewer per commit): it reads the log
+    /// only for a commit a link could not apply, and checks the stored sequence every
+    /// [`FED_CHECK`](crate::FED_CHECK) for commits no link brings (another replica's, made
+    /// while it could not forward).
+    pub fn fed_by_link(&self, fed: bool) {
+        self.linked.feeds.send_modify(|feeds| match fed {
+            true => *feeds += 1,
+            false => *feeds = feeds.saturating_sub(1),
+        });
     }
 
     /// Wakes the lifecycle engine when the catalog holds an event due within its poll: one that

@@ -205,6 +205,61 @@ async fn a_replica_applies_the_commits_another_publishes_in_order() {
     assert!(late.try_recv().is_err());
 }
 
+/// While a link brings it the writer's commits, a replica reads the log at once for a commit
+/// the link could not apply (past a gap), checks the stored sequence every `FED_CHECK` for
+/// commits no link brings, and listens again when no link brings them.
+#[tokio::test(start_paused = true)]
+async fn a_replica_fed_by_a_link_reads_the_log_for_what_the_link_did_not_bring() {
+    let store = MemStore::new();
+    let (a, b) = (open(&store).await, Arc::new(open(&store).await));
+    b.fed_by_link(true);
+    assert!(b.replica_status().await.expect("status").fed_by_link);
+    let following = {
+        let b = Arc::clone(&b);
+        tokio::spawn(async move { b.run_replication(std::future::pending()).await })
+    };
+    // The task's first check of the stored sequence is made at once.
+    tokio::task::yield_now().await;
+    let mut published = a.published();
+    create_providers(&a, 1, 3).await;
+    let last = published.try_recv().and_then(|_| published.try_recv());
+    let last = last.and_then(|_| published.try_recv()).expect("published");
+    let start = tokio::time::Instant::now();
+    assert!(!b.apply_published(last.as_ref().clone()), "past a gap");
+    until_seq(&b, 3).await;
+    assert!(
+        start.elapsed() < crate::FED_CHECK,
+        "read from the log at once, not at the next check"
+    );
+    // A commit no link brings is found by the next check.
+    create_providers(&a, 4, 1).await;
+    until_seq(&b, 4).await;
+    assert!(start.elapsed() >= crate::FED_CHECK, "found by a check");
+    assert_eq!(
+        (b.replication.entries_applied(), b.replication.reloads()),
+        (4, 0)
+    );
+    // No link brings the commits any more: the replica listens again (this store announces
+    // nothing, so following ends there).
+    b.fed_by_link(false);
+    tokio::time::timeout(std::time::Duration::from_secs(5), following)
+        .await
+        .expect("listens again when no link feeds it")
+        .expect("the task ran to its end");
+    assert!(!b.replica_status().await.expect("status").fed_by_link);
+}
+
+/// Waits (in the test's paused time) until `berth`'s catalog holds commit `seq`.
+async fn until_seq(berth: &Berth, seq: u64) {
+    for _ in 0..1_000 {
+        if berth.read_local(Catalog::seq) >= seq {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the catalog never reached commit {seq}");
+}
+
 /// A replica further behind than the log keeps loads the catalog whole, and then follows the
 /// log again.
 #[tokio::test]

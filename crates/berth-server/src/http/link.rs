@@ -145,14 +145,49 @@ const SEQ: HeaderName = HeaderName::from_static("x-berth-seq");
 /// A sent commit's change encoding.
 const FORMAT: HeaderName = HeaderName::from_static("x-berth-change-format");
 
-/// What a replica does with each commit the writer sends it over the link.
-pub(crate) type Follow = Arc<dyn Fn(Published) + Send + Sync>;
+/// A replica that follows the writer's commits over a link.
+pub(crate) trait Follower: Send + Sync {
+    /// Takes a commit the writer sent.
+    fn apply(&self, commit: Published);
+    /// Told `true` once the link brings every commit the writer makes (the writer agreed to
+    /// send them), and `false` when it no longer does (the link ended).
+    fn fed(&self, fed: bool);
+}
+
+impl Follower for Berth {
+    fn apply(&self, commit: Published) {
+        self.apply_published(commit);
+    }
+
+    fn fed(&self, fed: bool) {
+        self.fed_by_link(fed);
+    }
+}
+
+/// The replica that follows the writer's commits over a link.
+pub(crate) type Follow = Arc<dyn Follower>;
+
+/// Held while a link brings a follower every commit the writer makes; tells it when dropped.
+struct Feeding(Follow);
+
+impl Feeding {
+    fn start(follow: Follow) -> Feeding {
+        follow.fed(true);
+        Feeding(follow)
+    }
+}
+
+impl Drop for Feeding {
+    fn drop(&mut self) {
+        self.0.fed(false);
+    }
+}
 
 impl Link {
     /// Opens a link to the writer `term` names, waiting `connect_within` at most for the
     /// connection and the writer's answer to the upgrade; each answer is awaited
-    /// `answer_within` at most. With `follow`, asks for the writer's commits and gives each
-    /// to it.
+    /// `answer_within` at most. With `follow`, asks for the writer's commits, gives each to
+    /// it, and tells it while the link brings them all (the writer agreed to send them).
     pub(crate) async fn open(
         term: &WriterTerm,
         connect_within: Duration,
@@ -207,24 +242,31 @@ impl Link {
                 }
                 _ => return Err(Refused::NoLink),
             }
-            hyper::upgrade::on(answer)
+            let sends_commits = answer
+                .headers()
+                .get(FOLLOW)
+                .is_some_and(|format| *format == HeaderValue::from(CHANGE_FORMAT));
+            let upgraded = hyper::upgrade::on(answer)
                 .await
-                .map_err(|_| Refused::Unreachable)
+                .map_err(|_| Refused::Unreachable)?;
+            Ok((upgraded, sends_commits))
         };
-        let upgraded = tokio::time::timeout(connect_within, upgrade)
+        let (upgraded, sends_commits) = tokio::time::timeout(connect_within, upgrade)
             .await
             .map_err(|_| Refused::Unreachable)??;
         let (read, write) = halves::<TcpStream>(upgraded, |io| io);
+        let follow = follow.map(|follow| (follow, sends_commits));
         Ok(Link::over(read, write, answer_within, follow))
     }
 
     /// A link over a connection the writer serves as a link (its two halves); each answer is
-    /// awaited `answer_within` at most, and each commit the writer sends is given to `follow`.
+    /// awaited `answer_within` at most, and each commit the writer sends is given to `follow`,
+    /// told it is fed while the link lasts when the writer agreed to send every commit.
     fn over(
         read: Reading,
         write: Writing,
         answer_within: Duration,
-        follow: Option<Follow>,
+        follow: Option<(Follow, bool)>,
     ) -> Link {
         let (outgoing, frames) = mpsc::unbounded_channel();
         let waiting = Arc::new(Waiting::default());
@@ -341,15 +383,22 @@ async fn write_frames(
 /// Reads the answers coming back on a link and hands each to whoever waits for it, and each
 /// commit the writer sends to `follow`, until the writer closes the link (or `answer_within`
 /// after the link ended); whoever still waits then learns that its answer is lost. The
-/// writer's goodbye ends the link.
+/// writer's goodbye ends the link. When the writer agreed to send every commit, `follow` is
+/// told it is fed until the link ends.
 async fn read_answers(
     read: impl AsyncRead + Unpin,
     waiting: Arc<Waiting>,
     ended: CancellationToken,
     answer_within: Duration,
-    follow: Option<Follow>,
+    follow: Option<(Follow, bool)>,
 ) {
-    let mut input = BufReader::with_capacity(BUFFER, read);
+    let (follow, mut feeding) = match follow {
+        Some((follow, true)) => (Some(Arc::clone(&follow)), Some(Feeding::start(follow))),
+        Some((follow, false)) => (Some(follow), None),
+        None => (None, None),
+    };
+    let reading = next_frame(BufReader::with_capacity(BUFFER, read));
+    let mut reading = std::pin::pin!(reading);
     let lingered = async {
         ended.cancelled().await;
         tokio::time::sleep(answer_within).await;
@@ -358,7 +407,16 @@ async fn read_answers(
     loop {
         let frame = tokio::select! {
             () = &mut lingered => break,
-            frame = read_frame(&mut input) => frame,
+            // An ended link may still bring commits, but no longer promises all of them.
+            () = ended.cancelled(), if feeding.is_some() => {
+                feeding = None;
+                continue;
+            }
+            // Not cut by the other branches: the same read goes on in the next turn.
+            (input, frame) = &mut reading => {
+                reading.set(next_frame(input));
+                frame
+            }
         };
         let Ok(Some(frame)) = frame else { break };
         let Some((id, answer)) = decode_answer(&frame) else {
@@ -371,7 +429,7 @@ async fn read_answers(
         }
         if id == PUBLISHED {
             match (&follow, published_commit(answer)) {
-                (Some(follow), Some(commit)) => follow(commit),
+                (Some(follow), Some(commit)) => follow.apply(commit),
                 (_, None) => tracing::warn!("a commit sent over the link could not be read"),
                 (None, Some(_)) => {}
             }
@@ -447,6 +505,10 @@ pub(crate) fn accept(request: &mut Request, holder: &str, berth: &Berth) -> Opti
     let headers = answer.headers_mut();
     headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     headers.insert(header::UPGRADE, HeaderValue::from_static(PROTOCOL));
+    if follows {
+        // Every commit from now on is sent: the other replica may stop listening for them.
+        headers.insert(FOLLOW, HeaderValue::from(CHANGE_FORMAT));
+    }
     if let Ok(holder) = HeaderValue::from_str(holder) {
         headers.insert(WRITER, holder);
     }
@@ -975,14 +1037,15 @@ mod tests {
         let (io, _stop, _tasks) = writer_publishing(Arc::default(), Some(published));
         let (read, write) = tokio::io::split(io);
         let (followed, mut received) = mpsc::unbounded_channel();
-        let follow: Follow = Arc::new(move |commit| {
-            let _ = followed.send(commit);
+        let follower = Arc::new(Following {
+            commits: followed,
+            fed: std::sync::atomic::AtomicI64::new(0),
         });
         let link = Link::over(
             Box::new(read),
             Box::new(write),
             Duration::from_secs(5),
-            Some(follow),
+            Some((Arc::clone(&follower) as Follow, true)),
         );
         for seq in 1..=3 {
             commits.send(commit(seq)).expect("a follower");
@@ -1013,6 +1076,33 @@ mod tests {
         let garbled = encode_answer(PUBLISHED, StatusCode::OK, &HeaderMap::new(), b"[]");
         let (_, garbled) = decode_answer(&garbled[4..]).expect("decodes");
         assert!(published_commit(garbled).is_none());
+        // Fed while the link lasts, and no longer once it ended.
+        assert_eq!(follower.fed.load(Ordering::Relaxed), 1);
+        drop(link);
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while follower.fed.load(Ordering::Relaxed) != 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("told in time that the link no longer brings every commit");
+    }
+
+    /// A follower that keeps the commits a link brings it, and counts how many links feed it.
+    struct Following {
+        commits: mpsc::UnboundedSender<Published>,
+        fed: std::sync::atomic::AtomicI64,
+    }
+
+    impl Follower for Following {
+        fn apply(&self, commit: Published) {
+            let _ = self.commits.send(commit);
+        }
+
+        fn fed(&self, fed: bool) {
+            self.fed
+                .fetch_add(if fed { 1 } else { -1 }, Ordering::Relaxed);
+        }
     }
 
     #[tokio::test]

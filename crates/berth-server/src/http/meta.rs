@@ -205,6 +205,12 @@ fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
             "1 while another replica holds the writer's term and this one's engines leave it what falls due.",
             u64::from(status.standing_by),
         ),
+        (
+            "berth_replica_fed_by_link",
+            "gauge",
+            "1 while a link brings this replica every commit the writer makes (it does not listen for the database's announcements then).",
+            u64::from(status.fed_by_link),
+        ),
     ];
     crate::metrics::plain_lines(&lines)
 }

@@ -234,10 +234,7 @@ impl Forwarder {
         if let Some(route) = self.known_route(term) {
             return route;
         }
-        let follower = Arc::clone(berth);
-        let follow: Follow = Arc::new(move |commit| {
-            follower.apply_published(commit);
-        });
+        let follow: Follow = Arc::clone(berth) as Follow;
         match Link::open(term, CONNECT_TIMEOUT, self.answer_within, Some(follow)).await {
             Ok(link) => {
                 self.counts.links_opened.fetch_add(1, Ordering::Relaxed);

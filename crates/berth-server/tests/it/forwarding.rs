@@ -219,6 +219,10 @@ async fn a_follower_applies_the_commits_the_writer_sends_over_the_link() {
             list["resource_providers"].as_array().map(Vec::len),
             Some(10)
         );
+        // Fed by the link, the follower does not listen for the database's announcements; the
+        // writer, fed by none, does.
+        assert_eq!(metric_in(&text, "berth_replica_fed_by_link"), 1);
+        assert_eq!(metric(&writer, "berth_replica_fed_by_link").await, 0);
         // The writer sends nothing to a replica that does not follow it over a link.
         let apart = replica_forwarding(&url, false).await;
         writer.create_provider("cn10", None).await;
@@ -228,6 +232,17 @@ async fn a_follower_applies_the_commits_the_writer_sends_over_the_link() {
             metric(&apart, "berth_change_log_sent_applied_total").await,
             0
         );
+        assert_eq!(metric(&apart, "berth_replica_fed_by_link").await, 0);
+        // A commit no link brings (that replica decides its writes itself) still reaches the
+        // follower, by its check of the stored sequence, without a read there.
+        apart.create_provider("cn11", None).await;
+        let stored = metric(&apart, "berth_catalog_stored_seq").await;
+        until_metric(&follower, "berth_catalog_seq", stored).await;
+        // The writer's next commit, past the one its link did not bring, is applied too.
+        writer.create_provider("cn12", None).await;
+        let stored = metric(&writer, "berth_catalog_stored_seq").await;
+        until_metric(&follower, "berth_catalog_seq", stored).await;
+        assert_eq!(metric(&follower, "berth_catalog_reloads_total").await, 0);
         for app in [writer, follower, apart] {
             let _ = app.stop().await;
         }
