@@ -356,20 +356,26 @@ impl Berth {
         if have >= seq {
             return false;
         }
-        let entries = match have == after {
-            true => berth_store::codec::decode_tail(after, [(seq, format, changes)]),
-            false => Tail::Unavailable,
-        };
-        let (applied, entries) = match entries {
-            Tail::Entries(entries) => (apply_entries(&self.catalog, &entries), entries),
-            Tail::Unavailable => (0, Vec::new()),
-        };
-        if applied == 0 {
+        // Past a gap, not decoded, or applied meanwhile by a batch of this process: the
+        // replication task reads the log up to it (nothing, in the last case).
+        let left_to_the_log = || {
             self.linked
                 .heard
                 .fetch_max(seq, std::sync::atomic::Ordering::Relaxed);
             self.linked.gap.notify_one();
-            return false;
+            false
+        };
+        if have != after {
+            return left_to_the_log();
+        }
+        let Tail::Entries(entries) =
+            berth_store::codec::decode_tail(after, [(seq, format, changes)])
+        else {
+            return left_to_the_log();
+        };
+        let applied = apply_entries(&self.catalog, &entries);
+        if applied == 0 {
+            return left_to_the_log();
         }
         self.replication.applied(applied);
         self.replication.pushed(applied);

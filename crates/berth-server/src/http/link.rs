@@ -242,10 +242,7 @@ impl Link {
                 }
                 _ => return Err(Refused::NoLink),
             }
-            let sends_commits = answer
-                .headers()
-                .get(FOLLOW)
-                .is_some_and(|format| *format == HeaderValue::from(CHANGE_FORMAT));
+            let sends_commits = names_own_format(answer.headers());
             let upgraded = hyper::upgrade::on(answer)
                 .await
                 .map_err(|_| Refused::Unreachable)?;
@@ -456,6 +453,14 @@ fn published_commit(frame: Answer) -> Option<Published> {
     })
 }
 
+/// Whether `headers` name this build's change encoding under [`FOLLOW`]: in a request to open
+/// a link, it asks for the writer's commits; in the writer's answer, it promises every one.
+fn names_own_format(headers: &HeaderMap) -> bool {
+    headers
+        .get(FOLLOW)
+        .is_some_and(|format| *format == HeaderValue::from(CHANGE_FORMAT))
+}
+
 /// A commit's frame, for a replica that follows the writer.
 fn encode_published(commit: &Published) -> Vec<u8> {
     let mut headers = HeaderMap::new();
@@ -486,10 +491,7 @@ pub(crate) fn accept(request: &mut Request, holder: &str, berth: &Berth) -> Opti
     let on_upgrade = request
         .extensions_mut()
         .remove::<hyper::upgrade::OnUpgrade>()?;
-    let follows = request
-        .headers()
-        .get(FOLLOW)
-        .is_some_and(|format| *format == HeaderValue::from(CHANGE_FORMAT));
+    let follows = names_own_format(request.headers());
     let commits = follows.then(|| berth.published());
     let tasks = upgrades.tasks.clone();
     tasks.spawn(async move {
