@@ -12,16 +12,18 @@
 # What it does:
 #   1. copies target/release/berth and target/release/berth-load aside (a rebuild during the run
 #      changes nothing measured);
-#   2. creates a fresh database BENCH_DATABASE on BENCH_POSTGRES (dropped first if it exists);
+#   2. creates a fresh database BENCH_DATABASE_populated on BENCH_POSTGRES (dropped first if it
+#      exists);
 #   3. serves one berth on it (127.0.0.1, a free port) and populates HOSTS Blazar hosts and
 #      LEASES leases with `berth-load create-leases`, then stops it; or, with
 #      BENCH_PREPOPULATED=1, writes them straight into the database with `berth-load
 #      populate-store` (hosts cn00000..., single-reservation leases over 2027; no server);
-#   4. for each R in BENCH_REPLICAS starts R replicas over the database (each on 127.0.0.1, its
-#      own free port and data dir), times how long each takes to answer /healthz, runs
-#      `berth-load replicas` against them (--seed R, so each run writes new leases and
-#      consumers) and stops them;
-#   5. stops every process it started by its pid and drops the database (trap on exit).
+#   4. for each R in BENCH_REPLICAS copies that database to BENCH_DATABASE (`CREATE DATABASE
+#      ... TEMPLATE`: every count starts from the same rows, none from what an earlier count
+#      wrote), starts R replicas over it (each on 127.0.0.1, its own free port and data dir),
+#      times how long each takes to answer /healthz, runs `berth-load replicas` against them
+#      (--seed R, so each count writes its own leases and consumers) and stops them;
+#   5. stops every process it started by its pid and drops both databases (trap on exit).
 #
 # Environment:
 #   BENCH_PREPOPULATED      1: populate with `berth-load populate-store`, not over HTTP [default: 0]
@@ -35,7 +37,8 @@
 #                           which takes the writer's term (each count starts once the previous
 #                           count's term has lapsed) [default: 0]
 #   BENCH_POSTGRES          server URL, without a database [default: postgres://postgres@127.0.0.1:5432]
-#   BENCH_DATABASE          database to create and drop [default: berth_bench_replicas]
+#   BENCH_DATABASE          database to create and drop, and with `_populated` after it, the
+#                           populated copy each count starts from [default: berth_bench_replicas]
 #   BENCH_RESULTS           directory for the raw JSON results [default: target/bench-replicas]
 #   BERTH_BIN, BERTH_LOAD_BIN  the binaries [default: target/release/berth, target/release/berth-load]
 #
@@ -79,6 +82,7 @@ command -v psql >/dev/null || die "psql is needed to create and drop the databas
 TMP=$(mktemp -d -t bench-replicas.XXXXXX)
 PIDS=()
 DB_CREATED=0
+POPULATED=${DATABASE}_populated
 
 # Stops the given pids (TERM, then KILL after 20 s) and waits for them.
 stop_pids() {
@@ -104,8 +108,11 @@ psql_admin() {
 cleanup() {
     ((${#PIDS[@]} == 0)) || stop_pids "${PIDS[@]}"
     if ((DB_CREATED)); then
-        psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" ||
-            log "bench-replicas: could not drop database $DATABASE"
+        local db
+        for db in "$DATABASE" "$POPULATED"; do
+            psql_admin -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" ||
+                log "bench-replicas: could not drop database $db"
+        done
     fi
     rm -rf "$TMP"
 }
@@ -114,17 +121,18 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # Waits until GET URL answers 200, or fails after 600 s or when process PID died.
-# start_replica NAME: serves berth over the database; sets REPLICA_URL, REPLICA_PID and
-# READY_MS (milliseconds from the start to the first 200 of /healthz).
+# start_replica NAME [DB]: serves berth over the database DB (BENCH_DATABASE if not given); sets
+# REPLICA_URL, REPLICA_PID and READY_MS (milliseconds from the start to the first 200 of
+# /healthz).
 start_replica() {
-    local name=$1 port start
+    local name=$1 db=${2:-$DATABASE} port start
     port=$(free_port)
     mkdir -p "$TMP/$name"
     start=$(date +%s%N)
     env -u BERTH_CONFIG -u BERTH_DATABASE -u BERTH_AUTH -u BERTH_TOKENS -u BERTH_DEMO \
         -u BERTH_LISTEN -u BERTH_DATA_DIR NO_COLOR=1 \
         "$BERTH" serve --listen "127.0.0.1:$port" --data-dir "$TMP/$name" \
-        --database "$POSTGRES/$DATABASE" >"$TMP/$name.log" 2>&1 &
+        --database "$POSTGRES/$db" >"$TMP/$name.log" 2>&1 &
     REPLICA_PID=$!
     PIDS+=("$REPLICA_PID")
     wait_ready "http://127.0.0.1:$port/healthz" "$REPLICA_PID" "$TMP/$name.log" 600
@@ -176,22 +184,22 @@ mkdir -p "$RESULTS"
         "$HOSTS" "$LEASES" "$REQUESTS" "$SAMPLES" "$CLIENTS" "$PREPOPULATED"
 } >"$RESULTS/notes.txt"
 
-log "==> database $DATABASE on $POSTGRES"
-psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
+log "==> database $POPULATED on $POSTGRES"
+psql_admin -c "DROP DATABASE IF EXISTS $POPULATED WITH (FORCE)"
 DB_CREATED=1
-psql_admin -c "CREATE DATABASE $DATABASE"
+psql_admin -c "CREATE DATABASE $POPULATED"
 
 # --- 2. population ------------------------------------------------------------------------------
 
 if ((PREPOPULATED)); then
     log "==> berth-load populate-store --hosts $HOSTS --leases $LEASES"
     start=$SECONDS
-    "$LOAD" populate-store --database "$POSTGRES/$DATABASE" --hosts "$HOSTS" --leases "$LEASES" \
+    "$LOAD" populate-store --database "$POSTGRES/$POPULATED" --hosts "$HOSTS" --leases "$LEASES" \
         --json >"$RESULTS/populate-store.json"
     printf 'populate-store %s s, load after %s\n' $((SECONDS - start)) "$(loadavg)" \
         >>"$RESULTS/notes.txt"
 else
-    start_replica populate
+    start_replica populate "$POPULATED"
     printf 'load before populate %s\n' "$(loadavg)" >>"$RESULTS/notes.txt"
     log "==> berth-load create-leases --hosts $HOSTS --leases $LEASES"
     start=$SECONDS
@@ -205,7 +213,9 @@ fi
 # --- 3. replicas --------------------------------------------------------------------------------
 
 for r in $REPLICAS; do
-    log "==> $r replica(s)"
+    log "==> $r replica(s), over a copy of $POPULATED"
+    psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
+    psql_admin -c "CREATE DATABASE $DATABASE TEMPLATE $POPULATED STRATEGY FILE_COPY"
     urls=()
     started=()
     ready=()

@@ -17,8 +17,12 @@ pub(crate) async fn write_consumers(
     now: i64,
 ) -> Result<(), StoreError> {
     let uuids: Vec<Uuid> = consumers.iter().map(|(uuid, _)| *uuid).collect();
-    // Their allocations go with them (the foreign key cascades).
+    // Their allocations go with them (the foreign key cascades). Planned for each batch's own
+    // uuids, not cached: a statement prepared once is planned generically after a few runs,
+    // and where the table was empty or never analyzed then, that plan scans every consumer
+    // of each batch, and keeps doing so while the table grows.
     sqlx::query("DELETE FROM consumers WHERE uuid = ANY($1)")
+        .persistent(false)
         .bind(&uuids)
         .execute(&mut *conn)
         .await

@@ -30,10 +30,15 @@ async fn finish(server: &str, made: &Made, outcome: Result<(), tokio::task::Join
 }
 
 async fn fresh_store(server: &str, made: &Made) -> PostgresStore {
+    fresh_store_at(server, made).await.0
+}
+
+/// A store over a database of its own, and the database's URL.
+async fn fresh_store_at(server: &str, made: &Made) -> (PostgresStore, String) {
     let (name, url) = scratch::create(server).await;
     let store = PostgresStore::connect(&url).await.expect("connect");
     made.lock().expect("lock").push((name, store.clone()));
-    store
+    (store, url)
 }
 
 #[tokio::test]
@@ -106,9 +111,7 @@ async fn postgres_store_reports_a_corrupt_lease_document() {
     let outcome = tokio::spawn({
         let (server, made) = (server.clone(), made.clone());
         async move {
-            let (name, url) = scratch::create(&server).await;
-            let store = PostgresStore::connect(&url).await.expect("connect");
-            made.lock().expect("lock").push((name, store.clone()));
+            let (store, url) = fresh_store_at(&server, &made).await;
             let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
             sqlx::query(
                 "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
@@ -204,6 +207,101 @@ async fn postgres_change_log_keeps_the_retained_commits_and_announces_each() {
                         .expect("feed");
                 assert_eq!(announced, Some(expected));
             }
+        }
+    })
+    .await;
+    finish(&server, &made, outcome).await;
+}
+
+/// Consumers a batch replaces are found through the primary key however PostgreSQL's
+/// statistics stood when the statement first ran. Here the table was vacuumed while empty, so
+/// the planner took it for empty: a statement prepared once and planned generically then would
+/// scan every consumer in each later batch, more of them the more there are.
+#[tokio::test]
+async fn postgres_replaces_consumers_through_the_key_whatever_the_statistics() {
+    use berth_core::Change;
+    use berth_core::model::consumer::Consumer;
+    use sqlx::Connection;
+
+    /// A batch that replaces consumers `replaced` (as new, where there were none).
+    async fn replace(store: &PostgresStore, replaced: std::ops::Range<u128>) {
+        let at = berth_core::Instant::from_micros(5);
+        let changes: Vec<Change> = replaced
+            .map(|n| Change::ConsumerSet {
+                uuid: uuid::Uuid::from_u128(n),
+                consumer: Some(Consumer {
+                    project_id: "p".to_owned(),
+                    user_id: "u".to_owned(),
+                    consumer_type: None,
+                    generation: 1,
+                    allocations: Default::default(),
+                    reservation: None,
+                    created_at: at,
+                    updated_at: at,
+                }),
+            })
+            .collect();
+        let mut tx = store.begin_write().await.expect("begin");
+        tx.persist(&changes, at).await.expect("persist");
+        tx.commit().await.expect("commit");
+    }
+
+    /// The table's scans once the counters of `rows` inserted rows have reached the statistics
+    /// (each backend sends its own within about ten seconds).
+    async fn scans_after(conn: &mut sqlx::PgConnection, rows: i64) -> i64 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let (inserted, scans): (i64, i64) = sqlx::query_as(
+                "SELECT n_tup_ins, seq_scan FROM pg_stat_user_tables WHERE relname = 'consumers'",
+            )
+            .fetch_one(&mut *conn)
+            .await
+            .expect("statistics");
+            if inserted >= rows {
+                return scans;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{inserted} of {rows} rows counted"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }
+
+    let Some(server) =
+        scratch::server_url("postgres_replaces_consumers_through_the_key_whatever_the_statistics")
+    else {
+        return;
+    };
+    let made = Made::default();
+    let outcome = tokio::spawn({
+        let (server, made) = (server.clone(), made.clone());
+        async move {
+            let (store, url) = fresh_store_at(&server, &made).await;
+            scratch::vacuum(&url).await;
+            let mut stats = sqlx::PgConnection::connect(&url).await.expect("connect");
+            // As before autovacuum first comes by: the statistics still say empty.
+            sqlx::query("ALTER TABLE consumers SET (autovacuum_enabled = false)")
+                .execute(&mut stats)
+                .await
+                .expect("autovacuum off");
+            // The first batches, of two consumers each, meet a table of a page or less.
+            for batch in 0..10_u128 {
+                replace(&store, batch * 2..batch * 2 + 2).await;
+            }
+            // Then it grows to 40,000 consumers.
+            for batch in 0..100_u128 {
+                replace(&store, 1_000 + batch * 400..1_000 + (batch + 1) * 400).await;
+            }
+            let before = scans_after(&mut stats, 40_020).await;
+            // Ten batches of twenty over it, where the key is the cheaper way.
+            for batch in 0..10_u128 {
+                let first = 1_000 + batch * 4_000;
+                replace(&store, first..first + 20).await;
+            }
+            let after = scans_after(&mut stats, 40_220).await;
+            assert_eq!(after, before, "no batch scanned the table");
+            let _ = stats.close().await;
         }
     })
     .await;
