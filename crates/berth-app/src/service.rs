@@ -764,8 +764,8 @@ impl Batch {
                 }
                 false => accepted,
             };
-        let seq = match commit_changes(tx, &changes, &usage, now).await {
-            Ok(seq) => seq,
+        let (seq, logged) = match commit_changes(tx, &changes, &usage, now).await {
+            Ok(committed) => committed,
             Err(error) => {
                 let replies = accepted.into_iter().map(|(reply, _)| reply);
                 fail_replies(replies, &error);
@@ -777,7 +777,7 @@ impl Batch {
             let _ = self.published.send(Arc::new(Published {
                 seq,
                 format: i64::from(berth_core::CHANGE_FORMAT),
-                changes: berth_store::codec::encode_changes(&changes),
+                changes: logged.unwrap_or_else(|| berth_store::codec::encode_changes(&changes)),
             }));
         }
         let own = Committed { seq, changes };
@@ -821,13 +821,14 @@ fn note_records(records: &mut Records, decided: &[Change]) {
 
 /// Writes a batch's changes (pruning expired idempotency records first) and the usage history
 /// they close (pruning segments past [`USAGE_RETENTION_DAYS`], at most twice what it writes and
-/// at least [`USAGE_PRUNE_MIN`]), and commits them.
+/// at least [`USAGE_PRUNE_MIN`]), and commits them: the new sequence, and the replication
+/// log's entry as the store appended it when it hands it back.
 async fn commit_changes(
     mut tx: Box<dyn WriteTx>,
     changes: &[Change],
     usage: &[UsageSegment],
     now: Instant,
-) -> Result<u64, StoreError> {
+) -> Result<(u64, Option<String>), StoreError> {
     prune_records(tx.as_mut(), changes, now).await?;
     tx.persist(changes, now).await?;
     if !usage.is_empty() {
@@ -836,7 +837,7 @@ async fn commit_changes(
         tx.prune_usage(expired, USAGE_PRUNE_MIN.max(2 * usage.len()))
             .await?;
     }
-    tx.commit().await
+    tx.commit_logged().await
 }
 
 /// Prunes expired idempotency records, at most [`IDEMPOTENCY_PRUNE_MAX`] for each key

@@ -33,6 +33,16 @@ async fn fresh_store(server: &str, made: &Made) -> PostgresStore {
     fresh_store_at(server, made).await.0
 }
 
+/// The provider the single-write tests create.
+fn cn1() -> berth_core::decide::inventory::NewProvider {
+    berth_core::decide::inventory::NewProvider {
+        uuid: berth_core::ProviderId::from_u128(42),
+        name: "cn1".to_owned(),
+        parent: None,
+        availability_zone: None,
+    }
+}
+
 /// A store over a database of its own, and the database's URL.
 async fn fresh_store_at(server: &str, made: &Made) -> (PostgresStore, String) {
     let (name, url) = scratch::create(server).await;
@@ -78,12 +88,7 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
                 .expect("lock")
                 .push((name.clone(), store.clone()));
             let mut catalog = berth_core::Catalog::new();
-            let new = berth_core::decide::inventory::NewProvider {
-                uuid: berth_core::ProviderId::from_u128(42),
-                name: "cn1".to_owned(),
-                parent: None,
-                availability_zone: None,
-            };
+            let new = cn1();
             let at = berth_core::Instant::from_micros(5);
             berth_store::testkit::write(&store, &mut catalog, |c| {
                 berth_core::decide::inventory::create_provider(c, &new, at)
@@ -302,6 +307,45 @@ async fn postgres_replaces_consumers_through_the_key_whatever_the_statistics() {
             let after = scans_after(&mut stats, 40_220).await;
             assert_eq!(after, before, "no batch scanned the table");
             let _ = stats.close().await;
+        }
+    })
+    .await;
+    finish(&server, &made, outcome).await;
+}
+
+/// A commit hands back the replication log's entry it appended, so that the writer sends its
+/// followers the commit without encoding it again; it reads back from the log as it was.
+#[tokio::test]
+async fn postgres_hands_back_the_log_entry_it_appended() {
+    let Some(server) = scratch::server_url("postgres_hands_back_the_log_entry_it_appended") else {
+        return;
+    };
+    let made = Made::default();
+    let outcome = tokio::spawn({
+        let (server, made) = (server.clone(), made.clone());
+        async move {
+            let store = fresh_store(&server, &made).await;
+            let new = cn1();
+            let at = berth_core::Instant::from_micros(5);
+            let changes = berth_core::decide::inventory::create_provider(
+                &berth_core::Catalog::new(),
+                &new,
+                at,
+            )
+            .expect("accepted");
+            let mut tx = store.begin_write().await.expect("begin");
+            tx.persist(&changes, at).await.expect("persist");
+            let (seq, entry) = tx.commit_logged().await.expect("commit");
+            let entry = entry.expect("PostgreSQL hands back the entry");
+            let tail = berth_store::codec::decode_tail(
+                seq - 1,
+                [(seq, i64::from(berth_core::CHANGE_FORMAT), entry)],
+            );
+            assert_eq!(tail, store.changes_after(seq - 1, 1).await.expect("log"));
+            assert_eq!(
+                tail,
+                berth_store::Tail::Entries(vec![berth_store::Committed { seq, changes }])
+            );
         }
     })
     .await;

@@ -228,4 +228,12 @@ pub trait WriteTx: Send {
     /// entry of the new sequence (pruning entries beyond the retained count), commits, and
     /// returns the new sequence number.
     async fn commit(self: Box<Self>) -> Result<u64, StoreError>;
+
+    /// Commits as [`commit`](WriteTx::commit) does, and also returns the replication log's
+    /// entry of the new sequence as it was appended (the changes encoded in
+    /// [`CHANGE_FORMAT`](berth_core::CHANGE_FORMAT)), where the store keeps a log and can hand
+    /// it back without encoding it again; `None` otherwise.
+    async fn commit_logged(self: Box<Self>) -> Result<(u64, Option<String>), StoreError> {
+        Ok((self.commit().await?, None))
+    }
 }

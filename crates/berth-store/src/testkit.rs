@@ -742,7 +742,14 @@ pub async fn write<S: Store>(
         "the catalog is current"
     );
     tx.persist(&changes, T0).await.expect("persist");
-    let seq = tx.commit().await.expect("commit");
+    let (seq, handed_back) = tx.commit_logged().await.expect("commit");
+    if let Some(entry) = handed_back {
+        assert_eq!(
+            entry,
+            crate::codec::encode_changes(&changes),
+            "the entry handed back is the commit's changes as the log's format encodes them"
+        );
+    }
     let logged = match store.keeps_change_log() {
         true => vec![Committed {
             seq,

@@ -43,8 +43,8 @@ impl Entry {
         self.at = self.at.max(now);
     }
 
-    /// Appends the entry as the log's entry of `seq` and prunes what the log no longer retains
-    /// (bumping the sequence announced it).
+    /// Appends the entry as the log's entry of `seq`, prunes what the log no longer retains
+    /// (bumping the sequence announced it), and returns the entry's changes as appended.
     #[tracing::instrument(skip_all)]
     pub(super) async fn append<B: SqlBackend>(
         mut self,
@@ -52,7 +52,7 @@ impl Entry {
         writes: &ChangeLogWrites,
         seq: u64,
         retained: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<String, StoreError> {
         match self.text.is_empty() {
             true => self.text.push_str("[]"),
             false => self.text.push(']'),
@@ -60,14 +60,14 @@ impl Entry {
         let query = sqlx::query(writes.append)
             .arg(encode_bound(seq))
             .arg(i64::from(CHANGE_FORMAT))
-            .arg(self.text)
+            .arg(self.text.clone())
             .arg(encode_instant(self.at));
         execute::<B>(conn, query).await?;
         if seq.is_multiple_of(PRUNE_EVERY) && seq > retained {
             let query = sqlx::query(writes.prune).arg(encode_bound(seq - retained));
             execute::<B>(conn, query).await?;
         }
-        Ok(())
+        Ok(self.text)
     }
 }
 

@@ -230,7 +230,11 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
         Ok(())
     }
 
-    async fn commit(mut self: Box<Self>) -> Result<u64, StoreError> {
+    async fn commit(self: Box<Self>) -> Result<u64, StoreError> {
+        Ok(self.commit_logged().await?.0)
+    }
+
+    async fn commit_logged(self: Box<Self>) -> Result<(u64, Option<String>), StoreError> {
         let SqlTx {
             mut tx,
             entry,
@@ -238,11 +242,12 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
             ..
         } = *self;
         let seq = catalog::bump_seq::<B>(&mut tx).await?;
-        if let Some(writes) = &B::SQL.change_log {
-            entry.append::<B>(&mut tx, writes, seq, retained).await?;
-        }
+        let logged = match &B::SQL.change_log {
+            Some(writes) => Some(entry.append::<B>(&mut tx, writes, seq, retained).await?),
+            None => None,
+        };
         tx.commit().await.map_err(B::map_err)?;
-        Ok(seq)
+        Ok((seq, logged))
     }
 }
 
