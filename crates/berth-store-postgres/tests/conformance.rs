@@ -29,6 +29,21 @@ async fn finish(server: &str, made: &Made, outcome: Result<(), tokio::task::Join
     }
 }
 
+/// Runs `test` with the server's URL and the stores it makes, in a task of its own so that a
+/// failing case still gets its databases dropped; without a server, says it skipped.
+async fn on_scratch<F, Fut>(name: &str, test: F)
+where
+    F: FnOnce(String, Made) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Some(server) = scratch::server_url(name) else {
+        return;
+    };
+    let made = Made::default();
+    let outcome = tokio::spawn(test(server.clone(), made.clone())).await;
+    finish(&server, &made, outcome).await;
+}
+
 async fn fresh_store(server: &str, made: &Made) -> PostgresStore {
     fresh_store_at(server, made).await.0
 }
@@ -53,35 +68,21 @@ async fn fresh_store_at(server: &str, made: &Made) -> (PostgresStore, String) {
 
 #[tokio::test]
 async fn postgres_store_conforms() {
-    let Some(server) = scratch::server_url("postgres_store_conforms") else {
-        return;
-    };
-    let made = Made::default();
-    // Run the suite in a task, so a failing case still gets its databases dropped.
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
-            berth_store::testkit::run_all(|| {
-                let (server, made) = (server.clone(), made.clone());
-                async move { fresh_store(&server, &made).await }
-            })
-            .await;
-        }
+    on_scratch("postgres_store_conforms", |server, made| async move {
+        berth_store::testkit::run_all(|| {
+            let (server, made) = (server.clone(), made.clone());
+            async move { fresh_store(&server, &made).await }
+        })
+        .await;
     })
     .await;
-    finish(&server, &made, outcome).await;
 }
 
 #[tokio::test]
 async fn postgres_store_keeps_everything_across_a_reconnect() {
-    let Some(server) = scratch::server_url("postgres_store_keeps_everything_across_a_reconnect")
-    else {
-        return;
-    };
-    let made = Made::default();
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
+    on_scratch(
+        "postgres_store_keeps_everything_across_a_reconnect",
+        |server, made| async move {
             let (name, url) = scratch::create(&server).await;
             let store = PostgresStore::connect(&url).await.expect("connect");
             made.lock()
@@ -99,53 +100,39 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
             made.lock().expect("lock").push((name, reconnected.clone()));
             let rows = reconnected.load_catalog().await.expect("load");
             assert_eq!(rows, catalog.to_rows());
-        }
-    })
+        },
+    )
     .await;
-    finish(&server, &made, outcome).await;
 }
 
 #[tokio::test]
 async fn postgres_store_reports_a_corrupt_lease_document() {
     use sqlx::Connection;
-    let Some(server) = scratch::server_url("postgres_store_reports_a_corrupt_lease_document")
-    else {
-        return;
-    };
-    let made = Made::default();
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
-            let (store, url) = fresh_store_at(&server, &made).await;
-            let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
-            sqlx::query(
-                "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
-                 VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
-            )
-            .execute(&mut conn)
-            .await
-            .expect("insert");
-            conn.close().await.expect("close");
-            let error = store.load_catalog().await.expect_err("a corrupt document");
-            assert!(
-                matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
-                "{error:?}"
-            );
-        }
+    on_scratch("postgres_store_reports_a_corrupt_lease_document", |server, made| async move {
+        let (store, url) = fresh_store_at(&server, &made).await;
+        let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+        sqlx::query(
+            "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+             VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
+        )
+        .execute(&mut conn)
+        .await
+        .expect("insert");
+        conn.close().await.expect("close");
+        let error = store.load_catalog().await.expect_err("a corrupt document");
+        assert!(
+            matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
+            "{error:?}"
+        );
     })
     .await;
-    finish(&server, &made, outcome).await;
 }
 
 #[tokio::test]
 async fn postgres_store_carries_a_0007_database_forward() {
-    let Some(server) = scratch::server_url("postgres_store_carries_a_0007_database_forward") else {
-        return;
-    };
-    let made = Made::default();
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
+    on_scratch(
+        "postgres_store_carries_a_0007_database_forward",
+        |server, made| async move {
             let (name, url) = scratch::create(&server).await;
             // A database as the migrations up to 0007 left it, with a document in
             // `promise_objects`.
@@ -176,23 +163,16 @@ async fn postgres_store_carries_a_0007_database_forward() {
             .expect("constraints");
             pool.close().await;
             assert_eq!(constraints, ["documents_pkey"]);
-        }
-    })
+        },
+    )
     .await;
-    finish(&server, &made, outcome).await;
 }
 
 #[tokio::test]
 async fn postgres_change_log_keeps_the_retained_commits_and_announces_each() {
-    let Some(server) =
-        scratch::server_url("postgres_change_log_keeps_the_retained_commits_and_announces_each")
-    else {
-        return;
-    };
-    let made = Made::default();
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
+    on_scratch(
+        "postgres_change_log_keeps_the_retained_commits_and_announces_each",
+        |server, made| async move {
             let store = fresh_store(&server, &made)
                 .await
                 .with_change_log_retained(5);
@@ -212,10 +192,9 @@ async fn postgres_change_log_keeps_the_retained_commits_and_announces_each() {
                         .expect("feed");
                 assert_eq!(announced, Some(expected));
             }
-        }
-    })
+        },
+    )
     .await;
-    finish(&server, &made, outcome).await;
 }
 
 /// Consumers a batch replaces are found through the primary key however PostgreSQL's
@@ -273,15 +252,9 @@ async fn postgres_replaces_consumers_through_the_key_whatever_the_statistics() {
         }
     }
 
-    let Some(server) =
-        scratch::server_url("postgres_replaces_consumers_through_the_key_whatever_the_statistics")
-    else {
-        return;
-    };
-    let made = Made::default();
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
+    on_scratch(
+        "postgres_replaces_consumers_through_the_key_whatever_the_statistics",
+        |server, made| async move {
             let (store, url) = fresh_store_at(&server, &made).await;
             scratch::vacuum(&url).await;
             let mut stats = sqlx::PgConnection::connect(&url).await.expect("connect");
@@ -307,23 +280,18 @@ async fn postgres_replaces_consumers_through_the_key_whatever_the_statistics() {
             let after = scans_after(&mut stats, 40_220).await;
             assert_eq!(after, before, "no batch scanned the table");
             let _ = stats.close().await;
-        }
-    })
+        },
+    )
     .await;
-    finish(&server, &made, outcome).await;
 }
 
 /// A commit hands back the replication log's entry it appended, so that the writer sends its
 /// followers the commit without encoding it again; it reads back from the log as it was.
 #[tokio::test]
 async fn postgres_hands_back_the_log_entry_it_appended() {
-    let Some(server) = scratch::server_url("postgres_hands_back_the_log_entry_it_appended") else {
-        return;
-    };
-    let made = Made::default();
-    let outcome = tokio::spawn({
-        let (server, made) = (server.clone(), made.clone());
-        async move {
+    on_scratch(
+        "postgres_hands_back_the_log_entry_it_appended",
+        |server, made| async move {
             let store = fresh_store(&server, &made).await;
             let new = cn1();
             let at = berth_core::Instant::from_micros(5);
@@ -346,8 +314,7 @@ async fn postgres_hands_back_the_log_entry_it_appended() {
                 tail,
                 berth_store::Tail::Entries(vec![berth_store::Committed { seq, changes }])
             );
-        }
-    })
+        },
+    )
     .await;
-    finish(&server, &made, outcome).await;
 }

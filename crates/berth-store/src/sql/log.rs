@@ -60,7 +60,7 @@ impl Entry {
         let query = sqlx::query(writes.append)
             .arg(encode_bound(seq))
             .arg(i64::from(CHANGE_FORMAT))
-            .arg(self.text.clone())
+            .arg(self.text.as_str())
             .arg(encode_instant(self.at));
         execute::<B>(conn, query).await?;
         if seq.is_multiple_of(PRUNE_EVERY) && seq > retained {
