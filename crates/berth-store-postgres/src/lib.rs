@@ -12,6 +12,7 @@
 mod consumer;
 mod error;
 mod lease;
+mod provider;
 #[cfg(feature = "testkit")]
 pub mod scratch;
 mod statements;
@@ -19,6 +20,7 @@ mod statements;
 use berth_core::LeaseId;
 use berth_core::model::consumer::Consumer;
 use berth_core::model::lease::{Lease, LeaseRecord};
+use berth_core::model::provider::ProviderRow;
 use berth_store::sql::{SqlBackend, Statements};
 use berth_store::{CommitFeed, StoreError};
 use error::map_err;
@@ -193,6 +195,14 @@ impl SqlBackend for PostgresStore {
         records: &[&LeaseRecord],
     ) -> Result<bool, StoreError> {
         lease::write_leases(conn, leases, records).await?;
+        Ok(true)
+    }
+
+    async fn write_providers(
+        conn: &mut PgConnection,
+        providers: &[&ProviderRow],
+    ) -> Result<bool, StoreError> {
+        provider::write_providers(conn, providers).await?;
         Ok(true)
     }
 

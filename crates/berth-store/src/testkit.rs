@@ -44,6 +44,7 @@ where
     lease_records_are_appended(&make().await).await;
     a_batch_writes_each_leases_last_state_and_every_record(&make().await).await;
     a_batch_writes_each_consumers_last_state_in_time(&make().await).await;
+    a_batch_writes_each_providers_last_state_whatever_names_it_swaps(&make().await).await;
     private_properties_round_trip(&make().await).await;
     promise_objects_round_trip(&make().await).await;
     provider_conditions_round_trip(&make().await).await;
@@ -1068,7 +1069,8 @@ fn holding(n: u128, provider: u128, vcpus: u64) -> ConsumerWrite {
 /// the provider it held: storage holds each consumer's last state, and the removal is written
 /// before the provider's deletion, which its foreign key forbids otherwise (an adapter may
 /// write a batch's consumers together, as long as the outcome is this).
-async fn a_batch_writes_each_consumers_last_state_in_time<S: Store>(store: &S) {
+/// Providers 1 (`cn1`) and 2 (`cn2`), each with 64 VCPU, stored and in the catalog returned.
+async fn two_providers_of_64_vcpus<S: Store>(store: &S) -> Catalog {
     let mut catalog = Catalog::new();
     for (n, name) in [(1, "cn1"), (2, "cn2")] {
         create(store, &mut catalog, n, name, None).await;
@@ -1078,6 +1080,23 @@ async fn a_batch_writes_each_consumers_last_state_in_time<S: Store>(store: &S) {
         })
         .await;
     }
+    catalog
+}
+
+/// One batch's changes: each step decided over the catalog the steps before it left.
+fn in_turn(catalog: &Catalog, steps: &[&(dyn Fn(&Catalog) -> Decision + Sync)]) -> Decision {
+    let mut working = catalog.clone();
+    let mut changes = Vec::new();
+    for step in steps {
+        let decided = step(&working)?;
+        working.apply(&decided);
+        changes.extend(decided);
+    }
+    Ok(changes)
+}
+
+async fn a_batch_writes_each_consumers_last_state_in_time<S: Store>(store: &S) {
+    let mut catalog = two_providers_of_64_vcpus(store).await;
     write(store, &mut catalog, |c| {
         allocation::set_allocations(c, &[holding(700, 2, 4)], T0)
     })
@@ -1091,20 +1110,41 @@ async fn a_batch_writes_each_consumers_last_state_in_time<S: Store>(store: &S) {
         &|c| decide::delete_provider(c, pid(2)),
         &|c| allocation::set_allocations(c, &[holding(703, 1, 1)], T0),
     ];
-    write(store, &mut catalog, |c| {
-        let mut working = c.clone();
-        let mut changes = Vec::new();
-        for step in steps {
-            let decided = step(&working)?;
-            working.apply(&decided);
-            changes.extend(decided);
-        }
-        Ok(changes)
-    })
-    .await;
+    write(store, &mut catalog, |c| in_turn(c, &steps)).await;
     let used = catalog.provider(pid(1)).expect("cn1").used(&class("VCPU"));
     assert_eq!(used, 6, "701 holds 5 and 703 holds 1");
     assert!(catalog.provider(pid(2)).is_none());
+    assert_same(store, &catalog).await;
+}
+
+/// One batch updates providers several times over, among allocation writes that bump their
+/// generations: two of them swap names through a third name one of them holds in between,
+/// and one is moved under the other. Each is stored as its last update left it.
+async fn a_batch_writes_each_providers_last_state_whatever_names_it_swaps<S: Store>(store: &S) {
+    let mut catalog = two_providers_of_64_vcpus(store).await;
+    let renamed = |n: u128, name: &'static str, parent: Option<u128>| {
+        move |c: &Catalog| {
+            decide::update_provider(c, pid(n), name, parent.map(pid), Reparenting::Allowed, T0)
+        }
+    };
+    let steps: [&(dyn Fn(&Catalog) -> Decision + Sync); 6] = [
+        &|c| allocation::set_allocations(c, &[holding(801, 1, 2), holding(802, 2, 3)], T0),
+        &renamed(1, "between", None),
+        &renamed(2, "cn1", None),
+        &|c| allocation::set_allocations(c, &[holding(801, 1, 4)], T0),
+        &renamed(1, "cn2", None),
+        &renamed(2, "cn1", Some(1)),
+    ];
+    write(store, &mut catalog, |c| in_turn(c, &steps)).await;
+    let named = |n: u128| {
+        catalog
+            .provider(pid(n))
+            .expect("provider")
+            .name()
+            .to_owned()
+    };
+    assert_eq!((named(1), named(2)), ("cn2".to_owned(), "cn1".to_owned()));
+    assert_eq!(catalog.provider(pid(2)).expect("cn1").root(), pid(1));
     assert_same(store, &catalog).await;
 }
 

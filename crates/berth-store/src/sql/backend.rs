@@ -7,6 +7,7 @@ use crate::port::StoreError;
 use berth_core::LeaseId;
 use berth_core::model::consumer::Consumer;
 use berth_core::model::lease::{Lease, LeaseRecord};
+use berth_core::model::provider::ProviderRow;
 use sqlx::{Database, Pool, Transaction};
 use std::future::Future;
 use std::sync::Arc;
@@ -100,6 +101,20 @@ pub trait SqlBackend: Send + Sync + 'static {
     fn load_leases(
         conn: &mut Conn<Self>,
     ) -> impl Future<Output = Result<Vec<Arc<Lease>>, StoreError>> + Send;
+
+    /// Writes providers' new states (every one already stored; one may come more than once, in
+    /// the order they were decided, and its last row is its state) in fewer statements than one
+    /// per row, where the database takes lists of rows, and answers `true`; answers `false` (the
+    /// default) having written nothing, and the shared code writes them one row at a time, in
+    /// their order. Written together, the rows may swap names (through a name one of them held
+    /// in between): only the names they end with are unique.
+    fn write_providers(
+        conn: &mut Conn<Self>,
+        providers: &[&ProviderRow],
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (conn, providers);
+        async { Ok(false) }
+    }
 
     /// Writes the new states of consumers (each uuid once; `None` deletes it, with its
     /// allocations) in fewer statements than one per row, where the database takes lists of

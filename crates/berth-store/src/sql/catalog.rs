@@ -341,7 +341,7 @@ async fn insert_provider<B: SqlBackend>(
 }
 
 #[tracing::instrument(skip_all)]
-async fn update_provider<B: SqlBackend>(
+pub(super) async fn update_provider<B: SqlBackend>(
     conn: &mut Conn<B>,
     row: &ProviderRow,
 ) -> Result<(), StoreError> {

@@ -31,6 +31,7 @@ use berth_core::model::consumer::Consumer;
 use berth_core::model::idempotency::{IdempotencyKey, IdempotencyRecord};
 use berth_core::model::lease::LeaseRecord;
 use berth_core::model::ledger::Window;
+use berth_core::model::provider::ProviderRow;
 use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant};
 use sqlx::Transaction;
@@ -188,10 +189,12 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
 
     async fn persist(&mut self, changes: &[Change], now: Instant) -> Result<(), StoreError> {
         // Leases and their records go last, together: no other change writes their tables.
-        // Consumers wait for the next change that is not a lease's or a provider's update (one
-        // that creates or deletes a provider may depend on their allocations, by foreign key).
+        // Providers' updates and consumers wait, together, for the next change that is not a
+        // lease's, a provider's update or a consumer's (one that creates or deletes a provider
+        // may depend on the allocations, by foreign key, or be what an update updates).
         let mut leases = Latest::default();
         let mut records = Vec::new();
+        let mut providers = Vec::new();
         let mut consumers = Latest::default();
         for change in changes {
             match change {
@@ -205,15 +208,15 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
                 }
                 Change::LeaseRecorded(record) => records.push(record),
                 Change::ConsumerSet { uuid, consumer } => consumers.set(*uuid, consumer.as_ref()),
-                Change::ProviderUpdated(_) => {
-                    catalog::persist::<B>(&mut self.tx, change, now).await?;
-                }
+                Change::ProviderUpdated(row) => providers.push(row),
                 _ => {
+                    write_providers::<B>(&mut self.tx, std::mem::take(&mut providers)).await?;
                     write_consumers::<B>(&mut self.tx, consumers.take(), now).await?;
                     catalog::persist::<B>(&mut self.tx, change, now).await?;
                 }
             }
         }
+        write_providers::<B>(&mut self.tx, providers).await?;
         write_consumers::<B>(&mut self.tx, consumers.take(), now).await?;
         let leases = leases.take();
         if !B::write_leases(&mut self.tx, &leases, &records).await? {
@@ -249,6 +252,20 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
         tx.commit().await.map_err(B::map_err)?;
         Ok((seq, logged))
     }
+}
+
+/// Writes providers' new states, in as few statements as the backend can.
+async fn write_providers<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    providers: Vec<&ProviderRow>,
+) -> Result<(), StoreError> {
+    if providers.is_empty() || B::write_providers(conn, &providers).await? {
+        return Ok(());
+    }
+    for row in providers {
+        catalog::update_provider::<B>(conn, row).await?;
+    }
+    Ok(())
 }
 
 /// Writes consumers' new states, in as few statements as the backend can.
