@@ -7,9 +7,8 @@ use berth_store::sql::{ChangeLogWrites, Statements};
 pub(crate) const SQL: Statements = Statements {
     ping: "SELECT 1",
     catalog_seq: "SELECT catalog_seq FROM berth_meta WHERE id = 1",
-    // Announces the new sequence to the other replicas too (delivered at commit).
-    bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1
-        RETURNING catalog_seq, pg_notify('berth_catalog', CAST(catalog_seq AS TEXT))",
+    // Not run: every commit appends to the replication log, whose statement bumps the sequence.
+    bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1 RETURNING catalog_seq",
 
     providers: "SELECT id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at
         FROM resource_providers ORDER BY id",
@@ -142,7 +141,13 @@ pub(crate) const SQL: Statements = Statements {
         provider_id, resource_class, amount, since, until FROM usage_segments
         WHERE until > $2 AND since < $1 AND seq <= $3 LIMIT $4",
     change_log: Some(ChangeLogWrites {
-        append: "INSERT INTO change_log (seq, format, changes, committed_at) VALUES ($1, $2, $3, $4)",
+        // Announces the new sequence to the other replicas too (delivered at commit).
+        append: "WITH bumped AS (
+                UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1
+                RETURNING catalog_seq, pg_notify('berth_catalog', CAST(catalog_seq AS TEXT)))
+            INSERT INTO change_log (seq, format, changes, committed_at)
+            SELECT catalog_seq, $1, $2, $3 FROM bumped
+            RETURNING seq AS catalog_seq",
         prune: "DELETE FROM change_log WHERE seq <= $1",
     }),
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2",

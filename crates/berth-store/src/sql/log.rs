@@ -43,31 +43,30 @@ impl Entry {
         self.at = self.at.max(now);
     }
 
-    /// Appends the entry as the log's entry of `seq`, prunes what the log no longer retains
-    /// (bumping the sequence announced it), and returns the entry's changes as appended.
+    /// Takes the next catalog sequence (announcing it) and appends the entry as the log's
+    /// entry of it, prunes what the log no longer retains, and returns the sequence and the
+    /// entry's changes as appended.
     #[tracing::instrument(skip_all)]
     pub(super) async fn append<B: SqlBackend>(
         mut self,
         conn: &mut Conn<B>,
         writes: &ChangeLogWrites,
-        seq: u64,
         retained: u64,
-    ) -> Result<String, StoreError> {
+    ) -> Result<(u64, String), StoreError> {
         match self.text.is_empty() {
             true => self.text.push_str("[]"),
             false => self.text.push(']'),
         }
         let query = sqlx::query(writes.append)
-            .arg(encode_bound(seq))
             .arg(i64::from(CHANGE_FORMAT))
             .arg(self.text.as_str())
             .arg(encode_instant(self.at));
-        execute::<B>(conn, query).await?;
+        let seq = decode_u64(fetch_one::<B>(conn, query).await?.column("catalog_seq")?)?;
         if seq.is_multiple_of(PRUNE_EVERY) && seq > retained {
             let query = sqlx::query(writes.prune).arg(encode_bound(seq - retained));
             execute::<B>(conn, query).await?;
         }
-        Ok(self.text)
+        Ok((seq, self.text))
     }
 }
 

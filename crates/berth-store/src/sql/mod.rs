@@ -244,10 +244,12 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
             retained,
             ..
         } = *self;
-        let seq = catalog::bump_seq::<B>(&mut tx).await?;
-        let logged = match &B::SQL.change_log {
-            Some(writes) => Some(entry.append::<B>(&mut tx, writes, seq, retained).await?),
-            None => None,
+        let (seq, logged) = match &B::SQL.change_log {
+            Some(writes) => {
+                let (seq, text) = entry.append::<B>(&mut tx, writes, retained).await?;
+                (seq, Some(text))
+            }
+            None => (catalog::bump_seq::<B>(&mut tx).await?, None),
         };
         tx.commit().await.map_err(B::map_err)?;
         Ok((seq, logged))

@@ -12,8 +12,9 @@ pub struct Statements {
     pub ping: &'static str,
     /// Returns `catalog_seq`.
     pub catalog_seq: &'static str,
-    /// Adds one to the catalog sequence and returns the new `catalog_seq`; where the database
-    /// keeps a replication log, it also tells the other replicas (sent at commit).
+    /// Adds one to the catalog sequence and returns the new `catalog_seq`: a commit's last
+    /// statement where the database keeps no replication log (where it does, the log's
+    /// `append` does this too).
     pub bump_seq: &'static str,
 
     /// Returns every provider, oldest `id` first: `id, uuid, name, parent_uuid, root_uuid,
@@ -176,7 +177,9 @@ pub struct Statements {
 /// The statements a commit runs to write the replication log.
 #[derive(Debug)]
 pub struct ChangeLogWrites {
-    /// `(seq, format, changes, committed_at)`: appends one commit's changes to the log.
+    /// `(format, changes, committed_at)`: adds one to the catalog sequence, tells the other
+    /// replicas the new one (sent at commit) and appends one commit's changes to the log as
+    /// its entry, in one statement; returns the new `catalog_seq`.
     pub append: &'static str,
     /// `(seq)`: removes the log entries up to and including `seq`.
     pub prune: &'static str,
