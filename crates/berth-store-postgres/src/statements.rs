@@ -1,14 +1,12 @@
 //! The PostgreSQL text of every statement berth's shared SQL code runs: numbered `$n`
 //! placeholders, uuids as native `uuid`.
 
-use berth_store::sql::{ChangeLogWrites, Statements};
+use berth_store::sql::{ChangeLogWrites, CommitWrites, Statements};
 
 /// Every statement, in PostgreSQL's dialect.
 pub(crate) const SQL: Statements = Statements {
     ping: "SELECT 1",
     catalog_seq: "SELECT catalog_seq FROM berth_meta WHERE id = 1",
-    // Not run: every commit appends to the replication log, whose statement bumps the sequence.
-    bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1 RETURNING catalog_seq",
 
     providers: "SELECT id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at
         FROM resource_providers ORDER BY id",
@@ -140,7 +138,7 @@ pub(crate) const SQL: Statements = Statements {
     usage_overlapping: "SELECT id, source_kind, source, kind, project_id, reservation_id,
         provider_id, resource_class, amount, since, until FROM usage_segments
         WHERE until > $2 AND since < $1 AND seq <= $3 LIMIT $4",
-    change_log: Some(ChangeLogWrites {
+    commit: CommitWrites::Logged(ChangeLogWrites {
         // Announces the new sequence to the other replicas too (delivered at commit).
         append: "WITH bumped AS (
                 UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1

@@ -108,23 +108,22 @@ async fn postgres_store_keeps_everything_across_a_reconnect() {
 #[tokio::test]
 async fn postgres_store_reports_a_corrupt_lease_document() {
     use sqlx::Connection;
-    on_scratch("postgres_store_reports_a_corrupt_lease_document", |server, made| async move {
-        let (store, url) = fresh_store_at(&server, &made).await;
-        let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
-        sqlx::query(
-            "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
-             VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
-        )
-        .execute(&mut conn)
-        .await
-        .expect("insert");
-        conn.close().await.expect("close");
-        let error = store.load_catalog().await.expect_err("a corrupt document");
-        assert!(
-            matches!(&error, berth_store::StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
-            "{error:?}"
-        );
-    })
+    on_scratch(
+        "postgres_store_reports_a_corrupt_lease_document",
+        |server, made| async move {
+            let (store, url) = fresh_store_at(&server, &made).await;
+            let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+            sqlx::query(
+                "INSERT INTO leases (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+                 VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
+            )
+            .execute(&mut conn)
+                .await
+                .expect("insert");
+            conn.close().await.expect("close");
+            berth_store::testkit::reports_the_corrupt_lease(&store).await;
+        },
+    )
     .await;
 }
 

@@ -1,13 +1,12 @@
 //! The SQLite text of every statement berth's shared SQL code runs: `?` placeholders, uuids as
 //! `TEXT`.
 
-use berth_store::sql::Statements;
+use berth_store::sql::{CommitWrites, Statements};
 
 /// Every statement, in SQLite's dialect.
 pub(crate) const SQL: Statements = Statements {
     ping: "SELECT 1",
     catalog_seq: "SELECT catalog_seq FROM berth_meta WHERE id = 1",
-    bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1 RETURNING catalog_seq",
 
     providers: "SELECT id, uuid, name, parent_uuid, root_uuid, generation, availability_zone, created_at, updated_at
         FROM resource_providers ORDER BY id",
@@ -142,7 +141,9 @@ pub(crate) const SQL: Statements = Statements {
     usage_overlapping: "SELECT id, source_kind, source, kind, project_id, reservation_id,
         provider_id, resource_class, amount, since, until FROM usage_segments
         WHERE until > ?2 AND since < ?1 AND seq <= ?3 LIMIT ?4",
-    change_log: None,
+    commit: CommitWrites::Unlogged {
+        bump_seq: "UPDATE berth_meta SET catalog_seq = catalog_seq + 1 WHERE id = 1 RETURNING catalog_seq",
+    },
     changes_after: "SELECT seq, format, changes FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?",
     oldest_change: "SELECT COALESCE(MIN(seq), 0) AS seq FROM change_log",
 };

@@ -729,6 +729,16 @@ async fn private_properties_round_trip<S: Store>(store: &S) {
     assert_eq!(rows.private_properties, ["gpu"]);
 }
 
+/// Checks that loading a store holding a lease row whose document does not decode as a lease
+/// (`{"id": 7}`, written by the adapter's own test) reports the corrupt document.
+pub async fn reports_the_corrupt_lease<S: Store>(store: &S) {
+    let error = store.load_catalog().await.expect_err("a corrupt document");
+    assert!(
+        matches!(&error, StoreError::Backend(inner) if inner.to_string() == "stored data is corrupt: lease document"),
+        "{error:?}"
+    );
+}
+
 /// Applies one decision through the store and to the catalog, as the application does.
 pub async fn write<S: Store>(
     store: &S,
@@ -1065,10 +1075,6 @@ fn holding(n: u128, provider: u128, vcpus: u64) -> ConsumerWrite {
     }
 }
 
-/// One batch may write a consumer twice, remove one it wrote, and remove one before deleting
-/// the provider it held: storage holds each consumer's last state, and the removal is written
-/// before the provider's deletion, which its foreign key forbids otherwise (an adapter may
-/// write a batch's consumers together, as long as the outcome is this).
 /// Providers 1 (`cn1`) and 2 (`cn2`), each with 64 VCPU, stored and in the catalog returned.
 async fn two_providers_of_64_vcpus<S: Store>(store: &S) -> Catalog {
     let mut catalog = Catalog::new();
@@ -1095,6 +1101,10 @@ fn in_turn(catalog: &Catalog, steps: &[&(dyn Fn(&Catalog) -> Decision + Sync)]) 
     Ok(changes)
 }
 
+/// One batch may write a consumer twice, remove one it wrote, and remove one before deleting
+/// the provider it held: storage holds each consumer's last state, and the removal is written
+/// before the provider's deletion, which its foreign key forbids otherwise (an adapter may
+/// write a batch's consumers together, as long as the outcome is this).
 async fn a_batch_writes_each_consumers_last_state_in_time<S: Store>(store: &S) {
     let mut catalog = two_providers_of_64_vcpus(store).await;
     write(store, &mut catalog, |c| {

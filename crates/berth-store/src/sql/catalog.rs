@@ -22,10 +22,13 @@ pub(super) async fn seq<B: SqlBackend>(conn: &mut Conn<B>) -> Result<u64, StoreE
     decode_u64(row.column("catalog_seq")?)
 }
 
-/// Bumps the catalog sequence number and returns the new one.
+/// Bumps the catalog sequence number with `statement` and returns the new one.
 #[tracing::instrument(skip_all)]
-pub(super) async fn bump_seq<B: SqlBackend>(conn: &mut Conn<B>) -> Result<u64, StoreError> {
-    let row = fetch_one::<B>(conn, sqlx::query(B::SQL.bump_seq)).await?;
+pub(super) async fn bump_seq<B: SqlBackend>(
+    conn: &mut Conn<B>,
+    statement: &'static str,
+) -> Result<u64, StoreError> {
+    let row = fetch_one::<B>(conn, sqlx::query(statement)).await?;
     decode_u64(row.column("catalog_seq")?)
 }
 

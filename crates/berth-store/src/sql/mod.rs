@@ -20,7 +20,7 @@ mod usage;
 
 use backend::execute;
 pub use backend::{Conn, SqlBackend};
-pub use statements::{ChangeLogWrites, Statements};
+pub use statements::{ChangeLogWrites, CommitWrites, Statements};
 
 use crate::codec::encode_instant;
 use crate::port::{CommitFeed, Store, StoreError, Tail, WriteTx};
@@ -67,11 +67,11 @@ impl<B: SqlBackend> Store for B {
     }
 
     fn keeps_change_log(&self) -> bool {
-        B::SQL.change_log.is_some()
+        B::SQL.commit.log().is_some()
     }
 
     async fn change_log_bounds(&self) -> Result<(u64, u64), StoreError> {
-        if B::SQL.change_log.is_none() {
+        if B::SQL.commit.log().is_none() {
             return Ok((0, 0));
         }
         let mut conn = self.pool().acquire().await.map_err(B::map_err)?;
@@ -227,7 +227,7 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
                 lease::append_record::<B>(&mut self.tx, record).await?;
             }
         }
-        if B::SQL.change_log.is_some() {
+        if B::SQL.commit.log().is_some() {
             self.entry.extend(changes, now);
         }
         Ok(())
@@ -244,12 +244,14 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
             retained,
             ..
         } = *self;
-        let (seq, logged) = match &B::SQL.change_log {
-            Some(writes) => {
+        let (seq, logged) = match &B::SQL.commit {
+            CommitWrites::Logged(writes) => {
                 let (seq, text) = entry.append::<B>(&mut tx, writes, retained).await?;
                 (seq, Some(text))
             }
-            None => (catalog::bump_seq::<B>(&mut tx).await?, None),
+            CommitWrites::Unlogged { bump_seq } => {
+                (catalog::bump_seq::<B>(&mut tx, bump_seq).await?, None)
+            }
         };
         tx.commit().await.map_err(B::map_err)?;
         Ok((seq, logged))

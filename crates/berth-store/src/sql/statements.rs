@@ -12,10 +12,6 @@ pub struct Statements {
     pub ping: &'static str,
     /// Returns `catalog_seq`.
     pub catalog_seq: &'static str,
-    /// Adds one to the catalog sequence and returns the new `catalog_seq`: a commit's last
-    /// statement where the database keeps no replication log (where it does, the log's
-    /// `append` does this too).
-    pub bump_seq: &'static str,
 
     /// Returns every provider, oldest `id` first: `id, uuid, name, parent_uuid, root_uuid,
     /// generation, availability_zone, created_at, updated_at`.
@@ -165,13 +161,32 @@ pub struct Statements {
     /// `start` (through the `until` index), in no order.
     pub usage_overlapping: &'static str,
 
-    /// How commits write the replication log; `None` where one process holds the database,
-    /// so no other follows it and the log stays empty.
-    pub change_log: Option<ChangeLogWrites>,
+    /// How a commit takes the next catalog sequence, and whether it writes the replication log.
+    pub commit: CommitWrites,
     /// `(seq, limit)`: returns `seq, format, changes` of the log entries after `seq`, by `seq`.
     pub changes_after: &'static str,
     /// Returns `seq`: the oldest entry the log holds, 0 when it is empty.
     pub oldest_change: &'static str,
+}
+
+/// The statement that ends a commit by taking the next catalog sequence.
+#[derive(Debug)]
+pub enum CommitWrites {
+    /// One process holds the database, so no other follows it and the log stays empty:
+    /// `bump_seq` adds one to the catalog sequence and returns the new `catalog_seq`.
+    Unlogged { bump_seq: &'static str },
+    /// Commits write the replication log, whose `append` takes the sequence.
+    Logged(ChangeLogWrites),
+}
+
+impl CommitWrites {
+    /// The replication log's statements, where commits write it.
+    pub fn log(&self) -> Option<&ChangeLogWrites> {
+        match self {
+            CommitWrites::Unlogged { .. } => None,
+            CommitWrites::Logged(writes) => Some(writes),
+        }
+    }
 }
 
 /// The statements a commit runs to write the replication log.
