@@ -22,12 +22,19 @@
 #      ... TEMPLATE`: every count starts from the same rows, none from what an earlier count
 #      wrote), starts R replicas over it (each on 127.0.0.1, its own free port and data dir),
 #      times how long each takes to answer /healthz, runs `berth-load replicas` against them
-#      (--seed R, so each count writes its own leases and consumers) and stops them;
-#   5. stops every process it started by its pid and drops both databases (trap on exit).
+#      (--seed R, so each count writes its own leases and consumers) and stops them; all of it
+#      BENCH_ROUNDS times, every round in the reverse order of the one before (1 3, 3 1, 1 3,
+#      ...), so that a machine whose speed drifts over minutes moves every count alike; a
+#      checkpoint follows the population and precedes each count, so none starts with
+#      another's dirty pages left to flush;
+#   5. stops every process it started by its pid and drops both databases (trap on exit);
+#   6. prints each count's figures (of the first round), then each count's write throughput
+#      against one replica's in the same round, round by round, and the median over the rounds.
 #
 # Environment:
 #   BENCH_PREPOPULATED      1: populate with `berth-load populate-store`, not over HTTP [default: 0]
 #   BENCH_REPLICAS          replica counts to measure [default: "1 2 3"]
+#   BENCH_ROUNDS            times to measure every count, alternating [default: 1]
 #   BENCH_REQUESTS          writes of each kind per write scenario [default: 2000]
 #   BENCH_SAMPLES           samples per visibility / read-after-write scenario [default: 200]
 #   BENCH_CLIENTS           concurrent clients of the write scenarios [default: 16]
@@ -58,6 +65,7 @@ REPLICAS=${BENCH_REPLICAS:-"1 2 3"}
 REQUESTS=${BENCH_REQUESTS:-2000}
 SAMPLES=${BENCH_SAMPLES:-200}
 CLIENTS=${BENCH_CLIENTS:-16}
+ROUNDS=${BENCH_ROUNDS:-1}
 SCENARIO_SECONDS=${BENCH_SCENARIO_SECONDS:-120}
 POSTGRES=${BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432}
 DATABASE=${BENCH_DATABASE:-berth_bench_replicas}
@@ -68,6 +76,7 @@ LOAD=${BERTH_LOAD_BIN:-target/release/berth-load}
 log() { printf '%s\n' "$*" >&2; }
 [[ $HOSTS =~ ^[0-9]+$ && $HOSTS -gt 0 ]] || die "HOSTS must be a positive number, got $HOSTS"
 [[ $LEASES =~ ^[0-9]+$ ]] || die "LEASES must be a number, got $LEASES"
+[[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -gt 0 ]] || die "BENCH_ROUNDS must be a positive number, got $ROUNDS"
 [[ $PREPOPULATED =~ ^[01]$ ]] || die "BENCH_PREPOPULATED must be 0 or 1, got $PREPOPULATED"
 [[ $DATABASE =~ ^[a-z_][a-z0-9_]*$ ]] || die "BENCH_DATABASE must be a plain lower-case name"
 [[ $POSTGRES =~ ^postgres(ql)?://([^@/]*@)?(127\.[0-9.]+|localhost)(:[0-9]+)?/?$ ]] ||
@@ -180,8 +189,8 @@ mkdir -p "$RESULTS"
     printf 'berth %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     printf 'nproc %s\n' "$(nproc)"
     printf 'postgres %s\n' "$(psql_admin -c 'SHOW server_version')"
-    printf 'hosts %s leases %s requests %s samples %s clients %s prepopulated %s\n' \
-        "$HOSTS" "$LEASES" "$REQUESTS" "$SAMPLES" "$CLIENTS" "$PREPOPULATED"
+    printf 'hosts %s leases %s requests %s samples %s clients %s prepopulated %s rounds %s\n' \
+        "$HOSTS" "$LEASES" "$REQUESTS" "$SAMPLES" "$CLIENTS" "$PREPOPULATED" "$ROUNDS"
 } >"$RESULTS/notes.txt"
 
 log "==> database $POPULATED on $POSTGRES"
@@ -210,15 +219,26 @@ else
     forget_pids "$REPLICA_PID"
 fi
 
+# No dirty pages left for the checkpointer: every copy starts from rows already flushed. (Not
+# analyzed: ANALYZE of the empty consumers and allocations tables makes PostgreSQL plan the
+# foreign-key checks of allocation writes as scans of a table it believes empty, and keep
+# those plans while it grows, until autovacuum analyzes it again; docs/benchmarks.md.)
+log "==> CHECKPOINT after populating $POPULATED"
+psql_admin -c "CHECKPOINT"
+
 # --- 3. replicas --------------------------------------------------------------------------------
 
-for r in $REPLICAS; do
-    log "==> $r replica(s), over a copy of $POPULATED"
+# replicas_run R ROUND: one count, over a fresh copy of the populated database; its results go
+# to replicas-R.json (the first round) or replicas-R.roundN.json.
+replicas_run() {
+    local r=$1 round=$2 tag=$1 urls=() started=() ready=() i sampler url_list pid_list status
+    if ((round > 1)); then
+        tag=$r.round$round
+    fi
+    log "==> $r replica(s), round $round, over a copy of $POPULATED"
     psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
     psql_admin -c "CREATE DATABASE $DATABASE TEMPLATE $POPULATED STRATEGY FILE_COPY"
-    urls=()
-    started=()
-    ready=()
+    psql_admin -c "CHECKPOINT"
     for i in $(seq 1 "$r"); do
         start_replica "r$r-$i"
         urls+=("$REPLICA_URL")
@@ -230,13 +250,13 @@ for r in $REPLICAS; do
         urls=("${urls[-1]}" "${urls[@]:0:$((r - 1))}")
         started=("${started[-1]}" "${started[@]:0:$((r - 1))}")
     fi
-    printf 'replicas %s ready_ms %s rss_mib %s load before %s\n' "$r" "${ready[*]}" \
+    printf 'replicas %s round %s ready_ms %s rss_mib %s load before %s\n' "$r" "$round" "${ready[*]}" \
         "$(rss_mib "${started[@]}")" "$(loadavg)" >>"$RESULTS/notes.txt"
     # Load average every 5 s during the run (a bounded sampler, stopped below).
     (for _ in $(seq 1 720); do
         printf '%s %s\n' "$(date +%T)" "$(loadavg)"
         sleep 5
-    done) >"$RESULTS/load-r$r.txt" &
+    done) >"$RESULTS/load-r$tag.txt" &
     sampler=$!
     PIDS+=("$sampler")
     url_list=$(
@@ -251,26 +271,40 @@ for r in $REPLICAS; do
     status=0
     "$LOAD" replicas --url "$url_list" --pid "$pid_list" --requests "$REQUESTS" --samples "$SAMPLES" \
         --concurrency "$CLIENTS" --scenario-seconds "$SCENARIO_SECONDS" --max-seconds 3000 \
-        --seed "$r" --json >"$RESULTS/replicas-$r.json" || status=$?
+        --seed "$r" --json >"$RESULTS/replicas-$tag.json" || status=$?
     stop_pids "$sampler"
     forget_pids "$sampler"
-    printf 'replicas %s exit %s rss_mib %s load after %s\n' "$r" "$status" \
+    printf 'replicas %s round %s exit %s rss_mib %s load after %s\n' "$r" "$round" "$status" \
         "$(rss_mib "${started[@]}")" "$(loadavg)" >>"$RESULTS/notes.txt"
     stop_pids "${started[@]}"
     forget_pids "${started[@]}"
     # The writer's term of the replicas just stopped lapses 3 s after its last renewal: wait it
     # out, so that the next count's first replica takes it (and "replica 1" is the writer).
     sleep 4
+}
+
+# Odd rounds take the counts in the order given, even rounds in reverse, so no count always
+# runs first (after the population, or after a given other count).
+reversed=$(printf '%s\n' $REPLICAS | tac | tr '\n' ' ')
+for round in $(seq 1 "$ROUNDS"); do
+    order=$REPLICAS
+    if ((round % 2 == 0)); then
+        order=$reversed
+    fi
+    for r in $order; do
+        replicas_run "$r" "$round"
+    done
 done
 
 # --- 4. table -----------------------------------------------------------------------------------
 
-python3 - "$RESULTS" "$REPLICAS" <<'PY'
+python3 - "$RESULTS" "$REPLICAS" "$ROUNDS" <<'PY'
 import json
 import os
+import statistics
 import sys
 
-results, counts = sys.argv[1], sys.argv[2].split()
+results, counts, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
 
 
 def load(name):
@@ -330,6 +364,31 @@ for r in counts:
     for kind in ("lease_creates", "allocation_writes"):
         print(f"  visibility {kind}: most reads one sample needed "
               f"{j['visibility'][kind]['most_reads']}")
+
+# Each count's write throughput against one replica's in the same round: the machine's speed
+# drifts over minutes, so only ratios measured side by side, and their median over rounds, say
+# what a count costs.
+writes = rows[:4]
+if "1" in counts and len(counts) > 1:
+    print()
+    print("writes per second against one replica's in the same round (median over rounds last)")
+    for r in counts:
+        if r == "1":
+            continue
+        print(f"R = {r}")
+        for title, pick in writes:
+            ratios = []
+            for k in range(1, rounds + 1):
+                suffix = "" if k == 1 else f".round{k}"
+                one, this = load(f"replicas-1{suffix}"), load(f"replicas-{r}{suffix}")
+                if one is None or this is None:
+                    continue
+                base = pick(one)["ok_per_s"]
+                if base > 0:
+                    ratios.append(100 * pick(this)["ok_per_s"] / base)
+            if ratios:
+                each = " ".join(f"{x:.0f}%" for x in ratios)
+                print(f"  {title:<32} {each}; median {statistics.median(ratios):.1f}%")
 print()
 print("notes:")
 for line in open(os.path.join(results, "notes.txt")).read().splitlines():
