@@ -330,11 +330,14 @@ store = load("populate-store")
 if store:
     print(f"populate-store: {store['hosts']} hosts in {store['hosts_s']:.1f} s, "
           f"{store['leases']} leases in {store['leases_s']:.1f} s")
-rows = [
+# The write scenarios, whose throughput the counts are compared by.
+writes = [
     ("one writer: lease creates", lambda j: j["one_writer"]["lease_creates"]),
     ("one writer: allocation writes", lambda j: j["one_writer"]["allocation_writes"]),
     ("round robin: lease creates", lambda j: j["round_robin"]["lease_creates"]),
     ("round robin: allocation writes", lambda j: j["round_robin"]["allocation_writes"]),
+]
+rows = writes + [
     ("visibility: lease", lambda j: j["visibility"]["lease_creates"]),
     ("  its writes", lambda j: j["visibility"]["lease_creates"]["writes"]),
     ("visibility: allocation", lambda j: j["visibility"]["allocation_writes"]),
@@ -368,7 +371,6 @@ for r in counts:
 # Each count's write throughput against one replica's in the same round: the machine's speed
 # drifts over minutes, so only ratios measured side by side, and their median over rounds, say
 # what a count costs.
-writes = rows[:4]
 if "1" in counts and len(counts) > 1:
     print()
     print("writes per second against one replica's in the same round (median over rounds last)")

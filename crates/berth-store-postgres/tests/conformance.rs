@@ -118,8 +118,8 @@ async fn postgres_store_reports_a_corrupt_lease_document() {
                  VALUES ('01900000-0000-7000-8000-000000000001', 'p', 'PENDING', 0, 1, '{\"id\": 7}', 0, 0)",
             )
             .execute(&mut conn)
-                .await
-                .expect("insert");
+            .await
+            .expect("insert");
             conn.close().await.expect("close");
             berth_store::testkit::reports_the_corrupt_lease(&store).await;
         },
