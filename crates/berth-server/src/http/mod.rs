@@ -39,7 +39,7 @@ use crate::policy::{AccessPolicy, Authorization};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use berth_app::Berth;
-use state::{AppState, HttpLimits};
+use state::{AppState, HttpLimits, Shared};
 use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
@@ -62,7 +62,7 @@ pub fn router(
     ui::register(&mut routes);
     let authz = Arc::new(Authorization::new(routes.rules(), policy)?);
     let openapi = Arc::new(routes.openapi(authz.rules()));
-    let state = AppState {
+    let state = AppState::new(Shared {
         berth,
         auth,
         metrics: Metrics::global(),
@@ -71,7 +71,7 @@ pub fn router(
         limits,
         forwarder,
         write_routes: Arc::new(routes.writes()),
-    };
+    });
     Ok(routes
         .into_router()
         .fallback(fallback)

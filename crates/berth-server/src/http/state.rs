@@ -8,9 +8,29 @@ use berth_app::Berth;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// State shared by every handler.
+/// State shared by every handler: one reference-counted [`Shared`], so that the copy each
+/// middleware layer and handler takes of it per request costs one counter, not one per field.
 #[derive(Clone, Debug)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// The state of a router serving `shared`.
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What every handler and middleware shares.
+#[derive(Debug)]
+pub struct Shared {
     /// The service.
     pub berth: Arc<Berth>,
     /// Who is calling.
