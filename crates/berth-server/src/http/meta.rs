@@ -216,5 +216,5 @@ fn replica_lines(status: &berth_app::ReplicaStatus) -> String {
 }
 
 async fn openapi(State(state): State<AppState>) -> Json<Value> {
-    Json(state.openapi.as_ref().clone())
+    Json(state.openapi.clone())
 }

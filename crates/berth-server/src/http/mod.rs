@@ -60,8 +60,8 @@ pub fn router(
     promise::register(&mut routes);
     baremetal::register(&mut routes);
     ui::register(&mut routes);
-    let authz = Arc::new(Authorization::new(routes.rules(), policy)?);
-    let openapi = Arc::new(routes.openapi(authz.rules()));
+    let authz = Authorization::new(routes.rules(), policy)?;
+    let openapi = routes.openapi(authz.rules());
     let state = AppState::new(Shared {
         berth,
         auth,
@@ -70,7 +70,7 @@ pub fn router(
         authz,
         limits,
         forwarder,
-        write_routes: Arc::new(routes.writes()),
+        write_routes: routes.writes(),
     });
     Ok(routes
         .into_router()

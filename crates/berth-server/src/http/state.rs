@@ -38,15 +38,15 @@ pub struct Shared {
     /// Request metrics.
     pub metrics: Metrics,
     /// The OpenAPI document of every route served.
-    pub openapi: Arc<serde_json::Value>,
+    pub openapi: serde_json::Value,
     /// The rule of every route, and the operator's policy.
-    pub authz: Arc<Authorization>,
+    pub authz: Authorization,
     /// Limits applied to every request (a long poll ends before the request timeout).
     pub limits: HttpLimits,
     /// Where writes are forwarded to, where replicas share a database and this one forwards.
     pub forwarder: Option<Arc<crate::http::writer::Forwarder>>,
     /// The routes that may change something (those forwarded).
-    pub write_routes: Arc<crate::http::writer::WriteRoutes>,
+    pub write_routes: crate::http::writer::WriteRoutes,
 }
 
 /// Limits applied to every request.
