@@ -1,5 +1,5 @@
-//! Consumers PostgreSQL's way: a batch's consumers written in three statements whatever their
-//! number (the old rows deleted, the new ones and their allocations inserted), the columns
+//! Consumers PostgreSQL's way: a batch's consumers written in two statements whatever their
+//! number (the old rows deleted; the new ones and their allocations inserted), the columns
 //! bound as arrays and unnested.
 
 use crate::error::map_err;
@@ -55,12 +55,20 @@ pub(crate) async fn write_consumers(
             used.push(encode_u64(amount));
         }
     }
+    // One statement: the allocations' foreign key to their consumer is checked at its end,
+    // once the consumers it inserts are there.
     sqlx::query(
-        "INSERT INTO consumers
-            (uuid, project_id, user_id, consumer_type, reservation_id, generation, created_at,
-            updated_at)
-        SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[],
-            $6::int8[], $7::int8[], $8::int8[])",
+        "WITH inserted AS (
+            INSERT INTO consumers
+                (uuid, project_id, user_id, consumer_type, reservation_id, generation,
+                created_at, updated_at)
+            SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[],
+                $6::int8[], $7::int8[], $8::int8[]))
+        INSERT INTO allocations
+            (consumer_uuid, provider_uuid, resource_class, used, created_at, updated_at)
+        SELECT consumer_uuid, provider_uuid, resource_class, used, $13, $13
+        FROM UNNEST($9::uuid[], $10::uuid[], $11::text[], $12::int8[])
+            AS a (consumer_uuid, provider_uuid, resource_class, used)",
     )
     .bind(ids)
     .bind(projects)
@@ -70,19 +78,6 @@ pub(crate) async fn write_consumers(
     .bind(generations)
     .bind(created)
     .bind(updated)
-    .execute(&mut *conn)
-    .await
-    .map_err(map_err)?;
-    if owners.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "INSERT INTO allocations
-            (consumer_uuid, provider_uuid, resource_class, used, created_at, updated_at)
-        SELECT consumer_uuid, provider_uuid, resource_class, used, $5, $5
-        FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::int8[])
-            AS a (consumer_uuid, provider_uuid, resource_class, used)",
-    )
     .bind(owners)
     .bind(providers)
     .bind(classes)
