@@ -1,4 +1,5 @@
-//! Id generation: the one place berth draws new uuids.
+//! Id generation: the one place berth draws new uuids. Their random bits come from the thread's
+//! own cryptographic generator, seeded by the operating system, not from a system call each.
 
 use berth_app::IdGen;
 use uuid::Uuid;
