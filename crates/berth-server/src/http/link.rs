@@ -546,18 +546,19 @@ async fn serve(
         // Reading a frame is not cut by the other branches: the same read goes on in the next
         // turn, and a new one starts only once a frame is read.
         let written = tokio::select! {
-            commit = next_commit(commits.as_mut()), if commits.is_some() => {
-                match (commit, commits.as_mut()) {
-                    (Some(first), Some(more)) => write_commits(&mut out, &first, more).await,
-                    _ => {
-                        commits = None;
-                        Ok(())
-                    }
+            commit = next_commit(commits.as_mut()), if commits.is_some() => match commit {
+                Some(first) => {
+                    write_ready(&mut out, &encode_published(&first), commits.as_mut(), &mut in_flight)
+                        .await
                 }
-            }
+                None => {
+                    commits = None;
+                    Ok(())
+                }
+            },
             Some(first) = in_flight.next(), if !in_flight.is_empty() => {
                 let first: Vec<u8> = first;
-                write_answers(&mut out, &first, &mut in_flight).await
+                write_ready(&mut out, &first, commits.as_mut(), &mut in_flight).await
             }
             () = closing, if !read_all => match closing_at {
                 Some(_) => {
@@ -607,31 +608,25 @@ async fn write_frame(out: &mut (impl AsyncWrite + Unpin), frame: &[u8]) -> io::R
     out.flush().await
 }
 
-/// Writes the answer `first` and every other answer of `in_flight` already ready, then
-/// flushes.
-async fn write_answers(
+/// Writes the frame `first`, then every commit already made, then every answer already ready,
+/// and flushes once: what is ready for the other replica at one time goes out in one write.
+async fn write_ready(
     out: &mut (impl AsyncWrite + Unpin),
     first: &[u8],
+    mut commits: Option<&mut broadcast::Receiver<Arc<Published>>>,
     in_flight: &mut (impl futures_util::Stream<Item = Vec<u8>> + Unpin),
 ) -> io::Result<()> {
     out.write_all(first).await?;
-    // Bounded by the requests in flight, each answered once.
+    // Bounded by the commits already made (the channel keeps PUBLISHED_BACKLOG at most; past
+    // a lag this stops, and `next_commit` skips what was missed) and by the requests in
+    // flight, each answered once.
+    if let Some(more) = commits.as_mut() {
+        while let Ok(next) = more.try_recv() {
+            out.write_all(&encode_published(&next)).await?;
+        }
+    }
     while let Some(Some(next)) = in_flight.next().now_or_never() {
         out.write_all(&next).await?;
-    }
-    out.flush().await
-}
-
-/// Writes `first` and every commit of `more` already made, then flushes.
-async fn write_commits(
-    out: &mut (impl AsyncWrite + Unpin),
-    first: &Published,
-    more: &mut broadcast::Receiver<Arc<Published>>,
-) -> io::Result<()> {
-    out.write_all(&encode_published(first)).await?;
-    // Bounded by the commits already made (the channel keeps PUBLISHED_BACKLOG at most).
-    while let Ok(next) = more.try_recv() {
-        out.write_all(&encode_published(&next)).await?;
     }
     out.flush().await
 }
