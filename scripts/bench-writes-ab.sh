@@ -3,11 +3,15 @@
 # them: lease creates (`berth-load create-leases`: 100 hosts, 5,000 single-instance leases, 32
 # clients), the same sent each with its own `Idempotency-Key` (`--keyed`), and allocation writes
 # (`berth-load put-allocations`: 200 providers from `berth-load populate`, 5,000 new consumers,
-# 32 clients), each on a fresh SQLite data directory, the two
-# binaries alternating (which goes first alternates too), ROUNDS rounds.
+# 32 clients), each on a fresh SQLite data directory, or with BENCH_POSTGRES set on a fresh
+# PostgreSQL database (one replica), the two binaries alternating (which goes first alternates
+# too), ROUNDS rounds.
 #
 # Usage: bash scripts/bench-writes-ab.sh OLD_BERTH NEW_BERTH BERTH_LOAD [ROUNDS]
 #   (ROUNDS defaults to 3; build the binaries with `cargo build --release`)
+#   BENCH_POSTGRES   a PostgreSQL server URL without a database, e.g.
+#                    postgres://postgres@127.0.0.1:5432: each server is given a fresh database
+#                    `berth_writes_ab` on it (created with psql; dropped on exit)
 #
 # Prints one line per round, side and kind of write: writes per second and latency (median /
 # p99 ms), then the medians. Every server it starts is stopped by PID on exit and its data
@@ -24,24 +28,40 @@ ROUNDS=${4:-3}
 for binary in "$OLD" "$NEW" "$LOAD"; do
     [[ -x $binary ]] || die "not an executable: $binary"
 done
+POSTGRES=${BENCH_POSTGRES:-}
+DATABASE=berth_writes_ab
+if [[ -n $POSTGRES ]]; then
+    command -v psql >/dev/null || die "psql is needed to create and drop the database"
+fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-writes-ab.XXXXXX")
 PID=
+psql_admin() {
+    psql "$POSTGRES/postgres" -v ON_ERROR_STOP=1 -qAt "$@"
+}
 cleanup() {
     [[ -z $PID ]] || { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
+    [[ -z $POSTGRES ]] || psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" || true
     rm -rf "$TMP"
 }
 trap cleanup EXIT
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
 export NO_PROXY=$no_proxy
 
-# serve NAME BINARY: serves the binary on a fresh data directory; sets BASE and PID.
+# serve NAME BINARY: serves the binary on a fresh data directory (and a fresh database, with
+# BENCH_POSTGRES); sets BASE and PID.
 serve() {
-    local name=$1 binary=$2 port
+    local name=$1 binary=$2 port database=()
     port=$(free_port)
     rm -rf "${TMP:?}/$name"
     mkdir -p "$TMP/$name"
+    if [[ -n $POSTGRES ]]; then
+        psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
+        psql_admin -c "CREATE DATABASE $DATABASE"
+        database=(--database "$POSTGRES/$DATABASE")
+    fi
     env -u BERTH_CONFIG -u BERTH_DATABASE -u BERTH_AUTH -u BERTH_DEMO \
-        "$binary" serve --data-dir "$TMP/$name" --listen "127.0.0.1:$port" >"$TMP/$name.log" 2>&1 &
+        "$binary" serve --data-dir "$TMP/$name" --listen "127.0.0.1:$port" "${database[@]}" \
+        >"$TMP/$name.log" 2>&1 &
     PID=$!
     BASE=http://127.0.0.1:$port
     wait_ready "$BASE/healthz" "$PID" "$TMP/$name.log"

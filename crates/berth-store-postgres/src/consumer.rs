@@ -1,29 +1,46 @@
-//! Consumers PostgreSQL's way: a batch's consumers written in two statements whatever their
-//! number (the old rows deleted; the new ones and their allocations inserted), the columns
-//! bound as arrays and unnested.
+//! Consumers PostgreSQL's way: a batch's updated providers and its consumers written in two
+//! statements whatever their number (the providers updated and the old consumers deleted; the
+//! new consumers and their allocations inserted), the columns bound as arrays and unnested.
 
 use crate::error::map_err;
+use crate::provider::{Updates, update_providers};
 use berth_core::model::consumer::Consumer;
+use berth_core::model::provider::ProviderRow;
 use berth_store::StoreError;
 use berth_store::codec::{encode_instant, encode_u64};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// Replaces each of `consumers` (each uuid once) with its new state, or deletes it (`None`);
-/// new allocations are stamped `now`.
-pub(crate) async fn write_consumers(
+/// Writes each provider's last row in `providers` over its stored one, then replaces each of
+/// `consumers` (each uuid once) with its new state, or deletes it (`None`); new allocations are
+/// stamped `now`. Two statements at most: the providers' updates with the old consumers'
+/// deletion (their allocations cascade at its end), then the new consumers with their
+/// allocations.
+pub(crate) async fn write_rows(
     conn: &mut PgConnection,
+    providers: &[&ProviderRow],
     consumers: &[(Uuid, Option<&Consumer>)],
     now: i64,
 ) -> Result<(), StoreError> {
     let uuids: Vec<Uuid> = consumers.iter().map(|(uuid, _)| *uuid).collect();
-    // Their allocations go with them (the foreign key cascades). Planned for each batch's own
-    // uuids, not cached: a statement prepared once is planned generically after a few runs,
-    // and where the table was empty or never analyzed then, that plan scans every consumer
-    // of each batch, and keeps doing so while the table grows.
-    sqlx::query("DELETE FROM consumers WHERE uuid = ANY($1)")
+    // Planned for each batch's own rows, not cached: a statement prepared once is planned
+    // generically after a few runs, and where a table was empty or never analyzed then, that
+    // plan scans every row of it for each batch, and keeps doing so while the table grows.
+    let query = match (providers.is_empty(), uuids.is_empty()) {
+        (true, true) => return Ok(()),
+        (false, true) => Updates::of(providers).bind(sqlx::query(update_providers!())),
+        (true, false) => sqlx::query("DELETE FROM consumers WHERE uuid = ANY($1)").bind(&uuids),
+        // Different tables: the update and the deletion touch no row of each other's.
+        (false, false) => Updates::of(providers)
+            .bind(sqlx::query(concat!(
+                "WITH updated AS (",
+                update_providers!(),
+                ") DELETE FROM consumers WHERE uuid = ANY($8)"
+            )))
+            .bind(&uuids),
+    };
+    query
         .persistent(false)
-        .bind(&uuids)
         .execute(&mut *conn)
         .await
         .map_err(map_err)?;

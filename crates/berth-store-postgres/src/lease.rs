@@ -1,6 +1,6 @@
 //! Leases PostgreSQL's way: every lease read at start-up in one query, each document decoded
-//! as its row arrives; a batch's leases and lifecycle records written in one statement each,
-//! their columns bound as arrays.
+//! as its row arrives; a batch's leases and lifecycle records written in one statement, their
+//! columns bound as arrays.
 
 use crate::error::map_err;
 use berth_core::LeaseId;
@@ -42,65 +42,93 @@ pub(crate) async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease
         .map_err(lift)
 }
 
-/// Writes the new states of `leases` (each id once), then appends `records` in their order
-/// (the record's sequence follows the list's order).
+/// The upsert of a batch's leases, binding their columns as `$1` to `$8`.
+macro_rules! upsert_leases {
+    () => {
+        "INSERT INTO leases
+            (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+        SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[],
+            $6::text[], $7::int8[], $8::int8[])
+        ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id,
+        status = excluded.status, start_at = excluded.start_at, end_at = excluded.end_at,
+        document = excluded.document, updated_at = excluded.updated_at"
+    };
+}
+
+/// The append of a batch's lifecycle records in their order (the record's sequence follows
+/// it), binding their columns as the four parameters it is given the numbers of: a macro, so
+/// that it numbers them after the leases' when it follows them in one statement.
+macro_rules! append_records {
+    ($a:literal, $b:literal, $c:literal, $d:literal) => {
+        concat!(
+            "INSERT INTO lease_records (lease_id, kind, at, details)
+            SELECT lease_id, kind, at, details
+            FROM UNNEST($",
+            $a,
+            "::uuid[], $",
+            $b,
+            "::text[], $",
+            $c,
+            "::int8[], $",
+            $d,
+            "::text[])
+                WITH ORDINALITY AS r (lease_id, kind, at, details, n)
+            ORDER BY n"
+        )
+    };
+}
+
+/// Writes the new states of `leases` (each id once) and appends `records` in their order, in
+/// one statement: the two tables share no key, so neither waits for the other.
 pub(crate) async fn write_leases(
     conn: &mut PgConnection,
     leases: &[(LeaseId, &Lease)],
     records: &[&LeaseRecord],
 ) -> Result<(), StoreError> {
-    if !leases.is_empty() {
-        let column = |f: fn(&Lease) -> i64| leases.iter().map(|(_, l)| f(l)).collect::<Vec<_>>();
-        let ids: Vec<Uuid> = leases.iter().map(|(id, _)| id.uuid()).collect();
-        let projects: Vec<&str> = leases.iter().map(|(_, l)| &*l.project_id).collect();
-        let statuses: Vec<&str> = leases.iter().map(|(_, l)| l.status.as_str()).collect();
-        let documents: Vec<String> = leases.iter().map(|(_, l)| encode_lease(l)).collect();
-        let (starts, ends) = (
-            column(|l| encode_instant(l.start)),
-            column(|l| encode_instant(l.end)),
-        );
-        let created = column(|l| encode_instant(l.created_at));
-        let updated = column(|l| encode_instant(l.updated_at));
-        sqlx::query(
-            "INSERT INTO leases
-                (id, project_id, status, start_at, end_at, document, created_at, updated_at)
-            SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[],
-                $6::text[], $7::int8[], $8::int8[])
-            ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id,
-            status = excluded.status, start_at = excluded.start_at, end_at = excluded.end_at,
-            document = excluded.document, updated_at = excluded.updated_at",
-        )
+    let query = match (leases.is_empty(), records.is_empty()) {
+        (true, true) => return Ok(()),
+        (false, true) => bind_leases(sqlx::query(upsert_leases!()), leases),
+        (true, false) => bind_records(sqlx::query(append_records!(1, 2, 3, 4)), records),
+        (false, false) => {
+            let query = sqlx::query(concat!(
+                "WITH written AS (",
+                upsert_leases!(),
+                ") ",
+                append_records!(9, 10, 11, 12)
+            ));
+            bind_records(bind_leases(query, leases), records)
+        }
+    };
+    query.execute(&mut *conn).await.map_err(map_err)?;
+    Ok(())
+}
+
+/// A query of this module's statements, as built and bound.
+type Query<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds the columns of `leases` as the next eight parameters.
+fn bind_leases<'q>(query: Query<'q>, leases: &[(LeaseId, &'q Lease)]) -> Query<'q> {
+    let column = |f: fn(&Lease) -> i64| leases.iter().map(|(_, l)| f(l)).collect::<Vec<_>>();
+    let ids: Vec<Uuid> = leases.iter().map(|(id, _)| id.uuid()).collect();
+    let projects: Vec<&str> = leases.iter().map(|(_, l)| &*l.project_id).collect();
+    let statuses: Vec<&str> = leases.iter().map(|(_, l)| l.status.as_str()).collect();
+    let documents: Vec<String> = leases.iter().map(|(_, l)| encode_lease(l)).collect();
+    query
         .bind(ids)
         .bind(projects)
         .bind(statuses)
-        .bind(starts)
-        .bind(ends)
+        .bind(column(|l| encode_instant(l.start)))
+        .bind(column(|l| encode_instant(l.end)))
         .bind(documents)
-        .bind(created)
-        .bind(updated)
-        .execute(&mut *conn)
-        .await
-        .map_err(map_err)?;
-    }
-    if !records.is_empty() {
-        let ids: Vec<Uuid> = records.iter().map(|r| r.lease_id.uuid()).collect();
-        let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
-        let at: Vec<i64> = records.iter().map(|r| encode_instant(r.at)).collect();
-        let details: Vec<&str> = records.iter().map(|r| r.details.as_str()).collect();
-        sqlx::query(
-            "INSERT INTO lease_records (lease_id, kind, at, details)
-            SELECT lease_id, kind, at, details
-            FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[])
-                WITH ORDINALITY AS r (lease_id, kind, at, details, n)
-            ORDER BY n",
-        )
-        .bind(ids)
-        .bind(kinds)
-        .bind(at)
-        .bind(details)
-        .execute(&mut *conn)
-        .await
-        .map_err(map_err)?;
-    }
-    Ok(())
+        .bind(column(|l| encode_instant(l.created_at)))
+        .bind(column(|l| encode_instant(l.updated_at)))
+}
+
+/// Binds the columns of `records` as the next four parameters.
+fn bind_records<'q>(query: Query<'q>, records: &[&'q LeaseRecord]) -> Query<'q> {
+    let ids: Vec<Uuid> = records.iter().map(|r| r.lease_id.uuid()).collect();
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+    let at: Vec<i64> = records.iter().map(|r| encode_instant(r.at)).collect();
+    let details: Vec<&str> = records.iter().map(|r| r.details.as_str()).collect();
+    query.bind(ids).bind(kinds).bind(at).bind(details)
 }

@@ -3,8 +3,9 @@
 //! The only crate with PostgreSQL SQL: the text of each statement (`statements`), the writer
 //! lock, the read snapshot, the fastest read of every lease (`lease`) and the migrations; what
 //! each change persists as and how the catalog loads is `berth_store::sql`, shared with SQLite.
-//! Every catalog write runs in a transaction that first locks the single `berth_meta` row (`SELECT ... FOR UPDATE`), so catalog writers in every process are
-//! serialized on that row; a whole-catalog read outside a write runs in one `REPEATABLE READ`
+//! Every catalog write runs in a transaction that first locks the single `berth_meta` row
+//! (`SELECT ... FOR UPDATE`, sent with the `BEGIN`), so catalog writers in every process are
+//! serialized on that row (`locked`); a whole-catalog read outside a write runs in one `REPEATABLE READ`
 //! read-only transaction, so it sees one consistent snapshot and never blocks a writer.
 //! Migrations in `migrations/` are embedded and applied at connect.
 #![forbid(unsafe_code)]
@@ -12,6 +13,7 @@
 mod consumer;
 mod error;
 mod lease;
+mod locked;
 mod provider;
 #[cfg(feature = "testkit")]
 pub mod scratch;
@@ -110,24 +112,21 @@ impl SqlBackend for PostgresStore {
 
     async fn begin_snapshot(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         // One repeatable-read transaction, so the rows form one consistent snapshot.
-        self.begin_with("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        self.pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .await
+            .map_err(map_err)
     }
 
-    async fn begin_locked(
-        &self,
-    ) -> Result<(Transaction<'static, Postgres>, Option<u64>), StoreError> {
-        // The catalog writers' lock: the `berth_meta` row, held until the transaction ends, so
-        // every catalog writer in every process waits here for the one before it. The row it
-        // locks holds the sequence the transaction starts from.
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        let seq: i64 =
-            sqlx::query_scalar("SELECT catalog_seq FROM berth_meta WHERE id = 1 FOR UPDATE")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(map_err)?;
-        let seq = berth_store::codec::decode_u64(seq)?;
-        Ok((tx, Some(seq)))
+    type Locked = locked::Locked;
+
+    async fn begin_locked(&self) -> Result<(locked::Locked, Option<u64>), StoreError> {
+        let (locked, seq) = locked::Locked::begin(&self.pool).await?;
+        Ok((locked, Some(seq)))
+    }
+
+    async fn commit_locked(locked: locked::Locked) -> Result<(), StoreError> {
+        locked.commit().await
     }
 
     fn change_log_retained(&self) -> u64 {
@@ -198,38 +197,18 @@ impl SqlBackend for PostgresStore {
         Ok(true)
     }
 
-    async fn write_providers(
+    async fn write_rows(
         conn: &mut PgConnection,
         providers: &[&ProviderRow],
-    ) -> Result<bool, StoreError> {
-        provider::write_providers(conn, providers).await?;
-        Ok(true)
-    }
-
-    async fn write_consumers(
-        conn: &mut PgConnection,
         consumers: &[(Uuid, Option<&Consumer>)],
         now: i64,
     ) -> Result<bool, StoreError> {
-        consumer::write_consumers(conn, consumers, now).await?;
+        consumer::write_rows(conn, providers, consumers, now).await?;
         Ok(true)
     }
 }
 
 impl PostgresStore {
-    /// Begins a transaction whose first statement is `first`.
-    async fn begin_with(
-        &self,
-        first: &'static str,
-    ) -> Result<Transaction<'static, Postgres>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        sqlx::query(first)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        Ok(tx)
-    }
-
     /// Every `(table, column)` of berth's schema, sorted (for the cross-backend schema test).
     pub async fn schema_columns(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows: Vec<(String, String)> = sqlx::query_as(

@@ -181,6 +181,8 @@ impl SqlBackend for SqliteStore {
         self.pool.begin().await.map_err(map_err)
     }
 
+    type Locked = Transaction<'static, Sqlite>;
+
     async fn begin_locked(
         &self,
     ) -> Result<(Transaction<'static, Sqlite>, Option<u64>), StoreError> {
@@ -191,6 +193,10 @@ impl SqlBackend for SqliteStore {
             .await
             .map_err(map_err)?;
         Ok((tx, None))
+    }
+
+    async fn commit_locked(locked: Transaction<'static, Sqlite>) -> Result<(), StoreError> {
+        locked.commit().await.map_err(map_err)
     }
 
     async fn load_leases(conn: &mut SqliteConnection) -> Result<Vec<Arc<Lease>>, StoreError> {

@@ -10,6 +10,7 @@ use berth_core::model::lease::{Lease, LeaseRecord};
 use berth_core::model::provider::ProviderRow;
 use sqlx::{Database, Pool, Transaction};
 use std::future::Future;
+use std::ops::DerefMut;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -66,12 +67,19 @@ pub trait SqlBackend: Send + Sync + 'static {
         &self,
     ) -> impl Future<Output = Result<Transaction<'static, Self::Db>, StoreError>> + Send;
 
+    /// A catalog write's transaction: the connection it runs on, holding the writers' lock
+    /// until [`commit_locked`](SqlBackend::commit_locked) ends it; dropped, it rolls back.
+    type Locked: DerefMut<Target = Conn<Self>> + Send + 'static;
+
     /// Begins a transaction that excludes every other catalog writer, in this process and in
     /// every other, until it commits or is dropped; with the catalog sequence when taking the
     /// lock read it (so the transaction need not read it again).
     fn begin_locked(
         &self,
-    ) -> impl Future<Output = Result<(Transaction<'static, Self::Db>, Option<u64>), StoreError>> + Send;
+    ) -> impl Future<Output = Result<(Self::Locked, Option<u64>), StoreError>> + Send;
+
+    /// Commits a catalog write.
+    fn commit_locked(locked: Self::Locked) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// How many of the latest commits the replication log keeps.
     fn change_log_retained(&self) -> u64 {
@@ -102,30 +110,21 @@ pub trait SqlBackend: Send + Sync + 'static {
         conn: &mut Conn<Self>,
     ) -> impl Future<Output = Result<Vec<Arc<Lease>>, StoreError>> + Send;
 
-    /// Writes providers' new states (every one already stored; one may come more than once, in
-    /// the order they were decided, and its last row is its state) in fewer statements than one
-    /// per row, where the database takes lists of rows, and answers `true`; answers `false` (the
-    /// default) having written nothing, and the shared code writes them one row at a time, in
-    /// their order. Written together, the rows may swap names (through a name one of them held
-    /// in between): only the names they end with are unique.
-    fn write_providers(
+    /// Writes providers' new states, then consumers' new states, in fewer statements than one
+    /// per row, where the database takes lists of rows, and answers `true`; answers `false`
+    /// (the default) having written nothing, and the shared code writes them one row at a time,
+    /// the providers first. `providers` are every one already stored; one may come more than
+    /// once, in the order they were decided, and its last row is its state. Written together,
+    /// the rows may swap names (through a name one of them held in between): only the names
+    /// they end with are unique. `consumers` name each uuid once; `None` deletes it, with its
+    /// allocations. `now` (encoded) stamps new allocations. Either list may be empty.
+    fn write_rows(
         conn: &mut Conn<Self>,
         providers: &[&ProviderRow],
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let _ = (conn, providers);
-        async { Ok(false) }
-    }
-
-    /// Writes the new states of consumers (each uuid once; `None` deletes it, with its
-    /// allocations) in fewer statements than one per row, where the database takes lists of
-    /// rows, and answers `true`; answers `false` (the default) having written nothing, and the
-    /// shared code writes them one consumer at a time. `now` (encoded) stamps new allocations.
-    fn write_consumers(
-        conn: &mut Conn<Self>,
         consumers: &[(Uuid, Option<&Consumer>)],
         now: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let _ = (conn, consumers, now);
+        let _ = (conn, providers, consumers, now);
         async { Ok(false) }
     }
 

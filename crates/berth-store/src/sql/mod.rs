@@ -34,7 +34,6 @@ use berth_core::model::ledger::Window;
 use berth_core::model::provider::ProviderRow;
 use berth_core::model::usage::UsageSegment;
 use berth_core::{Change, Instant};
-use sqlx::Transaction;
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -139,7 +138,7 @@ impl<B: SqlBackend> Store for B {
 
 /// A catalog write: a transaction holding the writers' lock.
 struct SqlTx<B: SqlBackend> {
-    tx: Transaction<'static, B::Db>,
+    tx: B::Locked,
     /// The catalog sequence as taking the lock read it, if it did.
     seq: Option<u64>,
     /// The replication log's entry for what this transaction persists.
@@ -210,14 +209,13 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
                 Change::ConsumerSet { uuid, consumer } => consumers.set(*uuid, consumer.as_ref()),
                 Change::ProviderUpdated(row) => providers.push(row),
                 _ => {
-                    write_providers::<B>(&mut self.tx, std::mem::take(&mut providers)).await?;
-                    write_consumers::<B>(&mut self.tx, consumers.take(), now).await?;
+                    let providers = std::mem::take(&mut providers);
+                    write_rows::<B>(&mut self.tx, providers, consumers.take(), now).await?;
                     catalog::persist::<B>(&mut self.tx, change, now).await?;
                 }
             }
         }
-        write_providers::<B>(&mut self.tx, providers).await?;
-        write_consumers::<B>(&mut self.tx, consumers.take(), now).await?;
+        write_rows::<B>(&mut self.tx, providers, consumers.take(), now).await?;
         let leases = leases.take();
         if !B::write_leases(&mut self.tx, &leases, &records).await? {
             for (id, lease) in leases {
@@ -253,39 +251,30 @@ impl<B: SqlBackend> WriteTx for SqlTx<B> {
                 (catalog::bump_seq::<B>(&mut tx, bump_seq).await?, None)
             }
         };
-        tx.commit().await.map_err(B::map_err)?;
+        B::commit_locked(tx).await?;
         Ok((seq, logged))
     }
 }
 
-/// Writes providers' new states, in as few statements as the backend can.
-async fn write_providers<B: SqlBackend>(
+/// Writes providers' new states, then consumers', in as few statements as the backend can.
+async fn write_rows<B: SqlBackend>(
     conn: &mut Conn<B>,
     providers: Vec<&ProviderRow>,
+    consumers: Vec<(Uuid, Option<&Consumer>)>,
+    now: Instant,
 ) -> Result<(), StoreError> {
-    if providers.is_empty() || B::write_providers(conn, &providers).await? {
+    if providers.is_empty() && consumers.is_empty() {
+        return Ok(());
+    }
+    let now = encode_instant(now);
+    if B::write_rows(conn, &providers, &consumers, now).await? {
         return Ok(());
     }
     for row in providers {
         catalog::update_provider::<B>(conn, row).await?;
     }
-    Ok(())
-}
-
-/// Writes consumers' new states, in as few statements as the backend can.
-async fn write_consumers<B: SqlBackend>(
-    conn: &mut Conn<B>,
-    consumers: Vec<(Uuid, Option<&Consumer>)>,
-    now: Instant,
-) -> Result<(), StoreError> {
-    if consumers.is_empty() {
-        return Ok(());
-    }
-    let now = encode_instant(now);
-    if !B::write_consumers(conn, &consumers, now).await? {
-        for (uuid, consumer) in consumers {
-            catalog::set_consumer::<B>(conn, uuid, consumer, now).await?;
-        }
+    for (uuid, consumer) in consumers {
+        catalog::set_consumer::<B>(conn, uuid, consumer, now).await?;
     }
     Ok(())
 }
