@@ -5,8 +5,9 @@
 //! each change persists as and how the catalog loads is `berth_store::sql`, shared with SQLite.
 //! Every catalog write runs in a transaction that first locks the single `berth_meta` row
 //! (`SELECT ... FOR UPDATE`, sent with the `BEGIN`), so catalog writers in every process are
-//! serialized on that row (`locked`); a whole-catalog read outside a write runs in one `REPEATABLE READ`
-//! read-only transaction, so it sees one consistent snapshot and never blocks a writer.
+//! serialized on that row (`locked`); a whole-catalog read outside a write runs in one
+//! `REPEATABLE READ` read-only transaction, so it sees one consistent snapshot and never blocks
+//! a writer.
 //! Migrations in `migrations/` are embedded and applied at connect.
 #![forbid(unsafe_code)]
 
