@@ -110,10 +110,6 @@ stop_pids() {
     done
 }
 
-psql_admin() {
-    psql "$POSTGRES/postgres" -v ON_ERROR_STOP=1 -qAt "$@"
-}
-
 cleanup() {
     ((${#PIDS[@]} == 0)) || stop_pids "${PIDS[@]}"
     if ((DB_CREATED)); then

@@ -35,9 +35,6 @@ if [[ -n $POSTGRES ]]; then
 fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-writes-ab.XXXXXX")
 PID=
-psql_admin() {
-    psql "$POSTGRES/postgres" -v ON_ERROR_STOP=1 -qAt "$@"
-}
 cleanup() {
     [[ -z $PID ]] || { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
     [[ -z $POSTGRES ]] || psql_admin -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" || true

@@ -27,3 +27,9 @@ wait_ready() {
     tail -n 40 "$logfile" >&2 || true
     die "no answer from $url"
 }
+
+# psql_admin ARG...: psql on the `postgres` database of the server POSTGRES names (a server URL
+# without a database), stopping at the first error, unaligned and quiet.
+psql_admin() {
+    psql "$POSTGRES/postgres" -v ON_ERROR_STOP=1 -qAt "$@"
+}

@@ -3,7 +3,7 @@
 //! new consumers and their allocations inserted), the columns bound as arrays and unnested.
 
 use crate::error::map_err;
-use crate::provider::{Updates, update_providers};
+use crate::provider::bind_updates;
 use berth_core::model::consumer::Consumer;
 use berth_core::model::provider::ProviderRow;
 use berth_store::StoreError;
@@ -15,7 +15,7 @@ use uuid::Uuid;
 /// `consumers` (each uuid once) with its new state, or deletes it (`None`); new allocations are
 /// stamped `now`. Two statements at most: the providers' updates with the old consumers'
 /// deletion (their allocations cascade at its end), then the new consumers with their
-/// allocations.
+/// allocations, if any.
 pub(crate) async fn write_rows(
     conn: &mut PgConnection,
     providers: &[&ProviderRow],
@@ -23,23 +23,25 @@ pub(crate) async fn write_rows(
     now: i64,
 ) -> Result<(), StoreError> {
     let uuids: Vec<Uuid> = consumers.iter().map(|(uuid, _)| *uuid).collect();
-    // Planned for each batch's own rows, not cached: a statement prepared once is planned
-    // generically after a few runs, and where a table was empty or never analyzed then, that
-    // plan scans every row of it for each batch, and keeps doing so while the table grows.
-    let query = match (providers.is_empty(), uuids.is_empty()) {
-        (true, true) => return Ok(()),
-        (false, true) => Updates::of(providers).bind(sqlx::query(update_providers!())),
-        (true, false) => sqlx::query("DELETE FROM consumers WHERE uuid = ANY($1)").bind(&uuids),
-        // Different tables: the update and the deletion touch no row of each other's.
-        (false, false) => Updates::of(providers)
-            .bind(sqlx::query(concat!(
-                "WITH updated AS (",
-                update_providers!(),
-                ") DELETE FROM consumers WHERE uuid = ANY($8)"
-            )))
-            .bind(&uuids),
-    };
-    query
+    // Different tables: the update and the deletion touch no row of each other's, and an
+    // empty list writes nothing. Planned for each batch's own rows, not cached: a statement
+    // prepared once is planned generically after a few runs, and where a table was empty or
+    // never analyzed then, that plan scans every row of it for each batch, and keeps doing so
+    // while the table grows.
+    let query = sqlx::query(
+        "WITH updated AS (
+            UPDATE resource_providers AS p
+            SET name = u.name, parent_uuid = u.parent_uuid, root_uuid = u.root_uuid,
+                generation = u.generation, availability_zone = u.availability_zone,
+                updated_at = u.updated_at
+            FROM UNNEST($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::int8[], $6::text[],
+                $7::int8[]) AS u (uuid, name, parent_uuid, root_uuid, generation,
+                availability_zone, updated_at)
+            WHERE p.uuid = u.uuid)
+        DELETE FROM consumers WHERE uuid = ANY($8)",
+    );
+    bind_updates(query, providers)
+        .bind(&uuids)
         .persistent(false)
         .execute(&mut *conn)
         .await

@@ -42,68 +42,40 @@ pub(crate) async fn load_leases(conn: &mut PgConnection) -> Result<Vec<Arc<Lease
         .map_err(lift)
 }
 
-/// The upsert of a batch's leases, binding their columns as `$1` to `$8`.
-macro_rules! upsert_leases {
-    () => {
-        "INSERT INTO leases
-            (id, project_id, status, start_at, end_at, document, created_at, updated_at)
-        SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[],
-            $6::text[], $7::int8[], $8::int8[])
-        ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id,
-        status = excluded.status, start_at = excluded.start_at, end_at = excluded.end_at,
-        document = excluded.document, updated_at = excluded.updated_at"
-    };
-}
-
-/// The append of a batch's lifecycle records in their order (the record's sequence follows
-/// it), binding their columns as the four parameters it is given the numbers of: a macro, so
-/// that it numbers them after the leases' when it follows them in one statement.
-macro_rules! append_records {
-    ($a:literal, $b:literal, $c:literal, $d:literal) => {
-        concat!(
-            "INSERT INTO lease_records (lease_id, kind, at, details)
-            SELECT lease_id, kind, at, details
-            FROM UNNEST($",
-            $a,
-            "::uuid[], $",
-            $b,
-            "::text[], $",
-            $c,
-            "::int8[], $",
-            $d,
-            "::text[])
-                WITH ORDINALITY AS r (lease_id, kind, at, details, n)
-            ORDER BY n"
-        )
-    };
-}
-
-/// Writes the new states of `leases` (each id once) and appends `records` in their order, in
-/// one statement: the two tables share no key, so neither waits for the other.
+/// Writes the new states of `leases` (each id once) and appends `records` in their order (the
+/// record's sequence follows it), in one statement: the two tables share no key, so neither
+/// waits for the other, and an empty list writes nothing.
 pub(crate) async fn write_leases(
     conn: &mut PgConnection,
     leases: &[(LeaseId, &Lease)],
     records: &[&LeaseRecord],
 ) -> Result<(), StoreError> {
-    let query = match (leases.is_empty(), records.is_empty()) {
-        (true, true) => return Ok(()),
-        (false, true) => bind_leases(sqlx::query(upsert_leases!()), leases),
-        (true, false) => bind_records(sqlx::query(append_records!(1, 2, 3, 4)), records),
-        (false, false) => {
-            let query = sqlx::query(concat!(
-                "WITH written AS (",
-                upsert_leases!(),
-                ") ",
-                append_records!(9, 10, 11, 12)
-            ));
-            bind_records(bind_leases(query, leases), records)
-        }
-    };
-    query.execute(&mut *conn).await.map_err(map_err)?;
+    if leases.is_empty() && records.is_empty() {
+        return Ok(());
+    }
+    let query = sqlx::query(
+        "WITH written AS (
+            INSERT INTO leases
+                (id, project_id, status, start_at, end_at, document, created_at, updated_at)
+            SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::int8[],
+                $6::text[], $7::int8[], $8::int8[])
+            ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id,
+            status = excluded.status, start_at = excluded.start_at, end_at = excluded.end_at,
+            document = excluded.document, updated_at = excluded.updated_at)
+        INSERT INTO lease_records (lease_id, kind, at, details)
+        SELECT lease_id, kind, at, details
+        FROM UNNEST($9::uuid[], $10::text[], $11::int8[], $12::text[])
+            WITH ORDINALITY AS r (lease_id, kind, at, details, n)
+        ORDER BY n",
+    );
+    bind_records(bind_leases(query, leases), records)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_err)?;
     Ok(())
 }
 
-/// A query of this module's statements, as built and bound.
+/// A statement as built and bound, before it runs.
 type Query<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 /// Binds the columns of `leases` as the next eight parameters.
