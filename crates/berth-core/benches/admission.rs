@@ -13,7 +13,8 @@
 //! the same with one instance more than `az3` has hosts (`refuse`: every `az3` host is visited,
 //! then the counter-offer is searched). Each cell also times the Promise capacity query
 //! (`capacity`): VCPU over every host for 30 days from that start, with its whole step function.
-//! Criterion gives the median; each cell also times single
+//! Each cell also times a Placement allocation write for one new consumer on the first host
+//! at the same mid-year instant (`allocation`). Criterion gives the median; each cell also times single
 //! decisions with `std::time::Instant` and prints p50/p99. Before the grid, the memory of 1,000,000 holds in a fresh `Ledger` and of a
 //! whole catalog with 1,000,000 leases is measured from the process's resident set.
 //!
@@ -22,6 +23,7 @@
 //! (and holds) the memory measurement uses (1,000,000 in a full run, 10,000 in a smoke run).
 
 use berth_core::Catalog;
+use berth_core::decide::allocation::{self, ConsumerGeneration, ConsumerWrite};
 use berth_core::decide::inventory::{self, NewHost};
 use berth_core::decide::lease::{NewLease, create_lease};
 use berth_core::model::capacity::Measure;
@@ -329,6 +331,48 @@ fn cell(c: &mut Criterion, base: &(Catalog, Vec<ProviderId>), reservations: usiz
         refuse(&catalog, &too_many)
     });
     capacity_cell(c, &catalog, &new, &label, runs);
+    allocation_cell(c, &catalog, hosts, &label, runs);
+}
+
+/// A Placement allocation write deciding at mid-year: one new consumer's VCPU 1 on a host of
+/// the catalog, each decision on the next host in turn, as a server's writes come
+/// (`decide::allocation::set_allocations`, which looks for a host reservation of the consumer's
+/// project holding that host now).
+fn allocation_cell(
+    c: &mut Criterion,
+    catalog: &Catalog,
+    hosts: &[ProviderId],
+    label: &str,
+    runs: usize,
+) {
+    let now = Instant::from_micros(T0 + YEAR / 2);
+    let vcpu = ResourceClass::parse("VCPU").expect("class");
+    let writes: Vec<ConsumerWrite> = hosts
+        .iter()
+        .map(|host| ConsumerWrite {
+            consumer: Uuid::from_u128(0xa110_c001),
+            project_id: "bench".into(),
+            user_id: "bench".into(),
+            consumer_type: None,
+            generation: ConsumerGeneration::New,
+            allocations: [(*host, [(vcpu.clone(), 1)].into_iter().collect())]
+                .into_iter()
+                .collect(),
+            reservation: None,
+        })
+        .collect();
+    let next = std::cell::Cell::new(0);
+    let decide = || {
+        let write = &writes[next.get() % writes.len()];
+        next.set(next.get() + 1);
+        allocation::set_allocations(black_box(catalog), std::slice::from_ref(write), now)
+    };
+    assert!(decide().is_ok(), "the write fits");
+    c.benchmark_group("allocation")
+        .bench_function(BenchmarkId::new("set_allocations", label), |b| {
+            b.iter(decide)
+        });
+    percentiles(&format!("allocation/{label}"), runs, decide);
 }
 
 /// The capacity query of the Promise surface: VCPU over every host for 30 days from the

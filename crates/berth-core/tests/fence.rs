@@ -701,6 +701,31 @@ fn holders_get_what_their_reservations_hold_and_lose_it_at_the_end() {
     check(&w).expect("the fence holds");
 }
 
+#[test]
+fn a_host_reservation_is_presented_while_it_holds_the_host_not_before() {
+    let (mut w, lease) = started();
+    let host = lease.reservations[0].hosts[0].0;
+    // The same project holds the same host again later, and its consumer writes now: the
+    // reservation holding the host now is the one presented.
+    let later = new_lease(&mut w, 5, 2, 0, &[Spec::Hosts { min: 1, extra: 0 }]);
+    let horizon = Instant::from_micros((w.now + 200) * TICK);
+    let search = berth_core::decide::admission::Search::until(horizon);
+    let (changes, _) = create_lease(&w.catalog, &later, w.at(), &search).expect("admitted later");
+    w.apply(&changes);
+    let on = BTreeMap::from([(host, BTreeMap::from([(vcpu(), 2)]))]);
+    assert!(write(&mut w, consumer_write(1, "p0", on)));
+    assert_eq!(
+        w.catalog.consumers_of_reservation(lease.reservations[0].id),
+        [consumer_uuid(1)]
+    );
+    assert!(
+        w.catalog
+            .consumers_of_reservation(later.reservations[0].0)
+            .is_empty()
+    );
+    check(&w).expect("the fence holds");
+}
+
 /// A preemptible consumer on the held host of a running lease.
 fn borrowing() -> (World, ProviderId) {
     let (mut w, lease) = started();

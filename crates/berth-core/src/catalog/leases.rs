@@ -227,9 +227,20 @@ impl Catalog {
 
     /// The leases holding something on `provider`, now or later.
     pub fn leases_holding(&self, provider: ProviderId) -> impl Iterator<Item = &Lease> {
+        self.leases_holding_during(provider, Window::ALWAYS)
+    }
+
+    /// The leases holding something on `provider` during `window`, in id order: the ledger's
+    /// timeline of the provider is read over `window` only, so a provider reserved far ahead
+    /// costs a question about one instant nothing for the reservations outside it.
+    pub fn leases_holding_during(
+        &self,
+        provider: ProviderId,
+        window: Window,
+    ) -> impl Iterator<Item = &Lease> {
         let ids: BTreeSet<LeaseId> = self
             .ledger
-            .holds_on(provider, Window::ALWAYS)
+            .holds_on(provider, window)
             .into_iter()
             .filter_map(|hold| self.reservation_leases.get(&hold.reservation))
             .map(|lease| lease.id)

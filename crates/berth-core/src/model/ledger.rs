@@ -88,6 +88,30 @@ impl Window {
         (start < end).then_some(Window { start, end })
     }
 
+    /// The window of the one instant `t` (`[t, t + 1 µs)`; at the far future, the last instant
+    /// before it): what is held at `t` is what overlaps it.
+    ///
+    /// ```
+    /// use berth_core::Instant;
+    /// use berth_core::model::ledger::Window;
+    /// let (t, held) = (Instant::from_micros(10), Window::new(Instant::from_micros(5), Instant::from_micros(11)));
+    /// assert!(Window::instant(t).overlaps(&held.unwrap()));
+    /// assert!(!Window::instant(Instant::from_micros(11)).overlaps(&held.unwrap()));
+    /// assert!(!Window::instant(Instant::from_micros(i64::MAX)).is_empty());
+    /// ```
+    pub fn instant(t: Instant) -> Window {
+        match t.as_micros() {
+            i64::MAX => Window {
+                start: Instant::from_micros(i64::MAX - 1),
+                end: t,
+            },
+            micros => Window {
+                start: t,
+                end: Instant::from_micros(micros + 1),
+            },
+        }
+    }
+
     /// The first instant inside the window.
     pub const fn start(&self) -> Instant {
         self.start

@@ -9,6 +9,7 @@ use crate::model::consumer::Allocations;
 use crate::model::fence::{reservation_aggregate, reservation_class, reservation_of_class};
 use crate::model::id::{ProviderId, ReservationId};
 use crate::model::lease::{Lease, Reservation, ReservationSpec};
+use crate::model::ledger::Window;
 use crate::model::name::ResourceClass;
 use crate::model::time::Instant;
 use crate::rejection::Rejection;
@@ -141,10 +142,13 @@ pub fn host_reservation_for(
             })
             .map(|r| r.id)
     };
-    // One pass over the leases holding the provider: the project's own reservation answers at
-    // once, the first shared with it only if none of its own is found.
+    // One pass over the leases holding the provider now (a lease's holds span its window, so
+    // those are every lease whose window holds `now`; the ones ahead are never read): the
+    // project's own reservation answers at once, the first shared with it only if none of its
+    // own is found.
     let mut shared = None;
-    for lease in catalog.leases_holding(provider).filter(held) {
+    let holding = catalog.leases_holding_during(provider, Window::instant(now));
+    for lease in holding.filter(held) {
         let own = *lease.project_id == *project;
         if !own && (shared.is_some() || lease.share_of(project).is_none()) {
             continue;
