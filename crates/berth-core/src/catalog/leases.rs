@@ -230,9 +230,9 @@ impl Catalog {
         self.leases_holding_during(provider, Window::ALWAYS)
     }
 
-    /// The leases holding something on `provider` during `window`, in id order: the ledger's
-    /// timeline of the provider is read over `window` only, so a provider reserved far ahead
-    /// costs a question about one instant nothing for the reservations outside it.
+    /// The leases holding something on `provider` during `window`, in id order. The ledger's
+    /// timeline of the provider is read from as far before `window` as its longest hold to the
+    /// window's end, so what a provider is reserved for after `window` costs nothing.
     pub fn leases_holding_during(
         &self,
         provider: ProviderId,
