@@ -13,10 +13,11 @@
 //! the same with one instance more than `az3` has hosts (`refuse`: every `az3` host is visited,
 //! then the counter-offer is searched). Each cell also times the Promise capacity query
 //! (`capacity`): VCPU over every host for 30 days from that start, with its whole step function.
-//! Each cell also times a Placement allocation write for one new consumer on the first host
-//! at the same mid-year instant (`allocation`). Criterion gives the median; each cell also times single
-//! decisions with `std::time::Instant` and prints p50/p99. Before the grid, the memory of 1,000,000 holds in a fresh `Ledger` and of a
-//! whole catalog with 1,000,000 leases is measured from the process's resident set.
+//! Each cell also times a Placement allocation write for one new consumer at the same mid-year
+//! instant, each decision on the next host in turn (`allocation`). Criterion gives the median;
+//! each cell also times single decisions with `std::time::Instant` and prints p50/p99. Before
+//! the grid, the memory of 1,000,000 holds in a fresh `Ledger` and of a whole catalog with
+//! 1,000,000 leases is measured from the process's resident set.
 //!
 //! `-- --test` (smoke mode) runs small sizes only; `BENCH_HOSTS` and `BENCH_RESERVATIONS`
 //! (comma-separated) pick cells of the grid; `BENCH_MEMORY_LEASES` sets the number of leases

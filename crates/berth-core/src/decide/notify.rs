@@ -214,7 +214,7 @@ fn figures_now(catalog: &Catalog, subscription: &Subscription, now: Instant) -> 
         zone: zone.as_deref(),
         origin: *origin,
     };
-    let window = Window::new(now, Instant::from_micros(now.as_micros() + 1))?;
+    let window = Window::instant(now);
     if let Some(flavor) = flavor {
         let flavor = catalog.flavor(flavor)?;
         let size =
