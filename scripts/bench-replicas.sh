@@ -360,6 +360,13 @@ for r in counts:
         if commits:
             print(f"  {'':<32} commits: {commits} "
                   f"({pick(j)['ok'] / commits:.1f} writes per commit)")
+        # Round robin: the writes replica 1 (the writer) took itself, and those each follower
+        # forwarded to it.
+        by_replica = (pick(j) or {}).get("by_replica")
+        if by_replica:
+            each = ", ".join(f"{i + 1}: {s['median_ms']:.1f} / {s['p99_ms']:.1f}"
+                             for i, s in enumerate(by_replica))
+            print(f"  {'':<32} by replica, median / p99 ms: {each}")
     for kind in ("lease_creates", "allocation_writes"):
         print(f"  visibility {kind}: most reads one sample needed "
               f"{j['visibility'][kind]['most_reads']}")

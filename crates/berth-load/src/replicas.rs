@@ -424,7 +424,8 @@ async fn databases(replicas: &[Replica]) -> anyhow::Result<Vec<String>> {
     Ok(kinds)
 }
 
-/// C clients send `requests` writes of `kind`, write `n` to the replica `pick(n)`.
+/// C clients send `requests` writes of `kind`, write `n` to replica 1, or with `round_robin`
+/// to replica `n % R`: the summary of every write, and of those each replica took.
 async fn writes(
     bench: &Arc<Bench>,
     kind: Kind,
@@ -432,23 +433,35 @@ async fn writes(
     concurrency: usize,
     deadline: Instant,
     round_robin: bool,
-) -> anyhow::Result<Summary> {
+) -> anyhow::Result<(Summary, Vec<Summary>)> {
     let count = bench.replicas.len();
     let shared = Arc::clone(bench);
     let start = Instant::now();
     let outcome = pool::run(requests, concurrency, deadline, move |index| {
         let bench = Arc::clone(&shared);
         let replica = if round_robin { index % count } else { 0 };
-        async move { bench.write(replica, kind).await.sample }
+        async move { (replica, bench.write(replica, kind).await.sample) }
     })
     .await?;
-    Ok(Summary::new(
-        requests,
-        &outcome.results,
-        kind.expected(),
-        start.elapsed(),
-        outcome.cut_short,
-    ))
+    let elapsed = start.elapsed();
+    let mut taken: Vec<Vec<Sample>> = (0..count).map(|_| Vec::new()).collect();
+    for (replica, sample) in outcome.results {
+        taken[replica].push(sample);
+    }
+    let summary = |samples: &[Sample]| {
+        Summary::new(
+            samples.len(),
+            samples,
+            kind.expected(),
+            elapsed,
+            outcome.cut_short,
+        )
+    };
+    let by_replica: Vec<Summary> = taken.iter().map(|samples| summary(samples)).collect();
+    let every: Vec<Sample> = taken.into_iter().flatten().collect();
+    let mut all = summary(&every);
+    all.planned = requests;
+    Ok((all, by_replica))
 }
 
 /// The visibility scenario for one kind: the summaries of the visibility times and of the
@@ -641,7 +654,7 @@ async fn write_scenarios(
         for kind in [Kind::Lease, Kind::Allocation] {
             let before = Cpu::read(&args.pids);
             let seq_before = bench.stored_seq().await;
-            let summary = writes(
+            let (summary, by_replica) = writes(
                 bench,
                 kind,
                 args.requests,
@@ -665,6 +678,27 @@ async fn write_scenarios(
                 &summary,
             );
             let mut entry = summary.to_json();
+            if round_robin && by_replica.len() > 1 {
+                // Where a round-robin write went: the writer's own, or a follower that forwards
+                // it (replica 1 is the writer unless the replicas were started otherwise).
+                let medians: Vec<String> = by_replica
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        format!(
+                            "replica {} {:.3} / {:.3}",
+                            i + 1,
+                            s.percentile_ms(50.0),
+                            s.percentile_ms(99.0)
+                        )
+                    })
+                    .collect();
+                report.line(&format!(
+                    "  latency ms by replica (median / p99): {}",
+                    medians.join(", ")
+                ));
+                entry["by_replica"] = by_replica.iter().map(Summary::to_json).collect();
+            }
             if let Some(commits) = commits {
                 // Every replica's commits, the scenario's and any engine's (few, at this pace).
                 let per_commit = summary.ok as f64 / commits.max(1) as f64;
