@@ -439,7 +439,7 @@ fn try_node(
         };
         return Err(unclaimable(uuid, "claimed", detail));
     }
-    let window = Window::new(now, Instant::from_micros(i64::MAX)).expect("now is before the end");
+    let window = Window::onwards(now);
     let foreign = catalog
         .leases_holding(uuid)
         .filter(|l| l.holds_capacity() && l.window().overlaps(&window))

@@ -293,10 +293,7 @@ fn shrunk_under_leases(
         })
         .filter(|(_, _, delta)| *delta < 0)
         .collect();
-    let Some(window) = Window::new(now, Instant::from_micros(i64::MAX)) else {
-        return Vec::new();
-    };
-    let short = crate::decide::pools::short(catalog, &deltas, window);
+    let short = crate::decide::pools::short(catalog, &deltas, Window::onwards(now));
     let reduced: Vec<String> = deltas
         .iter()
         .map(|(_, class, delta)| format!("{class} by {}", -delta))

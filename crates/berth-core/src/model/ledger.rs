@@ -112,6 +112,28 @@ impl Window {
         }
     }
 
+    /// The window from `t` to the end of time (`[t, far future)`): what is held at `t` or later
+    /// overlaps it. At the far future itself, its last instant, as [`Window::instant`].
+    ///
+    /// ```
+    /// use berth_core::Instant;
+    /// use berth_core::model::ledger::Window;
+    /// let (t, later) = (Instant::from_micros(10), Window::new(Instant::from_micros(50), Instant::from_micros(60)));
+    /// assert!(Window::onwards(t).overlaps(&later.unwrap()));
+    /// assert!(!Window::onwards(Instant::from_micros(60)).overlaps(&later.unwrap()));
+    /// assert_eq!(Window::onwards(t).end(), Instant::from_micros(i64::MAX));
+    /// assert!(!Window::onwards(Instant::from_micros(i64::MAX)).is_empty());
+    /// ```
+    pub fn onwards(t: Instant) -> Window {
+        match t.as_micros() {
+            i64::MAX => Window::instant(t),
+            _ => Window {
+                start: t,
+                end: Instant::from_micros(i64::MAX),
+            },
+        }
+    }
+
     /// The first instant inside the window.
     pub const fn start(&self) -> Instant {
         self.start

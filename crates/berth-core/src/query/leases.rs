@@ -95,8 +95,7 @@ pub fn holdings(
     filter: HoldFilter,
     now: Instant,
 ) -> Vec<Holding> {
-    let ahead = Window::new(now, Instant::from_micros(i64::MAX))
-        .expect("invariant: now is before the end of time");
+    let ahead = Window::onwards(now);
     let mut seen = BTreeSet::new();
     catalog
         .ledger()
