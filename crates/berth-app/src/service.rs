@@ -67,6 +67,7 @@ type Decide = Box<
 
 /// What a batch's decisions made: the accepted ones' changes, the usage history they close and
 /// their answers, and the refusals (answered once the batch is settled).
+#[derive(Default)]
 struct Decided {
     changes: Vec<Change>,
     /// Whether an accepted decision may have freed capacity or loosened a budget: a
@@ -569,21 +570,25 @@ impl Batch {
             .is_empty()
     }
 
-    /// Makes the batch's decisions in order over `catalog`, applying each accepted one.
+    /// Makes the batch's decisions in order over `catalog`, applying each accepted one, and
+    /// adds them to what the batch `decided` before.
     fn decide_all(
         &self,
         catalog: &mut Catalog,
         batch: Vec<Pending>,
         records: &mut Records,
         now: Instant,
-    ) -> Decided {
-        let mut changes = Vec::new();
-        let mut frees = false;
-        let mut usage = Vec::new();
-        let mut accepted = Vec::with_capacity(batch.len());
-        // Refusals are answered once the batch is settled, so that whatever a refused caller
-        // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
-        let mut refused = Vec::new();
+        decided: &mut Decided,
+    ) {
+        let Decided {
+            changes,
+            frees,
+            usage,
+            accepted,
+            // Refusals are answered once the batch is settled, so that whatever a refused caller
+            // reads next (a counter-offer's snapshot) already holds the decisions that refused it.
+            refused,
+        } = decided;
         for pending in batch {
             // The caller went away while the batch began: nobody would learn the outcome.
             if pending.reply.is_closed() {
@@ -592,14 +597,14 @@ impl Batch {
             let record = pending.key.as_ref().and_then(|key| records.get(key));
             let decided =
                 (pending.decide)(catalog, record, now).and_then(|(mut decided, value)| {
-                    complete(catalog, &mut decided, &mut usage, now, self.idle_release)?;
+                    complete(catalog, &mut decided, usage, now, self.idle_release)?;
                     Ok((decided, value))
                 });
             match decided {
                 Err(rejection) => refused.push((pending.reply, rejection)),
                 Ok((decided, value)) => {
                     note_records(records, &decided);
-                    frees = frees
+                    *frees = *frees
                         || decided
                             .iter()
                             .any(|c| c.may_free_capacity() || budget::loosens(catalog, c));
@@ -609,25 +614,53 @@ impl Batch {
                 }
             }
         }
-        Decided {
-            changes,
-            frees,
-            usage,
-            accepted,
-            refused,
+    }
+
+    /// Makes the decisions of `batch`, then those queued while they were made, which join them
+    /// rather than wait for the whole of the next batch: only those already queued (the batch
+    /// waits for none), at most [`BATCH_LEN_MAX`] in all (each round takes one or ends), and
+    /// none past one that names an idempotency key (the next batch reads its record under the
+    /// lock first).
+    fn decide_taken(
+        &self,
+        catalog: &mut Catalog,
+        batch: Vec<Pending>,
+        records: &mut Records,
+        now: Instant,
+    ) -> Decided {
+        let mut taken = batch.len();
+        let mut decided = Decided::default();
+        self.decide_all(catalog, batch, records, now, &mut decided);
+        while taken < BATCH_LEN_MAX {
+            let more = self.take_up_to(BATCH_LEN_MAX - taken, false);
+            if more.is_empty() {
+                break;
+            }
+            taken += more.len();
+            self.decide_all(catalog, more, records, now, &mut decided);
         }
+        decided
     }
 
     /// Takes the queued decisions (at most [`BATCH_LEN_MAX`]), leaving out those whose caller
     /// is gone or whose request was closed at its deadline.
     fn take(&self) -> Vec<Pending> {
+        self.take_up_to(BATCH_LEN_MAX, true)
+    }
+
+    /// [`Batch::take`] of at most `room` decisions; unless `keyed`, it stops before the first
+    /// that names an idempotency key (whose record the batch would have to read first).
+    fn take_up_to(&self, room: usize, keyed: bool) -> Vec<Pending> {
         let mut queue = self
             .queue
             .lock()
             .expect("invariant: queue lock is never poisoned");
         let mut batch = Vec::new();
-        // Bounded by the queue's length and the batch's.
-        while batch.len() < BATCH_LEN_MAX {
+        // Bounded by the queue's length and `room`.
+        while batch.len() < room {
+            if !keyed && queue.front().is_some_and(|p| p.key.is_some()) {
+                break;
+            }
             let Some(pending) = queue.pop_front() else {
                 break;
             };
@@ -729,7 +762,7 @@ impl Batch {
             mut usage,
             accepted,
             refused,
-        } = self.decide_all(&mut working.catalog, batch, &mut records, now);
+        } = self.decide_taken(&mut working.catalog, batch, &mut records, now);
         if frees {
             admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
         }

@@ -321,3 +321,68 @@ async fn what_a_replica_has_read_is_not_read_again_under_the_lock() {
     let (held, stored) = rows_of(&b, &store).await;
     assert_eq!(held, stored);
 }
+
+/// A decision queued while a batch decides joins that batch (one commit for both), where it
+/// used to wait for the whole of the next one; one naming an idempotency key does not (the next
+/// batch reads its record under the lock first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_queued_while_a_batch_decides_joins_it() {
+    let store = MemStore::new();
+    let berth = Arc::new(open(&store).await);
+    let created = |id: i64, name: &'static str| {
+        move |_: &Catalog, now| Ok((vec![Change::ProviderCreated(row(id, name, None, now))], ()))
+    };
+    for keyed in [false, true] {
+        let before = berth.read_now(Catalog::seq);
+        let (deciding, first_deciding) = std::sync::mpsc::channel();
+        let (go, first_waits) = std::sync::mpsc::channel::<()>();
+        let offset = if keyed { 10 } else { 0 };
+        let first = {
+            let berth = Arc::clone(&berth);
+            let decide = created(offset + 1, if keyed { "first-k" } else { "first" });
+            tokio::spawn(async move {
+                berth
+                    .write(move |catalog, now| {
+                        deciding.send(()).expect("the test waits for it");
+                        first_waits.recv().expect("the test lets it go");
+                        decide(catalog, now)
+                    })
+                    .await
+            })
+        };
+        tokio::task::spawn_blocking(move || first_deciding.recv())
+            .await
+            .expect("join")
+            .expect("the first decision is being made");
+        let second = {
+            let berth = Arc::clone(&berth);
+            let decide = created(offset + 2, if keyed { "second-k" } else { "second" });
+            let key = keyed.then(|| IdempotencyKey {
+                project_id: "p1".into(),
+                route: "POST /test".into(),
+                key: "k".into(),
+            });
+            tokio::spawn(async move {
+                berth
+                    .write_keyed(key, move |catalog, _, now| decide(catalog, now))
+                    .await
+            })
+        };
+        // Bounded: the second decision is queued at its task's first poll.
+        for _ in 0..5_000 {
+            if !berth.queue.lock().expect("queue").is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        assert!(!berth.queue.lock().expect("queue").is_empty(), "queued");
+        go.send(()).expect("the first decision waits");
+        first.await.expect("join").expect("the first is made");
+        second.await.expect("join").expect("the second is made");
+        let commits = berth.read_now(Catalog::seq) - before;
+        match keyed {
+            false => assert_eq!(commits, 1, "both in the batch that was deciding"),
+            true => assert_eq!(commits, 2, "the keyed one in the next batch"),
+        }
+    }
+}
