@@ -360,8 +360,8 @@ for r in counts:
         if commits:
             print(f"  {'':<32} commits: {commits} "
                   f"({pick(j)['ok'] / commits:.1f} writes per commit)")
-        # Round robin: the writes replica 1 (the writer) took itself, and those each follower
-        # forwarded to it.
+        # Round robin: the writes each replica took (replica 1 holds the writer's term and
+        # decides its own, the others forward theirs; with BENCH_FIRST_FOLLOWER=1, replica 2).
         by_replica = (pick(j) or {}).get("by_replica")
         if by_replica:
             each = ", ".join(f"{i + 1}: {s['median_ms']:.1f} / {s['p99_ms']:.1f}"

@@ -448,20 +448,18 @@ async fn writes(
     for (replica, sample) in outcome.results {
         taken[replica].push(sample);
     }
-    let summary = |samples: &[Sample]| {
+    let summary = |planned: usize, samples: &[Sample]| {
         Summary::new(
-            samples.len(),
+            planned,
             samples,
             kind.expected(),
             elapsed,
             outcome.cut_short,
         )
     };
-    let by_replica: Vec<Summary> = taken.iter().map(|samples| summary(samples)).collect();
+    let by_replica: Vec<Summary> = taken.iter().map(|s| summary(s.len(), s)).collect();
     let every: Vec<Sample> = taken.into_iter().flatten().collect();
-    let mut all = summary(&every);
-    all.planned = requests;
-    Ok((all, by_replica))
+    Ok((summary(requests, &every), by_replica))
 }
 
 /// The visibility scenario for one kind: the summaries of the visibility times and of the
