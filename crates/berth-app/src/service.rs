@@ -87,6 +87,8 @@ struct Working {
     /// Set while a batch is being applied; a batch cut short leaves it set, and the next writer
     /// reloads from the database before deciding anything.
     dirty: bool,
+    /// The decisions the last batch made: how many the next one gathers before it begins.
+    last_made: usize,
 }
 
 /// The berth service: the catalog, the store behind it, and the injected clock and ids.
@@ -100,6 +102,11 @@ pub struct Berth {
     writer: Arc<Mutex<Working>>,
     /// Decisions waiting for the next batch.
     queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+    /// Told each time a decision is queued (a batch that gathers waits for it).
+    queued: Arc<Notify>,
+    /// How long a batch waits for decisions before it begins (see [`Berth::set_batch_gather`];
+    /// zero: it waits for none).
+    gather_micros: std::sync::atomic::AtomicU64,
     /// Held by whoever brings the readers' catalog forward from the store, so that concurrent
     /// readers who find it behind read the log once, not once each.
     following: Mutex<()>,
@@ -190,6 +197,7 @@ impl Berth {
         let working = Working {
             catalog: catalog.clone(),
             dirty: false,
+            last_made: 1,
         };
         Ok(Berth {
             store,
@@ -198,6 +206,8 @@ impl Berth {
             catalog: Arc::new(RwLock::new(catalog)),
             writer: Arc::new(Mutex::new(working)),
             queue: Arc::new(std::sync::Mutex::new(VecDeque::new())),
+            queued: Arc::new(Notify::new()),
+            gather_micros: std::sync::atomic::AtomicU64::new(0),
             following: Mutex::new(()),
             replication: Arc::new(Replication::default()),
             recent: Arc::new(Recent::default()),
@@ -224,6 +234,20 @@ impl Berth {
             .idle_release
             .lock()
             .expect("invariant: the policy lock is never poisoned") = policy;
+    }
+
+    /// Sets how long a batch may wait, before it begins, for as many decisions to be queued as
+    /// the batch before it made (group commit's gather; zero, the default: it waits for none).
+    /// Callers that wait for each answer before they write again (a scheduler's workers, a
+    /// replica's forwarded writes) come back a little apart; a batch that begins with the first
+    /// of them leaves the others the whole of its commit to wait, and commits as often again
+    /// for the same writes. A batch after one that made a single decision never waits, so a
+    /// lone writer's write is never delayed; a write may be delayed by `gather` at most (and
+    /// the runtime timer's millisecond) when fewer writes follow it than the batch before.
+    pub fn set_batch_gather(&self, gather: std::time::Duration) {
+        let micros = u64::try_from(gather.as_micros()).unwrap_or(u64::MAX);
+        self.gather_micros
+            .store(micros, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Sets whether unreserved consumers are kept out of capacity leases hold (the default) or
@@ -466,6 +490,7 @@ impl Berth {
                 reply,
                 deadline,
             });
+        self.queued.notify_waiters();
         let result = loop {
             let expiry = async {
                 match &watch {
@@ -523,6 +548,11 @@ impl Berth {
             clock: Arc::clone(&self.clock),
             catalog: Arc::clone(&self.catalog),
             queue: Arc::clone(&self.queue),
+            queued: Arc::clone(&self.queued),
+            gather: std::time::Duration::from_micros(
+                self.gather_micros
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
             replication: Arc::clone(&self.replication),
             recent: Arc::clone(&self.recent),
             published: self.published.clone(),
@@ -544,6 +574,10 @@ struct Batch {
     clock: Arc<dyn Clock>,
     catalog: Arc<RwLock<Catalog>>,
     queue: Arc<std::sync::Mutex<VecDeque<Pending>>>,
+    /// Told each time a decision is queued.
+    queued: Arc<Notify>,
+    /// How long the batch waits for decisions before it begins.
+    gather: std::time::Duration,
     replication: Arc<Replication>,
     recent: Arc<Recent>,
     /// The release of unconsumed leases put on the leases the batch creates.
@@ -554,12 +588,38 @@ struct Batch {
 impl Batch {
     /// Commits the queued decisions as one batch. They are taken from the queue only once the
     /// batch holds the database's writer lock, so that the decisions queued while another
-    /// replica held it go into this batch rather than wait for the next.
+    /// replica held it go into this batch rather than wait for the next. Before it begins, it
+    /// gathers as many as the batch before it made (see [`Berth::set_batch_gather`]).
     async fn run(self, mut working: OwnedMutexGuard<Working>) {
         if self.queued_none() {
             return;
         }
+        self.gather(working.last_made).await;
         self.commit_batch(&mut working).await;
+    }
+
+    /// Waits until `wanted` decisions are queued, [`Batch::gather`] at most; at once when the
+    /// batch gathers none or `wanted` is one. Before the batch holds any lock: only the
+    /// decisions queued meanwhile wait, and they go in this batch.
+    async fn gather(&self, wanted: usize) {
+        if self.gather.is_zero() || wanted <= 1 {
+            return;
+        }
+        let until = tokio::time::Instant::now() + self.gather;
+        // Each turn ends the wait or waits for the next decision queued, until `until`.
+        loop {
+            // Made before the queue is looked at, so that a decision queued just after is told.
+            let queued = self.queued.notified();
+            let enough = self
+                .queue
+                .lock()
+                .expect("invariant: queue lock is never poisoned")
+                .len()
+                >= wanted;
+            if enough || tokio::time::timeout_at(until, queued).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Whether no decision is queued (all were answered, withdrawn or abandoned meanwhile).
@@ -763,6 +823,7 @@ impl Batch {
             accepted,
             refused,
         } = self.decide_taken(&mut working.catalog, batch, &mut records, now);
+        working.last_made = accepted.len() + refused.len();
         if frees {
             admit_waiting(&mut working.catalog, &mut changes, &mut usage, now);
         }

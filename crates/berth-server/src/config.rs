@@ -178,6 +178,12 @@ pub struct ServeArgs {
     /// [default: true].
     #[arg(long, env = "BERTH_FORWARD_WRITES")]
     pub forward_writes: Option<bool>,
+    /// Milliseconds a write batch may wait, before it begins, for as many writes as the batch
+    /// before it made, so that callers who write again as soon as they are answered share one
+    /// commit; 0 never waits. A batch after one that made a single write never waits
+    /// [default: 2; at most 100].
+    #[arg(long, env = "BERTH_BATCH_GATHER_MS")]
+    pub batch_gather_ms: Option<u64>,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -210,6 +216,7 @@ struct FileConfig {
     tls_key: Option<PathBuf>,
     advertise_url: Option<String>,
     forward_writes: Option<bool>,
+    batch_gather_ms: Option<u64>,
 }
 
 /// `[keystone]` in the TOML file: where Keystone is and berth's own credentials there.
@@ -504,6 +511,8 @@ pub struct Config {
     pub advertise_url: Option<url::Url>,
     /// Whether this replica forwards its writes to the one that takes them.
     pub forward_writes: bool,
+    /// How long a write batch may wait for writes before it begins.
+    pub batch_gather: Duration,
 }
 
 /// Whether unreserved consumers are fenced and the preemption notice: flags over
@@ -646,6 +655,7 @@ impl Config {
             credential_key: clouds.key()?,
             advertise_url: advertise_url.as_deref().map(advertise).transpose()?,
             forward_writes: args.forward_writes.or(file.forward_writes).unwrap_or(true),
+            batch_gather: batch_gather(args.batch_gather_ms.or(file.batch_gather_ms))?,
             body_limit_bytes: BODY_LIMIT_BYTES_DEFAULT,
             request_timeout: Duration::from_secs(30),
             max_connections,
@@ -662,7 +672,7 @@ impl Config {
             StorageUrl::Postgres(url) => redact_url(url),
         };
         let general = format!(
-            "listen = \"{}\"\ndatabase = \"{}\"\nsqlite_synchronous = \"{:?}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\nforward_writes = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
+            "listen = \"{}\"\ndatabase = \"{}\"\nsqlite_synchronous = \"{:?}\"\nauth = \"{:?}\"\ntokens = {:?}\ndemo = {}\nbody_limit_bytes = {}\nrequest_timeout_s = {}\nforward_writes = {}\nbatch_gather_ms = {}\n\n[placement]\nfence_unreserved = {}\npreemption_notice_seconds = {}\n",
             self.listen,
             storage,
             self.sqlite_synchronous,
@@ -672,6 +682,7 @@ impl Config {
             self.body_limit_bytes,
             self.request_timeout.as_secs(),
             self.forward_writes,
+            self.batch_gather.as_millis(),
             self.fence_unreserved,
             self.preemption_notice.as_secs()
         )
@@ -786,6 +797,23 @@ fn idle_release(
         Duration::from_secs(notice),
     )))
 }
+
+/// A write batch's gather: `--batch-gather-ms` over the file over [`BATCH_GATHER_DEFAULT`],
+/// at most [`BATCH_GATHER_MAX`].
+fn batch_gather(ms: Option<u64>) -> anyhow::Result<Duration> {
+    let gather = ms.map_or(BATCH_GATHER_DEFAULT, Duration::from_millis);
+    anyhow::ensure!(
+        gather <= BATCH_GATHER_MAX,
+        "--batch-gather-ms must be at most {} (a write may wait that long)",
+        BATCH_GATHER_MAX.as_millis()
+    );
+    Ok(gather)
+}
+
+/// How long a write batch may wait for writes before it begins, unless configured.
+pub const BATCH_GATHER_DEFAULT: Duration = Duration::from_millis(2);
+/// The longest gather that may be configured.
+pub const BATCH_GATHER_MAX: Duration = Duration::from_millis(100);
 
 fn claim_ttl(args: &ServeArgs, section: Option<BaremetalSection>) -> anyhow::Result<Duration> {
     let claim_ttl = args
@@ -1221,6 +1249,40 @@ mod tests {
             };
             assert!(Config::from_args(&args).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_batch_gather_comes_from_the_flag_or_the_file_within_bounds() {
+        let config = Config::from_args(&ServeArgs::default()).expect("defaults");
+        assert_eq!(config.batch_gather, BATCH_GATHER_DEFAULT);
+        assert!(config.describe().contains("batch_gather_ms = 2\n"));
+        let dir = tempfile::tempdir().expect("dir");
+        let file = dir.path().join("berth.toml");
+        std::fs::write(&file, "batch_gather_ms = 0\n").expect("write");
+        let from_file = ServeArgs {
+            config: Some(file.clone()),
+            ..ServeArgs::default()
+        };
+        let config = Config::from_args(&from_file).expect("file");
+        assert_eq!(config.batch_gather, Duration::ZERO);
+        let flag = ServeArgs {
+            config: Some(file),
+            batch_gather_ms: Some(100),
+            ..ServeArgs::default()
+        };
+        assert_eq!(
+            Config::from_args(&flag).expect("flag").batch_gather,
+            BATCH_GATHER_MAX
+        );
+        let too_long = ServeArgs {
+            batch_gather_ms: Some(101),
+            ..ServeArgs::default()
+        };
+        let refused = Config::from_args(&too_long).expect_err("over the bound");
+        assert!(
+            refused.to_string().contains("--batch-gather-ms"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -223,6 +223,7 @@ async fn configure(berth: &Berth, config: &Config) -> anyhow::Result<()> {
     });
     berth.set_preemption_notice(config.preemption_notice);
     berth.set_claim_ttl(config.claim_ttl);
+    berth.set_batch_gather(config.batch_gather);
     berth.set_idle_release(config.idle_release);
     for (project, period, limits) in config.access_policy.budgets() {
         let limits = limits

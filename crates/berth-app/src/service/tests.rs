@@ -386,3 +386,63 @@ async fn a_decision_queued_while_a_batch_decides_joins_it() {
         }
     }
 }
+
+/// After a batch that made several decisions, the next one waits before it begins until as
+/// many are queued, the gather at most, and commits those that came meanwhile with its own;
+/// after a batch that made a single decision, it begins at once.
+#[tokio::test(start_paused = true)]
+async fn a_batch_gathers_as_many_decisions_as_the_batch_before_it_made() {
+    use std::time::Duration;
+    let store = MemStore::new();
+    let berth = Arc::new(open(&store).await);
+    let gather = Duration::from_millis(2);
+    berth.set_batch_gather(gather);
+    let create = |id: i64, name: &'static str| {
+        let berth = Arc::clone(&berth);
+        async move {
+            berth
+                .write(move |_, now| {
+                    Ok((vec![Change::ProviderCreated(row(id, name, None, now))], ()))
+                })
+                .await
+        }
+    };
+    async fn timed(write: impl std::future::Future<Output = ()>) -> Duration {
+        let start = tokio::time::Instant::now();
+        write.await;
+        start.elapsed()
+    }
+    let lone = timed(async { create(1, "lone").await.expect("made") }).await;
+    assert_eq!(lone, Duration::ZERO, "the first batch waits for nothing");
+
+    berth.writer.lock().await.last_made = 2;
+    let before = berth.read_now(Catalog::seq);
+    let late = Duration::from_millis(1);
+    let first = {
+        let create = create(2, "first");
+        tokio::spawn(timed(async move { create.await.expect("made") }))
+    };
+    let second = tokio::spawn({
+        let create = create(3, "second");
+        async move {
+            tokio::time::sleep(late).await;
+            create.await.expect("made");
+        }
+    });
+    let waited = first.await.expect("join");
+    second.await.expect("join");
+    assert_eq!(
+        berth.read_now(Catalog::seq) - before,
+        1,
+        "the decision queued while the batch gathered is in its commit"
+    );
+    assert!(late <= waited && waited < gather, "{waited:?}");
+
+    let alone = timed(async { create(4, "alone").await.expect("made") }).await;
+    assert!(
+        alone >= gather,
+        "after a batch of two, a lone write waits the gather: {alone:?}"
+    );
+    let next = timed(async { create(5, "next").await.expect("made") }).await;
+    assert_eq!(next, Duration::ZERO, "after a batch of one, none");
+}
