@@ -599,8 +599,8 @@ impl Batch {
     }
 
     /// Waits until `wanted` decisions are queued, [`Batch::gather`] at most; at once when the
-    /// batch gathers none or `wanted` is one. Before the batch holds any lock: only the
-    /// decisions queued meanwhile wait, and they go in this batch.
+    /// batch gathers none or `wanted` is one. Before the batch takes the database's writer
+    /// lock: only this process's decisions, which go in this batch, wait for it.
     async fn gather(&self, wanted: usize) {
         if self.gather.is_zero() || wanted <= 1 {
             return;
