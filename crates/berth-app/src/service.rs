@@ -861,9 +861,12 @@ impl Batch {
         let (seq, logged) = match commit_changes(tx, &changes, &usage, now).await {
             Ok(committed) => committed,
             Err(error) => {
+                // A refusal of this batch may rest on what an accepted decision before it
+                // changed, which was never committed: it is failed too, never answered with a
+                // reason the stored state does not give.
                 let replies = accepted.into_iter().map(|(reply, _)| reply);
-                fail_replies(replies, &error);
-                return refuse(refused);
+                let replies = replies.chain(refused.into_iter().map(|(reply, _)| reply));
+                return fail_replies(replies, &error);
             }
         };
         working.catalog.set_seq(seq);

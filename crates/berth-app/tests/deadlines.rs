@@ -3,7 +3,8 @@
 //! is never made and its caller is told nothing changed; one already taken into a committing
 //! batch is answered with that batch's outcome; one whose caller is gone is never made.
 //! A create with an `Idempotency-Key` whose answer was lost is found by its retry, and
-//! concurrent requests with one key make one lease.
+//! concurrent requests with one key make one lease. A batch whose commit fails answers none of
+//! its decisions with a refusal: one may rest on what the batch never committed.
 //! No test here waits on time: every step is ordered by the gate.
 
 mod common;
@@ -18,13 +19,15 @@ use berth_core::{Change, Instant, LeaseId};
 use berth_store::{MemStore, Store, StoreError, WriteTx};
 use common::{CountingIds, FixedClock, one_host_lease};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::{Notify, Semaphore};
 
-/// Where commits wait: each commit says it arrived, then waits for a permit.
+/// Where commits wait: each commit says it arrived, then waits for a permit; the next one
+/// through fails, when the test says so (as a commit whose connection is cut does).
 struct Gate {
     arrived: Notify,
     permits: Semaphore,
+    fail_next: AtomicBool,
 }
 
 impl Gate {
@@ -32,6 +35,7 @@ impl Gate {
         Gate {
             arrived: Notify::new(),
             permits: Semaphore::new(0),
+            fail_next: AtomicBool::new(false),
         }
     }
 
@@ -151,6 +155,10 @@ impl WriteTx for GatedTx {
             .await
             .expect("the gate is never closed")
             .forget();
+        if self.gate.fail_next.swap(false, Ordering::SeqCst) {
+            // Dropped uncommitted: nothing of it is stored.
+            return Err(StoreError::Backend("the connection was cut".into()));
+        }
         self.inner.commit().await
     }
 }
@@ -387,4 +395,40 @@ async fn concurrent_requests_with_one_key_make_one_lease() {
     ids.dedup();
     assert_eq!(ids.len(), 1, "every request answers with the same lease");
     assert_eq!(lease_ids(&berth).await, ids);
+}
+
+#[tokio::test]
+async fn a_refusal_resting_on_a_batch_that_failed_to_commit_is_never_answered() {
+    let (berth, store, gate) = service().await;
+    let first = leader(&berth, &gate, "first").await;
+    // Two creates of one name queue behind the committing batch; the next batch takes both:
+    // it accepts the first and refuses the second, whose name the first took.
+    let twins: Vec<_> = (0..2)
+        .map(|_| {
+            let berth = Arc::clone(&berth);
+            tokio::spawn(async move { berth.create_provider(provider("twin")).await })
+        })
+        .collect();
+    settle().await;
+    gate.open_once();
+    first.await.expect("join");
+    gate.arrival().await;
+    gate.fail_next.store(true, Ordering::SeqCst);
+    gate.open_once();
+    for twin in twins {
+        let answer = twin.await.expect("join");
+        assert!(
+            matches!(answer, Err(AppError::Store(_))),
+            "the batch failed: neither decision stands, the refusal no more than the \
+             acceptance: {answer:?}"
+        );
+    }
+    assert_eq!(stored(&berth, &store, "twin").await, (false, false));
+    // Nothing holds the name: a create of it now is made.
+    gate.open_once();
+    berth
+        .create_provider(provider("twin"))
+        .await
+        .expect("the name is free");
+    assert_eq!(stored(&berth, &store, "twin").await, (true, true));
 }

@@ -86,7 +86,10 @@ impl Replica {
                 "--clock-offset-seconds={}",
                 self.clock_offset_seconds
             ))
-            .env("BERTH_LOG", "warn")
+            .env(
+                "BERTH_LOG",
+                std::env::var("BERTH_HISTORY_LOG").unwrap_or_else(|_| "warn".to_owned()),
+            )
             .stdout(Stdio::null())
             .stderr(log);
         if let Some(defect) = &self.planted {

@@ -21,7 +21,8 @@ use tokio::sync::Mutex;
 pub const SETTLE: Duration = Duration::from_secs(5);
 
 /// A run's settings. `BERTH_HISTORY_DUMP`, when set, names a directory each run's history is
-/// written to (one operation a line).
+/// written to (one operation a line, then the faults injected), and where each run's replicas
+/// keep their files and logs (`BERTH_HISTORY_LOG` sets their log filter, `warn` by default).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The `berth` binary.
@@ -171,9 +172,19 @@ pub async fn run(
 ) -> Result<RunReport> {
     let began = std::time::Instant::now();
     cluster.create_database(database)?;
-    let dirs = tempfile::Builder::new()
-        .prefix("berth-history-run")
-        .tempdir()?;
+    let dump = std::env::var_os("BERTH_HISTORY_DUMP").map(PathBuf::from);
+    let dirs = match &dump {
+        Some(dump) => {
+            let mut kept = tempfile::Builder::new()
+                .prefix(&format!("{database}-{seed}-"))
+                .tempdir_in(dump)?;
+            kept.disable_cleanup(true);
+            kept
+        }
+        None => tempfile::Builder::new()
+            .prefix("berth-history-run")
+            .tempdir()?,
+    };
     let mut proxies = Vec::new();
     let mut replicas = Vec::new();
     for index in 0..config.replicas {
@@ -214,10 +225,14 @@ pub async fn run(
     drop(replicas);
     drop(proxies);
     let ops = recorder.ops();
-    if let Ok(dir) = std::env::var("BERTH_HISTORY_DUMP") {
-        let lines: Vec<String> = ops.iter().map(|op| format!("{op:?}")).collect();
+    if let Some(dump) = &dump {
+        let lines: Vec<String> = ops
+            .iter()
+            .map(|op| format!("{op:?}"))
+            .chain(faults.iter().map(|injected| format!("{injected:?}")))
+            .collect();
         std::fs::write(
-            PathBuf::from(dir).join(format!("{database}-{seed}.txt")),
+            dump.join(format!("{database}-{seed}.txt")),
             lines.join("\n"),
         )?;
     }
