@@ -173,18 +173,12 @@ pub async fn run(
     let began = std::time::Instant::now();
     cluster.create_database(database)?;
     let dump = std::env::var_os("BERTH_HISTORY_DUMP").map(PathBuf::from);
-    let dirs = match &dump {
-        Some(dump) => {
-            let mut kept = tempfile::Builder::new()
-                .prefix(&format!("{database}-{seed}-"))
-                .tempdir_in(dump)?;
-            kept.disable_cleanup(true);
-            kept
-        }
-        None => tempfile::Builder::new()
-            .prefix("berth-history-run")
-            .tempdir()?,
-    };
+    // Kept in the dump directory when there is one, removed with the run otherwise.
+    let prefix = format!("berth-{database}-{seed}-");
+    let dirs = tempfile::Builder::new()
+        .prefix(&prefix)
+        .disable_cleanup(dump.is_some())
+        .tempdir_in(dump.clone().unwrap_or_else(std::env::temp_dir))?;
     let mut proxies = Vec::new();
     let mut replicas = Vec::new();
     for index in 0..config.replicas {
