@@ -801,6 +801,9 @@ impl From<LeaseDocument> for Lease {
     }
 }
 
+/// The fields of [`LeaseDocument`] that `impl Serialize for Lease` writes whether set or not.
+const LEASE_FIELDS_ALWAYS_WRITTEN: usize = 15;
+
 /// Writes the lease as [`LeaseDocument`] reads it, without copying it: every field at the top
 /// level, in the document's order, the optional ones but `status_reason` left out when unset.
 impl Serialize for Lease {
@@ -818,7 +821,18 @@ impl Serialize for Lease {
             }
         }
         let rare = self.rare.get();
-        let mut document = serializer.serialize_struct("Lease", 21)?;
+        // The fields written: formats that write the count first (CBOR, MessagePack) read a
+        // larger count as a document cut short.
+        let set = [
+            rare.terms.is_some(),
+            self.lapses_at.is_some(),
+            rare.outcome.is_some(),
+            rare.series.is_some(),
+            rare.shares.is_some(),
+            rare.idle.is_some(),
+        ];
+        let len = LEASE_FIELDS_ALWAYS_WRITTEN + set.iter().filter(|&&s| s).count();
+        let mut document = serializer.serialize_struct("Lease", len)?;
         document.serialize_field("id", &self.id)?;
         document.serialize_field("name", &self.name)?;
         document.serialize_field("project_id", &self.project_id)?;
@@ -1260,13 +1274,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn what_few_leases_have_is_stored_at_the_top_level_and_kept_apart_only_while_set() {
-        let plain = lease(1, win(0, 10));
-        assert!(
-            plain.rare.0.is_none(),
-            "a lease without any of it allocates none"
-        );
+    /// `plain` with every optional field set: what few leases have, the lapse and the terms.
+    fn with_everything_set(plain: &Lease) -> Lease {
         let mut rare = plain.clone();
         rare.set_status_reason(Some("nova down".into()));
         rare.set_outcome(Some(Outcome::Expired));
@@ -1284,15 +1293,6 @@ mod tests {
         let policy = IdleRelease::new(Span::from_hours(1), Span::from_minutes(10));
         rare.set_idle(Some(policy));
         rare.idle_mut().expect("idle").noticed = true;
-
-        // Stored as before: each at the document's top level, and read back the same.
-        let document = serde_json::to_value(&rare).expect("encode");
-        for field in ["status_reason", "outcome", "series", "shares", "idle"] {
-            assert!(!document[field].is_null(), "{field} in {document}");
-        }
-        assert_eq!(document["idle"]["noticed"], true, "{document}");
-        // In the order documents have always had (decoding does not need it; equal leases
-        // give equal bytes).
         rare.lapses_at = Some(Instant::from_micros(3));
         rare.set_terms(Some(PromiseTerms {
             kind: crate::model::promise::PromiseKind::Capacity,
@@ -1302,7 +1302,28 @@ mod tests {
             zone: None,
             provider: None,
         }));
+        rare
+    }
+
+    #[test]
+    fn what_few_leases_have_is_stored_at_the_top_level_and_kept_apart_only_while_set() {
+        let plain = lease(1, win(0, 10));
+        assert!(
+            plain.rare.0.is_none(),
+            "a lease without any of it allocates none"
+        );
+        let mut rare = with_everything_set(&plain);
+
+        // Stored as before: each at the document's top level, and read back the same.
         let text = serde_json::to_string(&rare).expect("encode");
+        let document: serde_json::Value = serde_json::from_str(&text).expect("a document");
+        for field in ["status_reason", "outcome", "series", "shares", "idle"] {
+            assert!(!document[field].is_null(), "{field} in {document}");
+        }
+        assert_eq!(document["idle"]["noticed"], true, "{document}");
+        assert!(document.get("rare").is_none(), "{document}");
+        // In the order documents have always had (decoding does not need it; equal leases
+        // give equal bytes).
         let order = [
             "id",
             "name",
@@ -1328,9 +1349,6 @@ mod tests {
         ];
         let keys: TopKeys = serde_json::from_str(&text).expect("a document");
         assert_eq!(keys.0, order, "{text}");
-        rare.lapses_at = None;
-        rare.set_terms(None);
-        assert!(document.get("rare").is_none(), "{document}");
         let read: Lease = serde_json::from_value(document).expect("decode");
         assert_eq!(read, rare);
         assert_eq!(read.status_reason(), Some("nova down"));
@@ -1339,6 +1357,8 @@ mod tests {
         assert_eq!(plain_document["status_reason"], serde_json::Value::Null);
 
         // Cleared one by one, it is equal to the lease that never had any, allocation given back.
+        rare.lapses_at = None;
+        rare.set_terms(None);
         rare.set_status_reason(None);
         rare.set_outcome(None);
         rare.set_series(None);
@@ -1348,6 +1368,41 @@ mod tests {
         rare.set_idle(None);
         assert!(rare.rare.0.is_none());
         assert_eq!(rare, plain);
+    }
+
+    #[test]
+    fn a_lease_declares_the_fields_it_writes_so_formats_that_count_them_read_it_back() {
+        // CBOR writes a struct as a map whose length comes first, from `serialize_struct`: a
+        // lease that declared a field it then left out would read as a document cut short.
+        let plain = lease(1, win(0, 10));
+        let full = with_everything_set(&plain);
+        let mut each_alone = Vec::new();
+        for clear in 0..7 {
+            let mut one = full.clone();
+            for (n, edit) in [
+                (|l: &mut Lease| l.set_terms(None)) as fn(&mut Lease),
+                |l| l.lapses_at = None,
+                |l| l.set_outcome(None),
+                |l| l.set_series(None),
+                |l| l.set_shares(None),
+                |l| l.set_idle(None),
+                |l| l.set_status_reason(None),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if n != clear {
+                    edit(&mut one);
+                }
+            }
+            each_alone.push(one);
+        }
+        for lease in [plain, full].into_iter().chain(each_alone) {
+            let mut bytes = Vec::new();
+            ciborium::into_writer(&lease, &mut bytes).expect("encode");
+            let read: Lease = ciborium::from_reader(bytes.as_slice()).expect("read back whole");
+            assert_eq!(read, lease);
+        }
     }
 
     #[test]
