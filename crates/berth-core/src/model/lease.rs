@@ -1376,28 +1376,26 @@ mod tests {
         // lease that declared a field it then left out would read as a document cut short.
         let plain = lease(1, win(0, 10));
         let full = with_everything_set(&plain);
-        let mut each_alone = Vec::new();
-        for clear in 0..7 {
+        let clears: [fn(&mut Lease); 7] = [
+            |l| l.set_terms(None),
+            |l| l.lapses_at = None,
+            |l| l.set_outcome(None),
+            |l| l.set_series(None),
+            |l| l.set_shares(None),
+            |l| l.set_idle(None),
+            |l| l.set_status_reason(None),
+        ];
+        // Each optional field set alone: every other one cleared.
+        let each_alone = (0..clears.len()).map(|kept| {
             let mut one = full.clone();
-            for (n, edit) in [
-                (|l: &mut Lease| l.set_terms(None)) as fn(&mut Lease),
-                |l| l.lapses_at = None,
-                |l| l.set_outcome(None),
-                |l| l.set_series(None),
-                |l| l.set_shares(None),
-                |l| l.set_idle(None),
-                |l| l.set_status_reason(None),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                if n != clear {
-                    edit(&mut one);
+            for (n, clear) in clears.iter().enumerate() {
+                if n != kept {
+                    clear(&mut one);
                 }
             }
-            each_alone.push(one);
-        }
-        for lease in [plain, full].into_iter().chain(each_alone) {
+            one
+        });
+        for lease in [plain, full.clone()].into_iter().chain(each_alone) {
             let mut bytes = Vec::new();
             ciborium::into_writer(&lease, &mut bytes).expect("encode");
             let read: Lease = ciborium::from_reader(bytes.as_slice()).expect("read back whole");
